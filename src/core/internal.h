@@ -27,7 +27,9 @@ kiln_status kiln__error_at(const kiln_ctx *ctx, kiln_status status, const char *
 kiln_status kiln__verror_at(const kiln_ctx *ctx, kiln_status status, const char *file, int line, const char *fmt,
                             va_list ap);
 #define KILN_ERROR(ctx, status, ...) kiln__error_at((ctx), (status), __FILE__, __LINE__, __VA_ARGS__)
-/* Clears ctx's last error (called at the start of nothing: errors stay until replaced). */
+/* Like kiln__error_at for messages of any length (a compiler log and a generated source):
+ * the message is "NAME: head\ntail". */
+kiln_status kiln__error_long(const kiln_ctx *ctx, kiln_status status, const char *head, const char *tail);
 
 /* Propagates a failing status. */
 #define KILN_TRY(expr)                                                                      \
