@@ -1,0 +1,365 @@
+/*
+ * tests/test_tensor.c — tensors and views: constructors, dtype conversion through host
+ * transfers, slicing (steps, negative steps, indices), permute/transpose, reshape (view or
+ * LAYOUT error), broadcast_to, contiguous copies, names, and every bad-argument path.
+ */
+#include "check.h"
+
+static kiln_ctx *ctx;
+
+/* Reads t as f64 and checks element i (row-major in t's shape) == ref(i). */
+static void check_values(const kiln_tensor *t, const double *ref, int64_t n, double tol)
+{
+    CHECK_INT(kiln_tensor_numel(t), n);
+    double *got = malloc((size_t)(n ? n : 1) * sizeof *got);
+    for (int64_t i = 0; i < n; i++) got[i] = NAN;
+    CHECK_OK(ctx, kiln_tensor_read(t, got, KILN_DTYPE_F64));
+    int bad = 0;
+    for (int64_t i = 0; i < n && bad < 5; i++)
+        if (!(fabs(got[i] - ref[i]) <= tol * (fabs(ref[i]) > 1 ? fabs(ref[i]) : 1))) {
+            fprintf(stderr, "  element %lld: got %.9g want %.9g\n", (long long)i, got[i], ref[i]);
+            bad++;
+        }
+    CHECK(bad == 0);
+    free(got);
+}
+
+/* A (4, 5, 6) tensor holding 0..119 as f64, plus its host copy. */
+static kiln_tensor *make_iota(kiln_dtype dt, double *host)
+{
+    int64_t shape[3] = {4, 5, 6};
+    for (int i = 0; i < 120; i++) host[i] = i;
+    kiln_tensor *t = NULL;
+    CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, 3, shape, host, KILN_DTYPE_F64, &t));
+    return t;
+}
+
+static void test_constructors(void)
+{
+    int64_t shape[2] = {3, 7};
+    kiln_tensor *t = NULL;
+    double ref[21];
+    CHECK_OK(ctx, kiln_tensor_full(ctx, KILN_DTYPE_F32, 2, shape, 2.5, &t));
+    for (int i = 0; i < 21; i++) ref[i] = 2.5;
+    check_values(t, ref, 21, 0);
+    CHECK_INT(kiln_tensor_ndim(t), 2);
+    CHECK_INT(kiln_tensor_dim(t, -1), 7);
+    CHECK_INT(kiln_tensor_stride(t, 0), 7);
+    CHECK(kiln_tensor_is_contiguous(t));
+    kiln_tensor_release(t);
+
+    CHECK_OK(ctx, kiln_tensor_zeros(ctx, KILN_DTYPE_BF16, 2, shape, &t));
+    for (int i = 0; i < 21; i++) ref[i] = 0;
+    check_values(t, ref, 21, 0);
+    kiln_tensor_release(t);
+    CHECK_OK(ctx, kiln_tensor_ones(ctx, KILN_DTYPE_I8, 2, shape, &t));
+    for (int i = 0; i < 21; i++) ref[i] = 1;
+    check_values(t, ref, 21, 0);
+    kiln_tensor_release(t);
+
+    CHECK_OK(ctx, kiln_tensor_arange(ctx, KILN_DTYPE_I32, 3, -8, -2, &t));
+    double ar[6] = {3, 1, -1, -3, -5, -7};
+    check_values(t, ar, 6, 0);
+    kiln_tensor_release(t);
+    CHECK_OK(ctx, kiln_tensor_arange(ctx, KILN_DTYPE_F64, 0, 1, 0.25, &t));
+    double ar2[4] = {0, 0.25, 0.5, 0.75};
+    check_values(t, ar2, 4, 0);
+    kiln_tensor_release(t);
+
+    /* rank 0 and empty tensors */
+    CHECK_OK(ctx, kiln_tensor_full(ctx, KILN_DTYPE_F64, 0, NULL, -3.25, &t));
+    double r0 = -3.25;
+    check_values(t, &r0, 1, 0);
+    kiln_tensor_release(t);
+    int64_t empty[3] = {2, 0, 5};
+    CHECK_OK(ctx, kiln_tensor_full(ctx, KILN_DTYPE_F32, 3, empty, 1.0, &t));
+    CHECK_INT(kiln_tensor_numel(t), 0);
+    CHECK(kiln_tensor_data(t) == NULL);
+    kiln_tensor_release(t);
+}
+
+static void test_dtype_roundtrip(void)
+{
+    /* Every dtype pair through from_host / read, on values each dtype holds exactly. */
+    const kiln_dtype all[] = {KILN_DTYPE_F32, KILN_DTYPE_F16, KILN_DTYPE_BF16, KILN_DTYPE_F64,
+                              KILN_DTYPE_I8,  KILN_DTYPE_U8,  KILN_DTYPE_I32};
+    double vals[8] = {0, 1, 2, 3, 17, 100, 64, 5};
+    int64_t n = 8;
+    for (int a = 0; a < 7; a++)
+        for (int b = 0; b < 7; b++) {
+            kiln_tensor *t = NULL;
+            /* a host buffer of dtype all[b], made by kiln's own read conversion */
+            char host[64];
+            kiln_dtype hd = all[b];
+            kiln_tensor *src = NULL;
+            CHECK_OK(ctx, kiln_tensor_from_host(ctx, KILN_DTYPE_F64, 1, &n, vals, KILN_DTYPE_F64, &src));
+            CHECK_OK(ctx, kiln_tensor_read(src, host, hd));
+            kiln_tensor_release(src);
+            CHECK_OK(ctx, kiln_tensor_from_host(ctx, all[a], 1, &n, host, hd, &t));
+            check_values(t, vals, 8, 0);
+            kiln_tensor_release(t);
+        }
+    /* float -> int truncates toward zero and saturates, NaN -> 0 */
+    double odd[6] = {-1.7, 2.9, 300, -300, NAN, 1e20};
+    int64_t n6 = 6;
+    kiln_tensor *t = NULL;
+    CHECK_OK(ctx, kiln_tensor_from_host(ctx, KILN_DTYPE_I8, 1, &n6, odd, KILN_DTYPE_F64, &t));
+    double want_i8[6] = {-1, 2, 127, -128, 0, 127};
+    check_values(t, want_i8, 6, 0);
+    kiln_tensor_release(t);
+    CHECK_OK(ctx, kiln_tensor_from_host(ctx, KILN_DTYPE_U8, 1, &n6, odd, KILN_DTYPE_F64, &t));
+    double want_u8[6] = {0, 2, 255, 0, 0, 255};
+    check_values(t, want_u8, 6, 0);
+    kiln_tensor_release(t);
+    /* f64 -> f16 rounds once, to nearest */
+    double fin[3] = {1.0 + 1.0 / 2048 + 1e-9, 65504, 1e6};
+    int64_t n3 = 3;
+    CHECK_OK(ctx, kiln_tensor_from_host(ctx, KILN_DTYPE_F16, 1, &n3, fin, KILN_DTYPE_F64, &t));
+    double want16[3] = {1.0 + 1.0 / 1024, 65504, INFINITY};
+    double got[3];
+    CHECK_OK(ctx, kiln_tensor_read(t, got, KILN_DTYPE_F64));
+    for (int i = 0; i < 3; i++) CHECK(got[i] == want16[i]);
+    kiln_tensor_release(t);
+}
+
+static void test_slices(void)
+{
+    double host[120];
+    kiln_tensor *t = make_iota(KILN_DTYPE_F32, host);
+    kiln_tensor *v = NULL;
+    /* t[1:4:2, ::-1, -2] */
+    kiln_slice s[3] = {KILN_SLICE_STEP(1, 4, 2), KILN_SLICE_STEP(KILN_NONE, KILN_NONE, -1), KILN_INDEX(-2)};
+    CHECK_OK(ctx, kiln_tensor_slice(t, 3, s, &v));
+    CHECK_INT(kiln_tensor_ndim(v), 2);
+    CHECK_INT(kiln_tensor_dim(v, 0), 2);
+    CHECK_INT(kiln_tensor_dim(v, 1), 5);
+    double ref[10];
+    int k = 0;
+    for (int i = 1; i < 4; i += 2)
+        for (int j = 4; j >= 0; j--) ref[k++] = i * 30 + j * 6 + 4;
+    check_values(v, ref, 10, 0);
+    CHECK(!kiln_tensor_is_contiguous(v));
+
+    /* a view of a view, with a negative step and clamped bounds: v[::-1, 10:-100:-2] */
+    kiln_tensor *w = NULL;
+    kiln_slice s2[2] = {KILN_SLICE_STEP(KILN_NONE, KILN_NONE, -1), KILN_SLICE_STEP(10, -100, -2)};
+    CHECK_OK(ctx, kiln_tensor_slice(v, 2, s2, &w));
+    CHECK_INT(kiln_tensor_dim(w, 1), 3);
+    k = 0;
+    double ref2[6];
+    for (int i = 1; i >= 0; i--)
+        for (int j = 4; j >= 0; j -= 2) ref2[k++] = ref[i * 5 + j];
+    check_values(w, ref2, 6, 0);
+
+    /* writes through a view show in the base */
+    double twos[6] = {-1, -2, -3, -4, -5, -6};
+    CHECK_OK(ctx, kiln_tensor_write(w, twos, KILN_DTYPE_F64));
+    double all[120];
+    CHECK_OK(ctx, kiln_tensor_read(t, all, KILN_DTYPE_F64));
+    /* w[0][0] is v[1][4] is t[3, 0, 4] */
+    CHECK(all[3 * 30 + 0 * 6 + 4] == -1);
+    CHECK(all[3 * 30 + 4 * 6 + 4] == -3);
+    CHECK(all[1 * 30 + 0 * 6 + 4] == -4);
+    kiln_tensor_release(w);
+    kiln_tensor_release(v);
+
+    /* empty slices */
+    kiln_slice s3[1] = {KILN_SLICE(3, 1)};
+    CHECK_OK(ctx, kiln_tensor_slice(t, 1, s3, &v));
+    CHECK_INT(kiln_tensor_numel(v), 0);
+    kiln_tensor_release(v);
+
+    /* errors */
+    kiln_slice bad[1] = {KILN_INDEX(4)};
+    v = NULL;
+    CHECK_FAILS(ctx, kiln_tensor_slice(t, 1, bad, &v), KILN_ERR_BOUNDS, "index 4");
+    CHECK(v == NULL);
+    kiln_slice bad2[2] = {KILN_SLICE_ALL, KILN_SLICE_STEP(0, 2, 0)};
+    CHECK_FAILS(ctx, kiln_tensor_slice(t, 2, bad2, &v), KILN_ERR_ARG, "s[1].step");
+    CHECK_FAILS(ctx, kiln_tensor_slice(t, 4, bad2, &v), KILN_ERR_ARG, "'n'");
+    CHECK_FAILS(NULL, kiln_tensor_slice(NULL, 1, bad2, &v), KILN_ERR_NULL, "'t'");
+    kiln_tensor_release(t);
+}
+
+static void test_permute_reshape(void)
+{
+    double host[120];
+    kiln_tensor *t = make_iota(KILN_DTYPE_F64, host);
+    kiln_tensor *p = NULL, *r = NULL;
+    int axes[3] = {2, 0, -2};
+    CHECK_OK(ctx, kiln_tensor_permute(t, axes, &p));
+    double ref[120];
+    int k = 0;
+    for (int c = 0; c < 6; c++)
+        for (int a = 0; a < 4; a++)
+            for (int b = 0; b < 5; b++) ref[k++] = a * 30 + b * 6 + c;
+    check_values(p, ref, 120, 0);
+
+    /* reshape of a permuted tensor: merging (4, 5) works (contiguous with each other), merging (6, 4) does not */
+    int64_t ok_shape[2] = {6, 20};
+    CHECK_OK(ctx, kiln_tensor_reshape(p, 2, ok_shape, &r));
+    check_values(r, ref, 120, 0);
+    kiln_tensor_release(r);
+    int64_t bad_shape[2] = {24, 5};
+    r = NULL;
+    CHECK_FAILS(ctx, kiln_tensor_reshape(p, 2, bad_shape, &r), KILN_ERR_LAYOUT, "contiguous");
+    CHECK(r == NULL);
+    /* after a contiguous copy it works */
+    kiln_tensor *c = NULL;
+    CHECK_OK(ctx, kiln_tensor_contiguous(p, &c));
+    CHECK(kiln_tensor_is_contiguous(c));
+    CHECK_OK(ctx, kiln_tensor_reshape(c, 2, bad_shape, &r));
+    check_values(r, ref, 120, 0);
+    kiln_tensor_release(r);
+    kiln_tensor_release(c);
+
+    /* -1 inference, size-1 axes, rank 0 */
+    int64_t inf_shape[4] = {2, 1, -1, 3};
+    CHECK_OK(ctx, kiln_tensor_reshape(t, 4, inf_shape, &r));
+    CHECK_INT(kiln_tensor_dim(r, 2), 20);
+    check_values(r, host, 120, 0);
+    kiln_tensor_release(r);
+    int64_t two_inf[2] = {-1, -1};
+    CHECK_FAILS(ctx, kiln_tensor_reshape(t, 2, two_inf, &r), KILN_ERR_ARG, "more than one -1");
+    int64_t wrong[2] = {7, 17};
+    CHECK_FAILS(ctx, kiln_tensor_reshape(t, 2, wrong, &r), KILN_ERR_SHAPE, "'shape'");
+
+    /* transpose = swap two axes */
+    kiln_tensor *tt = NULL;
+    CHECK_OK(ctx, kiln_tensor_transpose(t, 0, -1, &tt));
+    CHECK_INT(kiln_tensor_dim(tt, 0), 6);
+    CHECK_INT(kiln_tensor_stride(tt, 2), 30);
+    CHECK_FAILS(ctx, kiln_tensor_transpose(t, 0, 3, &r), KILN_ERR_AXIS, "'axis1'");
+    int dup[3] = {0, 0, 1};
+    CHECK_FAILS(ctx, kiln_tensor_permute(t, dup, &r), KILN_ERR_AXIS, "repeats");
+    kiln_tensor_release(tt);
+
+    /* a reversed (negative-stride) view reshaped where possible */
+    kiln_slice rev[1] = {KILN_SLICE_STEP(KILN_NONE, KILN_NONE, -1)};
+    kiln_tensor *rv = NULL;
+    int64_t n = 120, shp[1] = {120};
+    kiln_tensor *flat = NULL;
+    CHECK_OK(ctx, kiln_tensor_reshape(t, 1, shp, &flat));
+    CHECK_OK(ctx, kiln_tensor_slice(flat, 1, rev, &rv));
+    int64_t sq[2] = {12, 10};
+    CHECK_OK(ctx, kiln_tensor_reshape(rv, 2, sq, &r));
+    double rref[120];
+    for (int i = 0; i < 120; i++) rref[i] = 119 - i;
+    check_values(r, rref, n, 0);
+    kiln_tensor_release(r);
+    kiln_tensor_release(rv);
+    kiln_tensor_release(flat);
+    kiln_tensor_release(p);
+    kiln_tensor_release(t);
+}
+
+static void test_broadcast(void)
+{
+    double host[120];
+    kiln_tensor *t = make_iota(KILN_DTYPE_F32, host);
+    kiln_slice s[2] = {KILN_INDEX(1), KILN_SLICE(2, 3)}; /* (1, 6) */
+    kiln_tensor *row = NULL, *b = NULL;
+    CHECK_OK(ctx, kiln_tensor_slice(t, 2, s, &row));
+    int64_t shape[3] = {2, 3, 6};
+    CHECK_OK(ctx, kiln_tensor_broadcast_to(row, 3, shape, &b));
+    CHECK_INT(kiln_tensor_stride(b, 0), 0);
+    CHECK_INT(kiln_tensor_stride(b, 1), 0);
+    double ref[36];
+    for (int i = 0; i < 36; i++) ref[i] = 30 + 12 + i % 6;
+    check_values(b, ref, 36, 0);
+    /* a broadcast view cannot be written */
+    CHECK_FAILS(ctx, kiln_tensor_write(b, ref, KILN_DTYPE_F64), KILN_ERR_ALIAS, "'t'");
+    CHECK_FAILS(ctx, kiln_assign(b, kiln_scalar(1)), KILN_ERR_ALIAS, "dst");
+    /* values unchanged */
+    check_values(b, ref, 36, 0);
+    int64_t bad[2] = {3, 5};
+    kiln_tensor *x = NULL;
+    CHECK_FAILS(ctx, kiln_tensor_broadcast_to(row, 2, bad, &x), KILN_ERR_SHAPE, "'shape'");
+    int64_t few[1] = {6};
+    CHECK_FAILS(ctx, kiln_tensor_broadcast_to(row, 1, few, &x), KILN_ERR_SHAPE, "fewer axes");
+    CHECK(x == NULL);
+    kiln_tensor_release(b);
+    kiln_tensor_release(row);
+    kiln_tensor_release(t);
+}
+
+static void test_copy_names(void)
+{
+    double host[120];
+    kiln_tensor *t = make_iota(KILN_DTYPE_F32, host);
+    kiln_tensor *tt = NULL, *c = NULL;
+    CHECK_OK(ctx, kiln_tensor_permute(t, NULL, &tt));
+    CHECK_OK(ctx, kiln_tensor_copy(tt, KILN_DTYPE_F16, &c));
+    CHECK_INT(kiln_tensor_dtype(c), KILN_DTYPE_F16);
+    CHECK(kiln_tensor_is_contiguous(c));
+    double ref[120];
+    int k = 0;
+    for (int c2 = 0; c2 < 6; c2++)
+        for (int b = 0; b < 5; b++)
+            for (int a = 0; a < 4; a++) ref[k++] = a * 30 + b * 6 + c2;
+    check_values(c, ref, 120, 0);
+    /* the copy is independent */
+    double z[120] = {0};
+    CHECK_OK(ctx, kiln_tensor_write(t, z, KILN_DTYPE_F64));
+    check_values(c, ref, 120, 0);
+    CHECK_OK(ctx, kiln_tensor_set_name(c, "weights"));
+    CHECK(strcmp(kiln_tensor_name(c), "weights") == 0);
+    CHECK_OK(ctx, kiln_tensor_set_name(c, NULL));
+    CHECK(strcmp(kiln_tensor_name(c), "") == 0);
+    kiln_tensor_release(c);
+    kiln_tensor_release(tt);
+    /* releasing the base before the view keeps storage alive */
+    kiln_tensor *v = NULL;
+    kiln_slice s[1] = {KILN_INDEX(2)};
+    CHECK_OK(ctx, kiln_tensor_slice(t, 1, s, &v));
+    kiln_tensor_release(t);
+    double z30[30] = {0};
+    check_values(v, z30, 30, 0);
+    kiln_tensor_release(v);
+}
+
+static void test_bad_args(void)
+{
+    kiln_tensor *t = NULL;
+    int64_t shape[2] = {3, -1};
+    CHECK_FAILS(NULL, kiln_tensor_empty(NULL, KILN_DTYPE_F32, 2, shape, &t), KILN_ERR_NULL, "'ctx'");
+    CHECK_FAILS(ctx, kiln_tensor_empty(ctx, KILN_DTYPE_F32, 2, shape, &t), KILN_ERR_ARG, "negative");
+    CHECK_FAILS(ctx, kiln_tensor_empty(ctx, (kiln_dtype)99, 1, shape, &t), KILN_ERR_DTYPE, "'dtype'");
+    CHECK_FAILS(ctx, kiln_tensor_empty(ctx, KILN_DTYPE_F32, 9, shape, &t), KILN_ERR_ARG, "ndim");
+    CHECK_FAILS(ctx, kiln_tensor_empty(ctx, KILN_DTYPE_F32, 1, shape, NULL), KILN_ERR_NULL, "'out'");
+    int64_t huge[3] = {1LL << 40, 1LL << 40, 1LL << 10};
+    CHECK_FAILS(ctx, kiln_tensor_empty(ctx, KILN_DTYPE_F32, 3, huge, &t), KILN_ERR_OVERFLOW, "overflows");
+    int64_t big[2] = {1LL << 31, 1LL << 31}; /* fits int64 elements, too many bytes for f64 */
+    CHECK_FAILS(ctx, kiln_tensor_empty(ctx, KILN_DTYPE_F64, 2, big, &t), KILN_ERR_OVERFLOW, "bytes");
+    CHECK(t == NULL);
+    CHECK_FAILS(ctx, kiln_tensor_arange(ctx, KILN_DTYPE_F32, 0, 5, 0, &t), KILN_ERR_ARG, "'step'");
+    CHECK_FAILS(ctx, kiln_tensor_arange(ctx, KILN_DTYPE_F32, 0, INFINITY, 1, &t), KILN_ERR_ARG, "finite");
+    int64_t two = 2;
+    CHECK_FAILS(ctx, kiln_tensor_from_host(ctx, KILN_DTYPE_F32, 1, &two, NULL, KILN_DTYPE_F32, &t), KILN_ERR_NULL, "'src'");
+    CHECK_FAILS(NULL, kiln_tensor_read(NULL, NULL, KILN_DTYPE_F32), KILN_ERR_NULL, "'t'");
+    CHECK_FAILS(NULL, kiln_tensor_set_name(NULL, "x"), KILN_ERR_NULL, "'t'");
+    /* accessors are NULL-safe */
+    CHECK_INT(kiln_tensor_ndim(NULL), 0);
+    CHECK_INT(kiln_tensor_dim(NULL, 0), -1);
+    CHECK(kiln_tensor_shape(NULL) == NULL);
+    kiln_tensor_release(NULL);
+}
+
+int main(void)
+{
+    kiln_status st = kiln_ctx_create(&ctx, NULL);
+    if (st != KILN_OK) {
+        fprintf(stderr, "no context: %s\n", kiln_last_error(NULL));
+        return st == KILN_ERR_NO_DEVICE ? CHECK_SKIP : 1;
+    }
+    printf("backend: %s\n", kiln_ctx_backend_name(ctx));
+    test_constructors();
+    test_dtype_roundtrip();
+    test_slices();
+    test_permute_reshape();
+    test_broadcast();
+    test_copy_names();
+    test_bad_args();
+    kiln_ctx_destroy(ctx);
+    return check_finish();
+}
