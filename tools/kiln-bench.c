@@ -1,0 +1,816 @@
+/*
+ * tools/kiln-bench.c — kiln's benchmark driver, the main job of `make bench`.
+ *
+ *   kiln-bench [expr|gemm|all] [--quick] [--dtype f32,f16,...] [--help]
+ *
+ * expr: lazily fused expressions — batch-norm in place, two element-wise chains, the row
+ *       variance — each timed FUSED (one kiln_assign) and UNFUSED (one kiln_assign per
+ *       operator into temporaries, the way a numpy-style library runs it), printing ms, GB/s
+ *       of the bytes that must move (inputs read once + output written once) and the ratio
+ *       unfused/fused measured in the same run.
+ * gemm: kiln_dot at a few sizes, GFLOP/s (2*M*N*K flops).
+ *
+ * Timing: monotonic clock, warm-up runs, then the MEDIAN of N runs (N grows until about a
+ * target time is spent), kiln_ctx_synchronize before every clock stop. Only the public API
+ * (include/kiln.h) is used; building the expression is part of every timed run, as it is
+ * for a user. Every case also checks its answer (fused against unfused; sampled GEMM
+ * entries against an f64 dot product on the host), so a fast wrong answer shows as FAIL.
+ * Exit status: 0 on success, 1 when a kiln call failed (its error is printed) or a check
+ * failed, 2 on a bad command line.
+ *
+ * Adding a peer (cuBLAS, a device copy of the same bytes, PyTorch): measure it into
+ * row.peer_ms and add the "peer" columns to the table (see table_add_peer); nothing else
+ * changes.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+
+#include "kiln.h"
+
+#define MAX_REPS 201
+#define MAX_COLS 12
+#define EPS 1e-5
+
+/* ---- the run's settings and state ---------------------------------------------------- */
+
+struct row;
+
+typedef struct bench {
+    kiln_ctx *ctx;
+    int quick;
+    int gpu;                   /* backend is not the CPU: GPU sizes */
+    int ndtypes;
+    kiln_dtype dtypes[KILN_DTYPE_COUNT];
+    int fails;                 /* cases whose check failed */
+    const char *current;       /* the case being run, for error messages */
+    uint64_t rng;              /* host xorshift64* for input data */
+    float *host;               /* scratch for input data */
+    size_t host_cap;           /* floats */
+    /* The expr table's peer, measured in the same run on the same number of bytes; NULL =
+     * no peer columns. CPU: a host memcpy (the copy ceiling). */
+    kiln_status (*expr_peer)(struct bench *b, const struct row *r, double *ms);
+    const char *expr_peer_title, *expr_peer_ratio_title;
+    char *copy_src, *copy_dst; /* buffers of the host memcpy peer */
+    size_t copy_cap;
+} bench;
+
+/* Prints a failed kiln call with the context's last error; returns its status. */
+static kiln_status report(const bench *b, kiln_status st, const char *call, int line)
+{
+    fprintf(stderr, "kiln-bench: %s: %s (kiln-bench.c:%d) failed: %s: %s\n", b->current ? b->current : "setup",
+            call, line, kiln_status_name(st), kiln_last_error(b->ctx));
+    return st;
+}
+
+/* A kiln call inside a function that has a `bench *b`, a `kiln_status st` and a `done:`
+ * label that releases what was made. */
+#define TRY(call)                                                                           \
+    do {                                                                                    \
+        st = (call);                                                                        \
+        if (st != KILN_OK) {                                                                \
+            report(b, st, #call, __LINE__);                                                 \
+            goto done;                                                                      \
+        }                                                                                   \
+    } while (0)
+
+/* One step of an unfused sequence: return its status when it fails. */
+#define STEP(call)                                                                          \
+    do {                                                                                    \
+        kiln_status step_st_ = (call);                                                      \
+        if (step_st_ != KILN_OK) return step_st_;                                           \
+    } while (0)
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static uint64_t rand_u64(uint64_t *s)
+{
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 2685821657736338717ull;
+}
+
+/* ---- the table printer --------------------------------------------------------------- */
+
+/* One measured case. Fields a case does not have stay NAN / "". */
+typedef struct row {
+    char name[40];
+    char dtype[8];
+    char shape[32];
+    double ms;         /* median time of the measured (fused) way */
+    double bytes;      /* bytes that must move, for GB/s */
+    double flops;      /* for GFLOP/s */
+    double unfused_ms; /* median time of the unfused way */
+    double peer_ms;    /* median time of the peer (e.g. cuBLAS, a copy of the same bytes) */
+    double err;        /* largest relative error the check found */
+    double tol;        /* the check's tolerance */
+} row;
+
+typedef void (*cell_fn)(const row *r, char *buf, size_t cap);
+
+typedef struct column {
+    const char *title;
+    int width;
+    int left; /* left-aligned (text) */
+    cell_fn cell;
+} column;
+
+typedef struct table {
+    int ncols;
+    column cols[MAX_COLS];
+} table;
+
+static void table_add(table *t, const char *title, int width, int left, cell_fn cell)
+{
+    if (t->ncols < MAX_COLS) t->cols[t->ncols++] = (column){title, width, left, cell};
+}
+
+static void fmt_ms(double ms, char *buf, size_t cap)
+{
+    if (isnan(ms))
+        snprintf(buf, cap, "-");
+    else if (ms < 1.0)
+        snprintf(buf, cap, "%.4f", ms);
+    else if (ms < 100.0)
+        snprintf(buf, cap, "%.3f", ms);
+    else
+        snprintf(buf, cap, "%.1f", ms);
+}
+
+static void cell_name(const row *r, char *buf, size_t cap) { snprintf(buf, cap, "%s", r->name); }
+static void cell_dtype(const row *r, char *buf, size_t cap) { snprintf(buf, cap, "%s", r->dtype); }
+static void cell_shape(const row *r, char *buf, size_t cap) { snprintf(buf, cap, "%s", r->shape); }
+static void cell_ms(const row *r, char *buf, size_t cap) { fmt_ms(r->ms, buf, cap); }
+static void cell_gbs(const row *r, char *buf, size_t cap) { snprintf(buf, cap, "%.2f", r->bytes / (r->ms * 1e6)); }
+static void cell_gflops(const row *r, char *buf, size_t cap) { snprintf(buf, cap, "%.1f", r->flops / (r->ms * 1e6)); }
+static void cell_unfused_ms(const row *r, char *buf, size_t cap) { fmt_ms(r->unfused_ms, buf, cap); }
+static void cell_unfused_ratio(const row *r, char *buf, size_t cap)
+{
+    if (isnan(r->unfused_ms))
+        snprintf(buf, cap, "-");
+    else
+        snprintf(buf, cap, "%.2fx", r->unfused_ms / r->ms);
+}
+static void cell_peer_ms(const row *r, char *buf, size_t cap) { fmt_ms(r->peer_ms, buf, cap); }
+/* peer time / kiln time: above 1 means kiln is faster than the peer. */
+static void cell_peer_ratio(const row *r, char *buf, size_t cap)
+{
+    if (isnan(r->peer_ms))
+        snprintf(buf, cap, "-");
+    else
+        snprintf(buf, cap, "%.2fx", r->peer_ms / r->ms);
+}
+static void cell_check(const row *r, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s %.0e", r->err <= r->tol ? "ok" : "FAIL", r->err);
+}
+
+/* The two columns of a peer measured in the same run: its time and peer/kiln. */
+static void table_add_peer(table *t, const char *peer_title, const char *ratio_title)
+{
+    table_add(t, peer_title, 10, 0, cell_peer_ms);
+    table_add(t, ratio_title, 10, 0, cell_peer_ratio);
+}
+
+static void table_print_header(const table *t, const char *title)
+{
+    printf("\n%s\n", title);
+    int total = 0;
+    for (int i = 0; i < t->ncols; i++) {
+        printf("%s%*s", i ? "  " : "", t->cols[i].left ? -t->cols[i].width : t->cols[i].width, t->cols[i].title);
+        total += t->cols[i].width + (i ? 2 : 0);
+    }
+    printf("\n");
+    for (int i = 0; i < total; i++) putchar('-');
+    printf("\n");
+}
+
+static void table_print_row(const table *t, const row *r)
+{
+    char buf[64];
+    for (int i = 0; i < t->ncols; i++) {
+        t->cols[i].cell(r, buf, sizeof buf);
+        printf("%s%*s", i ? "  " : "", t->cols[i].left ? -t->cols[i].width : t->cols[i].width, buf);
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+static row row_new(const char *name, kiln_dtype dt)
+{
+    row r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.name, sizeof r.name, "%s", name);
+    snprintf(r.dtype, sizeof r.dtype, "%s", kiln_dtype_name(dt));
+    r.ms = r.unfused_ms = r.peer_ms = NAN;
+    r.bytes = r.flops = NAN;
+    r.err = 0.0;
+    r.tol = 0.0;
+    return r;
+}
+
+/* ---- timing -------------------------------------------------------------------------- */
+
+typedef kiln_status (*run_fn)(void *arg);
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Runs fn a few times to warm up (plan building, kernel compilation, caches), then times
+ * it run by run — each run ends with kiln_ctx_synchronize before the clock stops — until
+ * about the target time is spent (at least min_reps runs), and gives the median in ms. */
+static kiln_status time_median(bench *b, run_fn fn, void *arg, double *ms_out)
+{
+    kiln_status st = KILN_OK;
+    double t[MAX_REPS];
+    int warm = b->gpu ? 3 : 1;
+    double target = b->quick ? (b->gpu ? 50.0 : 60.0) : (b->gpu ? 300.0 : 250.0);
+    int min_reps = b->quick ? 3 : 5;
+
+    for (int i = 0; i < warm; i++) {
+        TRY(fn(arg));
+        TRY(kiln_ctx_synchronize(b->ctx));
+    }
+    int reps = MAX_REPS;
+    double spent = 0.0;
+    int n = 0;
+    for (; n < reps; n++) {
+        double t0 = now_ms();
+        TRY(fn(arg));
+        TRY(kiln_ctx_synchronize(b->ctx));
+        t[n] = now_ms() - t0;
+        spent += t[n];
+        if (n + 1 >= min_reps && spent >= target) {
+            n++;
+            break;
+        }
+    }
+    qsort(t, (size_t)n, sizeof t[0], cmp_double);
+    *ms_out = (n % 2) ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+done:
+    return st;
+}
+
+/* ---- input data ---------------------------------------------------------------------- */
+
+/* A new (ndim, shape) tensor of dtype with uniform values in [lo, hi) made on the host. */
+static kiln_status random_tensor(bench *b, kiln_dtype dt, int ndim, const int64_t *shape, double lo, double hi,
+                                 kiln_tensor **out)
+{
+    kiln_status st = KILN_OK;
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+    if (n > b->host_cap) {
+        float *p = realloc(b->host, n * sizeof *p);
+        if (!p) {
+            fprintf(stderr, "kiln-bench: %s: out of host memory for %zu floats\n", b->current, n);
+            return KILN_ERR_OOM;
+        }
+        b->host = p;
+        b->host_cap = n;
+    }
+    for (size_t i = 0; i < n; i++)
+        b->host[i] = (float)(lo + (hi - lo) * (double)(rand_u64(&b->rng) >> 40) * (1.0 / 16777216.0));
+    TRY(kiln_tensor_from_host(b->ctx, dt, ndim, shape, b->host, KILN_DTYPE_F32, out));
+done:
+    return st;
+}
+
+/* Largest |x - y| / max(1, |y|) over all elements, computed by kiln in f64. */
+static kiln_status max_rel_diff(bench *b, kiln_tensor *x, kiln_tensor *y, double *out)
+{
+    kiln_status st = KILN_OK;
+    kiln_tensor *r = NULL;
+    kiln_expr *yy = kiln_cast(kiln_t(y), KILN_DTYPE_F64);
+    kiln_expr *d = kiln_div(kiln_abs(kiln_sub(kiln_cast(kiln_t(x), KILN_DTYPE_F64), kiln_expr_retain(yy))),
+                            kiln_maximum(kiln_abs(yy), kiln_scalar(1.0)));
+    TRY(kiln_eval(b->ctx, kiln_reduce(KILN_REDUCE_MAX, d, 0, NULL, 0), KILN_DTYPE_F64, &r));
+    TRY(kiln_tensor_read(r, out, KILN_DTYPE_F64));
+done:
+    kiln_tensor_release(r);
+    return st;
+}
+
+static double tolerance(kiln_dtype dt)
+{
+    switch (dt) {
+    case KILN_DTYPE_F64: return 1e-10;
+    case KILN_DTYPE_F32: return 1e-4;
+    case KILN_DTYPE_F16: return 1e-2;
+    case KILN_DTYPE_BF16: return 6e-2;
+    default: return 1e-4;
+    }
+}
+
+/* ---- expressions --------------------------------------------------------------------- */
+
+/* The tensors of one (n, c) size. The unfused way writes its intermediate results into
+ * the temporaries, allocated once outside the timed runs (as a caching allocator would
+ * hand them out). */
+typedef struct expr_data {
+    int64_t n, c;
+    kiln_tensor *a, *b, *bias; /* (n, c), (n, c), (c,) */
+    kiln_tensor *row[3];       /* (n, 1) temporaries */
+    kiln_tensor *full[5];      /* (n, c) temporaries */
+} expr_data;
+
+typedef kiln_status (*expr_fn)(expr_data *d, kiln_tensor *dst);
+
+typedef struct expr_case {
+    const char *name;
+    const char *formula;
+    int in_place;     /* dst starts as a copy of A and the case reads and overwrites it */
+    int row_out;      /* dst is (n, 1), else (n, c) */
+    double k_nc, k_c, k_n; /* bytes that must move = elem * (k_nc*n*c + k_c*c + k_n*n) */
+    expr_fn fused, unfused;
+} expr_case;
+
+/* (a) batch-norm in place: X = rsqrt(var(X,1) + eps) * (X - mean(X,1)) */
+static kiln_status bn_fused(expr_data *d, kiln_tensor *x)
+{
+    (void)d;
+    return kiln_assign(x, kiln_mul(kiln_rsqrt(kiln_add(kiln_var(kiln_t(x), 1), kiln_scalar(EPS))),
+                                   kiln_sub(kiln_t(x), kiln_mean(kiln_t(x), 1))));
+}
+static kiln_status bn_unfused(expr_data *d, kiln_tensor *x)
+{
+    kiln_tensor *m = d->row[0], *v = d->row[1], *r = d->row[2], *xc = d->full[0];
+    STEP(kiln_assign(m, kiln_mean(kiln_t(x), 1)));
+    STEP(kiln_assign(xc, kiln_sub(kiln_t(x), kiln_t(m))));
+    STEP(kiln_assign(v, kiln_var(kiln_t(x), 1)));
+    STEP(kiln_assign(r, kiln_add(kiln_t(v), kiln_scalar(EPS))));
+    STEP(kiln_assign(v, kiln_rsqrt(kiln_t(r))));
+    return kiln_assign(x, kiln_mul(kiln_t(v), kiln_t(xc)));
+}
+
+/* (b1) C = relu(A*B + bias), bias (c,) broadcast along the rows */
+static kiln_status relu_fused(expr_data *d, kiln_tensor *out)
+{
+    return kiln_assign(out, kiln_relu(kiln_add(kiln_mul(kiln_t(d->a), kiln_t(d->b)), kiln_t(d->bias))));
+}
+static kiln_status relu_unfused(expr_data *d, kiln_tensor *out)
+{
+    STEP(kiln_assign(d->full[0], kiln_mul(kiln_t(d->a), kiln_t(d->b))));
+    STEP(kiln_assign(d->full[1], kiln_add(kiln_t(d->full[0]), kiln_t(d->bias))));
+    return kiln_assign(out, kiln_relu(kiln_t(d->full[1])));
+}
+
+/* (b2) C = sigmoid(A)*B + sqr(A-B)*0.5 */
+static kiln_status chain_fused(expr_data *d, kiln_tensor *out)
+{
+    return kiln_assign(out, kiln_add(kiln_mul(kiln_sigmoid(kiln_t(d->a)), kiln_t(d->b)),
+                                     kiln_mul(kiln_sqr(kiln_sub(kiln_t(d->a), kiln_t(d->b))), kiln_scalar(0.5))));
+}
+static kiln_status chain_unfused(expr_data *d, kiln_tensor *out)
+{
+    kiln_tensor **f = d->full;
+    STEP(kiln_assign(f[0], kiln_sigmoid(kiln_t(d->a))));
+    STEP(kiln_assign(f[1], kiln_mul(kiln_t(f[0]), kiln_t(d->b))));
+    STEP(kiln_assign(f[2], kiln_sub(kiln_t(d->a), kiln_t(d->b))));
+    STEP(kiln_assign(f[3], kiln_sqr(kiln_t(f[2]))));
+    STEP(kiln_assign(f[4], kiln_mul(kiln_t(f[3]), kiln_scalar(0.5))));
+    return kiln_assign(out, kiln_add(kiln_t(f[1]), kiln_t(f[4])));
+}
+
+/* (c) row variance: V = mean(sqr(A - mean(A,1)), 1), V is (n, 1) */
+static kiln_status var_fused(expr_data *d, kiln_tensor *out)
+{
+    return kiln_assign(out, kiln_mean(kiln_sqr(kiln_sub(kiln_t(d->a), kiln_mean(kiln_t(d->a), 1))), 1));
+}
+static kiln_status var_unfused(expr_data *d, kiln_tensor *out)
+{
+    STEP(kiln_assign(d->row[0], kiln_mean(kiln_t(d->a), 1)));
+    STEP(kiln_assign(d->full[0], kiln_sub(kiln_t(d->a), kiln_t(d->row[0]))));
+    STEP(kiln_assign(d->full[1], kiln_sqr(kiln_t(d->full[0]))));
+    return kiln_assign(out, kiln_mean(kiln_t(d->full[1]), 1));
+}
+
+static const expr_case expr_cases[] = {
+    {"batchnorm", "A = rsqrt(var(A,1)+eps)*(A-mean(A,1))", 1, 0, 2, 0, 0, bn_fused, bn_unfused},
+    {"relu_bias", "C = relu(A*B + bias)", 0, 0, 3, 1, 0, relu_fused, relu_unfused},
+    {"sigmoid_chain", "C = sigmoid(A)*B + sqr(A-B)*0.5", 0, 0, 3, 0, 0, chain_fused, chain_unfused},
+    {"variance", "V = mean(sqr(A-mean(A,1)),1)", 0, 1, 1, 0, 1, var_fused, var_unfused},
+};
+#define NEXPR_CASES ((int)(sizeof expr_cases / sizeof expr_cases[0]))
+
+typedef struct expr_run {
+    expr_data *d;
+    expr_fn fn;
+    kiln_tensor *dst;
+} expr_run;
+
+static kiln_status expr_run_once(void *arg)
+{
+    expr_run *r = arg;
+    return r->fn(r->d, r->dst);
+}
+
+static void expr_data_release(expr_data *d)
+{
+    kiln_tensor_release(d->a);
+    kiln_tensor_release(d->b);
+    kiln_tensor_release(d->bias);
+    for (int i = 0; i < 3; i++) kiln_tensor_release(d->row[i]);
+    for (int i = 0; i < 5; i++) kiln_tensor_release(d->full[i]);
+    memset(d, 0, sizeof *d);
+}
+
+/* Runs every expression case at one size and dtype, one table row each. */
+static kiln_status expr_size(bench *b, const table *t, kiln_dtype dt, int64_t n, int64_t c)
+{
+    kiln_status st = KILN_OK;
+    expr_data d = {.n = n, .c = c};
+    kiln_tensor *fused_dst = NULL, *unfused_dst = NULL;
+    int64_t nc[2] = {n, c}, n1[2] = {n, 1};
+
+    b->current = "expr setup";
+    TRY(random_tensor(b, dt, 2, nc, -2.0, 2.0, &d.a));
+    TRY(random_tensor(b, dt, 2, nc, -2.0, 2.0, &d.b));
+    TRY(random_tensor(b, dt, 1, &c, -1.0, 1.0, &d.bias));
+    for (int i = 0; i < 3; i++) TRY(kiln_tensor_empty(b->ctx, dt, 2, n1, &d.row[i]));
+    for (int i = 0; i < 5; i++) TRY(kiln_tensor_empty(b->ctx, dt, 2, nc, &d.full[i]));
+
+    for (int k = 0; k < NEXPR_CASES; k++) {
+        const expr_case *ec = &expr_cases[k];
+        row r = row_new(ec->name, dt);
+        snprintf(r.shape, sizeof r.shape, "%" PRId64 "x%" PRId64, n, c);
+        b->current = ec->formula;
+        if (ec->in_place) {
+            TRY(kiln_tensor_copy(d.a, KILN_DTYPE_AUTO, &fused_dst));
+            TRY(kiln_tensor_copy(d.a, KILN_DTYPE_AUTO, &unfused_dst));
+        } else {
+            TRY(kiln_tensor_full(b->ctx, dt, 2, ec->row_out ? n1 : nc, NAN, &fused_dst));
+            TRY(kiln_tensor_full(b->ctx, dt, 2, ec->row_out ? n1 : nc, NAN, &unfused_dst));
+        }
+        /* The check: one fused and one unfused run on the same data agree. */
+        TRY(ec->fused(&d, fused_dst));
+        TRY(ec->unfused(&d, unfused_dst));
+        TRY(max_rel_diff(b, fused_dst, unfused_dst, &r.err));
+        r.tol = tolerance(dt);
+        if (!(r.err <= r.tol)) b->fails++;
+
+        expr_run fr = {&d, ec->fused, fused_dst}, ur = {&d, ec->unfused, unfused_dst};
+        TRY(time_median(b, expr_run_once, &fr, &r.ms));
+        TRY(time_median(b, expr_run_once, &ur, &r.unfused_ms));
+        r.bytes = (double)kiln_dtype_size(dt) * (ec->k_nc * (double)n * (double)c + ec->k_c * (double)c +
+                                                 ec->k_n * (double)n);
+        if (b->expr_peer) TRY(b->expr_peer(b, &r, &r.peer_ms));
+        table_print_row(t, &r);
+        kiln_tensor_release(fused_dst);
+        kiln_tensor_release(unfused_dst);
+        fused_dst = unfused_dst = NULL;
+    }
+done:
+    kiln_tensor_release(fused_dst);
+    kiln_tensor_release(unfused_dst);
+    expr_data_release(&d);
+    if (st == KILN_OK) st = kiln_mem_release_cached(b->ctx);
+    return st;
+}
+
+static kiln_status run_expr(bench *b)
+{
+    static const int64_t cpu_sizes[][2] = {{256, 256}, {1024, 1024}, {4096, 1024}};
+    static const int64_t gpu_sizes[][2] = {{1024, 1024}, {8192, 8192}, {65536, 1024}, {1024, 65536}};
+    const int64_t(*sizes)[2] = b->gpu ? gpu_sizes : cpu_sizes;
+    int nsizes = b->gpu ? 4 : 3;
+    if (b->quick) nsizes = 2;
+
+    table t = {0};
+    table_add(&t, "case", 14, 1, cell_name);
+    table_add(&t, "dtype", 5, 1, cell_dtype);
+    table_add(&t, "shape", 11, 1, cell_shape);
+    table_add(&t, "fused ms", 9, 0, cell_ms);
+    table_add(&t, "GB/s", 8, 0, cell_gbs);
+    table_add(&t, "unfused ms", 10, 0, cell_unfused_ms);
+    table_add(&t, "unf/fused", 9, 0, cell_unfused_ratio);
+    if (b->expr_peer) table_add_peer(&t, b->expr_peer_title, b->expr_peer_ratio_title);
+    table_add(&t, "check", 10, 1, cell_check);
+
+    printf("\nexpr cases:\n");
+    for (int k = 0; k < NEXPR_CASES; k++) printf("  %-14s %s\n", expr_cases[k].name, expr_cases[k].formula);
+    table_print_header(&t, "expr: fused = one kiln_assign; unfused = one kiln_assign per operator "
+                           "into temporaries; GB/s of the fused run");
+    for (int di = 0; di < b->ndtypes; di++) {
+        for (int s = 0; s < nsizes; s++) {
+            kiln_status st = expr_size(b, &t, b->dtypes[di], sizes[s][0], sizes[s][1]);
+            if (st != KILN_OK) return st;
+        }
+    }
+    return KILN_OK;
+}
+
+/* ---- GEMM ---------------------------------------------------------------------------- */
+
+typedef struct gemm_case {
+    int64_t m, n, k;
+    int trans_b; /* B is stored (n, k) and used as B^T */
+    const char *name;
+} gemm_case;
+
+typedef struct gemm_run {
+    kiln_tensor *c, *a, *b;
+    kiln_gemm_args args;
+} gemm_run;
+
+static kiln_status gemm_run_once(void *arg)
+{
+    gemm_run *g = arg;
+    return kiln_dot(g->c, g->a, g->b, 1.0, 0.0, &g->args);
+}
+
+/* Compares 16 sampled entries of C with an f64 dot product of the same (rounded) inputs,
+ * read back through row and column views. Error: |c - ref| / sum_k |a_k b_k|. */
+static kiln_status gemm_check(bench *b, const gemm_case *gc, gemm_run *g, double *err_out)
+{
+    kiln_status st = KILN_OK;
+    kiln_tensor *ar = NULL, *bc = NULL, *cv = NULL;
+    double *av = malloc((size_t)gc->k * sizeof *av), *bv = malloc((size_t)gc->k * sizeof *bv);
+    double worst = 0.0;
+    if (!av || !bv) {
+        fprintf(stderr, "kiln-bench: %s: out of host memory\n", b->current);
+        st = KILN_ERR_OOM;
+        goto done;
+    }
+    uint64_t s = 0x5EED ^ (uint64_t)gc->m;
+    for (int i = 0; i < 16; i++) {
+        int64_t mi = (int64_t)(rand_u64(&s) % (uint64_t)gc->m), nj = (int64_t)(rand_u64(&s) % (uint64_t)gc->n);
+        if (i == 0) mi = 0, nj = 0;
+        if (i == 1) mi = gc->m - 1, nj = gc->n - 1;
+        kiln_slice arow[1] = {KILN_INDEX(mi)};
+        kiln_slice bcol[2] = {KILN_SLICE_ALL, KILN_INDEX(nj)};
+        kiln_slice brow[1] = {KILN_INDEX(nj)};
+        kiln_slice cel[2] = {KILN_INDEX(mi), KILN_INDEX(nj)};
+        double cval = 0.0, ref = 0.0, mag = 0.0;
+        TRY(kiln_tensor_slice(g->a, 1, arow, &ar));
+        if (gc->trans_b)
+            TRY(kiln_tensor_slice(g->b, 1, brow, &bc));
+        else
+            TRY(kiln_tensor_slice(g->b, 2, bcol, &bc));
+        TRY(kiln_tensor_slice(g->c, 2, cel, &cv));
+        TRY(kiln_tensor_read(ar, av, KILN_DTYPE_F64));
+        TRY(kiln_tensor_read(bc, bv, KILN_DTYPE_F64));
+        TRY(kiln_tensor_read(cv, &cval, KILN_DTYPE_F64));
+        for (int64_t q = 0; q < gc->k; q++) {
+            ref += av[q] * bv[q];
+            mag += fabs(av[q] * bv[q]);
+        }
+        double e = fabs(cval - ref) / (mag > 0.0 ? mag : 1.0);
+        if (!(e <= worst)) worst = e; /* keeps NaN */
+        kiln_tensor_release(ar);
+        kiln_tensor_release(bc);
+        kiln_tensor_release(cv);
+        ar = bc = cv = NULL;
+    }
+    *err_out = worst;
+done:
+    kiln_tensor_release(ar);
+    kiln_tensor_release(bc);
+    kiln_tensor_release(cv);
+    free(av);
+    free(bv);
+    return st;
+}
+
+static kiln_status gemm_one(bench *b, const table *t, kiln_dtype dt, const gemm_case *gc)
+{
+    kiln_status st = KILN_OK;
+    gemm_run g = {0};
+    int64_t ashape[2] = {gc->m, gc->k}, cshape[2] = {gc->m, gc->n};
+    int64_t bshape[2] = {gc->trans_b ? gc->n : gc->k, gc->trans_b ? gc->k : gc->n};
+    row r = row_new(gc->name, dt);
+    snprintf(r.shape, sizeof r.shape, "%" PRId64 "x%" PRId64 "x%" PRId64 "%s", gc->m, gc->n, gc->k,
+             gc->trans_b ? " B^T" : "");
+    b->current = "gemm";
+    TRY(random_tensor(b, dt, 2, ashape, -1.0, 1.0, &g.a));
+    TRY(random_tensor(b, dt, 2, bshape, -1.0, 1.0, &g.b));
+    TRY(kiln_tensor_full(b->ctx, dt, 2, cshape, NAN, &g.c));
+    g.args.trans_b = gc->trans_b;
+    TRY(gemm_run_once(&g));
+    TRY(gemm_check(b, gc, &g, &r.err));
+    /* f32 products are exact in f64, so only the accumulation order and the output
+     * rounding differ; 16-bit C is rounded once to 8 (bf16) or 11 (f16) bits. */
+    r.tol = dt == KILN_DTYPE_F16 ? 2e-3 : dt == KILN_DTYPE_BF16 ? 1e-2 : dt == KILN_DTYPE_F64 ? 1e-12 : 1e-5;
+    if (!(r.err <= r.tol)) b->fails++;
+    TRY(time_median(b, gemm_run_once, &g, &r.ms));
+    r.flops = 2.0 * (double)gc->m * (double)gc->n * (double)gc->k;
+    table_print_row(t, &r);
+done:
+    kiln_tensor_release(g.a);
+    kiln_tensor_release(g.b);
+    kiln_tensor_release(g.c);
+    if (st == KILN_OK) st = kiln_mem_release_cached(b->ctx);
+    return st;
+}
+
+static kiln_status run_gemm(bench *b)
+{
+    /* CPU: small to mid squares, a fully-connected layer's shape (batch 128), C = A B^T. */
+    static const gemm_case cpu_cases[] = {
+        {256, 256, 256, 0, "square"},
+        {1024, 1024, 1024, 0, "square"},
+        {128, 4096, 1024, 0, "fc fprop"},
+        {1024, 1024, 1024, 1, "square B^T"},
+    };
+    static const gemm_case cpu_cases_16[] = {
+        {256, 256, 256, 0, "square"},
+        {512, 512, 512, 0, "square"},
+    };
+    /* GPU: squares and the fc 9216->4096 layer of the convnet benchmarks (batch 128). */
+    static const gemm_case gpu_cases[] = {
+        {1024, 1024, 1024, 0, "square"},      {4096, 4096, 4096, 0, "square"},
+        {8192, 8192, 8192, 0, "square"},      {128, 4096, 9216, 0, "fc fprop"},
+        {9216, 4096, 128, 0, "fc update"},    {8192, 8192, 8192, 1, "square B^T"},
+    };
+
+    table t = {0};
+    table_add(&t, "case", 14, 1, cell_name);
+    table_add(&t, "dtype", 5, 1, cell_dtype);
+    table_add(&t, "M x N x K", 20, 1, cell_shape);
+    table_add(&t, "ms", 9, 0, cell_ms);
+    table_add(&t, "GFLOP/s", 9, 0, cell_gflops);
+    table_add(&t, "check", 10, 1, cell_check);
+    table_print_header(&t, "gemm: kiln_dot, C = A @ B (alpha 1, beta 0), GFLOP/s = 2*M*N*K / time");
+
+    for (int di = 0; di < b->ndtypes; di++) {
+        kiln_dtype dt = b->dtypes[di];
+        const gemm_case *cases;
+        int ncases;
+        if (b->gpu) {
+            cases = gpu_cases;
+            ncases = (int)(sizeof gpu_cases / sizeof gpu_cases[0]);
+            if (b->quick) ncases = 2;
+        } else if (kiln_dtype_size(dt) <= 2) {
+            cases = cpu_cases_16;
+            ncases = b->quick ? 1 : (int)(sizeof cpu_cases_16 / sizeof cpu_cases_16[0]);
+        } else {
+            cases = cpu_cases;
+            ncases = b->quick ? 2 : (int)(sizeof cpu_cases / sizeof cpu_cases[0]);
+        }
+        for (int i = 0; i < ncases; i++) {
+            kiln_status st = gemm_one(b, &t, dt, &cases[i]);
+            if (st != KILN_OK) return st;
+        }
+    }
+    return KILN_OK;
+}
+
+/* ---- main ---------------------------------------------------------------------------- */
+
+/* The CPU's copy ceiling: median ms of a host memcpy that moves r->bytes (r->bytes / 2
+ * read and as many written). */
+static kiln_status host_copy_peer(bench *b, const row *r, double *ms_out)
+{
+    size_t half = (size_t)(r->bytes / 2.0);
+    if (half > b->copy_cap) {
+        free(b->copy_src);
+        free(b->copy_dst);
+        b->copy_src = malloc(half);
+        b->copy_dst = malloc(half);
+        if (!b->copy_src || !b->copy_dst) {
+            b->copy_cap = 0;
+            fprintf(stderr, "kiln-bench: %s: out of host memory for the memcpy peer\n", b->current);
+            return KILN_ERR_OOM;
+        }
+        memset(b->copy_src, 1, half);
+        memset(b->copy_dst, 2, half);
+        b->copy_cap = half;
+    }
+    double t[MAX_REPS], spent = 0.0, target = b->quick ? 30.0 : 100.0;
+    int n = 0;
+    memcpy(b->copy_dst, b->copy_src, half); /* warm-up */
+    while (n < MAX_REPS) {
+        double t0 = now_ms();
+        memcpy(b->copy_dst, b->copy_src, half);
+        t[n] = now_ms() - t0;
+        b->copy_src[n % (half ? half : 1)] ^= b->copy_dst[half ? half - 1 : 0]; /* keep the copy observable */
+        spent += t[n++];
+        if (n >= 5 && spent >= target) break;
+    }
+    qsort(t, (size_t)n, sizeof t[0], cmp_double);
+    *ms_out = (n % 2) ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    return KILN_OK;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: kiln-bench [expr|gemm|all] [--quick] [--dtype f32,f16,...]\n"
+               "  expr    fused vs unfused expressions (ms, GB/s, unfused/fused)\n"
+               "  gemm    kiln_dot (ms, GFLOP/s)\n"
+               "  all     both (default)\n"
+               "  --quick fewer sizes and shorter timing\n"
+               "  --dtype dtypes to run (default: f32 on the CPU, f32,f16 on a GPU)\n"
+               "The backend comes from KILN_DEVICE=cpu|cuda|auto (default auto).\n");
+}
+
+static int parse_dtypes(bench *b, const char *list)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", list);
+    b->ndtypes = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        kiln_dtype dt = kiln_dtype_from_name(tok);
+        if (dt == KILN_DTYPE_AUTO || b->ndtypes >= KILN_DTYPE_COUNT) {
+            fprintf(stderr, "kiln-bench: --dtype: unknown or too many dtypes in '%s'\n", list);
+            return 0;
+        }
+        b->dtypes[b->ndtypes++] = dt;
+    }
+    return b->ndtypes > 0;
+}
+
+int main(int argc, char **argv)
+{
+    bench b = {0};
+    int do_expr = 1, do_gemm = 1;
+    const char *dtype_list = NULL;
+    b.rng = 0x9E3779B97F4A7C15ull;
+
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "expr")) {
+            do_expr = 1, do_gemm = 0;
+        } else if (!strcmp(argv[i], "gemm")) {
+            do_expr = 0, do_gemm = 1;
+        } else if (!strcmp(argv[i], "all")) {
+            do_expr = do_gemm = 1;
+        } else if (!strcmp(argv[i], "--quick")) {
+            b.quick = 1;
+        } else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
+            dtype_list = argv[++i];
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "kiln-bench: unknown argument '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+
+    kiln_status st = kiln_ctx_create(&b.ctx, NULL);
+    if (st != KILN_OK) {
+        fprintf(stderr, "kiln-bench: kiln_ctx_create failed: %s: %s\n", kiln_status_name(st), kiln_last_error(NULL));
+        return 1;
+    }
+    b.gpu = kiln_ctx_device(b.ctx) != KILN_DEVICE_CPU;
+    if (dtype_list) {
+        if (!parse_dtypes(&b, dtype_list)) {
+            kiln_ctx_destroy(b.ctx);
+            return 2;
+        }
+    } else {
+        b.dtypes[b.ndtypes++] = KILN_DTYPE_F32;
+        if (b.gpu) b.dtypes[b.ndtypes++] = KILN_DTYPE_F16;
+    }
+
+    char when[64] = "?";
+    time_t now = time(NULL);
+    struct tm tmv;
+    if (gmtime_r(&now, &tmv)) strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tmv);
+    struct utsname un;
+    int have_un = uname(&un) == 0;
+    printf("kiln-bench: kiln %s, backend %s: %s\n", kiln_version(), kiln_ctx_backend_name(b.ctx),
+           kiln_ctx_device_description(b.ctx));
+    printf("%s on %s (%s %s), mode %s; times are medians of >= %d runs after warm-up\n", when,
+           have_un ? un.nodename : "?", have_un ? un.sysname : "?", have_un ? un.machine : "?",
+           b.quick ? "quick" : "full", b.quick ? 3 : 5);
+    if (!b.gpu) {
+        b.expr_peer = host_copy_peer;
+        b.expr_peer_title = "memcpy ms";
+        b.expr_peer_ratio_title = "of memcpy";
+    }
+
+    double t0 = now_ms();
+    if (do_expr) st = run_expr(&b);
+    if (do_gemm && st == KILN_OK) st = run_gemm(&b);
+
+    kiln_mem_stats ms;
+    if (st == KILN_OK && kiln_mem_get_stats(b.ctx, &ms) == KILN_OK)
+        printf("\nmemory: peak %.1f MiB through kiln's allocator, %" PRId64 " allocations, %zu bytes still in use\n",
+               (double)ms.peak / (1 << 20), ms.total_allocs, ms.in_use);
+    printf("total %.1f s; %s\n", (now_ms() - t0) * 1e-3,
+           st != KILN_OK ? "FAILED (a kiln call failed, see above)"
+           : b.fails     ? "FAILED (a check failed)"
+                         : "all checks ok");
+    kiln_ctx_destroy(b.ctx);
+    free(b.host);
+    free(b.copy_src);
+    free(b.copy_dst);
+    return (st != KILN_OK || b.fails) ? 1 : 0;
+}
