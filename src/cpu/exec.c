@@ -1,0 +1,468 @@
+/*
+ * src/cpu/exec.c — the CPU plan interpreter. Runs one kernel of a kiln_plan (its meaning is
+ * in src/expr/plan.h) block by block: every instruction is evaluated over a block of at most
+ * BLOCK points into a small per-instruction buffer, so no full-size temporary is ever made.
+ *
+ * The domain is first normalized: size-1 axes dropped, neighbouring axes that every input
+ * and the output walk contiguously (and that are both reduced or both kept) merged. Linear
+ * indices (RNG, stochastic rounding, arg*) are unchanged by this. Then one of three modes:
+ *   EW  (reduce_mask 0): blocks are runs of BLOCK consecutive points of the domain.
+ *   ROW (the innermost axis is reduced, e.g. mean over axis 1 of (N, C)): one row at a time
+ *       walked in blocks of BLOCK, or, when a row is short, several whole rows per block.
+ *       Values of a block are laid out row after row: v[lane * kn + k].
+ *   COL (the innermost axis is kept, e.g. mean over axis 0 of (N, C)): a group of up to
+ *       BLOCK consecutive rows along the innermost axis are "lanes"; the block holds kn
+ *       inner points for all lanes, v[k * nl + lane], so memory is read with unit stride and
+ *       the accumulators are vectors.
+ * A block is a list of segments along the innermost axis of the domain (the typed code in
+ * exec_impl.h loads and stores whole segments with strided or unit-stride loops).
+ *
+ * Per row group: ROW-space instructions that need no reduction are computed first; then for
+ * each pass p the row is walked, the FULL instructions the pass's reductions need are
+ * evaluated block by block and accumulated; the pass's reductions are finalized and the ROW
+ * instructions that became computable are evaluated; last the output pass stores (FULL
+ * output: another walk; ROW output: one value per row). All of a row group's values are
+ * complete before its output is written, so the destination may be an input.
+ *
+ * Single-threaded. Threads would go around the row-group loop (ROW/COL) and the block loop
+ * (EW) in exec_impl.h: groups and blocks are independent apart from the workspace.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/numeric.h"
+#include "cpu/cpu.h"
+
+#define BLOCK 512
+
+enum { MODE_EW = 0, MODE_ROW = 1, MODE_COL = 2 };
+
+static const int8_t pop_nargs[] = {
+#define X_NARGS(name, nargs) nargs,
+    KILN_POP_LIST(X_NARGS)
+#undef X_NARGS
+};
+static const char *const pop_names[] = {
+#define X_NAME(name, nargs) #name,
+    KILN_POP_LIST(X_NAME)
+#undef X_NAME
+};
+_Static_assert(sizeof pop_nargs / sizeof pop_nargs[0] == KILN_POP_COUNT, "one entry per opcode");
+
+/* A block: segments along the innermost axis of the normalized domain. */
+typedef struct seglist {
+    int n;         /* segments */
+    int64_t total; /* values */
+    int32_t *len;  /* [n] */
+    int64_t *lin;  /* [n] RNG / rounding index of the segment's first value */
+    int64_t *off;  /* [n][nio] element offset of the first value per input, the output last */
+} seglist;
+
+/* One kernel, normalized and analysed. */
+typedef struct xk {
+    kiln_ctx *ctx;
+    const kiln_plan_kernel *k;
+    int mode;
+    int nd;
+    int64_t shape[KILN_MAX_DIMS];
+    int red[KILN_MAX_DIMS];
+    int64_t lin[KILN_MAX_DIMS];  /* row-major strides of the linear index in D */
+    int64_t olin[KILN_MAX_DIMS]; /* of the linear index in the outer space (0 on reduced axes) */
+    int nio;                     /* inputs + 1; index ninputs is the output */
+    int64_t *st;                 /* [nio][KILN_MAX_DIMS] strides along the normalized axes */
+    int nouter, outer[KILN_MAX_DIMS];
+    int ninner, inner[KILN_MAX_DIMS];
+    int64_t outer_n, inner_n, numel;
+    /* analysis (malloc'd together in `mem`) */
+    uint8_t *space; /* effective space per instruction */
+    int *ready;     /* -1: computable before any pass; p: after pass p's reductions */
+    int *redslot;   /* per instruction: index among the reductions, -1 otherwise */
+    int nred;
+    int nwalks; /* EW: 1; else npasses + (FULL output ? 1 : 0) */
+    int *full_list, *nfull; /* [walk][ninstr]: FULL instructions a walk evaluates, in order */
+    int *exp_list, *nexp;   /* [walk][ninstr]: ROW instructions a walk reads (broadcast) */
+    int *red_list, *nredw;  /* [walk][ninstr]: reductions of the walk's pass */
+    int *row_list, *nrow;   /* [stage][ninstr]: ROW instructions with ready == stage - 1 */
+    void *mem;
+} xk;
+
+#define ST(x, io, d) ((x)->st[(size_t)(io) * KILN_MAX_DIMS + (size_t)(d)])
+
+static int64_t in_stride(const kiln_plan_kernel *k, int io, int a)
+{
+    return io < k->ninputs ? k->inputs[io].strides[a] : k->out.strides[a];
+}
+
+static const char *pop_name(int op) { return op >= 0 && op < KILN_POP_COUNT ? pop_names[op] : "?"; }
+
+/* ---- validation and normalization ----------------------------------------------------- */
+
+#define BAD(...) KILN_ERROR(x->ctx, KILN_ERR_INTERNAL, "argument 'plan': " __VA_ARGS__)
+
+static kiln_status check_kernel(xk *x)
+{
+    const kiln_plan_kernel *k = x->k;
+    if (k->ndim < 0 || k->ndim > KILN_MAX_DIMS) return BAD("kernel rank %d is outside 0..%d", k->ndim, KILN_MAX_DIMS);
+    for (int a = 0; a < k->ndim; a++)
+        if (k->shape[a] < 0) return BAD("domain axis %d has negative size %lld", a, (long long)k->shape[a]);
+    if (k->ndim < 32 && (k->reduce_mask >> k->ndim) != 0)
+        return BAD("reduce_mask 0x%x names axes beyond rank %d", (unsigned)k->reduce_mask, k->ndim);
+    if (k->ninputs < 0 || (k->ninputs > 0 && !k->inputs)) return BAD("bad input list (%d inputs)", k->ninputs);
+    if (k->nconsts < 0 || (k->nconsts > 0 && !k->consts)) return BAD("bad constant list (%d)", k->nconsts);
+    if (k->nstreams < 0 || (k->nstreams > 0 && !k->streams)) return BAD("bad stream list (%d)", k->nstreams);
+    if (k->ninstr <= 0 || !k->instr) return BAD("kernel has no instructions");
+    if (k->out_instr < 0 || k->out_instr >= k->ninstr)
+        return BAD("out_instr %d is not an instruction (0..%d)", k->out_instr, k->ninstr - 1);
+    if (!kiln__dtype_valid(k->out.dtype)) return BAD("output dtype %d is invalid", (int)k->out.dtype);
+    if (k->npasses < 0) return BAD("npasses %d is negative", k->npasses);
+    if (k->reduce_mask == 0 && k->npasses != 0) return BAD("element-wise kernel with %d passes", k->npasses);
+    for (int j = 0; j < k->ninputs; j++)
+        if (!kiln__dtype_valid(k->inputs[j].dtype)) return BAD("input %d has invalid dtype %d", j, (int)k->inputs[j].dtype);
+    return KILN_OK;
+}
+
+/* Fills the normalized geometry. *nothing = 1 when there is nothing to compute. */
+static void normalize(xk *x, int *nothing)
+{
+    const kiln_plan_kernel *k = x->k;
+    int inner_empty = 0;
+    *nothing = 0;
+    for (int a = 0; a < k->ndim; a++) {
+        int r = (int)((k->reduce_mask >> a) & 1u);
+        if (k->shape[a] == 0) {
+            /* An empty kept axis, or an empty D with a FULL output: no point to store. */
+            if (!r || !k->out.is_row) {
+                *nothing = 1;
+                return;
+            }
+            inner_empty = 1;
+        }
+    }
+    int nd = 0;
+    for (int a = 0; a < k->ndim; a++) {
+        int r = (int)((k->reduce_mask >> a) & 1u);
+        if (inner_empty && r) continue; /* rows then have no inner points at all */
+        if (k->shape[a] == 1) continue;
+        if (nd > 0 && x->red[nd - 1] == r) {
+            int ok = 1;
+            for (int io = 0; io < x->nio && ok; io++)
+                if (ST(x, io, nd - 1) != in_stride(k, io, a) * k->shape[a]) ok = 0;
+            if (ok) {
+                x->shape[nd - 1] *= k->shape[a];
+                for (int io = 0; io < x->nio; io++) ST(x, io, nd - 1) = in_stride(k, io, a);
+                continue;
+            }
+        }
+        x->shape[nd] = k->shape[a];
+        x->red[nd] = r;
+        for (int io = 0; io < x->nio; io++) ST(x, io, nd) = in_stride(k, io, a);
+        nd++;
+    }
+    if (nd == 0) { /* one point */
+        x->shape[0] = 1;
+        x->red[0] = 0;
+        for (int io = 0; io < x->nio; io++) ST(x, io, 0) = 0;
+        nd = 1;
+    }
+    x->nd = nd;
+    int64_t l = 1, ol = 1;
+    x->outer_n = 1;
+    x->inner_n = inner_empty ? 0 : 1;
+    x->nouter = x->ninner = 0;
+    for (int a = nd - 1; a >= 0; a--) {
+        x->lin[a] = l;
+        l *= x->shape[a];
+        if (x->red[a]) {
+            x->olin[a] = 0;
+            x->inner_n *= x->shape[a];
+        } else {
+            x->olin[a] = ol;
+            ol *= x->shape[a];
+            x->outer_n *= x->shape[a];
+        }
+    }
+    x->numel = l;
+    for (int a = 0; a < nd; a++) {
+        if (x->red[a])
+            x->inner[x->ninner++] = a;
+        else
+            x->outer[x->nouter++] = a;
+    }
+    if (k->reduce_mask == 0)
+        x->mode = MODE_EW;
+    else
+        x->mode = x->red[nd - 1] ? MODE_ROW : MODE_COL;
+}
+
+static kiln_status visit(xk *x, int i, int walk, int pass, uint8_t *mark)
+{
+    if (mark[i]) return KILN_OK;
+    mark[i] = 1;
+    const kiln_plan_instr *in = &x->k->instr[i];
+    if (x->space[i] == KILN_SPACE_ROW) {
+        if (x->ready[i] >= pass)
+            return BAD("instruction %d (%s) is used in pass %d but is known only after pass %d", i, pop_name(in->op),
+                       pass, x->ready[i]);
+        x->exp_list[walk * x->k->ninstr + x->nexp[walk]++] = i;
+        return KILN_OK;
+    }
+    int na = pop_nargs[in->op];
+    const int32_t ops[3] = {in->a, in->b, in->c};
+    for (int j = 0; j < na; j++) KILN_TRY(visit(x, ops[j], walk, pass, mark));
+    return KILN_OK;
+}
+
+static kiln_status analyse(xk *x)
+{
+    const kiln_plan_kernel *k = x->k;
+    int ni = k->ninstr, np = k->npasses;
+    int ew = x->mode == MODE_EW;
+    int full_out = !ew && !k->out.is_row;
+    x->nwalks = ew ? 1 : np + full_out;
+    int nstages = ew ? 0 : np + 1;
+    size_t nlists = (size_t)x->nwalks * 3 + (size_t)nstages;
+    size_t bytes = (size_t)ni * (sizeof(uint8_t) * 2 + sizeof(int) * 2) + nlists * (size_t)(ni + 1) * sizeof(int);
+    x->mem = calloc(1, bytes);
+    if (!x->mem) return KILN_ERROR(x->ctx, KILN_ERR_OOM, "argument 'plan': no host memory for the kernel's analysis");
+    int *ip = x->mem;
+    x->ready = ip;
+    x->redslot = ip + ni;
+    x->full_list = ip + 2 * ni;
+    x->exp_list = x->full_list + (size_t)x->nwalks * ni;
+    x->red_list = x->exp_list + (size_t)x->nwalks * ni;
+    x->row_list = x->red_list + (size_t)x->nwalks * ni;
+    x->nfull = x->row_list + (size_t)nstages * ni;
+    x->nexp = x->nfull + x->nwalks;
+    x->nredw = x->nexp + x->nwalks;
+    x->nrow = x->nredw + x->nwalks;
+    x->space = (uint8_t *)(x->nrow + nstages);
+    uint8_t *mark = x->space + ni;
+
+    x->nred = 0;
+    for (int i = 0; i < ni; i++) {
+        const kiln_plan_instr *in = &k->instr[i];
+        if (in->op >= KILN_POP_COUNT) return BAD("instruction %d has unknown opcode %d", i, in->op);
+        int na = pop_nargs[in->op];
+        const int32_t ops[3] = {in->a, in->b, in->c};
+        for (int j = 0; j < na; j++)
+            if (ops[j] < 0 || ops[j] >= i)
+                return BAD("instruction %d (%s) operand %d = %d is not an earlier instruction", i, pop_name(in->op), j,
+                           ops[j]);
+        switch (in->op) {
+        case KILN_POP_LOAD:
+            if (in->a < 0 || in->a >= k->ninputs) return BAD("instruction %d (LOAD) reads input %d of %d", i, in->a, k->ninputs);
+            break;
+        case KILN_POP_CONST:
+            if (in->a < 0 || in->a >= k->nconsts) return BAD("instruction %d (CONST) reads constant %d of %d", i, in->a, k->nconsts);
+            break;
+        case KILN_POP_BERNOULLI:
+            if (in->b < 0 || in->b >= k->nconsts)
+                return BAD("instruction %d (BERNOULLI) reads constant %d of %d", i, in->b, k->nconsts);
+            /* fall through */
+        case KILN_POP_RAND:
+        case KILN_POP_RANDN:
+            if (in->a < 0 || in->a >= k->nstreams)
+                return BAD("instruction %d (%s) uses stream %d of %d", i, pop_name(in->op), in->a, k->nstreams);
+            break;
+        case KILN_POP_CAST:
+            if (!kiln__dtype_valid((kiln_dtype)in->dtype)) return BAD("instruction %d (CAST) to invalid dtype %d", i, in->dtype);
+            break;
+        default: break;
+        }
+        int isred = kiln__pop_is_reduction((kiln_pop)in->op);
+        x->redslot[i] = -1;
+        if (ew) {
+            if (isred) return BAD("instruction %d (%s) reduces in an element-wise kernel", i, pop_name(in->op));
+            x->space[i] = KILN_SPACE_FULL;
+            x->ready[i] = -1;
+            continue;
+        }
+        if (isred) {
+            if (in->pass >= np) return BAD("instruction %d (%s) has pass %d of %d", i, pop_name(in->op), in->pass, np);
+            if (x->ready[in->a] >= in->pass)
+                return BAD("instruction %d (%s) in pass %d reduces a value known only after pass %d", i,
+                           pop_name(in->op), in->pass, x->ready[in->a]);
+            x->space[i] = KILN_SPACE_ROW;
+            x->ready[i] = in->pass;
+            x->redslot[i] = x->nred++;
+            continue;
+        }
+        if (in->space != KILN_SPACE_FULL && in->space != KILN_SPACE_ROW)
+            return BAD("instruction %d (%s) has unknown space %d", i, pop_name(in->op), in->space);
+        x->space[i] = in->space;
+        int rd = -1;
+        for (int j = 0; j < na; j++) {
+            if (x->ready[ops[j]] > rd) rd = x->ready[ops[j]];
+            if (in->space == KILN_SPACE_ROW && x->space[ops[j]] != KILN_SPACE_ROW)
+                return BAD("ROW instruction %d (%s) uses FULL instruction %d", i, pop_name(in->op), ops[j]);
+        }
+        x->ready[i] = rd;
+        if (in->op == KILN_POP_LOAD && in->space == KILN_SPACE_ROW)
+            for (int d = 0; d < x->ninner; d++)
+                if (ST(x, in->a, x->inner[d]) != 0)
+                    return BAD("ROW instruction %d loads input %d, which varies along a reduced axis", i, in->a);
+    }
+    if (!ew && k->out.is_row) {
+        if (x->space[k->out_instr] != KILN_SPACE_ROW)
+            return BAD("row-valued output stores FULL instruction %d", k->out_instr);
+        for (int d = 0; d < x->ninner; d++)
+            if (ST(x, x->nio - 1, x->inner[d]) != 0) return BAD("row-valued output has a stride on a reduced axis");
+    }
+    /* Walk lists: what each pass's walk evaluates. */
+    for (int w = 0; w < x->nwalks; w++) {
+        int pass = ew ? 0 : w; /* the output walk has pass np: everything is known */
+        memset(mark, 0, (size_t)ni);
+        if (!ew && w < np) {
+            for (int i = 0; i < ni; i++) {
+                if (x->redslot[i] >= 0 && k->instr[i].pass == w) {
+                    x->red_list[(size_t)w * ni + x->nredw[w]++] = i;
+                    KILN_TRY(visit(x, k->instr[i].a, w, pass, mark));
+                }
+            }
+        } else {
+            KILN_TRY(visit(x, k->out_instr, w, ew ? 0 : np, mark));
+        }
+        for (int i = 0; i < ni; i++)
+            if (mark[i] && x->space[i] == KILN_SPACE_FULL) x->full_list[(size_t)w * ni + x->nfull[w]++] = i;
+    }
+    for (int s = 0; s < nstages; s++)
+        for (int i = 0; i < ni; i++)
+            if (x->space[i] == KILN_SPACE_ROW && x->redslot[i] < 0 && x->ready[i] == s - 1)
+                x->row_list[(size_t)s * ni + x->nrow[s]++] = i;
+    return KILN_OK;
+}
+
+/* ---- segments ------------------------------------------------------------------------- */
+
+/* Appends to s the points [start, start + count) of the row-major space spanned by the
+ * axes ax[0..na-1] (offsets relative to base_off / base_lin). lanes == 0: segments run
+ * along ax[na-1], which is the innermost axis of the domain. lanes > 0: every point is one
+ * segment of `lanes` values along the innermost axis (which is not in ax). */
+static void gen_segs(const xk *x, const int *ax, int na, int64_t lanes, const int64_t *base_off, int64_t base_lin,
+                     int64_t start, int64_t count, seglist *s)
+{
+    int64_t idx[KILN_MAX_DIMS];
+    int64_t r = start;
+    for (int a = na - 1; a >= 0; a--) {
+        idx[a] = r % x->shape[ax[a]];
+        r /= x->shape[ax[a]];
+    }
+    const int nio = x->nio;
+    while (count > 0) {
+        int64_t len, adv;
+        if (lanes) {
+            len = lanes;
+            adv = 1;
+        } else {
+            len = x->shape[ax[na - 1]] - idx[na - 1];
+            if (len > count) len = count;
+            adv = len;
+        }
+        int sn = s->n++;
+        int64_t *off = s->off + (size_t)sn * nio;
+        int64_t lin = base_lin;
+        for (int io = 0; io < nio; io++) off[io] = base_off[io];
+        for (int a = 0; a < na; a++) {
+            int d = ax[a];
+            lin += idx[a] * x->lin[d];
+            for (int io = 0; io < nio; io++) off[io] += idx[a] * ST(x, io, d);
+        }
+        s->len[sn] = (int32_t)len;
+        s->lin[sn] = lin;
+        s->total += len;
+        count -= adv;
+        if (na == 0) break;
+        int a = na - 1;
+        idx[a] += adv;
+        while (a > 0 && idx[a] >= x->shape[ax[a]]) {
+            idx[a] = 0;
+            a--;
+            idx[a]++;
+        }
+    }
+}
+
+/* Offsets, D-linear and outer-linear index of the point idx (indexed by domain axis) over
+ * the axes ax[0..na-1]. */
+static void point_at(const xk *x, const int64_t *idx, const int *ax, int na, int64_t *off, int64_t *lin, int64_t *olin)
+{
+    int64_t l = 0, ol = 0;
+    for (int io = 0; io < x->nio; io++) off[io] = 0;
+    for (int a = 0; a < na; a++) {
+        int d = ax[a];
+        l += idx[d] * x->lin[d];
+        ol += idx[d] * x->olin[d];
+        for (int io = 0; io < x->nio; io++) off[io] += idx[d] * ST(x, io, d);
+    }
+    *lin = l;
+    *olin = ol;
+}
+
+/* Advances idx (indexed by domain axis) over the axes ax[0..na-1] by `by` points along the
+ * last one (by <= what is left along it). */
+static void odo_step(const xk *x, int64_t *idx, const int *ax, int na, int64_t by)
+{
+    if (na == 0) return;
+    int a = na - 1;
+    idx[ax[a]] += by;
+    while (a > 0 && idx[ax[a]] >= x->shape[ax[a]]) {
+        idx[ax[a]] = 0;
+        a--;
+        idx[ax[a]]++;
+    }
+}
+
+/* ---- the typed interpreter ------------------------------------------------------------ */
+
+#define T float
+#define SFX(name) name##_f32
+#define KF(fn) fn##f
+#define KILN_EXEC_F64 0
+#include "cpu/exec_impl.h"
+#undef T
+#undef SFX
+#undef KF
+#undef KILN_EXEC_F64
+
+#define T double
+#define SFX(name) name##_f64
+#define KF(fn) fn
+#define KILN_EXEC_F64 1
+#include "cpu/exec_impl.h"
+#undef T
+#undef SFX
+#undef KF
+#undef KILN_EXEC_F64
+
+/* ---- entry points --------------------------------------------------------------------- */
+
+kiln_status kiln__cpu_exec_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
+{
+    if (!k) return KILN_ERROR(ctx, KILN_ERR_NULL, "argument 'kernel': NULL");
+    xk x;
+    memset(&x, 0, sizeof x);
+    x.ctx = ctx;
+    x.k = k;
+    KILN_TRY(check_kernel(&x));
+    x.nio = k->ninputs + 1;
+    x.st = malloc((size_t)x.nio * KILN_MAX_DIMS * sizeof(int64_t));
+    if (!x.st) return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'plan': no host memory for the kernel's strides");
+    int nothing = 0;
+    normalize(&x, &nothing);
+    kiln_status st = KILN_OK;
+    if (!nothing) st = analyse(&x);
+    if (!nothing && st == KILN_OK) st = k->compute_f64 ? run_f64(&x) : run_f32(&x);
+    free(x.mem);
+    free(x.st);
+    return st;
+}
+
+kiln_status kiln__cpu_run_plan(kiln_ctx *ctx, const kiln_plan *plan)
+{
+    if (!plan) return KILN_ERROR(ctx, KILN_ERR_NULL, "argument 'plan': NULL");
+    if (plan->nkernels < 0 || (plan->nkernels > 0 && !plan->kernels))
+        return KILN_ERROR(ctx, KILN_ERR_INTERNAL, "argument 'plan': bad kernel list (%d kernels)", plan->nkernels);
+    for (int i = 0; i < plan->nkernels; i++) KILN_TRY(kiln__cpu_exec_kernel(ctx, &plan->kernels[i]));
+    return KILN_OK;
+}
