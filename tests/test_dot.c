@@ -1,0 +1,700 @@
+/*
+ * tests/test_dot.c — kiln_dot on the CPU backend: C = relu?(alpha*op(A)@op(B) + bias) + beta*C.
+ * Every numeric case is compared with a reference computed here in long double from the
+ * values the operands actually hold, with a per-dtype error bound; operands come as
+ * contiguous tensors, transposed views, strided slices and negative-step views, with both
+ * trans flags, broadcast batches, bias, relu, and poisoned outputs (beta 0 over NaN C).
+ * All numeric cases run twice: with the default engine (OpenBLAS when built with it) and
+ * with the built-in blocked GEMM (KILN_CPU_GEMM=builtin). Then stochastic rounding (exact
+ * bits against src/core/numeric.h, determinism, unbiasedness), empty sizes, every error
+ * path (status, message naming the argument, C unchanged), and workspace accounting.
+ */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include "check.h"
+#include "core/numeric.h"
+
+static kiln_ctx *ctx;
+static uint64_t rng;
+static const char *engine_name = "default";
+
+enum { LAY_CONTIG, LAY_TVIEW, LAY_STRIDED, LAY_NEG, LAY_COUNT };
+static const char *lay_name[LAY_COUNT] = {"contig", "tview", "strided", "negstep"};
+
+/* ---- operands ------------------------------------------------------------------------- */
+
+/* A view of logical shape `shape` (nd >= 1) in the layout `lay`, filled with fresh random
+ * values in [-1, 1) (or NaN everywhere when poison is set). *parent (may be NULL) receives
+ * a reference to the whole underlying tensor. */
+static kiln_tensor *make_operand(kiln_dtype dt, int nd, const int64_t *shape, int lay, int poison, kiln_tensor **parent)
+{
+    int64_t ps[KILN_MAX_DIMS];
+    for (int i = 0; i < nd; i++) ps[i] = shape[i];
+    if (nd < 2 && lay == LAY_TVIEW) lay = LAY_CONTIG;
+    if (lay == LAY_TVIEW) {
+        ps[nd - 2] = shape[nd - 1];
+        ps[nd - 1] = shape[nd - 2];
+    } else if (lay == LAY_STRIDED) {
+        if (nd >= 2) ps[nd - 2] = 2 * shape[nd - 2] + 1;
+        ps[nd - 1] = shape[nd - 1] + 3;
+    }
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++) n *= ps[i];
+    double *h = malloc((size_t)(n ? n : 1) * sizeof *h);
+    if (poison) {
+        for (int64_t i = 0; i < n; i++) h[i] = NAN;
+    } else {
+        check_fill(&rng, h, n, -1.0, 1.0);
+    }
+    kiln_tensor *p = NULL, *v = NULL;
+    CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, nd, ps, h, KILN_DTYPE_F64, &p));
+    free(h);
+    if (!p) return NULL;
+    kiln_slice s[KILN_MAX_DIMS];
+    for (int i = 0; i < nd; i++) s[i] = KILN_SLICE_ALL;
+    switch (lay) {
+    case LAY_TVIEW: CHECK_OK(ctx, kiln_tensor_transpose(p, nd - 2, nd - 1, &v)); break;
+    case LAY_STRIDED:
+        if (nd >= 2) s[nd - 2] = KILN_SLICE_STEP(1, 1 + 2 * shape[nd - 2], 2);
+        s[nd - 1] = KILN_SLICE(2, 2 + shape[nd - 1]);
+        CHECK_OK(ctx, kiln_tensor_slice(p, nd, s, &v));
+        break;
+    case LAY_NEG:
+        s[nd - 1] = KILN_SLICE_STEP(KILN_NONE, KILN_NONE, -1);
+        CHECK_OK(ctx, kiln_tensor_slice(p, nd, s, &v));
+        break;
+    default: v = kiln_tensor_retain(p); break;
+    }
+    if (parent) *parent = p;
+    else kiln_tensor_release(p);
+    return v;
+}
+
+/* A contiguous tensor full of value (through a host buffer). */
+static kiln_tensor *filled(kiln_ctx *c, kiln_dtype dt, int nd, const int64_t *shape, double value)
+{
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++) n *= shape[i];
+    double *h = malloc((size_t)(n ? n : 1) * sizeof *h);
+    for (int64_t i = 0; i < n; i++) h[i] = value;
+    kiln_tensor *t = NULL;
+    CHECK_OK(c, kiln_tensor_from_host(c, dt, nd, shape, h, KILN_DTYPE_F64, &t));
+    free(h);
+    return t;
+}
+
+/* The tensor's values, row-major in its shape, as f64 (malloc'd). */
+static double *host_of(const kiln_tensor *t)
+{
+    int64_t n = kiln_tensor_numel(t);
+    double *h = malloc((size_t)(n ? n : 1) * sizeof *h);
+    for (int64_t i = 0; i < n; i++) h[i] = 12345.0; /* overwritten by the read */
+    CHECK_OK(ctx, kiln_tensor_read(t, h, KILN_DTYPE_F64));
+    return h;
+}
+
+static int same_value(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
+
+/* ---- one numeric case ----------------------------------------------------------------- */
+
+typedef struct gcase {
+    kiln_dtype dt;
+    int64_t M, N, K;
+    int ta, tb;
+    int la, lb, lc, lbias;
+    int nba, nbb;         /* batch ranks of A and B */
+    int64_t ba[3], bb[3]; /* their batch shapes (broadcast numpy-style, aligned right) */
+    double alpha, beta;
+    int bias, relu;
+} gcase;
+
+static double unit_roundoff(kiln_dtype dt) { return dt == KILN_DTYPE_F64 ? 1.12e-16 : 6.0e-8; }
+static double out_rounding(kiln_dtype dt)
+{
+    return dt == KILN_DTYPE_F16 ? 4.9e-4 : dt == KILN_DTYPE_BF16 ? 3.91e-3 : 0.0;
+}
+
+static int run_case(const gcase *g)
+{
+    int failed_before = check_failed_;
+    const int64_t M = g->M, N = g->N, K = g->K;
+    /* batch shape of C */
+    int nbc = g->nba > g->nbb ? g->nba : g->nbb;
+    int64_t bc[3];
+    for (int i = 0; i < nbc; i++) {
+        int ia = i - (nbc - g->nba), ib = i - (nbc - g->nbb);
+        int64_t da = ia >= 0 ? g->ba[ia] : 1, db = ib >= 0 ? g->bb[ib] : 1;
+        bc[i] = da == 1 ? db : da; /* numpy: 1 broadcasts, 0 stays 0 */
+    }
+    int64_t sa[5], sb[5], sc[5];
+    for (int i = 0; i < g->nba; i++) sa[i] = g->ba[i];
+    for (int i = 0; i < g->nbb; i++) sb[i] = g->bb[i];
+    for (int i = 0; i < nbc; i++) sc[i] = bc[i];
+    sa[g->nba] = g->ta ? K : M;
+    sa[g->nba + 1] = g->ta ? M : K;
+    sb[g->nbb] = g->tb ? N : K;
+    sb[g->nbb + 1] = g->tb ? K : N;
+    sc[nbc] = M;
+    sc[nbc + 1] = N;
+
+    kiln_tensor *cparent = NULL;
+    kiln_tensor *A = make_operand(g->dt, g->nba + 2, sa, g->la, 0, NULL);
+    kiln_tensor *B = make_operand(g->dt, g->nbb + 2, sb, g->lb, 0, NULL);
+    kiln_tensor *C = make_operand(g->dt, nbc + 2, sc, g->lc, g->beta == 0.0, &cparent);
+    kiln_tensor *bias = g->bias ? make_operand(g->dt, 1, &N, g->lbias, 0, NULL) : NULL;
+    if (!A || !B || !C || (g->bias && !bias)) {
+        CHECK(0);
+        return 0;
+    }
+    double *ah = host_of(A), *bh = host_of(B), *c0 = host_of(C), *biash = bias ? host_of(bias) : NULL;
+    double *p0 = host_of(cparent);
+
+    kiln_status st = kiln_dot(C, A, B, g->alpha, g->beta,
+                              &(kiln_gemm_args){.trans_a = g->ta, .trans_b = g->tb, .relu = g->relu, .bias = bias});
+    CHECK_OK(ctx, st);
+    double *cg = host_of(C);
+
+    /* reference */
+    int64_t nbatch = 1;
+    for (int i = 0; i < nbc; i++) nbatch *= bc[i];
+    const double u = unit_roundoff(g->dt), r = out_rounding(g->dt);
+    int bad = 0;
+    for (int64_t b = 0; b < nbatch; b++) {
+        /* batch multi-index -> A's and B's batch offsets (broadcast) */
+        int64_t rem = b, boa = 0, bob = 0, mula = 1, mulb = 1;
+        for (int i = nbc - 1; i >= 0; i--) {
+            int64_t ix = rem % bc[i];
+            rem /= bc[i];
+            int ia = i - (nbc - g->nba), ib = i - (nbc - g->nbb);
+            if (ia >= 0) {
+                boa += (g->ba[ia] == 1 ? 0 : ix) * mula;
+                mula *= g->ba[ia];
+            }
+            if (ib >= 0) {
+                bob += (g->bb[ib] == 1 ? 0 : ix) * mulb;
+                mulb *= g->bb[ib];
+            }
+        }
+        const double *ab = ah + boa * M * K, *bb = bh + bob * K * N;
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) {
+                long double acc = 0, mag = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    double av = g->ta ? ab[k * M + m] : ab[m * K + k];
+                    double bv = g->tb ? bb[n * K + k] : bb[k * N + n];
+                    acc += (long double)av * bv;
+                    mag += fabsl((long double)av * bv);
+                }
+                long double t = (long double)g->alpha * acc;
+                double bound = fabs(g->alpha) * (double)mag;
+                if (biash) {
+                    t += biash[n];
+                    bound += fabs(biash[n]);
+                }
+                if (g->relu && t < 0) t = 0;
+                int64_t ci = (b * M + m) * N + n;
+                if (g->beta != 0.0) {
+                    t += (long double)g->beta * c0[ci];
+                    bound += fabs(g->beta * c0[ci]);
+                }
+                double ref = (double)t, got = cg[ci];
+                double tol = (u * (double)(K + 8) + r * 1.01) * bound + 1e-7;
+                if (!(fabs(got - ref) <= tol)) {
+                    if (bad < 4)
+                        fprintf(stderr, "    [%lld, %lld, %lld]: got %.10g want %.10g (tol %.3g)\n", (long long)b,
+                                (long long)m, (long long)n, got, ref, tol);
+                    bad++;
+                }
+            }
+    }
+    CHECK(bad == 0);
+
+    /* elements of C's parent outside the view are untouched */
+    double *p1 = host_of(cparent);
+    int64_t np = kiln_tensor_numel(cparent), outside_changed = 0, touched = 0;
+    for (int64_t i = 0; i < np; i++) {
+        if (!same_value(p0[i], p1[i])) touched++;
+    }
+    if (g->lc == LAY_STRIDED) {
+        /* parent (batch..., 2M+1, N+3): view rows 1, 3, ..; columns 2..N+1 */
+        int64_t pn = N + 3, pm = 2 * M + 1;
+        for (int64_t i = 0; i < np; i++) {
+            int64_t q = i % pn, rr = (i / pn) % pm;
+            int in_view = (rr % 2 == 1) && q >= 2 && q < 2 + N;
+            if (!in_view && !same_value(p0[i], p1[i])) outside_changed++;
+        }
+    }
+    CHECK_INT(outside_changed, 0);
+    (void)touched;
+
+    if (check_failed_ != failed_before)
+        fprintf(stderr,
+                "  case failed [%s engine]: %s M=%lld N=%lld K=%lld ta=%d tb=%d A:%s B:%s C:%s batchA=%d batchB=%d "
+                "alpha=%g beta=%g bias=%d relu=%d\n",
+                engine_name, kiln_dtype_name(g->dt), (long long)M, (long long)N, (long long)K, g->ta, g->tb,
+                lay_name[g->la], lay_name[g->lb], lay_name[g->lc], g->nba, g->nbb, g->alpha, g->beta, g->bias,
+                g->relu);
+    free(ah);
+    free(bh);
+    free(c0);
+    free(biash);
+    free(cg);
+    free(p0);
+    free(p1);
+    kiln_tensor_release(A);
+    kiln_tensor_release(B);
+    kiln_tensor_release(C);
+    kiln_tensor_release(cparent);
+    kiln_tensor_release(bias);
+    return check_failed_ == failed_before;
+}
+
+static gcase base_case(kiln_dtype dt, int64_t M, int64_t N, int64_t K)
+{
+    gcase g;
+    memset(&g, 0, sizeof g);
+    g.dt = dt;
+    g.M = M;
+    g.N = N;
+    g.K = K;
+    g.alpha = 1.0;
+    return g;
+}
+
+static const kiln_dtype all_dtypes[4] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_F16, KILN_DTYPE_BF16};
+
+/* Sizes from {1, 2, 7, 16, 33, 129}, K = 1 included, and one larger product. */
+static void test_sizes(void)
+{
+    static const int64_t sz[][3] = {{1, 1, 1},    {1, 7, 2},     {7, 1, 16},   {2, 2, 1},    {7, 16, 33},
+                                    {16, 7, 129}, {33, 129, 1},  {129, 33, 7}, {129, 2, 16}, {2, 129, 33},
+                                    {16, 16, 16}, {33, 33, 129}, {1, 129, 129}};
+    for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++)
+        for (int d = 0; d < 4; d++) {
+            gcase g = base_case(all_dtypes[d], sz[i][0], sz[i][1], sz[i][2]);
+            g.alpha = (i % 3 == 0) ? 1.0 : (i % 3 == 1) ? -0.75 : 2.5;
+            g.beta = (i % 2) ? 0.0 : 0.5;
+            run_case(&g);
+        }
+    for (int d = 0; d < 4; d++) {
+        gcase g = base_case(all_dtypes[d], 257, 129, 300);
+        g.beta = -1.25;
+        g.alpha = 0.5;
+        g.bias = 1;
+        g.ta = d & 1;
+        run_case(&g);
+    }
+}
+
+/* All four transposes through the flags and through views, with every operand layout. */
+static void test_transposes_and_layouts(void)
+{
+    for (int d = 0; d < 4; d++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int la = 0; la < LAY_COUNT; la++)
+                    for (int lb = 0; lb < LAY_COUNT; lb++) {
+                        gcase g = base_case(all_dtypes[d], 7, 33, 16);
+                        g.ta = ta;
+                        g.tb = tb;
+                        g.la = la;
+                        g.lb = lb;
+                        g.lc = (la + lb + ta) % LAY_COUNT;
+                        g.beta = ((la + tb) % 2) ? 0.0 : 1.0;
+                        run_case(&g);
+                    }
+}
+
+/* C in every layout, with and without bias / relu, beta 0 (over NaN) and not. */
+static void test_outputs_and_epilogue(void)
+{
+    static const double alphas[3] = {1.0, -0.5, 2.25}, betas[3] = {0.0, 1.0, -1.5};
+    for (int d = 0; d < 4; d++)
+        for (int lc = 0; lc < LAY_COUNT; lc++)
+            for (int ab = 0; ab < 9; ab++)
+                for (int br = 0; br < 4; br++) {
+                    gcase g = base_case(all_dtypes[d], 33, 16, 7 + ab);
+                    g.lc = lc;
+                    g.alpha = alphas[ab % 3];
+                    g.beta = betas[ab / 3];
+                    g.bias = br & 1;
+                    g.relu = (br >> 1) & 1;
+                    g.lbias = (ab & 1) ? LAY_NEG : LAY_CONTIG;
+                    g.la = ab % LAY_COUNT;
+                    run_case(&g);
+                }
+}
+
+/* Broadcast batches: A batched with B shared, B batched with A shared, both broadcast. */
+static void test_batches(void)
+{
+    for (int d = 0; d < 4; d++)
+        for (int form = 0; form < 5; form++)
+            for (int lay = 0; lay < LAY_COUNT; lay++) {
+                gcase g = base_case(all_dtypes[d], 7, 16, 33);
+                switch (form) {
+                case 0: /* A (2, 3, M, K), B (K, N) */
+                    g.nba = 2, g.ba[0] = 2, g.ba[1] = 3;
+                    break;
+                case 1: /* A (M, K), B (3, K, N) */
+                    g.nbb = 1, g.bb[0] = 3;
+                    break;
+                case 2: /* A (2, 1, M, K), B (3, K, N) -> (2, 3) */
+                    g.nba = 2, g.ba[0] = 2, g.ba[1] = 1;
+                    g.nbb = 1, g.bb[0] = 3;
+                    break;
+                case 3: /* A (4, M, K), B (4, K, N) */
+                    g.nba = 1, g.ba[0] = 4;
+                    g.nbb = 1, g.bb[0] = 4;
+                    break;
+                default: /* A (1, 2, M, K), B (3, 1, K, N) with beta and bias */
+                    g.nba = 3, g.ba[0] = 1, g.ba[1] = 2, g.ba[2] = 1;
+                    g.nbb = 3, g.bb[0] = 3, g.bb[1] = 1, g.bb[2] = 2;
+                    g.bias = 1;
+                    g.beta = 0.75;
+                    break;
+                }
+                g.la = lay;
+                g.lb = (lay + 1) % LAY_COUNT;
+                g.lc = (lay + form) % LAY_COUNT;
+                g.ta = form & 1;
+                g.tb = lay & 1;
+                g.relu = form == 2;
+                run_case(&g);
+            }
+}
+
+/* K = 0: C = relu?(bias) + beta*C; M, N or a batch axis of 0: nothing happens. */
+static void test_empty(void)
+{
+    for (int d = 0; d < 4; d++) {
+        gcase g = base_case(all_dtypes[d], 7, 16, 0);
+        run_case(&g);
+        g.bias = 1;
+        g.relu = 1;
+        g.beta = -0.5;
+        run_case(&g);
+        g.beta = 0.0;
+        g.lc = LAY_STRIDED;
+        run_case(&g);
+        g = base_case(all_dtypes[d], 0, 16, 5);
+        run_case(&g);
+        g = base_case(all_dtypes[d], 7, 0, 5);
+        g.beta = 1.0;
+        run_case(&g);
+        g = base_case(all_dtypes[d], 7, 3, 5);
+        g.nba = 1;
+        g.ba[0] = 0;
+        run_case(&g);
+    }
+}
+
+static void run_numeric_suite(void)
+{
+    int before = check_failed_;
+    test_sizes();
+    test_transposes_and_layouts();
+    test_outputs_and_epilogue();
+    test_batches();
+    test_empty();
+    printf("numeric cases on the %s engine: %s\n", engine_name, check_failed_ == before ? "ok" : "FAILED");
+}
+
+/* ---- stochastic rounding -------------------------------------------------------------- */
+
+/* C (64, 64) = alpha * ones(64, 1) @ ones(1, 64) in dt, rounded with `round`; returns C as f64. */
+static double *sr_run(kiln_dtype dt, double alpha, kiln_round round)
+{
+    int64_t sa[2] = {64, 1}, sb[2] = {1, 64}, sc[2] = {64, 64};
+    kiln_tensor *A = filled(ctx, dt, 2, sa, 1.0), *B = filled(ctx, dt, 2, sb, 1.0), *C = filled(ctx, dt, 2, sc, NAN);
+    CHECK_OK(ctx, kiln_dot(C, A, B, alpha, 0.0, &(kiln_gemm_args){.round = round}));
+    double *h = host_of(C);
+    kiln_tensor_release(A);
+    kiln_tensor_release(B);
+    kiln_tensor_release(C);
+    return h;
+}
+
+static void test_sr_unbiased(void)
+{
+    for (int d = 0; d < 2; d++) {
+        kiln_dtype dt = d ? KILN_DTYPE_BF16 : KILN_DTYPE_F16;
+        double ulp = d ? 1.0 / 128 : 1.0 / 1024;
+        double x = (double)(float)(1.0 + ulp / 3); /* a third of the way to the next value */
+        CHECK_OK(ctx, kiln_ctx_set_seed(ctx, 77));
+        double *s = sr_run(dt, x, KILN_ROUND_STOCHASTIC);
+        double *n = sr_run(dt, x, KILN_ROUND_NEAREST);
+        double ms = 0, mn = 0;
+        int64_t up = 0, others = 0;
+        for (int i = 0; i < 4096; i++) {
+            ms += s[i];
+            mn += n[i];
+            if (s[i] == 1.0 + ulp) up++;
+            else if (s[i] != 1.0) others++;
+        }
+        ms /= 4096;
+        mn /= 4096;
+        double se = ulp * sqrt((1.0 / 3) * (2.0 / 3) / 4096);
+        printf("SR %s: mean error %.3g (std err %.3g), RN error %.3g, %lld of 4096 rounded up\n", kiln_dtype_name(dt),
+               ms - x, se, mn - x, (long long)up);
+        CHECK_INT(others, 0);
+        CHECK(fabs(ms - x) < 5 * se);
+        CHECK(fabs(mn - x) > 0.3 * ulp); /* nearest is systematically low here */
+        CHECK(up > 1000 && up < 1750);
+        free(s);
+        free(n);
+
+        /* the context's setting applies when the call says DEFAULT; NEAREST overrides it */
+        CHECK_OK(ctx, kiln_ctx_set_round(ctx, KILN_ROUND_STOCHASTIC));
+        s = sr_run(dt, x, KILN_ROUND_DEFAULT);
+        n = sr_run(dt, x, KILN_ROUND_NEAREST);
+        int64_t ups = 0, upn = 0;
+        for (int i = 0; i < 4096; i++) {
+            ups += s[i] != 1.0;
+            upn += n[i] != 1.0;
+        }
+        CHECK(ups > 1000);
+        CHECK_INT(upn, 0);
+        CHECK_OK(ctx, kiln_ctx_set_round(ctx, KILN_ROUND_NEAREST));
+        free(s);
+        free(n);
+    }
+    /* f32 ignores stochastic rounding */
+    double *s = sr_run(KILN_DTYPE_F32, 1.0 + 1.0 / 3, KILN_ROUND_STOCHASTIC);
+    int64_t diff = 0;
+    for (int i = 0; i < 4096; i++) diff += s[i] != (double)(float)(1.0 + 1.0 / 3);
+    CHECK_INT(diff, 0);
+    free(s);
+}
+
+/* Exact bits: C[b, m, n] = SR(t, philox(seed, stream 0 after set_seed, (b*M + m)*N + n)). With K = 1
+ * and f16 inputs the f32 products are exact, so the expected bits are known here. Then the
+ * same seed gives the same bits, another seed other bits. */
+static void test_sr_bits(void)
+{
+    for (int d = 0; d < 2; d++) {
+        kiln_dtype dt = d ? KILN_DTYPE_BF16 : KILN_DTYPE_F16;
+        int64_t sa[3] = {2, 9, 1}, sb[2] = {1, 13}, sc[3] = {2, 9, 13};
+        kiln_tensor *A = make_operand(dt, 3, sa, LAY_CONTIG, 0, NULL);
+        kiln_tensor *B = make_operand(dt, 2, sb, LAY_CONTIG, 0, NULL);
+        kiln_tensor *C = NULL;
+        CHECK_OK(ctx, kiln_tensor_empty(ctx, dt, 3, sc, &C));
+        double *ah = host_of(A), *bh = host_of(B);
+        uint16_t got[2 * 9 * 13], again[2 * 9 * 13];
+        const kiln_gemm_args sr = {.round = KILN_ROUND_STOCHASTIC};
+        CHECK_OK(ctx, kiln_ctx_set_seed(ctx, 0xfeedULL));
+        CHECK_OK(ctx, kiln_dot(C, A, B, 1.0, 0.0, &sr));
+        CHECK_OK(ctx, kiln_tensor_read(C, got, dt));
+        int bad = 0;
+        for (int b = 0; b < 2; b++)
+            for (int m = 0; m < 9; m++)
+                for (int n = 0; n < 13; n++) {
+                    float t = (float)(ah[b * 9 + m] * bh[n]);
+                    uint64_t idx = (uint64_t)((b * 9 + m) * 13 + n);
+                    uint32_t bits = kiln_rng_bits(0xfeedULL, 0, idx);
+                    uint16_t want = d ? kiln_f32_to_bf16_sr(t, bits) : kiln_f32_to_f16_sr(t, bits);
+                    if (got[idx] != want && bad++ < 3)
+                        fprintf(stderr, "  SR bits [%d,%d,%d]: got %04x want %04x\n", b, m, n, got[idx], want);
+                }
+        CHECK_INT(bad, 0);
+        CHECK_OK(ctx, kiln_ctx_set_seed(ctx, 0xfeedULL));
+        CHECK_OK(ctx, kiln_dot(C, A, B, 1.0, 0.0, &sr));
+        CHECK_OK(ctx, kiln_tensor_read(C, again, dt));
+        CHECK(memcmp(got, again, sizeof got) == 0);
+        CHECK_OK(ctx, kiln_ctx_set_seed(ctx, 0xbeefULL));
+        CHECK_OK(ctx, kiln_dot(C, A, B, 1.0, 0.0, &sr));
+        CHECK_OK(ctx, kiln_tensor_read(C, again, dt));
+        CHECK(memcmp(got, again, sizeof got) != 0);
+        /* a second call without reseeding takes a new stream */
+        CHECK_OK(ctx, kiln_ctx_set_seed(ctx, 0xfeedULL));
+        CHECK_OK(ctx, kiln_dot(C, A, B, 1.0, 0.0, &sr));
+        CHECK_OK(ctx, kiln_dot(C, A, B, 1.0, 0.0, &sr));
+        CHECK_OK(ctx, kiln_tensor_read(C, again, dt));
+        CHECK(memcmp(got, again, sizeof got) != 0);
+        free(ah);
+        free(bh);
+        kiln_tensor_release(A);
+        kiln_tensor_release(B);
+        kiln_tensor_release(C);
+    }
+}
+
+/* ---- errors --------------------------------------------------------------------------- */
+
+/* Calls kiln_dot expecting `status` with `needle` in the message, and C unchanged. */
+#define DOT_FAILS(Cv, Av, Bv, alpha, beta, args, status, needle)                                   \
+    do {                                                                                          \
+        double *before_ = (Cv) ? host_of(Cv) : NULL;                                              \
+        kiln_ctx *ectx_ = (Cv) ? kiln_tensor_ctx(Cv) : (Av) ? kiln_tensor_ctx(Av) : (Bv) ? kiln_tensor_ctx(Bv) : NULL; \
+        CHECK_FAILS(ectx_, kiln_dot((Cv), (Av), (Bv), (alpha), (beta), (args)), (status), (needle)); \
+        if (before_) {                                                                            \
+            double *after_ = host_of(Cv);                                                         \
+            int64_t n_ = kiln_tensor_numel(Cv), changed_ = 0;                                     \
+            for (int64_t i_ = 0; i_ < n_; i_++) changed_ += !same_value(before_[i_], after_[i_]); \
+            CHECK_INT(changed_, 0);                                                               \
+            free(after_);                                                                         \
+        }                                                                                         \
+        free(before_);                                                                            \
+    } while (0)
+
+static kiln_tensor *mk(kiln_dtype dt, int nd, int64_t d0, int64_t d1, int64_t d2)
+{
+    int64_t s[3] = {d0, d1, d2};
+    return make_operand(dt, nd, s, LAY_CONTIG, 0, NULL);
+}
+
+static void test_errors(void)
+{
+    const kiln_dtype f32 = KILN_DTYPE_F32;
+    kiln_tensor *A = mk(f32, 2, 3, 4, 0), *B = mk(f32, 2, 4, 5, 0), *C = mk(f32, 2, 3, 5, 0);
+
+    /* NULL handles: reported into the context of another argument, else context-less */
+    DOT_FAILS(NULL, A, B, 1.0, 0.0, NULL, KILN_ERR_NULL, "'C'");
+    DOT_FAILS(C, NULL, B, 1.0, 0.0, NULL, KILN_ERR_NULL, "'A'");
+    DOT_FAILS(C, A, NULL, 1.0, 0.0, NULL, KILN_ERR_NULL, "'B'");
+    CHECK_FAILS(NULL, kiln_dot(NULL, NULL, NULL, 1.0, 0.0, NULL), KILN_ERR_NULL, "'C'");
+
+    /* alpha / beta / round */
+    DOT_FAILS(C, A, B, NAN, 0.0, NULL, KILN_ERR_ARG, "'alpha'");
+    DOT_FAILS(C, A, B, 1.0, INFINITY, NULL, KILN_ERR_ARG, "'beta'");
+    DOT_FAILS(C, A, B, 1.0, 0.0, &((kiln_gemm_args){.round = (kiln_round)7}), KILN_ERR_ARG, "'args->round'");
+
+    /* another context */
+    kiln_ctx *other = NULL;
+    CHECK_OK(NULL, kiln_ctx_create(&other, &(kiln_ctx_args){.device = KILN_DEVICE_CPU}));
+    int64_t s2[2] = {4, 5}, sbias[1] = {5};
+    kiln_tensor *Bo = filled(other, f32, 2, s2, 1.0), *biaso = filled(other, f32, 1, sbias, 1.0);
+    DOT_FAILS(C, A, Bo, 1.0, 0.0, NULL, KILN_ERR_CONTEXT, "'B'");
+    DOT_FAILS(C, A, B, 1.0, 0.0, &((kiln_gemm_args){.bias = biaso}), KILN_ERR_CONTEXT, "'bias'");
+    kiln_tensor_release(Bo);
+    kiln_tensor_release(biaso);
+    kiln_ctx_destroy(other);
+
+    /* rank */
+    kiln_tensor *v1 = mk(f32, 1, 4, 0, 0);
+    DOT_FAILS(C, v1, B, 1.0, 0.0, NULL, KILN_ERR_SHAPE, "argument 'A' must have at least 2 axes, has 1");
+    DOT_FAILS(C, A, v1, 1.0, 0.0, NULL, KILN_ERR_SHAPE, "argument 'B' must have at least 2 axes");
+    kiln_tensor *c1 = mk(f32, 1, 5, 0, 0);
+    DOT_FAILS(c1, A, B, 1.0, 0.0, NULL, KILN_ERR_SHAPE, "argument 'C' must have at least 2 axes");
+
+    /* dtypes */
+    kiln_tensor *B64 = mk(KILN_DTYPE_F64, 2, 4, 5, 0);
+    DOT_FAILS(C, A, B64, 1.0, 0.0, NULL, KILN_ERR_DTYPE, "argument 'B' has dtype f64 but 'C' has f32");
+    int64_t sa[2] = {3, 4}, sb[2] = {4, 5}, sc[2] = {3, 5};
+    kiln_tensor *Ai = filled(ctx, KILN_DTYPE_I32, 2, sa, 1.0), *Bi = filled(ctx, KILN_DTYPE_I32, 2, sb, 1.0),
+                *Ci = filled(ctx, KILN_DTYPE_I32, 2, sc, 1.0);
+    DOT_FAILS(Ci, Ai, Bi, 1.0, 0.0, NULL, KILN_ERR_DTYPE, "argument 'C' has dtype i32");
+    DOT_FAILS(C, Ai, B, 1.0, 0.0, NULL, KILN_ERR_DTYPE, "argument 'A' has dtype i32");
+
+    /* shapes */
+    kiln_tensor *B6 = mk(f32, 2, 6, 5, 0);
+    DOT_FAILS(C, A, B6, 1.0, 0.0, NULL, KILN_ERR_SHAPE, "K must match");
+    DOT_FAILS(C, A, B6, 1.0, 0.0, NULL, KILN_ERR_SHAPE, "argument 'B'");
+    DOT_FAILS(C, A, B, 1.0, 0.0, &((kiln_gemm_args){.trans_a = 1}), KILN_ERR_SHAPE, "(M=4, K=3)");
+    kiln_tensor *C44 = mk(f32, 2, 4, 5, 0), *C36 = mk(f32, 2, 3, 6, 0);
+    DOT_FAILS(C44, A, B, 1.0, 0.0, NULL, KILN_ERR_SHAPE, "argument 'C'");
+    DOT_FAILS(C36, A, B, 1.0, 0.0, NULL, KILN_ERR_SHAPE, "(M=3, N=5)");
+    kiln_tensor *Ab2 = mk(f32, 3, 2, 3, 4), *Bb3 = mk(f32, 3, 3, 4, 5), *Cb2 = mk(f32, 3, 2, 3, 5),
+                *Cb3 = mk(f32, 3, 3, 3, 5);
+    DOT_FAILS(Cb2, Ab2, Bb3, 1.0, 0.0, NULL, KILN_ERR_SHAPE, "arguments 'A' and 'B': batch axes (2,) and (3,)");
+    DOT_FAILS(Cb3, Ab2, B, 1.0, 0.0, NULL, KILN_ERR_SHAPE, "argument 'C' has batch axes");
+    DOT_FAILS(Cb2, A, B, 1.0, 0.0, NULL, KILN_ERR_SHAPE, "argument 'C' has batch axes");
+    DOT_FAILS(C, Ab2, B, 1.0, 0.0, NULL, KILN_ERR_SHAPE, "argument 'C' has batch axes");
+
+    /* bias */
+    kiln_tensor *bias4 = mk(f32, 1, 4, 0, 0), *bias2d = mk(f32, 2, 1, 5, 0), *bias64 = mk(KILN_DTYPE_F64, 1, 5, 0, 0);
+    DOT_FAILS(C, A, B, 1.0, 0.0, &((kiln_gemm_args){.bias = bias4}), KILN_ERR_SHAPE, "argument 'bias' must be (N,)");
+    DOT_FAILS(C, A, B, 1.0, 0.0, &((kiln_gemm_args){.bias = bias2d}), KILN_ERR_SHAPE, "'bias'");
+    DOT_FAILS(C, A, B, 1.0, 0.0, &((kiln_gemm_args){.bias = bias64}), KILN_ERR_DTYPE, "argument 'bias' has dtype f64");
+
+    /* aliasing: C broadcast, C overlapping A, B or bias */
+    kiln_tensor *row = mk(f32, 2, 1, 5, 0), *Cbc = NULL;
+    int64_t s35[2] = {3, 5};
+    CHECK_OK(ctx, kiln_tensor_broadcast_to(row, 2, s35, &Cbc));
+    DOT_FAILS(Cbc, A, B, 1.0, 0.0, NULL, KILN_ERR_ALIAS, "argument 'C'");
+    kiln_tensor *big = mk(f32, 2, 8, 8, 0), *va = NULL, *vb = NULL, *vc = NULL, *vbias = NULL, *vbias1 = NULL;
+    kiln_slice sl_a[2] = {KILN_SLICE(0, 3), KILN_SLICE(0, 4)};
+    kiln_slice sl_b[2] = {KILN_SLICE(4, 8), KILN_SLICE(0, 5)};
+    kiln_slice sl_c[2] = {KILN_SLICE(1, 4), KILN_SLICE(2, 7)};
+    CHECK_OK(ctx, kiln_tensor_slice(big, 2, sl_a, &va));
+    CHECK_OK(ctx, kiln_tensor_slice(big, 2, sl_b, &vb));
+    CHECK_OK(ctx, kiln_tensor_slice(big, 2, sl_c, &vc));
+    DOT_FAILS(vc, va, B, 1.0, 0.0, NULL, KILN_ERR_ALIAS, "'C' overlaps 'A'");
+    kiln_tensor *Bfrom = NULL;
+    kiln_slice sl_b2[2] = {KILN_SLICE(0, 4), KILN_SLICE(3, 8)};
+    CHECK_OK(ctx, kiln_tensor_slice(big, 2, sl_b2, &Bfrom));
+    DOT_FAILS(vc, A, Bfrom, 1.0, 0.0, NULL, KILN_ERR_ALIAS, "'C' overlaps 'B'");
+    kiln_slice sl_bias[2] = {KILN_INDEX(2), KILN_SLICE(3, 8)};
+    CHECK_OK(ctx, kiln_tensor_slice(big, 2, sl_bias, &vbias));
+    DOT_FAILS(vc, A, B, 1.0, 0.0, &((kiln_gemm_args){.bias = vbias}), KILN_ERR_ALIAS, "'C' overlaps 'bias'");
+    /* disjoint views of one storage are fine */
+    kiln_slice sl_bias1[2] = {KILN_INDEX(7), KILN_SLICE(0, 5)};
+    CHECK_OK(ctx, kiln_tensor_slice(big, 2, sl_bias1, &vbias1));
+    kiln_tensor *vc2 = NULL;
+    kiln_slice sl_c2[2] = {KILN_SLICE(4, 7), KILN_SLICE(3, 8)}; /* rows 4..6: apart from va and row 7 */
+    CHECK_OK(ctx, kiln_tensor_slice(big, 2, sl_c2, &vc2));
+    CHECK_OK(ctx, kiln_dot(vc2, va, B, 1.0, 0.0, &((kiln_gemm_args){.bias = vbias1})));
+
+    kiln_tensor *list[] = {A,   B,    C,     v1,  c1,     B64,   Ci,  Ai,    Bi,     B6, C44, C36,
+                           Ab2, Bb3,  Cb2,   Cb3, bias4,  bias2d, bias64, row, Cbc, big, va,  vb,
+                           vc,  vbias, vbias1, Bfrom, vc2};
+    for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) kiln_tensor_release(list[i]);
+}
+
+/* ---- memory --------------------------------------------------------------------------- */
+
+static void test_memory(void)
+{
+    kiln_mem_stats s0, s1;
+    int64_t sa[2] = {65, 70}, sb[2] = {70, 33}, sc[2] = {65, 33}, sbias[1] = {33};
+    kiln_tensor *A = make_operand(KILN_DTYPE_F32, 2, sa, LAY_STRIDED, 0, NULL);
+    kiln_tensor *B = make_operand(KILN_DTYPE_F32, 2, sb, LAY_CONTIG, 0, NULL);
+    kiln_tensor *C = make_operand(KILN_DTYPE_F32, 2, sc, LAY_CONTIG, 0, NULL);
+    kiln_tensor *bias = make_operand(KILN_DTYPE_F32, 1, sbias, LAY_CONTIG, 0, NULL);
+    const kiln_gemm_args args = {.bias = bias, .relu = 1};
+    CHECK_OK(ctx, kiln_mem_get_stats(ctx, &s0));
+    CHECK_OK(ctx, kiln_dot(C, A, B, 1.0, 0.5, &args));
+    CHECK_OK(ctx, kiln_mem_get_stats(ctx, &s1));
+    CHECK_INT(s1.in_use, s0.in_use);           /* workspaces are given back */
+    CHECK_INT(s1.live_blocks, s0.live_blocks);
+    CHECK(s1.total_allocs > s0.total_allocs); /* and were taken through the allocator */
+
+    /* a cap that leaves no room for the workspace: OOM, C unchanged */
+    CHECK_OK(ctx, kiln_mem_set_limit(ctx, s1.in_use + 16));
+    DOT_FAILS(C, A, B, 1.0, 0.5, &args, KILN_ERR_OOM, "");
+    CHECK_OK(ctx, kiln_mem_set_limit(ctx, 0));
+    kiln_tensor_release(A);
+    kiln_tensor_release(B);
+    kiln_tensor_release(C);
+    kiln_tensor_release(bias);
+}
+
+int main(void)
+{
+    rng = check_seed();
+    if (kiln_ctx_create(&ctx, &(kiln_ctx_args){.device = KILN_DEVICE_CPU}) != KILN_OK) {
+        fprintf(stderr, "cannot create a CPU context: %s\n", kiln_last_error(NULL));
+        return 1;
+    }
+    printf("backend: %s\n", kiln_ctx_device_description(ctx));
+
+    /* 1. the default engine (OpenBLAS when built with it) */
+    unsetenv("KILN_CPU_GEMM");
+    engine_name = "default";
+    run_numeric_suite();
+    test_sr_unbiased();
+    test_sr_bits();
+    test_memory();
+
+    /* 2. the built-in blocked GEMM */
+    setenv("KILN_CPU_GEMM", "builtin", 1);
+    engine_name = "builtin";
+    run_numeric_suite();
+    test_sr_unbiased();
+    test_sr_bits();
+    test_memory();
+    unsetenv("KILN_CPU_GEMM");
+
+    test_errors();
+    kiln_ctx_destroy(ctx);
+    return check_finish();
+}
