@@ -1,0 +1,48 @@
+/*
+ * src/expr/expr.h — the body of a lazy expression node (kiln_expr), shared by the builders
+ * (expr.c), the planner (plan.c) and eval (eval.c). Not public.
+ *
+ * Nodes are immutable once built and reference counted; builders consume their children's
+ * references. Shapes are computed at build time (numpy broadcasting, aligned right), and so
+ * is the result dtype. Composite operators are lowered here so that CSE in the planner
+ * shares their parts: MEAN = SUM * (1/n), VAR = MEAN(SQR(x - MEAN(x))), STD = SQRT(VAR),
+ * dropout = x * BERNOULLI(1-p) * (1/(1-p)). A keepdims=0 reduction is a keepdims reduction
+ * under a SQUEEZE node.
+ */
+#ifndef KILN_EXPR_EXPR_H
+#define KILN_EXPR_EXPR_H
+
+#include "core/internal.h"
+#include "expr/plan.h"
+
+typedef enum kiln_enode_kind {
+    KILN_EN_ERROR = 0, /* carries status + msg; no children */
+    KILN_EN_TENSOR,    /* leaf: reads `tensor` (one reference held) */
+    KILN_EN_SCALAR,    /* leaf: `value`; weak dtype */
+    KILN_EN_GEN,       /* generator: op RAND, RANDN, BERNOULLI (p in `value`); shape () */
+    KILN_EN_OP,        /* element-wise op (a kiln_pop with 1..3 operands, CAST included) */
+    KILN_EN_REDUCE,    /* op RED_*; child shape with the `mask` axes set to 1 (keepdims) */
+    KILN_EN_SQUEEZE    /* child's shape without the `mask` axes (all of size 1) */
+} kiln_enode_kind;
+
+struct kiln_expr {
+    int64_t refcount;   /* < 0: a static node, retain/release do nothing */
+    uint8_t kind;       /* kiln_enode_kind */
+    uint8_t op;         /* kiln_pop for GEN, OP and REDUCE */
+    uint8_t weak;       /* 1: no tensor leaf decides the dtype (scalars and generators only) */
+    uint8_t frac;       /* 1: may produce non-integers (an integer result becomes f32) */
+    kiln_dtype dtype;   /* the result dtype (kiln_expr_dtype); AUTO for error nodes */
+    kiln_dtype cast_to; /* CAST: the target dtype */
+    int ndim;
+    int64_t shape[KILN_MAX_DIMS];
+    int nchild;
+    struct kiln_expr *child[3];
+    uint32_t mask;      /* REDUCE: reduced axes of the child; SQUEEZE: removed axes of the child */
+    double value;       /* SCALAR: the value; GEN BERNOULLI: p */
+    kiln_tensor *tensor; /* TENSOR */
+    kiln_status status; /* ERROR */
+    char *msg;          /* ERROR: malloc'd, or a static string when the node is static */
+    double size;        /* number of nodes of the tree below (counting shared nodes again) */
+};
+
+#endif /* KILN_EXPR_EXPR_H */
