@@ -1,0 +1,426 @@
+/*
+ * tests/test_plan.c — the planner (src/expr/plan.c) on its own: how many kernels an
+ * assignment becomes, CSE (shared reductions counted), pass numbers, row-valued outputs,
+ * in-place copies, limits, the structural hash and the describe line. Numbers are checked
+ * in tests/test_expr.c; here plans are built with kiln__plan_build and inspected (a few are
+ * also run, to see that split plans still compute the right thing).
+ */
+#include "check.h"
+#include "expr/plan.h"
+
+static kiln_ctx *ctx;
+static uint64_t seed;
+
+static kiln_tensor *rnd(kiln_dtype dt, int nd, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++) n *= shape[i];
+    double *h = malloc((size_t)(n ? n : 1) * sizeof *h);
+    check_fill(&seed, h, n, -2.0, 2.0);
+    kiln_tensor *t = NULL;
+    CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, nd, shape, h, KILN_DTYPE_F64, &t));
+    free(h);
+    return t;
+}
+
+static int count_op(const kiln_plan *p, kiln_pop op)
+{
+    int n = 0;
+    for (int k = 0; k < p->nkernels; k++)
+        for (int i = 0; i < p->kernels[k].ninstr; i++) n += p->kernels[k].instr[i].op == op;
+    return n;
+}
+
+/* Builds the plan of dst = e (e consumed here), or NULL with the status in *st. */
+static kiln_plan *plan_of(kiln_tensor *dst, kiln_expr *e, kiln_status *st)
+{
+    kiln_plan *p = NULL;
+    kiln_status s = kiln__plan_build(dst, e, KILN_ROUND_DEFAULT, &p);
+    if (st) *st = s;
+    kiln_expr_release(e);
+    return s == KILN_OK ? p : NULL;
+}
+
+/* rsqrt(var(A,1)+eps) * (A - mean(A,1)) */
+static kiln_expr *batchnorm(kiln_tensor *A)
+{
+    return kiln_mul(kiln_rsqrt(kiln_add(kiln_var(kiln_t(A), 1), kiln_scalar(1e-5))),
+                    kiln_sub(kiln_t(A), kiln_mean(kiln_t(A), 1)));
+}
+
+static void check_kernel_sane(const kiln_plan_kernel *K)
+{
+    CHECK(K->ninputs <= 64);
+    CHECK(K->ninstr <= 512);
+    CHECK(K->out_instr >= 0 && K->out_instr < K->ninstr);
+    for (int i = 0; i < K->ninstr; i++) {
+        const kiln_plan_instr *I = &K->instr[i];
+        int n = kiln__pop_nargs((kiln_pop)I->op);
+        int ops[3] = {I->a, I->b, I->c};
+        for (int j = 0; j < n; j++) {
+            CHECK(ops[j] >= 0 && ops[j] < i);
+            if (I->space == KILN_SPACE_ROW && !kiln__pop_is_reduction((kiln_pop)I->op) && ops[j] >= 0 && ops[j] < i) CHECK(K->instr[ops[j]].space == KILN_SPACE_ROW);
+        }
+        if (kiln__pop_is_reduction((kiln_pop)I->op)) {
+            CHECK(I->space == KILN_SPACE_ROW);
+            CHECK(I->pass < K->npasses);
+        }
+    }
+    if (K->out.is_row) CHECK(K->instr[K->out_instr].space == KILN_SPACE_ROW);
+}
+
+static void check_plan_sane(const kiln_plan *p)
+{
+    for (int k = 0; k < p->nkernels; k++) check_kernel_sane(&p->kernels[k]);
+}
+
+static void test_batchnorm(void)
+{
+    int64_t s[2] = {7, 129};
+    kiln_tensor *A = rnd(KILN_DTYPE_F32, 2, s);
+    kiln_plan *p = plan_of(A, batchnorm(A), NULL);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_INT(p->nkernels, 1);
+        CHECK_INT(p->ntemps, 0);
+        CHECK_INT(count_op(p, KILN_POP_RED_SUM), 2); /* mean(A,1) once, shared with var */
+        CHECK_INT(count_op(p, KILN_POP_LOAD), 1);    /* A read through one input */
+        const kiln_plan_kernel *K = &p->kernels[0];
+        CHECK_INT(K->ninputs, 1);
+        CHECK_INT(K->reduce_mask, 0x2);
+        CHECK_INT(K->npasses, 2);
+        CHECK_INT(K->out.is_row, 0);
+        CHECK_INT(K->compute_f64, 0);
+        int passes[2] = {0, 0};
+        for (int i = 0; i < K->ninstr; i++)
+            if (K->instr[i].op == KILN_POP_RED_SUM && K->instr[i].pass < 2) passes[K->instr[i].pass]++;
+        CHECK_INT(passes[0], 1);
+        CHECK_INT(passes[1], 1);
+        check_plan_sane(p);
+        char line[1024];
+        kiln__plan_describe(p, line, sizeof line);
+        CHECK(strncmp(line, "kiln: plan", 10) == 0);
+        CHECK(strstr(line, "kernels=1") != NULL);
+        kiln__plan_free(p);
+    }
+    /* C = mean(sqr(A - mean(A,1)),1): one kernel, row-valued output. */
+    int64_t cs[2] = {7, 1};
+    kiln_tensor *C = rnd(KILN_DTYPE_F32, 2, cs);
+    p = plan_of(C, kiln_mean(kiln_sqr(kiln_sub(kiln_t(A), kiln_mean(kiln_t(A), 1))), 1), NULL);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_INT(p->nkernels, 1);
+        CHECK_INT(p->kernels[0].out.is_row, 1);
+        CHECK_INT(p->kernels[0].out.strides[1], 0);
+        CHECK_INT(p->kernels[0].npasses, 2);
+        check_plan_sane(p);
+        kiln__plan_free(p);
+    }
+    /* The same with keepdims 0 into a (7,) destination. */
+    int64_t vs[1] = {7};
+    kiln_tensor *V = rnd(KILN_DTYPE_F32, 1, vs);
+    int ax = 1;
+    p = plan_of(V, kiln_reduce(KILN_REDUCE_VAR, kiln_t(A), 1, &ax, 0), NULL);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_INT(p->nkernels, 1);
+        CHECK_INT(p->kernels[0].out.is_row, 1);
+        check_plan_sane(p);
+        kiln__plan_free(p);
+    }
+    /* std over all axes into a scalar. */
+    kiln_tensor *S = rnd(KILN_DTYPE_F32, 0, NULL);
+    p = plan_of(S, kiln_reduce(KILN_REDUCE_STD, kiln_t(A), 0, NULL, 0), NULL);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_INT(p->nkernels, 1);
+        CHECK_INT(p->kernels[0].reduce_mask, 0x3);
+        check_plan_sane(p);
+        kiln__plan_free(p);
+    }
+    kiln_tensor_release(A);
+    kiln_tensor_release(C);
+    kiln_tensor_release(V);
+    kiln_tensor_release(S);
+}
+
+static void test_axis0_and_mixed(void)
+{
+    int64_t s[2] = {9, 5};
+    kiln_tensor *A = rnd(KILN_DTYPE_F32, 2, s), *B = rnd(KILN_DTYPE_F32, 2, s);
+    /* B = A - sum(A, 0): columns are the rows of the kernel. */
+    kiln_plan *p = plan_of(B, kiln_sub(kiln_t(A), kiln_sum(kiln_t(A), 0)), NULL);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_INT(p->nkernels, 1);
+        CHECK_INT(p->kernels[0].reduce_mask, 0x1);
+        CHECK_INT(p->kernels[0].out.is_row, 0);
+        check_plan_sane(p);
+        kiln__plan_free(p);
+    }
+    /* Mixed axes: one reduction must be materialized. */
+    p = plan_of(B, kiln_add(kiln_sub(kiln_t(A), kiln_mean(kiln_t(A), 0)), kiln_max(kiln_t(A), 1)), NULL);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_INT(p->nkernels, 2);
+        CHECK_INT(p->ntemps, 1);
+        check_plan_sane(p);
+        kiln__plan_free(p);
+    }
+    /* A keepdims=0 reduction over a trailing axis used element-wise: squeeze materialized. */
+    int ax = 1;
+    int64_t s3[2] = {5, 9};
+    kiln_tensor *T = rnd(KILN_DTYPE_F32, 2, s3);
+    p = plan_of(T, kiln_add(kiln_t(T), kiln_reduce(KILN_REDUCE_SUM, kiln_t(A), 1, &ax, 0)), NULL);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_INT(p->nkernels, 2);
+        check_plan_sane(p);
+        kiln__plan_free(p);
+    }
+    /* A keepdims=0 reduction over a leading axis is transparent: one kernel. */
+    ax = 0;
+    p = plan_of(B, kiln_sub(kiln_t(A), kiln_reduce(KILN_REDUCE_MEAN, kiln_t(A), 1, &ax, 0)), NULL);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_INT(p->nkernels, 1);
+        check_plan_sane(p);
+        kiln__plan_free(p);
+    }
+    kiln_tensor_release(A);
+    kiln_tensor_release(B);
+    kiln_tensor_release(T);
+}
+
+static void test_cse_and_generators(void)
+{
+    int64_t s[2] = {4, 6};
+    kiln_tensor *A = rnd(KILN_DTYPE_F32, 2, s), *B = rnd(KILN_DTYPE_F32, 2, s);
+    /* Identical subtrees built separately merge; equal scalars merge. */
+    kiln_plan *p = plan_of(B, kiln_add(kiln_exp(kiln_mul(kiln_t(A), kiln_scalar(2))),
+                                       kiln_exp(kiln_mul(kiln_t(A), kiln_scalar(2)))),
+                           NULL);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_INT(count_op(p, KILN_POP_EXP), 1);
+        CHECK_INT(count_op(p, KILN_POP_CONST), 1);
+        CHECK_INT(p->kernels[0].nconsts, 1);
+        kiln__plan_free(p);
+    }
+    /* Two generator nodes stay two; one node used twice is one. */
+    p = plan_of(B, kiln_add(kiln_rand(), kiln_rand()), NULL);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_INT(count_op(p, KILN_POP_RAND), 2);
+        CHECK_INT(p->kernels[0].nstreams, 2);
+        CHECK(p->kernels[0].streams[0] != p->kernels[0].streams[1]);
+        kiln__plan_free(p);
+    }
+    kiln_expr *g = kiln_randn();
+    kiln_expr_retain(g);
+    p = plan_of(B, kiln_mul(g, g), NULL);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_INT(count_op(p, KILN_POP_RANDN), 1);
+        CHECK_INT(p->kernels[0].instr[0].space, KILN_SPACE_FULL);
+        kiln__plan_free(p);
+    }
+    /* A generator used only per row is row-valued; under a reduction it is FULL. */
+    int64_t cs[2] = {4, 1};
+    kiln_tensor *C = rnd(KILN_DTYPE_F32, 2, cs);
+    p = plan_of(C, kiln_add(kiln_sum(kiln_mul(kiln_t(A), kiln_rand()), 1), kiln_bernoulli(0.5)), NULL);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_INT(p->nkernels, 1);
+        const kiln_plan_kernel *K = &p->kernels[0];
+        for (int i = 0; i < K->ninstr; i++) {
+            if (K->instr[i].op == KILN_POP_RAND) CHECK_INT(K->instr[i].space, KILN_SPACE_FULL);
+            if (K->instr[i].op == KILN_POP_BERNOULLI) {
+                CHECK_INT(K->instr[i].space, KILN_SPACE_ROW);
+                CHECK(K->consts[K->instr[i].b] == 0.5);
+            }
+        }
+        check_plan_sane(p);
+        kiln__plan_free(p);
+    }
+    /* Sum over an axis of size 1 (its argument is row-valued): still a sane plan. */
+    p = plan_of(C, kiln_sum(kiln_t(C), 1), NULL);
+    CHECK(p != NULL);
+    if (p) {
+        check_plan_sane(p);
+        kiln__plan_free(p);
+    }
+    kiln_tensor_release(A);
+    kiln_tensor_release(B);
+    kiln_tensor_release(C);
+}
+
+static void test_inplace(void)
+{
+    int64_t s[2] = {6, 6};
+    kiln_tensor *A = rnd(KILN_DTYPE_F32, 2, s), *At = NULL, *col = NULL;
+    /* Same mapping: nothing to copy. */
+    kiln_plan *p = plan_of(A, kiln_add(kiln_t(A), kiln_scalar(1)), NULL);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_INT(p->nkernels, 1);
+        CHECK_INT(p->ntemps, 0);
+        kiln__plan_free(p);
+    }
+    /* A = A.T + A: the transposed leaf is copied first. */
+    CHECK_OK(ctx, kiln_tensor_permute(A, NULL, &At));
+    p = plan_of(A, kiln_add(kiln_t(At), kiln_t(A)), NULL);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_INT(p->nkernels, 2);
+        CHECK_INT(p->ntemps, 1);
+        CHECK_INT(p->kernels[0].reduce_mask, 0);
+        CHECK(p->kernels[1].inputs[0].tensor == p->temps[0] || p->kernels[1].inputs[1].tensor == p->temps[0]);
+        kiln__plan_free(p);
+    }
+    /* A = A - A[:, 0:1]: a broadcast column of dst is copied too. */
+    kiln_slice sl[2] = {KILN_SLICE_ALL, KILN_SLICE(0, 1)};
+    CHECK_OK(ctx, kiln_tensor_slice(A, 2, sl, &col));
+    p = plan_of(A, kiln_sub(kiln_t(A), kiln_t(col)), NULL);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_INT(p->nkernels, 2);
+        kiln__plan_free(p);
+    }
+    /* The batch-norm in place needs no copy (checked above); a reduction of dst into a
+     * column of itself does: A[:, 0:1] = sum(A, 1). */
+    p = plan_of(col, kiln_sum(kiln_t(A), 1), NULL);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_INT(p->nkernels, 2);
+        check_plan_sane(p);
+        kiln__plan_free(p);
+    }
+    kiln_tensor_release(At);
+    kiln_tensor_release(col);
+    kiln_tensor_release(A);
+}
+
+static void test_limits_hash_empty(void)
+{
+    enum { N = 100 };
+    int64_t s[1] = {33};
+    kiln_tensor *t[N];
+    double *ref = calloc(33, sizeof *ref), *got = calloc(33, sizeof *got), *h = calloc(33, sizeof *h);
+    kiln_expr *e = NULL;
+    for (int i = 0; i < N; i++) {
+        t[i] = rnd(KILN_DTYPE_F32, 1, s);
+        CHECK_OK(ctx, kiln_tensor_read(t[i], h, KILN_DTYPE_F64));
+        for (int j = 0; j < 33; j++) ref[j] += h[j] * (i % 3 ? 1.0 : -1.0);
+        kiln_expr *x = i % 3 ? kiln_t(t[i]) : kiln_neg(kiln_t(t[i]));
+        e = e ? kiln_add(e, x) : x;
+    }
+    kiln_tensor *out = rnd(KILN_DTYPE_F32, 1, s);
+    kiln_expr_retain(e);
+    kiln_plan *p = plan_of(out, e, NULL);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK(p->nkernels >= 2);
+        check_plan_sane(p);
+        kiln__plan_free(p);
+    }
+    CHECK_OK(ctx, kiln_assign(out, e));
+    CHECK_OK(ctx, kiln_tensor_read(out, got, KILN_DTYPE_F64));
+    for (int j = 0; j < 33; j++) CHECK_NEAR(got[j], ref[j], 1e-4);
+    for (int i = 0; i < N; i++) kiln_tensor_release(t[i]);
+    kiln_tensor_release(out);
+    free(ref);
+    free(got);
+    free(h);
+
+    /* The hash depends on structure, not on sizes or values. */
+    int64_t a1[2] = {5, 8}, a2[2] = {17, 3};
+    kiln_tensor *X1 = rnd(KILN_DTYPE_F32, 2, a1), *X2 = rnd(KILN_DTYPE_F32, 2, a2);
+    kiln_plan *p1 = plan_of(X1, kiln_mul(kiln_t(X1), kiln_scalar(3)), NULL);
+    kiln_plan *p2 = plan_of(X2, kiln_mul(kiln_t(X2), kiln_scalar(-7)), NULL);
+    kiln_plan *p3 = plan_of(X2, kiln_add(kiln_t(X2), kiln_scalar(-7)), NULL);
+    CHECK(p1 && p2 && p3);
+    if (p1 && p2 && p3) {
+        CHECK(p1->kernels[0].hash == p2->kernels[0].hash);
+        CHECK(p1->kernels[0].hash != p3->kernels[0].hash);
+    }
+    kiln__plan_free(p1);
+    kiln__plan_free(p2);
+    kiln__plan_free(p3);
+    kiln_tensor_release(X1);
+    kiln_tensor_release(X2);
+
+    /* Empty destination: no kernels. */
+    int64_t z[2] = {0, 4};
+    kiln_tensor *Z = NULL;
+    CHECK_OK(ctx, kiln_tensor_empty(ctx, KILN_DTYPE_F32, 2, z, &Z));
+    p = plan_of(Z, kiln_exp(kiln_t(Z)), NULL);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_INT(p->nkernels, 0);
+        char line[256];
+        kiln__plan_describe(p, line, sizeof line);
+        CHECK(strstr(line, "kernels=0") != NULL);
+        kiln__plan_free(p);
+    }
+    kiln_tensor_release(Z);
+}
+
+static void test_compute_type_and_errors(void)
+{
+    int64_t s[2] = {3, 4}, s2[2] = {4, 3};
+    kiln_tensor *A = rnd(KILN_DTYPE_F16, 2, s), *D = rnd(KILN_DTYPE_F64, 2, s), *B = rnd(KILN_DTYPE_F32, 2, s2);
+    kiln_plan *p = plan_of(A, kiln_add(kiln_t(A), kiln_scalar(1)), NULL);
+    if (p) CHECK_INT(p->kernels[0].compute_f64, 0);
+    kiln__plan_free(p);
+    p = plan_of(A, kiln_add(kiln_t(A), kiln_t(D)), NULL);
+    if (p) CHECK_INT(p->kernels[0].compute_f64, 1);
+    kiln__plan_free(p);
+    p = plan_of(D, kiln_t(A), NULL);
+    if (p) CHECK_INT(p->kernels[0].compute_f64, 1);
+    kiln__plan_free(p);
+    /* Rounding: stochastic only for 16-bit outputs. */
+    kiln_plan *q = NULL;
+    kiln_expr *e = kiln_t(A);
+    CHECK_OK(ctx, kiln__plan_build(A, e, KILN_ROUND_STOCHASTIC, &q));
+    if (q) CHECK_INT(q->kernels[0].out.round, KILN_ROUND_STOCHASTIC);
+    kiln__plan_free(q);
+    q = NULL;
+    CHECK_OK(ctx, kiln__plan_build(D, e, KILN_ROUND_STOCHASTIC, &q));
+    if (q) CHECK_INT(q->kernels[0].out.round, KILN_ROUND_NEAREST);
+    kiln__plan_free(q);
+    kiln_expr_release(e);
+
+    kiln_status st;
+    CHECK(plan_of(B, kiln_t(A), &st) == NULL);
+    CHECK_INT(st, KILN_ERR_SHAPE);
+    CHECK(strstr(kiln_last_error(ctx), "'dst'") != NULL);
+    kiln_tensor *bc = NULL;
+    int64_t s3[3] = {2, 3, 4};
+    CHECK_OK(ctx, kiln_tensor_broadcast_to(A, 3, s3, &bc));
+    CHECK(plan_of(bc, kiln_scalar(1), &st) == NULL);
+    CHECK_INT(st, KILN_ERR_ALIAS);
+    CHECK(strstr(kiln_last_error(ctx), "'dst'") != NULL);
+    kiln_tensor_release(bc);
+    kiln_tensor_release(A);
+    kiln_tensor_release(D);
+    kiln_tensor_release(B);
+}
+
+int main(void)
+{
+    seed = check_seed();
+    kiln_status st = kiln_ctx_create(&ctx, NULL);
+    if (st != KILN_OK) {
+        fprintf(stderr, "no context: %s\n", kiln_last_error(NULL));
+        return 1;
+    }
+    test_batchnorm();
+    test_axis0_and_mixed();
+    test_cse_and_generators();
+    test_inplace();
+    test_limits_hash_empty();
+    test_compute_type_and_errors();
+    kiln_ctx_destroy(ctx);
+    return check_finish();
+}
