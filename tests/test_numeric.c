@@ -201,6 +201,7 @@ static void test_cos2pif(uint64_t *rs)
     for (int i = 0; i < 300000; i++) {
         float t = (float)check_uniform(rs, -3000.0, 3000.0);
         if (i % 3 == 0) t = (float)check_uniform(rs, -1.0, 1.0);
+        if (i % 7 == 0) t = (float)ldexp(check_uniform(rs, -1.0, 1.0), (int)(check_rand_u64(rs) % 128)); /* any size */
         double ref = cos(twopi * fmod((double)t, 1.0));
         double got = kiln_num_cos2pif(t);
         if (fabs(ref) < 1.0 / 64) {
@@ -220,6 +221,8 @@ static void test_cos2pif(uint64_t *rs)
     CHECK(kiln_num_cos2pif(0.25f) == 0.0f);
     CHECK(kiln_num_cos2pif(3.0f) == 1.0f);
     CHECK(kiln_num_cos2pif(16777216.0f) == 1.0f);
+    CHECK(kiln_num_cos2pif(-FLT_MAX) == 1.0f); /* 4t would overflow */
+    CHECK(kiln_num_cos2pif(0x1p126f) == 1.0f);
     CHECK(kiln_num_cos2pif(8388609.0f) == 1.0f);  /* integers beyond the magic-number range */
     CHECK(kiln_num_cos2pif(4194304.5f) == -1.0f); /* 2^22 + 1/2 */
     CHECK(kiln_num_cos2pif(2097152.25f) == 0.0f); /* 4x = 2^23 + 1: quadrant 1 */

@@ -49,13 +49,14 @@
  *     with LN2_HI = 0x1.62e4p-1 (15 bits, so e*LN2_HI is exact) and LN2_LO = float(ln2 - LN2_HI).
  *     Every product and sum is one rounded f32 operation, evaluated in the order written.
  *     x == 0 gives -inf, x < 0 or NaN gives NaN, +inf gives +inf.
- *   kiln_num_cos2pif(t) = cos(2 pi t): x = 4t (exact); q = x rounded to the nearest integer
- *     (ties to even) by (x + 1.5*2^23) - 1.5*2^23 when |x| < 2^22, else q = x; r = x - q
- *     (exact, in [-1/2, 1/2]); z = r*r;
+ *   kiln_num_cos2pif(t) = cos(2 pi t): |t| >= 2^23 (an integer) gives 1; else x = 4|t| (exact);
+ *     q = x rounded to the nearest integer (ties to even) by (x + 2^23) - 2^23 when x < 2^23,
+ *     else q = x; r = x - q (exact, in [-1/2, 1/2]); z = r*r;
  *       S = r*(S1 + z*(S3 + z*(S5 + z*(S7 + z*S9))))         ~ sin(pi/2 r)
  *       C = 1 + z*(C2 + z*(C4 + z*(C6 + z*(C8 + z*C10))))    ~ cos(pi/2 r)
  *     with Sk, Ck the floats nearest the Taylor coefficients (+-(pi/2)^k / k!, as printed in
- *     the code); by q mod 4 = 0, 1, 2, 3 the result is C, -S, -C, S. NaN or inf gives NaN.
+ *     the code); by q mod 4 = 0, 1, 2, 3 the result is C, -S, -C, S. NaN or inf gives the
+ *     NaN 0x7FC00000 (explicitly: CPU and GPU arithmetic make NaNs with different bits).
  *   Accuracy: a few ulp (tests/test_numeric.c measures it against libm in double).
  *
  * 16-bit formats (f16 = IEEE binary16, bf16 = the top half of a binary32), integer-only:
@@ -246,24 +247,26 @@ KILN_HD float kiln_num_logf(float x)
     return KILN_FADD(KILN_FMUL(dk, 6.931457520e-01f), KILN_FSUB(f, KILN_FSUB(hfsq, lo)));
 }
 
-/* Shared range reduction of cos/sin(2 pi t): returns r in [-1/2, 1/2] and the quadrant. */
+/* Range reduction of cos(2 pi t) for finite |t| < 2^23: returns r in [-1/2, 1/2] and the
+ * quadrant q mod 4, with 4|t| = q + r exactly (cos is even, so t's sign is dropped). */
 KILN_HD float kiln_num_reduce_turns(float t, int *quadrant)
 {
-    float x = KILN_FMUL(t, 4.0f);
-    float ax = kiln_f32_from_bits(kiln_f32_bits(x) & 0x7FFFFFFFu);
+    float x = KILN_FMUL(kiln_f32_from_bits(kiln_f32_bits(t) & 0x7FFFFFFFu), 4.0f); /* exact, in [0, 2^25) */
     float q;
-    if (ax < 4194304.0f) /* 2^22 */
-        q = KILN_FSUB(KILN_FADD(x, 12582912.0f), 12582912.0f);
+    if (x < 8388608.0f) /* 2^23: x + 2^23 lies in [2^23, 2^24), where floats are the integers */
+        q = KILN_FSUB(KILN_FADD(x, 8388608.0f), 8388608.0f);
     else
         q = x; /* already an integer */
-    *quadrant = ax < 33554432.0f ? ((int)q & 3) : 0; /* beyond 2^25, x is a multiple of 4 */
+    *quadrant = (int)q & 3;
     return KILN_FSUB(x, q);
 }
 
 /* cos(2 pi t), f32, a few ulp; recipe at the top. */
 KILN_HD float kiln_num_cos2pif(float t)
 {
-    if ((kiln_f32_bits(t) & 0x7F800000u) == 0x7F800000u) return kiln_f32_from_bits(0x7FC00000u);
+    kiln_u32 at = kiln_f32_bits(t) & 0x7FFFFFFFu;
+    if (at >= 0x7F800000u) return kiln_f32_from_bits(0x7FC00000u); /* NaN, inf */
+    if (at >= 0x4B000000u) return 1.0f;                             /* |t| >= 2^23: an integer */
     int q;
     float r = kiln_num_reduce_turns(t, &q);
     float z = KILN_FMUL(r, r);
