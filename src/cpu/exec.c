@@ -34,7 +34,12 @@
 #include "core/numeric.h"
 #include "cpu/cpu.h"
 
-#define BLOCK 512
+/* Points per block (values per instruction buffer). Overridable for testing the block
+ * boundaries: -DKILN_CPU_BLOCK=16. */
+#ifndef KILN_CPU_BLOCK
+#define KILN_CPU_BLOCK 512
+#endif
+#define BLOCK ((int64_t)KILN_CPU_BLOCK)
 
 enum { MODE_EW = 0, MODE_ROW = 1, MODE_COL = 2 };
 
