@@ -12,6 +12,7 @@
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "check.h"
 #include "core/numeric.h"
+#include "cpu/cpu.h" /* kiln__cpu_gemm, called directly for its internal checks */
 
 static kiln_ctx *ctx;
 static uint64_t rng;
@@ -388,6 +389,8 @@ static void test_empty(void)
     }
 }
 
+static void test_broadcast_operands(void);
+
 static void run_numeric_suite(void)
 {
     int before = check_failed_;
@@ -396,7 +399,41 @@ static void run_numeric_suite(void)
     test_outputs_and_epilogue();
     test_batches();
     test_empty();
+    test_broadcast_operands();
     printf("numeric cases on the %s engine: %s\n", engine_name, check_failed_ == before ? "ok" : "FAILED");
+}
+
+/* Broadcast (stride 0) operands: A = a row broadcast over M, B = a column broadcast over N. */
+static void test_broadcast_operands(void)
+{
+    for (int d = 0; d < 4; d++) {
+        kiln_dtype dt = all_dtypes[d];
+        int64_t M = 9, N = 17, K = 33, sr[2] = {1, K}, scol[2] = {K, 1}, sa[2] = {M, K}, sb[2] = {K, N},
+                sc[2] = {M, N};
+        kiln_tensor *row = make_operand(dt, 2, sr, LAY_CONTIG, 0, NULL), *col = make_operand(dt, 2, scol, LAY_CONTIG, 0, NULL);
+        kiln_tensor *A = NULL, *B = NULL, *C = make_operand(dt, 2, sc, LAY_CONTIG, 1, NULL);
+        CHECK_OK(ctx, kiln_tensor_broadcast_to(row, 2, sa, &A));
+        CHECK_OK(ctx, kiln_tensor_broadcast_to(col, 2, sb, &B));
+        CHECK_OK(ctx, kiln_dot(C, A, B, 1.0, 0.0, NULL));
+        double *rh = host_of(row), *ch = host_of(col), *got = host_of(C);
+        long double acc = 0, mag = 0;
+        for (int64_t k = 0; k < K; k++) {
+            acc += (long double)rh[k] * ch[k];
+            mag += fabsl((long double)rh[k] * ch[k]);
+        }
+        double tol = (unit_roundoff(dt) * (double)(K + 8) + out_rounding(dt) * 1.01) * (double)mag + 1e-7;
+        int bad = 0;
+        for (int64_t i = 0; i < M * N; i++) bad += !(fabs(got[i] - (double)acc) <= tol);
+        CHECK_INT(bad, 0);
+        free(rh);
+        free(ch);
+        free(got);
+        kiln_tensor_release(row);
+        kiln_tensor_release(col);
+        kiln_tensor_release(A);
+        kiln_tensor_release(B);
+        kiln_tensor_release(C);
+    }
 }
 
 /* ---- stochastic rounding -------------------------------------------------------------- */
@@ -640,6 +677,17 @@ static void test_errors(void)
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) kiln_tensor_release(list[i]);
 }
 
+/* The backend entry itself refuses what kiln_dot never passes (internal errors, no abort). */
+static void test_backend_entry(void)
+{
+    CHECK_FAILS(ctx, kiln__cpu_gemm(ctx, NULL), KILN_ERR_INTERNAL, "'d'");
+    kiln_gemm_desc d;
+    memset(&d, 0, sizeof d);
+    d.dtype = KILN_DTYPE_I32;
+    d.M = d.N = d.K = 1;
+    CHECK_FAILS(ctx, kiln__cpu_gemm(ctx, &d), KILN_ERR_DTYPE, "i32");
+}
+
 /* ---- memory --------------------------------------------------------------------------- */
 
 static void test_memory(void)
@@ -695,6 +743,7 @@ int main(void)
     unsetenv("KILN_CPU_GEMM");
 
     test_errors();
+    test_backend_entry();
     kiln_ctx_destroy(ctx);
     return check_finish();
 }
