@@ -271,6 +271,7 @@ static int64_t round_up(int64_t a, int64_t m) { return (a + m - 1) / m * m; }
 /* Workspace of the built-in engine: packed A block, packed B panel, accumulator block. */
 typedef struct builtin_ws {
     kiln_block *ap, *bp, *acc;
+    int64_t ldt; /* leading dimension of acc: min(NC, N) rounded up to NR */
 } builtin_ws;
 
 static kiln_status builtin_alloc(kiln_ctx *ctx, const kiln_gemm_desc *d, const engine *e, builtin_ws *ws)
@@ -278,9 +279,10 @@ static kiln_status builtin_alloc(kiln_ctx *ctx, const kiln_gemm_desc *d, const e
     int64_t mc = round_up(min64(GEMM_MC, d->M), e->mr), nc = round_up(min64(GEMM_NC, d->N), e->nr);
     int64_t kc = min64(GEMM_KC, d->K), mg = min64(GEMM_MG, d->M);
     memset(ws, 0, sizeof *ws);
+    ws->ldt = nc;
     kiln_status s = kiln__mem_alloc(ctx, (size_t)(mc * kc * e->cs), __FILE__, __LINE__, &ws->ap);
     if (s == KILN_OK) s = kiln__mem_alloc(ctx, (size_t)(kc * nc * e->cs), __FILE__, __LINE__, &ws->bp);
-    if (s == KILN_OK) s = kiln__mem_alloc(ctx, (size_t)(mg * GEMM_NC * e->cs), __FILE__, __LINE__, &ws->acc);
+    if (s == KILN_OK) s = kiln__mem_alloc(ctx, (size_t)(mg * nc * e->cs), __FILE__, __LINE__, &ws->acc);
     return s;
 }
 
@@ -296,7 +298,7 @@ static void builtin_batch(const kiln_ctx *ctx, const kiln_gemm_desc *d, const en
                           const char *a, const char *b, char *c, uint64_t idx0)
 {
     const int64_t es = (int64_t)kiln_dtype_size(d->dtype);
-    const int64_t M = d->M, N = d->N, K = d->K, ldt = GEMM_NC;
+    const int64_t M = d->M, N = d->N, K = d->K, ldt = ws->ldt;
     char *ap = ws->ap->ptr, *bp = ws->bp->ptr, *acc = ws->acc->ptr;
     for (int64_t mg = 0; mg < M; mg += GEMM_MG) {
         const int64_t mgs = min64(GEMM_MG, M - mg);
