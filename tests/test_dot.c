@@ -65,8 +65,10 @@ static kiln_tensor *make_operand(kiln_dtype dt, int nd, const int64_t *shape, in
         break;
     default: v = kiln_tensor_retain(p); break;
     }
-    if (parent) *parent = p;
-    else kiln_tensor_release(p);
+    if (parent)
+        *parent = p;
+    else
+        kiln_tensor_release(p);
     return v;
 }
 
@@ -93,7 +95,10 @@ static double *host_of(const kiln_tensor *t)
     return h;
 }
 
-static int same_value(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
+static int same_value(double a, double b)
+{
+    return (isnan(a) && isnan(b)) || a == b;
+}
 
 /* ---- one numeric case ----------------------------------------------------------------- */
 
@@ -108,7 +113,10 @@ typedef struct gcase {
     int bias, relu;
 } gcase;
 
-static double unit_roundoff(kiln_dtype dt) { return dt == KILN_DTYPE_F64 ? 1.12e-16 : 6.0e-8; }
+static double unit_roundoff(kiln_dtype dt)
+{
+    return dt == KILN_DTYPE_F64 ? 1.12e-16 : 6.0e-8;
+}
 static double out_rounding(kiln_dtype dt)
 {
     return dt == KILN_DTYPE_F16 ? 4.9e-4 : dt == KILN_DTYPE_BF16 ? 3.91e-3 : 0.0;
@@ -232,8 +240,7 @@ static int run_case(const gcase *g)
                 "  case failed [%s engine]: %s M=%lld N=%lld K=%lld ta=%d tb=%d A:%s B:%s C:%s batchA=%d batchB=%d "
                 "alpha=%g beta=%g bias=%d relu=%d\n",
                 engine_name, kiln_dtype_name(g->dt), (long long)M, (long long)N, (long long)K, g->ta, g->tb,
-                lay_name[g->la], lay_name[g->lb], lay_name[g->lc], g->nba, g->nbb, g->alpha, g->beta, g->bias,
-                g->relu);
+                lay_name[g->la], lay_name[g->lb], lay_name[g->lc], g->nba, g->nbb, g->alpha, g->beta, g->bias, g->relu);
     free(ah);
     free(bh);
     free(c0);
@@ -333,12 +340,8 @@ static void test_batches(void)
             for (int lay = 0; lay < LAY_COUNT; lay++) {
                 gcase g = base_case(all_dtypes[d], 7, 16, 33);
                 switch (form) {
-                case 0: /* A (2, 3, M, K), B (K, N) */
-                    g.nba = 2, g.ba[0] = 2, g.ba[1] = 3;
-                    break;
-                case 1: /* A (M, K), B (3, K, N) */
-                    g.nbb = 1, g.bb[0] = 3;
-                    break;
+                case 0: /* A (2, 3, M, K), B (K, N) */ g.nba = 2, g.ba[0] = 2, g.ba[1] = 3; break;
+                case 1: /* A (M, K), B (3, K, N) */ g.nbb = 1, g.bb[0] = 3; break;
                 case 2: /* A (2, 1, M, K), B (3, K, N) -> (2, 3) */
                     g.nba = 2, g.ba[0] = 2, g.ba[1] = 1;
                     g.nbb = 1, g.bb[0] = 3;
@@ -408,9 +411,9 @@ static void test_broadcast_operands(void)
 {
     for (int d = 0; d < 4; d++) {
         kiln_dtype dt = all_dtypes[d];
-        int64_t M = 9, N = 17, K = 33, sr[2] = {1, K}, scol[2] = {K, 1}, sa[2] = {M, K}, sb[2] = {K, N},
-                sc[2] = {M, N};
-        kiln_tensor *row = make_operand(dt, 2, sr, LAY_CONTIG, 0, NULL), *col = make_operand(dt, 2, scol, LAY_CONTIG, 0, NULL);
+        int64_t M = 9, N = 17, K = 33, sr[2] = {1, K}, scol[2] = {K, 1}, sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+        kiln_tensor *row = make_operand(dt, 2, sr, LAY_CONTIG, 0, NULL),
+                    *col = make_operand(dt, 2, scol, LAY_CONTIG, 0, NULL);
         kiln_tensor *A = NULL, *B = NULL, *C = make_operand(dt, 2, sc, LAY_CONTIG, 1, NULL);
         CHECK_OK(ctx, kiln_tensor_broadcast_to(row, 2, sa, &A));
         CHECK_OK(ctx, kiln_tensor_broadcast_to(col, 2, sb, &B));
@@ -465,8 +468,10 @@ static void test_sr_unbiased(void)
         for (int i = 0; i < 4096; i++) {
             ms += s[i];
             mn += n[i];
-            if (s[i] == 1.0 + ulp) up++;
-            else if (s[i] != 1.0) others++;
+            if (s[i] == 1.0 + ulp)
+                up++;
+            else if (s[i] != 1.0)
+                others++;
         }
         ms /= 4096;
         mn /= 4096;
@@ -558,19 +563,19 @@ static void test_sr_bits(void)
 /* ---- errors --------------------------------------------------------------------------- */
 
 /* Calls kiln_dot expecting `status` with `needle` in the message, and C unchanged. */
-#define DOT_FAILS(Cv, Av, Bv, alpha, beta, args, status, needle)                                   \
-    do {                                                                                          \
-        double *before_ = (Cv) ? host_of(Cv) : NULL;                                              \
+#define DOT_FAILS(Cv, Av, Bv, alpha, beta, args, status, needle)                                                       \
+    do {                                                                                                               \
+        double *before_ = (Cv) ? host_of(Cv) : NULL;                                                                   \
         kiln_ctx *ectx_ = (Cv) ? kiln_tensor_ctx(Cv) : (Av) ? kiln_tensor_ctx(Av) : (Bv) ? kiln_tensor_ctx(Bv) : NULL; \
-        CHECK_FAILS(ectx_, kiln_dot((Cv), (Av), (Bv), (alpha), (beta), (args)), (status), (needle)); \
-        if (before_) {                                                                            \
-            double *after_ = host_of(Cv);                                                         \
-            int64_t n_ = kiln_tensor_numel(Cv), changed_ = 0;                                     \
-            for (int64_t i_ = 0; i_ < n_; i_++) changed_ += !same_value(before_[i_], after_[i_]); \
-            CHECK_INT(changed_, 0);                                                               \
-            free(after_);                                                                         \
-        }                                                                                         \
-        free(before_);                                                                            \
+        CHECK_FAILS(ectx_, kiln_dot((Cv), (Av), (Bv), (alpha), (beta), (args)), (status), (needle));                   \
+        if (before_) {                                                                                                 \
+            double *after_ = host_of(Cv);                                                                              \
+            int64_t n_ = kiln_tensor_numel(Cv), changed_ = 0;                                                          \
+            for (int64_t i_ = 0; i_ < n_; i_++) changed_ += !same_value(before_[i_], after_[i_]);                      \
+            CHECK_INT(changed_, 0);                                                                                    \
+            free(after_);                                                                                              \
+        }                                                                                                              \
+        free(before_);                                                                                                 \
     } while (0)
 
 static kiln_tensor *mk(kiln_dtype dt, int nd, int64_t d0, int64_t d1, int64_t d2)
@@ -671,9 +676,8 @@ static void test_errors(void)
     CHECK_OK(ctx, kiln_tensor_slice(big, 2, sl_c2, &vc2));
     CHECK_OK(ctx, kiln_dot(vc2, va, B, 1.0, 0.0, &((kiln_gemm_args){.bias = vbias1})));
 
-    kiln_tensor *list[] = {A,   B,    C,     v1,  c1,     B64,   Ci,  Ai,    Bi,     B6, C44, C36,
-                           Ab2, Bb3,  Cb2,   Cb3, bias4,  bias2d, bias64, row, Cbc, big, va,  vb,
-                           vc,  vbias, vbias1, Bfrom, vc2};
+    kiln_tensor *list[] = {A,   B,     C,      v1,     c1,  B64, Ci,  Ai, Bi, B6, C44,   C36,    Ab2,   Bb3, Cb2,
+                           Cb3, bias4, bias2d, bias64, row, Cbc, big, va, vb, vc, vbias, vbias1, Bfrom, vc2};
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) kiln_tensor_release(list[i]);
 }
 
@@ -702,7 +706,7 @@ static void test_memory(void)
     CHECK_OK(ctx, kiln_mem_get_stats(ctx, &s0));
     CHECK_OK(ctx, kiln_dot(C, A, B, 1.0, 0.5, &args));
     CHECK_OK(ctx, kiln_mem_get_stats(ctx, &s1));
-    CHECK_INT(s1.in_use, s0.in_use);           /* workspaces are given back */
+    CHECK_INT(s1.in_use, s0.in_use); /* workspaces are given back */
     CHECK_INT(s1.live_blocks, s0.live_blocks);
     CHECK(s1.total_allocs > s0.total_allocs); /* and were taken through the allocator */
 

@@ -55,7 +55,8 @@ static void load_f32(float *dst, int64_t ds, const char *src, kiln_dtype dt, int
     switch (dt) {
     case KILN_DTYPE_F32: {
         const float *p = (const float *)src;
-        if (ds == 1 && ss == 1) memcpy(dst, p, (size_t)n * sizeof *dst);
+        if (ds == 1 && ss == 1)
+            memcpy(dst, p, (size_t)n * sizeof *dst);
         else
             for (int64_t i = 0; i < n; i++) dst[i * ds] = p[i * ss];
         break;
@@ -87,7 +88,8 @@ static void load_f64(double *dst, int64_t ds, const char *src, kiln_dtype dt, in
     switch (dt) {
     case KILN_DTYPE_F64: {
         const double *p = (const double *)src;
-        if (ds == 1 && ss == 1) memcpy(dst, p, (size_t)n * sizeof *dst);
+        if (ds == 1 && ss == 1)
+            memcpy(dst, p, (size_t)n * sizeof *dst);
         else
             for (int64_t i = 0; i < n; i++) dst[i * ds] = p[i * ss];
         break;
@@ -116,8 +118,10 @@ static void load_f64(double *dst, int64_t ds, const char *src, kiln_dtype dt, in
 /* n values of src (dtype dt, stride ss elements) into dst in the compute type ct (f32/f64). */
 static void load_ct(void *dst, kiln_dtype ct, int64_t ds, const char *src, kiln_dtype dt, int64_t ss, int64_t n)
 {
-    if (ct == KILN_DTYPE_F64) load_f64((double *)dst, ds, src, dt, ss, n);
-    else load_f32((float *)dst, ds, src, dt, ss, n);
+    if (ct == KILN_DTYPE_F64)
+        load_f64((double *)dst, ds, src, dt, ss, n);
+    else
+        load_f32((float *)dst, ds, src, dt, ss, n);
 }
 
 static inline double load_one(const char *p, kiln_dtype dt)
@@ -137,41 +141,42 @@ static inline double load_one(const char *p, kiln_dtype dt)
  * (C_b's element [0, 0]) from w, which holds acc = A_b @ B_b for that block (row-major,
  * leading dimension ldw) in the compute type T. idx0 = linear index of C_b[0, 0] over
  * (batch..., M, N), for stochastic rounding. */
-#define DEFINE_EPILOGUE(T, sfx)                                                                          \
-    static void epilogue_##sfx(const kiln_ctx *ctx, const kiln_gemm_desc *d, const T *w, int64_t ldw,   \
-                               int64_t m0, int64_t rows, int64_t n0, int64_t cols, char *c, uint64_t idx0) \
-    {                                                                                                    \
-        const kiln_dtype dt = d->dtype;                                                                  \
-        const int64_t es = (int64_t)kiln_dtype_size(dt);                                                 \
-        const T alpha = (T)d->alpha, beta = (T)d->beta;                                                  \
-        const int sr = d->round == KILN_ROUND_STOCHASTIC;                                                \
-        for (int64_t i = 0; i < rows; i++) {                                                             \
-            const int64_t m = m0 + i;                                                                    \
-            const T *wr = w + i * ldw;                                                                   \
-            for (int64_t j = 0; j < cols; j++) {                                                         \
-                const int64_t n = n0 + j;                                                                \
-                T t = alpha * wr[j];                                                                     \
-                if (d->bias) t += (T)load_one(d->bias + n * d->bias_s * es, dt);                          \
-                if (d->relu && t < (T)0) t = (T)0;                                                       \
-                char *p = c + (m * d->c_sm + n * d->c_sn) * es;                                          \
-                if (d->beta != 0.0) t += beta * (T)load_one(p, dt);                                      \
-                switch (dt) {                                                                            \
-                case KILN_DTYPE_F32: *(float *)p = (float)t; break;                                      \
-                case KILN_DTYPE_F64: *(double *)p = (double)t; break;                                    \
-                case KILN_DTYPE_F16:                                                                     \
-                    *(uint16_t *)p = sr ? kiln_f32_to_f16_sr((float)t, kiln_rng_bits(ctx->seed, d->sr_stream, \
+#define DEFINE_EPILOGUE(T, sfx)                                                                                        \
+    static void epilogue_##sfx(const kiln_ctx *ctx, const kiln_gemm_desc *d, const T *w, int64_t ldw, int64_t m0,      \
+                               int64_t rows, int64_t n0, int64_t cols, char *c, uint64_t idx0)                         \
+    {                                                                                                                  \
+        const kiln_dtype dt = d->dtype;                                                                                \
+        const int64_t es = (int64_t)kiln_dtype_size(dt);                                                               \
+        const T alpha = (T)d->alpha, beta = (T)d->beta;                                                                \
+        const int sr = d->round == KILN_ROUND_STOCHASTIC;                                                              \
+        for (int64_t i = 0; i < rows; i++) {                                                                           \
+            const int64_t m = m0 + i;                                                                                  \
+            const T *wr = w + i * ldw;                                                                                 \
+            for (int64_t j = 0; j < cols; j++) {                                                                       \
+                const int64_t n = n0 + j;                                                                              \
+                T t = alpha * wr[j];                                                                                   \
+                if (d->bias) t += (T)load_one(d->bias + n * d->bias_s * es, dt);                                       \
+                if (d->relu && t < (T)0) t = (T)0;                                                                     \
+                char *p = c + (m * d->c_sm + n * d->c_sn) * es;                                                        \
+                if (d->beta != 0.0) t += beta * (T)load_one(p, dt);                                                    \
+                switch (dt) {                                                                                          \
+                case KILN_DTYPE_F32: *(float *)p = (float)t; break;                                                    \
+                case KILN_DTYPE_F64: *(double *)p = (double)t; break;                                                  \
+                case KILN_DTYPE_F16:                                                                                   \
+                    *(uint16_t *)p = sr ? kiln_f32_to_f16_sr((float)t, kiln_rng_bits(ctx->seed, d->sr_stream,          \
                                                                                      idx0 + (uint64_t)(m * d->N + n))) \
-                                        : kiln_f32_to_f16_rn((float)t);                                  \
-                    break;                                                                               \
-                case KILN_DTYPE_BF16:                                                                    \
-                    *(uint16_t *)p = sr ? kiln_f32_to_bf16_sr((float)t, kiln_rng_bits(ctx->seed, d->sr_stream, \
-                                                                                      idx0 + (uint64_t)(m * d->N + n))) \
-                                        : kiln_f32_to_bf16_rn((float)t);                                 \
-                    break;                                                                               \
-                default: break;                                                                          \
-                }                                                                                        \
-            }                                                                                            \
-        }                                                                                                \
+                                        : kiln_f32_to_f16_rn((float)t);                                                \
+                    break;                                                                                             \
+                case KILN_DTYPE_BF16:                                                                                  \
+                    *(uint16_t *)p =                                                                                   \
+                        sr ? kiln_f32_to_bf16_sr(                                                                      \
+                                 (float)t, kiln_rng_bits(ctx->seed, d->sr_stream, idx0 + (uint64_t)(m * d->N + n)))    \
+                           : kiln_f32_to_bf16_rn((float)t);                                                            \
+                    break;                                                                                             \
+                default: break;                                                                                        \
+                }                                                                                                      \
+            }                                                                                                          \
+        }                                                                                                              \
     }
 
 DEFINE_EPILOGUE(float, f32)
@@ -180,37 +185,39 @@ DEFINE_EPILOGUE(double, f64)
 static void epilogue(const kiln_ctx *ctx, const kiln_gemm_desc *d, kiln_dtype ct, const void *w, int64_t ldw,
                      int64_t m0, int64_t rows, int64_t n0, int64_t cols, char *c, uint64_t idx0)
 {
-    if (ct == KILN_DTYPE_F64) epilogue_f64(ctx, d, (const double *)w, ldw, m0, rows, n0, cols, c, idx0);
-    else epilogue_f32(ctx, d, (const float *)w, ldw, m0, rows, n0, cols, c, idx0);
+    if (ct == KILN_DTYPE_F64)
+        epilogue_f64(ctx, d, (const double *)w, ldw, m0, rows, n0, cols, c, idx0);
+    else
+        epilogue_f32(ctx, d, (const float *)w, ldw, m0, rows, n0, cols, c, idx0);
 }
 
 /* ---- built-in engine ------------------------------------------------------------------ */
 
 /* t[i*ldt + j] += sum_k a[k*MR + i] * b[k*NR + j] for i < mr, j < nr (a and b are packed
  * strips, zero-padded to MR and NR). The full MR x NR tile is computed in registers. */
-#define DEFINE_UKR(T, sfx, MR, NR)                                                                      \
+#define DEFINE_UKR(T, sfx, MR, NR)                                                                           \
     static void ukr_##sfx(int64_t kc, const void *a_, const void *b_, void *t_, int64_t ldt, int mr, int nr) \
-    {                                                                                                    \
-        const T *restrict a = (const T *)a_;                                                             \
-        const T *restrict b = (const T *)b_;                                                             \
-        T *restrict t = (T *)t_;                                                                         \
-        T acc[MR][NR];                                                                                   \
-        for (int i = 0; i < MR; i++)                                                                     \
-            for (int j = 0; j < NR; j++) acc[i][j] = (T)0;                                               \
-        for (int64_t k = 0; k < kc; k++) {                                                               \
-            const T *ak = a + k * MR, *bk = b + k * NR;                                                  \
-            for (int i = 0; i < MR; i++) {                                                               \
-                const T ai = ak[i];                                                                      \
-                for (int j = 0; j < NR; j++) acc[i][j] += ai * bk[j];                                    \
-            }                                                                                            \
-        }                                                                                                \
-        if (mr == MR && nr == NR) {                                                                      \
-            for (int i = 0; i < MR; i++)                                                                 \
-                for (int j = 0; j < NR; j++) t[i * ldt + j] += acc[i][j];                                \
-        } else {                                                                                         \
-            for (int i = 0; i < mr; i++)                                                                 \
-                for (int j = 0; j < nr; j++) t[i * ldt + j] += acc[i][j];                                \
-        }                                                                                                \
+    {                                                                                                        \
+        const T *restrict a = (const T *)a_;                                                                 \
+        const T *restrict b = (const T *)b_;                                                                 \
+        T *restrict t = (T *)t_;                                                                             \
+        T acc[MR][NR];                                                                                       \
+        for (int i = 0; i < MR; i++)                                                                         \
+            for (int j = 0; j < NR; j++) acc[i][j] = (T)0;                                                   \
+        for (int64_t k = 0; k < kc; k++) {                                                                   \
+            const T *ak = a + k * MR, *bk = b + k * NR;                                                      \
+            for (int i = 0; i < MR; i++) {                                                                   \
+                const T ai = ak[i];                                                                          \
+                for (int j = 0; j < NR; j++) acc[i][j] += ai * bk[j];                                        \
+            }                                                                                                \
+        }                                                                                                    \
+        if (mr == MR && nr == NR) {                                                                          \
+            for (int i = 0; i < MR; i++)                                                                     \
+                for (int j = 0; j < NR; j++) t[i * ldt + j] += acc[i][j];                                    \
+        } else {                                                                                             \
+            for (int i = 0; i < mr; i++)                                                                     \
+                for (int j = 0; j < nr; j++) t[i * ldt + j] += acc[i][j];                                    \
+        }                                                                                                    \
     }
 
 DEFINE_UKR(float, f32, MR_S, NR_S)
@@ -265,8 +272,14 @@ static void pack_b(const engine *e, char *dst, const char *b, kiln_dtype dt, int
     }
 }
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static int64_t round_up(int64_t a, int64_t m) { return (a + m - 1) / m * m; }
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+static int64_t round_up(int64_t a, int64_t m)
+{
+    return (a + m - 1) / m * m;
+}
 
 /* Workspace of the built-in engine: packed A block, packed B panel, accumulator block. */
 typedef struct builtin_ws {
@@ -310,8 +323,7 @@ static void builtin_batch(const kiln_ctx *ctx, const kiln_gemm_desc *d, const en
                 pack_b(e, bp, b + (pc * d->b_sk + jc * d->b_sn) * es, d->dtype, d->b_sk, d->b_sn, kcs, ncs);
                 for (int64_t ic = 0; ic < mgs; ic += GEMM_MC) {
                     const int64_t mcs = min64(GEMM_MC, mgs - ic);
-                    pack_a(e, ap, a + ((mg + ic) * d->a_sm + pc * d->a_sk) * es, d->dtype, d->a_sm, d->a_sk, mcs,
-                           kcs);
+                    pack_a(e, ap, a + ((mg + ic) * d->a_sm + pc * d->a_sk) * es, d->dtype, d->a_sm, d->a_sk, mcs, kcs);
                     for (int64_t jr = 0; jr < ncs; jr += e->nr) {
                         const int nr = (int)min64(e->nr, ncs - jr);
                         for (int64_t ir = 0; ir < mcs; ir += e->mr) {
@@ -393,10 +405,14 @@ static void pack_full(void *dst, kiln_dtype ct, int64_t cs, const mat *x, kiln_d
 {
     const int64_t es = (int64_t)kiln_dtype_size(dt);
     char *o = dst;
-    for (int64_t i = 0; i < x->rows; i++) load_ct(o + i * x->cols * cs, ct, 1, x->p + i * x->sr * es, dt, x->sc, x->cols);
+    for (int64_t i = 0; i < x->rows; i++)
+        load_ct(o + i * x->cols * cs, ct, 1, x->p + i * x->sr * es, dt, x->sc, x->cols);
 }
 
-static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+static int fits_int(int64_t v)
+{
+    return v >= 0 && v <= INT_MAX;
+}
 
 /* Runs every batch through BLAS. Returns KILN_ERR_UNSUPPORTED (without recording an error)
  * when the sizes do not fit BLAS, so the caller falls back to the built-in engine. */

@@ -30,8 +30,9 @@ static kiln_status check_operand(kiln_ctx *ctx, const kiln_tensor *t, const char
         return KILN_ERROR(ctx, KILN_ERR_SHAPE, "kiln_dot: argument '%s' must have at least 2 axes, has %d (%s)", name,
                           t->ndim, kiln__tensor_str(s, sizeof s, t));
     if (!dtype_supported(t->dtype))
-        return KILN_ERROR(ctx, KILN_ERR_DTYPE, "kiln_dot: argument '%s' has dtype %s; kiln_dot supports f32, f64, f16 and bf16",
-                          name, kiln_dtype_name(t->dtype));
+        return KILN_ERROR(ctx, KILN_ERR_DTYPE,
+                          "kiln_dot: argument '%s' has dtype %s; kiln_dot supports f32, f64, f16 and bf16", name,
+                          kiln_dtype_name(t->dtype));
     return KILN_OK;
 }
 
@@ -48,10 +49,12 @@ kiln_status kiln_dot(kiln_tensor *C, const kiln_tensor *A, const kiln_tensor *B,
     const kiln_tensor *bias = args->bias;
     char sa[200], sb[200], sc[200];
 
-    if (!isfinite(alpha)) return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: argument 'alpha' must be finite, is %g", alpha);
+    if (!isfinite(alpha))
+        return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: argument 'alpha' must be finite, is %g", alpha);
     if (!isfinite(beta)) return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: argument 'beta' must be finite, is %g", beta);
     if (args->round != KILN_ROUND_DEFAULT && args->round != KILN_ROUND_NEAREST && args->round != KILN_ROUND_STOCHASTIC)
-        return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: argument 'args->round' has an invalid value (%d)", (int)args->round);
+        return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: argument 'args->round' has an invalid value (%d)",
+                          (int)args->round);
 
     KILN_TRY(check_operand(ctx, C, "C"));
     KILN_TRY(check_operand(ctx, A, "A"));
@@ -72,12 +75,12 @@ kiln_status kiln_dot(kiln_tensor *C, const kiln_tensor *A, const kiln_tensor *B,
     int64_t Kb = trans_b ? B->shape[rb - 1] : B->shape[rb - 2];
     int64_t N = trans_b ? B->shape[rb - 2] : B->shape[rb - 1];
     if (K != Kb)
-        return KILN_ERROR(ctx, KILN_ERR_SHAPE,
-                          "kiln_dot: argument 'B': op(B) is (K=%lld, N=%lld) but op(A) is (M=%lld, K=%lld); K must match "
-                          "(A is %s%s, B is %s%s)",
-                          (long long)Kb, (long long)N, (long long)M, (long long)K, kiln__tensor_str(sa, sizeof sa, A),
-                          trans_a ? " with trans_a" : "", kiln__tensor_str(sb, sizeof sb, B),
-                          trans_b ? " with trans_b" : "");
+        return KILN_ERROR(
+            ctx, KILN_ERR_SHAPE,
+            "kiln_dot: argument 'B': op(B) is (K=%lld, N=%lld) but op(A) is (M=%lld, K=%lld); K must match "
+            "(A is %s%s, B is %s%s)",
+            (long long)Kb, (long long)N, (long long)M, (long long)K, kiln__tensor_str(sa, sizeof sa, A),
+            trans_a ? " with trans_a" : "", kiln__tensor_str(sb, sizeof sb, B), trans_b ? " with trans_b" : "");
     if (C->shape[rc - 2] != M || C->shape[rc - 1] != N)
         return KILN_ERROR(ctx, KILN_ERR_SHAPE,
                           "kiln_dot: argument 'C' is %s but op(A) @ op(B) is (M=%lld, N=%lld) in its last two axes",
@@ -89,15 +92,16 @@ kiln_status kiln_dot(kiln_tensor *C, const kiln_tensor *A, const kiln_tensor *B,
     if (!kiln__broadcast_shapes(ra - 2, A->shape, rb - 2, B->shape, &nbatch, batch)) {
         char s1[160], s2[160];
         return KILN_ERROR(ctx, KILN_ERR_SHAPE, "kiln_dot: arguments 'A' and 'B': batch axes %s and %s do not broadcast",
-                          kiln__shape_str(s1, sizeof s1, ra - 2, A->shape), kiln__shape_str(s2, sizeof s2, rb - 2, B->shape));
+                          kiln__shape_str(s1, sizeof s1, ra - 2, A->shape),
+                          kiln__shape_str(s2, sizeof s2, rb - 2, B->shape));
     }
     int batch_ok = nbatch == rc - 2;
     for (int i = 0; batch_ok && i < nbatch; i++) batch_ok = batch[i] == C->shape[i];
     if (!batch_ok) {
         char s1[160], s2[160];
-        return KILN_ERROR(ctx, KILN_ERR_SHAPE,
-                          "kiln_dot: argument 'C' has batch axes %s but those of 'A' and 'B' broadcast to %s",
-                          kiln__shape_str(s1, sizeof s1, rc - 2, C->shape), kiln__shape_str(s2, sizeof s2, nbatch, batch));
+        return KILN_ERROR(
+            ctx, KILN_ERR_SHAPE, "kiln_dot: argument 'C' has batch axes %s but those of 'A' and 'B' broadcast to %s",
+            kiln__shape_str(s1, sizeof s1, rc - 2, C->shape), kiln__shape_str(s2, sizeof s2, nbatch, batch));
     }
 
     /* ---- bias ---- */
