@@ -39,7 +39,7 @@ static kiln_status cpu_init(kiln_ctx *ctx, void **state)
 {
     char model[128];
     cpu_model(model, sizeof model);
-    snprintf(ctx->description, sizeof ctx->description, "cpu: %s, GEMM: %s", model[0] ? model : "unknown model",
+    snprintf(ctx->description, sizeof ctx->description, "cpu: %.48s, GEMM: %.64s", model[0] ? model : "unknown model",
              KILN_GEMM_IMPL);
     *state = NULL;
     return KILN_OK;

@@ -378,7 +378,28 @@ static kiln_status SFX(run)(xk *x)
 {
     const kiln_plan_kernel *k = x->k;
     const int ni = k->ninstr, nio = x->nio, ew = x->mode == MODE_EW;
-    const int64_t B = BLOCK;
+    const int col = x->mode == MODE_COL;
+    const int last = x->nd - 1;
+    /* Block geometry: nl_max lanes (rows) of at most kn_max inner points; B values. */
+    int64_t nl_max = 1, kn_max = 1, B;
+    if (ew) {
+        B = x->numel < BLOCK ? x->numel : BLOCK;
+    } else {
+        if (col) {
+            nl_max = x->shape[last] < BLOCK ? x->shape[last] : BLOCK;
+            kn_max = BLOCK / nl_max;
+        } else if (x->inner_n > 0 && x->inner_n * 2 <= BLOCK) {
+            nl_max = BLOCK / x->inner_n; /* several short rows per block */
+            if (nl_max > x->outer_n) nl_max = x->outer_n;
+            kn_max = x->inner_n;
+        } else {
+            kn_max = BLOCK;
+        }
+        if (kn_max > x->inner_n) kn_max = x->inner_n;
+        B = nl_max * (kn_max > 0 ? kn_max : 1);
+    }
+    const int64_t kcap = kn_max; /* inner points per block */
+    /* Small domains get small buffers: B <= BLOCK, and B >= every lane count. */
     const size_t vb = SFX(rup)((size_t)B * sizeof(T));
     const size_t segb = SFX(rup)((size_t)B * sizeof(int32_t)) + SFX(rup)((size_t)B * sizeof(int64_t)) +
                         SFX(rup)((size_t)B * (size_t)nio * sizeof(int64_t));
@@ -442,20 +463,6 @@ static kiln_status SFX(run)(xk *x)
         return KILN_OK;
     }
 
-    const int col = x->mode == MODE_COL;
-    const int last = x->nd - 1;
-    int64_t nl_max, kn_max;
-    if (col) {
-        nl_max = x->shape[last] < B ? x->shape[last] : B;
-        kn_max = B / nl_max;
-    } else if (x->inner_n > 0 && x->inner_n * 2 <= B) {
-        nl_max = B / x->inner_n; /* several short rows per block */
-        kn_max = x->inner_n;
-    } else {
-        nl_max = 1;
-        kn_max = B;
-    }
-    const int64_t kcap = x->inner_n < kn_max ? x->inner_n : kn_max; /* inner points per block */
     int64_t oidx[KILN_MAX_DIMS] = {0};
     int64_t rows_done = 0;
     /* (threads: split the row groups) */
