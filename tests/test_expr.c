@@ -1,0 +1,951 @@
+/*
+ * tests/test_expr.c — lazy expressions through the public API: every operator and reduction
+ * against an f64 reference computed here on host data (f32, f64, f16), broadcasting, views
+ * as leaves and as destinations, in-place assignment, generators, dtype rules, every error
+ * path of the builders and of kiln_assign / kiln_eval, and the ownership rules. The device
+ * comes from the environment (KILN_DEVICE), so the same test runs on CUDA later.
+ */
+#include "check.h"
+
+static kiln_ctx *ctx;
+static uint64_t seed;
+
+/* A tensor with its values (as stored, read back in f64) and its shape. */
+typedef struct arr {
+    kiln_tensor *t;
+    double *h;
+    int nd;
+    int64_t shape[KILN_MAX_DIMS];
+    int64_t n;
+} arr;
+
+static double *read_all(const kiln_tensor *t)
+{
+    int64_t n = kiln_tensor_numel(t);
+    double *h = malloc((size_t)(n ? n : 1) * sizeof *h);
+    CHECK_OK(ctx, kiln_tensor_read(t, h, KILN_DTYPE_F64));
+    return h;
+}
+
+static arr from_host(kiln_dtype dt, int nd, const int64_t *shape, const double *v)
+{
+    arr a;
+    memset(&a, 0, sizeof a);
+    a.nd = nd;
+    a.n = 1;
+    for (int i = 0; i < nd; i++) {
+        a.shape[i] = shape[i];
+        a.n *= shape[i];
+    }
+    CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, nd, shape, v, KILN_DTYPE_F64, &a.t));
+    a.h = read_all(a.t);
+    return a;
+}
+
+/* Random values in [lo, hi); integer-valued when ints (so comparisons see ties). */
+static arr mk(kiln_dtype dt, int nd, const int64_t *shape, double lo, double hi, int ints)
+{
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++) n *= shape[i];
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    check_fill(&seed, v, n, lo, hi);
+    if (ints)
+        for (int64_t i = 0; i < n; i++) v[i] = floor(v[i]);
+    arr a = from_host(dt, nd, shape, v);
+    free(v);
+    return a;
+}
+
+static void arr_free(arr *a)
+{
+    kiln_tensor_release(a->t);
+    free(a->h);
+    a->t = NULL;
+    a->h = NULL;
+}
+
+/* A destination filled with NaN (or a large sentinel for integer dtypes). */
+static kiln_tensor *poisoned(kiln_dtype dt, int nd, const int64_t *shape)
+{
+    kiln_tensor *t = NULL;
+    double v = (dt == KILN_DTYPE_I32 || dt == KILN_DTYPE_I8 || dt == KILN_DTYPE_U8) ? 77.0 : NAN;
+    CHECK_OK(ctx, kiln_tensor_full(ctx, dt, nd, shape, v, &t));
+    return t;
+}
+
+static double tol_of(kiln_dtype dt)
+{
+    switch (dt) {
+    case KILN_DTYPE_F64: return 1e-12;
+    case KILN_DTYPE_F32: return 2e-5;
+    case KILN_DTYPE_F16: return 2e-3;
+    case KILN_DTYPE_BF16: return 1.6e-2;
+    default: return 0;
+    }
+}
+
+/* Flat index into a contiguous array of shape (nd_in, shape_in) of the output point idx
+ * (rank nd_out), numpy broadcasting aligned right. */
+static int64_t bidx(const int64_t *idx, int nd_out, int nd_in, const int64_t *shape_in)
+{
+    int64_t f = 0;
+    for (int i = 0; i < nd_in; i++) {
+        int j = i + nd_out - nd_in;
+        f = f * shape_in[i] + (shape_in[i] == 1 ? 0 : idx[j]);
+    }
+    return f;
+}
+
+static void unflat(int64_t f, int nd, const int64_t *shape, int64_t *idx)
+{
+    for (int i = nd - 1; i >= 0; i--) {
+        idx[i] = shape[i] ? f % shape[i] : 0;
+        f = shape[i] ? f / shape[i] : 0;
+    }
+}
+
+/* Compares got (n values) with ref, reporting the first few mismatches only. */
+static int compare(const char *what, const double *got, const double *ref, int64_t n, double tol)
+{
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double s = fabs(ref[i]) > 1 ? fabs(ref[i]) : 1;
+        int ok = fabs(got[i] - ref[i]) <= tol * s || (isnan(got[i]) && isnan(ref[i])) ||
+                 (isinf(got[i]) && got[i] == ref[i]);
+        if (!ok) {
+            if (bad < 3) fprintf(stderr, "%s: [%lld] got %.17g, want %.17g (tol %g)\n", what, (long long)i, got[i], ref[i], tol);
+            bad++;
+        }
+    }
+    CHECK(bad == 0);
+    return bad == 0;
+}
+
+/* ---- element-wise --------------------------------------------------------------------- */
+
+typedef struct uop {
+    const char *name;
+    kiln_expr *(*fn)(kiln_expr *);
+    double lo, hi;
+    double (*ref)(double);
+} uop;
+
+static double r_neg(double x) { return -x; }
+static double r_sqr(double x) { return x * x; }
+static double r_rsqrt(double x) { return 1 / sqrt(x); }
+static double r_recip(double x) { return 1 / x; }
+static double r_sigmoid(double x) { return 1 / (1 + exp(-x)); }
+static double r_relu(double x) { return x > 0 ? x : 0; }
+static double r_finite(double x) { return isfinite(x) ? 1 : 0; }
+static double r_sign(double x) { return x > 0 ? 1 : x < 0 ? -1 : 0; }
+
+static const uop uops[] = {
+    {"neg", kiln_neg, -3, 3, r_neg},          {"abs", kiln_abs, -3, 3, fabs},
+    {"sqr", kiln_sqr, -3, 3, r_sqr},          {"sqrt", kiln_sqrt, 0.1, 4, sqrt},
+    {"rsqrt", kiln_rsqrt, 0.1, 4, r_rsqrt},   {"reciprocal", kiln_reciprocal, 0.5, 4, r_recip},
+    {"exp", kiln_exp, -3, 3, exp},            {"exp2", kiln_exp2, -3, 3, exp2},
+    {"log", kiln_log, 0.1, 4, log},           {"log2", kiln_log2, 0.1, 4, log2},
+    {"sigmoid", kiln_sigmoid, -4, 4, r_sigmoid}, {"tanh", kiln_tanh, -3, 3, tanh},
+    {"relu", kiln_relu, -3, 3, r_relu},       {"finite", kiln_finite, -3, 3, r_finite},
+    {"sign", kiln_sign, -3, 3, r_sign},
+};
+
+static const kiln_dtype test_dtypes[] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_F16};
+
+static void test_unary(void)
+{
+    int64_t s[2] = {7, 13};
+    for (size_t d = 0; d < sizeof test_dtypes / sizeof test_dtypes[0]; d++) {
+        kiln_dtype dt = test_dtypes[d];
+        for (size_t u = 0; u < sizeof uops / sizeof uops[0]; u++) {
+            arr x = mk(dt, 2, s, uops[u].lo, uops[u].hi, 0);
+            kiln_tensor *dst = poisoned(dt, 2, s);
+            CHECK_OK(ctx, kiln_assign(dst, uops[u].fn(kiln_t(x.t))));
+            double *got = read_all(dst), *ref = malloc((size_t)x.n * sizeof *ref);
+            for (int64_t i = 0; i < x.n; i++) ref[i] = uops[u].ref(x.h[i]);
+            char what[64];
+            snprintf(what, sizeof what, "%s %s", uops[u].name, kiln_dtype_name(dt));
+            compare(what, got, ref, x.n, tol_of(dt));
+            free(got);
+            free(ref);
+            kiln_tensor_release(dst);
+            arr_free(&x);
+        }
+    }
+    /* finite and sign at the special values. */
+    double sv[6] = {INFINITY, -INFINITY, NAN, 0.0, -2.5, 3.0};
+    int64_t n6[1] = {6};
+    arr x = from_host(KILN_DTYPE_F32, 1, n6, sv);
+    kiln_tensor *dst = poisoned(KILN_DTYPE_F32, 1, n6);
+    CHECK_OK(ctx, kiln_assign(dst, kiln_finite(kiln_t(x.t))));
+    double *got = read_all(dst);
+    double want_f[6] = {0, 0, 0, 1, 1, 1};
+    compare("finite special", got, want_f, 6, 0);
+    free(got);
+    CHECK_OK(ctx, kiln_assign(dst, kiln_sign(kiln_add(kiln_t(x.t), kiln_scalar(0)))));
+    got = read_all(dst);
+    CHECK(got[0] == 1 && got[1] == -1 && got[3] == 0 && got[4] == -1 && got[5] == 1);
+    free(got);
+    kiln_tensor_release(dst);
+    arr_free(&x);
+}
+
+typedef struct bop {
+    const char *name;
+    kiln_expr *(*fn)(kiln_expr *, kiln_expr *);
+    double alo, ahi, blo, bhi;
+    int ints;
+    double (*ref)(double, double);
+} bop;
+
+static double r_add(double a, double b) { return a + b; }
+static double r_sub(double a, double b) { return a - b; }
+static double r_mul(double a, double b) { return a * b; }
+static double r_div(double a, double b) { return a / b; }
+static double r_max(double a, double b) { return a > b ? a : b; }
+static double r_min(double a, double b) { return a < b ? a : b; }
+static double r_eq(double a, double b) { return a == b; }
+static double r_ne(double a, double b) { return a != b; }
+static double r_lt(double a, double b) { return a < b; }
+static double r_le(double a, double b) { return a <= b; }
+static double r_gt(double a, double b) { return a > b; }
+static double r_ge(double a, double b) { return a >= b; }
+
+static const bop bops[] = {
+    {"add", kiln_add, -3, 3, -3, 3, 0, r_add},      {"sub", kiln_sub, -3, 3, -3, 3, 0, r_sub},
+    {"mul", kiln_mul, -3, 3, -3, 3, 0, r_mul},      {"div", kiln_div, -3, 3, 0.5, 2, 0, r_div},
+    {"pow", kiln_pow, 0.1, 3, -2, 2, 0, pow},       {"maximum", kiln_maximum, -3, 3, -3, 3, 1, r_max},
+    {"minimum", kiln_minimum, -3, 3, -3, 3, 1, r_min}, {"eq", kiln_eq, -2, 2, -2, 2, 1, r_eq},
+    {"ne", kiln_ne, -2, 2, -2, 2, 1, r_ne},         {"lt", kiln_lt, -2, 2, -2, 2, 1, r_lt},
+    {"le", kiln_le, -2, 2, -2, 2, 1, r_le},         {"gt", kiln_gt, -2, 2, -2, 2, 1, r_gt},
+    {"ge", kiln_ge, -2, 2, -2, 2, 1, r_ge},
+};
+
+static void test_binary(void)
+{
+    /* a (4, 1, 7) with b (3, 7) broadcast to (4, 3, 7). */
+    int64_t sa[3] = {4, 1, 7}, sb[2] = {3, 7}, so[3] = {4, 3, 7};
+    for (size_t d = 0; d < sizeof test_dtypes / sizeof test_dtypes[0]; d++) {
+        kiln_dtype dt = test_dtypes[d];
+        for (size_t o = 0; o < sizeof bops / sizeof bops[0]; o++) {
+            arr a = mk(dt, 3, sa, bops[o].alo, bops[o].ahi, bops[o].ints);
+            arr b = mk(dt, 2, sb, bops[o].blo, bops[o].bhi, bops[o].ints);
+            kiln_tensor *dst = poisoned(dt, 3, so);
+            kiln_expr *e = bops[o].fn(kiln_t(a.t), kiln_t(b.t));
+            CHECK_INT(kiln_expr_ndim(e), 3);
+            CHECK(kiln_expr_shape(e)[1] == 3);
+            CHECK_INT(kiln_expr_dtype(e), dt);
+            CHECK_OK(ctx, kiln_assign(dst, e));
+            double *got = read_all(dst), ref[84];
+            for (int64_t i = 0; i < 84; i++) {
+                int64_t idx[3];
+                unflat(i, 3, so, idx);
+                ref[i] = bops[o].ref(a.h[bidx(idx, 3, 3, sa)], b.h[bidx(idx, 3, 2, sb)]);
+            }
+            char what[64];
+            snprintf(what, sizeof what, "%s %s", bops[o].name, kiln_dtype_name(dt));
+            compare(what, got, ref, 84, tol_of(dt));
+            free(got);
+            kiln_tensor_release(dst);
+            arr_free(&a);
+            arr_free(&b);
+        }
+    }
+    /* where, clip, cast, scalars on either side, a chain of everything. */
+    int64_t s[2] = {5, 9};
+    arr c = mk(KILN_DTYPE_F32, 2, s, 0, 2, 1), a = mk(KILN_DTYPE_F32, 2, s, -3, 3, 0);
+    arr b = mk(KILN_DTYPE_F32, 2, s, -3, 3, 0);
+    kiln_tensor *dst = poisoned(KILN_DTYPE_F32, 2, s);
+    double *got, ref[45];
+    CHECK_OK(ctx, kiln_assign(dst, kiln_where(kiln_t(c.t), kiln_t(a.t), kiln_t(b.t))));
+    got = read_all(dst);
+    for (int i = 0; i < 45; i++) ref[i] = c.h[i] != 0 ? a.h[i] : b.h[i];
+    compare("where", got, ref, 45, 0);
+    free(got);
+    CHECK_OK(ctx, kiln_assign(dst, kiln_clip(kiln_t(a.t), -0.5, 0.7)));
+    got = read_all(dst);
+    for (int i = 0; i < 45; i++) ref[i] = a.h[i] < -0.5 ? -0.5 : a.h[i] > 0.7 ? 0.7 : a.h[i];
+    compare("clip", got, ref, 45, 1e-7);
+    free(got);
+    /* cast to f16 rounds like a store to f16; cast to i32 truncates. */
+    kiln_tensor *h16 = NULL;
+    CHECK_OK(ctx, kiln_tensor_from_host(ctx, KILN_DTYPE_F16, 2, s, a.h, KILN_DTYPE_F64, &h16));
+    double *r16 = read_all(h16);
+    kiln_expr *ce = kiln_cast(kiln_t(a.t), KILN_DTYPE_F16);
+    CHECK_INT(kiln_expr_dtype(ce), KILN_DTYPE_F16);
+    CHECK_OK(ctx, kiln_assign(dst, ce));
+    got = read_all(dst);
+    compare("cast f16", got, r16, 45, 0);
+    free(got);
+    free(r16);
+    kiln_tensor_release(h16);
+    CHECK_OK(ctx, kiln_assign(dst, kiln_cast(kiln_mul(kiln_t(a.t), kiln_scalar(2)), KILN_DTYPE_I32)));
+    got = read_all(dst);
+    for (int i = 0; i < 45; i++) ref[i] = trunc(a.h[i] * 2);
+    compare("cast i32", got, ref, 45, 0);
+    free(got);
+    CHECK_OK(ctx, kiln_assign(dst, kiln_sub(kiln_scalar(1), kiln_div(kiln_t(a.t), kiln_scalar(4)))));
+    got = read_all(dst);
+    for (int i = 0; i < 45; i++) ref[i] = 1 - a.h[i] / 4;
+    compare("scalar left", got, ref, 45, 2e-6);
+    free(got);
+    /* A scalar expression assigned into a tensor fills it. */
+    CHECK_OK(ctx, kiln_assign(dst, kiln_mul(kiln_scalar(3), kiln_scalar(0.5))));
+    got = read_all(dst);
+    for (int i = 0; i < 45; i++) ref[i] = 1.5;
+    compare("scalar fill", got, ref, 45, 0);
+    free(got);
+    kiln_tensor_release(dst);
+    arr_free(&a);
+    arr_free(&b);
+    arr_free(&c);
+}
+
+/* ---- reductions ----------------------------------------------------------------------- */
+
+/* Reference reduction of x (contiguous, shape sh, rank nd) over mask into out (keepdims
+ * layout, row-major). */
+static void ref_reduce(kiln_reduce_op op, const double *x, int nd, const int64_t *sh, uint32_t mask, double *out)
+{
+    int64_t osh[KILN_MAX_DIMS], n = 1, on = 1, rn = 1;
+    for (int i = 0; i < nd; i++) {
+        osh[i] = (mask >> i) & 1u ? 1 : sh[i];
+        n *= sh[i];
+        on *= osh[i];
+        if ((mask >> i) & 1u) rn *= sh[i];
+    }
+    double *sum = calloc((size_t)on, sizeof *sum), *sq = calloc((size_t)on, sizeof *sq);
+    double *best = malloc((size_t)on * sizeof *best);
+    int64_t *bi = calloc((size_t)on, sizeof *bi), *cnt = calloc((size_t)on, sizeof *cnt);
+    for (int64_t o = 0; o < on; o++) best[o] = NAN;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int64_t f = 0; f < n; f++) {
+            int64_t idx[KILN_MAX_DIMS], o = 0, r = 0;
+            unflat(f, nd, sh, idx);
+            for (int i = 0; i < nd; i++) {
+                o = o * osh[i] + ((mask >> i) & 1u ? 0 : idx[i]);
+                if ((mask >> i) & 1u) r = r * sh[i] + idx[i];
+            }
+            double v = x[f];
+            if (pass == 0) {
+                sum[o] += v;
+                int better = isnan(best[o]) ||
+                             (op == KILN_REDUCE_MIN || op == KILN_REDUCE_ARGMIN ? v < best[o] : v > best[o]);
+                if (better) {
+                    best[o] = v;
+                    bi[o] = r;
+                }
+                cnt[o]++;
+            } else {
+                double d = v - sum[o] / (double)rn;
+                sq[o] += d * d;
+            }
+        }
+    }
+    for (int64_t o = 0; o < on; o++) {
+        switch (op) {
+        case KILN_REDUCE_SUM: out[o] = sum[o]; break;
+        case KILN_REDUCE_MEAN: out[o] = sum[o] / (double)rn; break;
+        case KILN_REDUCE_MAX:
+        case KILN_REDUCE_MIN: out[o] = best[o]; break;
+        case KILN_REDUCE_VAR: out[o] = sq[o] / (double)rn; break;
+        case KILN_REDUCE_STD: out[o] = sqrt(sq[o] / (double)rn); break;
+        default: out[o] = (double)bi[o]; break;
+        }
+    }
+    free(sum);
+    free(sq);
+    free(best);
+    free(bi);
+    free(cnt);
+}
+
+static void test_reductions(void)
+{
+    int64_t sh[3] = {5, 7, 3};
+    static const char *const opn[] = {"sum", "mean", "max", "min", "var", "std", "argmax", "argmin"};
+    struct {
+        int naxes;
+        int axes[3];
+        uint32_t mask;
+    } sets[] = {
+        {1, {1}, 0x2}, {1, {-1}, 0x4}, {2, {0, 2}, 0x5}, {2, {2, 0}, 0x5}, {0, {0}, 0x7}, {3, {-3, 1, 2}, 0x7}, {1, {0}, 0x1},
+    };
+    for (size_t d = 0; d < sizeof test_dtypes / sizeof test_dtypes[0]; d++) {
+        kiln_dtype dt = test_dtypes[d];
+        arr x = mk(dt, 3, sh, -2, 2, 0);
+        for (int op = 0; op < KILN_REDUCE_COUNT; op++) {
+            for (size_t si = 0; si < sizeof sets / sizeof sets[0]; si++) {
+                for (int keep = 0; keep < 2; keep++) {
+                    uint32_t m = sets[si].mask;
+                    int64_t osh[3];
+                    int ond = 0;
+                    for (int i = 0; i < 3; i++) {
+                        if (!((m >> i) & 1u)) osh[ond++] = sh[i];
+                        else if (keep) osh[ond++] = 1;
+                    }
+                    int isarg = op == KILN_REDUCE_ARGMAX || op == KILN_REDUCE_ARGMIN;
+                    kiln_dtype odt = isarg ? KILN_DTYPE_I32 : dt;
+                    kiln_expr *e = kiln_reduce((kiln_reduce_op)op, kiln_t(x.t), sets[si].naxes,
+                                               sets[si].naxes ? sets[si].axes : NULL, keep);
+                    CHECK_INT(kiln_expr_status(e, NULL), KILN_OK);
+                    CHECK_INT(kiln_expr_ndim(e), ond);
+                    CHECK_INT(kiln_expr_dtype(e), odt);
+                    kiln_tensor *dst = poisoned(odt, ond, osh);
+                    CHECK_OK(ctx, kiln_assign(dst, e));
+                    double *got = read_all(dst), ref[105];
+                    ref_reduce((kiln_reduce_op)op, x.h, 3, sh, m, ref);
+                    char what[96];
+                    snprintf(what, sizeof what, "%s %s axes-set %d keepdims %d", opn[op], kiln_dtype_name(dt), (int)si,
+                             keep);
+                    compare(what, got, ref, kiln_tensor_numel(dst), isarg ? 0 : tol_of(dt) * 4);
+                    free(got);
+                    kiln_tensor_release(dst);
+                }
+            }
+        }
+        arr_free(&x);
+    }
+    /* Shorthands keep the axis; mean broadcasts back; a reduction of a rank-0 value. */
+    int64_t s2[2] = {6, 129};
+    arr a = mk(KILN_DTYPE_F32, 2, s2, -2, 2, 0);
+    kiln_tensor *dst = poisoned(KILN_DTYPE_F32, 2, s2);
+    CHECK_OK(ctx, kiln_assign(dst, kiln_sub(kiln_t(a.t), kiln_mean(kiln_t(a.t), 0))));
+    double *got = read_all(dst), *ref = malloc(sizeof(double) * 6 * 129), mref[129];
+    ref_reduce(KILN_REDUCE_MEAN, a.h, 2, s2, 0x1, mref);
+    for (int i = 0; i < 6 * 129; i++) ref[i] = a.h[i] - mref[i % 129];
+    compare("x - mean(x, 0)", got, ref, 6 * 129, 1e-5);
+    free(got);
+    /* Mixed axes (more than one kernel, same numbers). */
+    double rref[6];
+    ref_reduce(KILN_REDUCE_MAX, a.h, 2, s2, 0x2, rref);
+    CHECK_OK(ctx, kiln_assign(dst, kiln_add(kiln_sub(kiln_t(a.t), kiln_mean(kiln_t(a.t), 0)), kiln_max(kiln_t(a.t), -1))));
+    got = read_all(dst);
+    for (int i = 0; i < 6 * 129; i++) ref[i] = a.h[i] - mref[i % 129] + rref[i / 129];
+    compare("mixed axes", got, ref, 6 * 129, 1e-5);
+    free(got);
+    /* sum(x, 1) broadcast into a larger destination (the reduction is materialized). */
+    int64_t s3[3] = {2, 6, 129};
+    kiln_tensor *big = poisoned(KILN_DTYPE_F32, 3, s3);
+    double sref[6];
+    ref_reduce(KILN_REDUCE_SUM, a.h, 2, s2, 0x2, sref);
+    CHECK_OK(ctx, kiln_assign(big, kiln_mul(kiln_t(a.t), kiln_sum(kiln_t(a.t), 1))));
+    got = read_all(big);
+    int bad = 0;
+    for (int i = 0; i < 2 * 6 * 129; i++) {
+        int j = i % (6 * 129);
+        double r = a.h[j] * sref[j / 129];
+        if (fabs(got[i] - r) > 1e-4 * (fabs(r) > 1 ? fabs(r) : 1)) bad++;
+    }
+    CHECK_INT(bad, 0);
+    free(got);
+    kiln_tensor_release(big);
+    /* A keepdims=0 reduction used against an axis it does not line up with. */
+    int64_t s4[2] = {129, 6};
+    kiln_tensor *tr = poisoned(KILN_DTYPE_F32, 2, s4);
+    int ax = 1;
+    CHECK_OK(ctx, kiln_assign(tr, kiln_add(kiln_scalar(1), kiln_reduce(KILN_REDUCE_SUM, kiln_t(a.t), 1, &ax, 0))));
+    got = read_all(tr);
+    bad = 0;
+    for (int i = 0; i < 129 * 6; i++)
+        if (fabs(got[i] - (1 + sref[i % 6])) > 1e-4 * fabs(1 + sref[i % 6]) + 1e-5) bad++;
+    CHECK_INT(bad, 0);
+    free(got);
+    kiln_tensor_release(tr);
+    /* A reduction of a rank-0 tensor is the identity (arg*: 0). */
+    double v = 2.5;
+    arr z = from_host(KILN_DTYPE_F32, 0, NULL, &v);
+    kiln_tensor *zd = poisoned(KILN_DTYPE_F32, 0, NULL);
+    CHECK_OK(ctx, kiln_assign(zd, kiln_reduce(KILN_REDUCE_SUM, kiln_t(z.t), 0, NULL, 0)));
+    got = read_all(zd);
+    CHECK(got[0] == 2.5);
+    free(got);
+    CHECK_OK(ctx, kiln_assign(zd, kiln_reduce(KILN_REDUCE_ARGMAX, kiln_t(z.t), 0, NULL, 1)));
+    got = read_all(zd);
+    CHECK(got[0] == 0);
+    free(got);
+    CHECK_OK(ctx, kiln_assign(zd, kiln_reduce(KILN_REDUCE_VAR, kiln_t(z.t), 0, NULL, 1)));
+    got = read_all(zd);
+    CHECK(got[0] == 0);
+    free(got);
+    kiln_tensor_release(zd);
+    arr_free(&z);
+    free(ref);
+    kiln_tensor_release(dst);
+    arr_free(&a);
+}
+
+/* ---- views, in place ------------------------------------------------------------------ */
+
+static void test_views(void)
+{
+    int64_t s[2] = {6, 8};
+    arr a = mk(KILN_DTYPE_F32, 2, s, -2, 2, 0);
+    kiln_tensor *at = NULL, *sl = NULL;
+    CHECK_OK(ctx, kiln_tensor_transpose(a.t, 0, 1, &at));
+    /* rows 5, 3, 1 and columns 1, 4, 7 */
+    kiln_slice sv[2] = {KILN_SLICE_STEP(5, KILN_NONE, -2), KILN_SLICE_STEP(1, 8, 3)};
+    CHECK_OK(ctx, kiln_tensor_slice(a.t, 2, sv, &sl));
+    CHECK_INT(kiln_tensor_dim(sl, 0), 3);
+    CHECK_INT(kiln_tensor_dim(sl, 1), 3);
+    int64_t st[2] = {8, 6}, ss[2] = {3, 3};
+    kiln_tensor *d1 = poisoned(KILN_DTYPE_F32, 2, st), *d2 = poisoned(KILN_DTYPE_F32, 2, ss);
+    CHECK_OK(ctx, kiln_assign(d1, kiln_add(kiln_mul(kiln_exp(kiln_t(at)), kiln_scalar(2)), kiln_t(at))));
+    double *got = read_all(d1), ref[48];
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 6; j++) ref[i * 6 + j] = exp(a.h[j * 8 + i]) * 2 + a.h[j * 8 + i];
+    compare("transposed leaf", got, ref, 48, 2e-5);
+    free(got);
+    CHECK_OK(ctx, kiln_assign(d2, kiln_sub(kiln_sqr(kiln_t(sl)), kiln_mean(kiln_t(sl), 1))));
+    got = read_all(d2);
+    for (int i = 0; i < 3; i++) {
+        double m = 0;
+        for (int j = 0; j < 3; j++) m += a.h[(5 - 2 * i) * 8 + 1 + 3 * j] / 3;
+        for (int j = 0; j < 3; j++) {
+            double v = a.h[(5 - 2 * i) * 8 + 1 + 3 * j];
+            ref[i * 3 + j] = v * v - m;
+        }
+    }
+    compare("sliced leaf with negative step", got, ref, 9, 2e-5);
+    free(got);
+    /* reductions of a transposed view */
+    int64_t s8[2] = {8, 1};
+    kiln_tensor *d3 = poisoned(KILN_DTYPE_F32, 2, s8);
+    CHECK_OK(ctx, kiln_assign(d3, kiln_std(kiln_t(at), 1)));
+    got = read_all(d3);
+    double tr[48];
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 6; j++) tr[i * 6 + j] = a.h[j * 8 + i];
+    ref_reduce(KILN_REDUCE_STD, tr, 2, st, 0x2, ref);
+    compare("std of transposed", got, ref, 8, 2e-5);
+    free(got);
+    kiln_tensor_release(d3);
+
+    /* Views as destinations: only the view's elements change. */
+    arr b = mk(KILN_DTYPE_F32, 2, s, -2, 2, 0);
+    kiln_tensor *bv = NULL;
+    kiln_slice dv[2] = {KILN_SLICE_STEP(KILN_NONE, KILN_NONE, 2), KILN_SLICE_STEP(KILN_NONE, KILN_NONE, -3)};
+    CHECK_OK(ctx, kiln_tensor_slice(b.t, 2, dv, &bv)); /* rows 0,2,4; columns 7,4,1 */
+    CHECK_OK(ctx, kiln_assign(bv, kiln_add(kiln_t(sl), kiln_scalar(10))));
+    got = read_all(b.t);
+    int bad = 0;
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 8; j++) {
+            double want = b.h[i * 8 + j];
+            if (i % 2 == 0 && j % 3 == 1) {
+                int vi = i / 2, vj = (7 - j) / 3;
+                want = a.h[(5 - 2 * vi) * 8 + 1 + 3 * vj] + 10;
+            }
+            if (fabs(got[i * 8 + j] - want) > 1e-5 * fabs(want)) bad++;
+        }
+    CHECK_INT(bad, 0);
+    free(got);
+    /* Row-valued output into a strided column view of b. */
+    kiln_tensor *bcol = NULL;
+    kiln_slice cv[2] = {KILN_SLICE_ALL, KILN_SLICE(3, 4)};
+    CHECK_OK(ctx, kiln_tensor_slice(b.t, 2, cv, &bcol));
+    CHECK_OK(ctx, kiln_assign(bcol, kiln_sum(kiln_t(a.t), 1)));
+    got = read_all(bcol);
+    ref_reduce(KILN_REDUCE_SUM, a.h, 2, s, 0x2, ref);
+    compare("sum into a column view", got, ref, 6, 2e-5);
+    free(got);
+    kiln_tensor_release(bcol);
+    kiln_tensor_release(bv);
+    arr_free(&b);
+    kiln_tensor_release(d1);
+    kiln_tensor_release(d2);
+    kiln_tensor_release(at);
+    kiln_tensor_release(sl);
+    arr_free(&a);
+}
+
+static void batchnorm_ref(const double *x, int64_t n, int64_t c, double eps, double *out)
+{
+    for (int64_t i = 0; i < n; i++) {
+        double m = 0, v = 0;
+        for (int64_t j = 0; j < c; j++) m += x[i * c + j];
+        m /= (double)c;
+        for (int64_t j = 0; j < c; j++) v += (x[i * c + j] - m) * (x[i * c + j] - m);
+        v /= (double)c;
+        for (int64_t j = 0; j < c; j++) out[i * c + j] = (x[i * c + j] - m) / sqrt(v + eps);
+    }
+}
+
+static void test_inplace(void)
+{
+    kiln_dtype dts[3] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_F16};
+    for (int d = 0; d < 3; d++) {
+        int64_t s[2] = {7, 129};
+        arr A = mk(dts[d], 2, s, -2, 3, 0);
+        double *ref = malloc(sizeof(double) * 7 * 129);
+        batchnorm_ref(A.h, 7, 129, 1e-5, ref);
+        CHECK_OK(ctx, kiln_assign(A.t, kiln_mul(kiln_rsqrt(kiln_add(kiln_var(kiln_t(A.t), 1), kiln_scalar(1e-5))),
+                                                kiln_sub(kiln_t(A.t), kiln_mean(kiln_t(A.t), 1)))));
+        double *got = read_all(A.t);
+        compare("batch-norm in place", got, ref, 7 * 129, dts[d] == KILN_DTYPE_F16 ? 4e-3 : dts[d] == KILN_DTYPE_F32 ? 1e-4 : 1e-10);
+        free(got);
+        free(ref);
+        arr_free(&A);
+    }
+    /* A = A.T * 2 + A on a square matrix (the transposed read is copied first). */
+    int64_t q[2] = {7, 7};
+    arr A = mk(KILN_DTYPE_F32, 2, q, -2, 2, 0);
+    kiln_tensor *At = NULL;
+    CHECK_OK(ctx, kiln_tensor_permute(A.t, NULL, &At));
+    CHECK_OK(ctx, kiln_assign(A.t, kiln_add(kiln_mul(kiln_t(At), kiln_scalar(2)), kiln_t(A.t))));
+    double *got = read_all(A.t), ref[49];
+    for (int i = 0; i < 7; i++)
+        for (int j = 0; j < 7; j++) ref[i * 7 + j] = A.h[j * 7 + i] * 2 + A.h[i * 7 + j];
+    compare("A = A.T*2 + A", got, ref, 49, 1e-6);
+    free(got);
+    kiln_tensor_release(At);
+    arr_free(&A);
+    /* A[1:, :] = A[:-1, :] + 1 (shifted overlap) and A = A - A[:, 0:1]. */
+    int64_t r[2] = {5, 4};
+    A = mk(KILN_DTYPE_F32, 2, r, -2, 2, 0);
+    kiln_tensor *lo = NULL, *hi = NULL, *col = NULL;
+    kiln_slice s1[1] = {KILN_SLICE(1, KILN_NONE)}, s2[1] = {KILN_SLICE(0, -1)};
+    CHECK_OK(ctx, kiln_tensor_slice(A.t, 1, s1, &hi));
+    CHECK_OK(ctx, kiln_tensor_slice(A.t, 1, s2, &lo));
+    CHECK_OK(ctx, kiln_assign(hi, kiln_add(kiln_t(lo), kiln_scalar(1))));
+    got = read_all(A.t);
+    for (int i = 0; i < 20; i++) ref[i] = i < 4 ? A.h[i] : A.h[i - 4] + 1;
+    compare("shifted overlap", got, ref, 20, 1e-6);
+    double base[20];
+    memcpy(base, got, sizeof base);
+    free(got);
+    kiln_slice sc[2] = {KILN_SLICE_ALL, KILN_SLICE(0, 1)};
+    CHECK_OK(ctx, kiln_tensor_slice(A.t, 2, sc, &col));
+    CHECK_OK(ctx, kiln_assign(A.t, kiln_sub(kiln_t(A.t), kiln_t(col))));
+    got = read_all(A.t);
+    for (int i = 0; i < 20; i++) ref[i] = base[i] - base[(i / 4) * 4];
+    compare("A - A[:, 0:1]", got, ref, 20, 1e-6);
+    free(got);
+    kiln_tensor_release(lo);
+    kiln_tensor_release(hi);
+    kiln_tensor_release(col);
+    arr_free(&A);
+}
+
+/* ---- generators ----------------------------------------------------------------------- */
+
+static void test_generators(void)
+{
+    int64_t s[2] = {100, 100};
+    kiln_tensor *d = poisoned(KILN_DTYPE_F32, 2, s);
+    double *got;
+    CHECK_OK(ctx, kiln_assign(d, kiln_rand()));
+    got = read_all(d);
+    double m = 0, lo = 1, hi = 0;
+    for (int i = 0; i < 10000; i++) {
+        m += got[i] / 10000;
+        lo = got[i] < lo ? got[i] : lo;
+        hi = got[i] > hi ? got[i] : hi;
+    }
+    CHECK(lo >= 0 && hi < 1);
+    CHECK_NEAR(m, 0.5, 0.02);
+    free(got);
+    CHECK_OK(ctx, kiln_assign(d, kiln_randn()));
+    got = read_all(d);
+    double m2 = 0, v = 0;
+    for (int i = 0; i < 10000; i++) m2 += got[i] / 10000;
+    for (int i = 0; i < 10000; i++) v += (got[i] - m2) * (got[i] - m2) / 10000;
+    CHECK_NEAR(m2, 0, 0.05);
+    CHECK_NEAR(v, 1, 0.06);
+    free(got);
+    /* dropout: zeros or x / (1 - p), about p of them zero */
+    arr x = mk(KILN_DTYPE_F32, 2, s, 1, 2, 0);
+    CHECK_OK(ctx, kiln_assign(d, kiln_dropout(kiln_t(x.t), 0.25)));
+    got = read_all(d);
+    int zeros = 0, bad = 0;
+    for (int i = 0; i < 10000; i++) {
+        if (got[i] == 0) zeros++;
+        else if (fabs(got[i] - x.h[i] / 0.75) > 1e-5 * got[i]) bad++;
+    }
+    CHECK_INT(bad, 0);
+    CHECK(zeros > 2200 && zeros < 2800);
+    free(got);
+    /* One generator node used twice gives the same numbers; two nodes do not. */
+    kiln_expr *g = kiln_rand();
+    kiln_expr_retain(g);
+    CHECK_OK(ctx, kiln_assign(d, kiln_sub(g, g)));
+    got = read_all(d);
+    bad = 0;
+    for (int i = 0; i < 10000; i++) bad += got[i] != 0;
+    CHECK_INT(bad, 0);
+    free(got);
+    CHECK_OK(ctx, kiln_assign(d, kiln_sub(kiln_rand(), kiln_rand())));
+    got = read_all(d);
+    int nz = 0;
+    for (int i = 0; i < 10000; i++) nz += got[i] != 0;
+    CHECK(nz > 9000);
+    free(got);
+    /* Same seed, same numbers. */
+    CHECK_OK(ctx, kiln_ctx_set_seed(ctx, 1234));
+    CHECK_OK(ctx, kiln_assign(d, kiln_add(kiln_t(x.t), kiln_randn())));
+    double *first = read_all(d);
+    CHECK_OK(ctx, kiln_ctx_set_seed(ctx, 1234));
+    CHECK_OK(ctx, kiln_assign(d, kiln_add(kiln_t(x.t), kiln_randn())));
+    got = read_all(d);
+    CHECK(memcmp(first, got, sizeof(double) * 10000) == 0);
+    free(first);
+    free(got);
+    /* bernoulli(p) fraction, per row when only a row-valued result uses it */
+    CHECK_OK(ctx, kiln_assign(d, kiln_bernoulli(0.3)));
+    got = read_all(d);
+    double f = 0;
+    for (int i = 0; i < 10000; i++) f += got[i] / 10000;
+    CHECK_NEAR(f, 0.3, 0.03);
+    free(got);
+    /* stochastic rounding into f16 stays within one f16 step */
+    kiln_tensor *h = poisoned(KILN_DTYPE_F16, 2, s);
+    kiln_assign_args aa = {.round = KILN_ROUND_STOCHASTIC};
+    CHECK_OK(ctx, kiln_assign_ex(h, kiln_t(x.t), &aa));
+    got = read_all(h);
+    bad = 0;
+    for (int i = 0; i < 10000; i++)
+        if (fabs(got[i] - x.h[i]) > 2.0 / 1024) bad++;
+    CHECK_INT(bad, 0);
+    free(got);
+    kiln_tensor_release(h);
+    kiln_tensor_release(d);
+    arr_free(&x);
+}
+
+/* ---- dtypes, eval, ownership ---------------------------------------------------------- */
+
+static void test_dtypes_and_eval(void)
+{
+    int64_t s[2] = {3, 5};
+    arr h = mk(KILN_DTYPE_F16, 2, s, -2, 2, 0), i = mk(KILN_DTYPE_I32, 2, s, -5, 5, 1);
+    arr f = mk(KILN_DTYPE_F32, 2, s, -2, 2, 0), b8 = mk(KILN_DTYPE_I8, 2, s, -5, 5, 1);
+    kiln_expr *e;
+#define DT(expr, want)                          \
+    do {                                        \
+        e = (expr);                             \
+        CHECK_INT(kiln_expr_dtype(e), (want));  \
+        kiln_expr_release(e);                   \
+    } while (0)
+    DT(kiln_add(kiln_t(h.t), kiln_scalar(2.5)), KILN_DTYPE_F16);
+    DT(kiln_add(kiln_t(i.t), kiln_t(f.t)), KILN_DTYPE_F32);
+    DT(kiln_mul(kiln_t(i.t), kiln_scalar(3)), KILN_DTYPE_I32);
+    DT(kiln_sqrt(kiln_t(i.t)), KILN_DTYPE_F32);
+    DT(kiln_div(kiln_t(b8.t), kiln_t(i.t)), KILN_DTYPE_F32);
+    DT(kiln_mean(kiln_t(i.t), 1), KILN_DTYPE_F32);
+    DT(kiln_sum(kiln_t(i.t), 1), KILN_DTYPE_I32);
+    DT(kiln_lt(kiln_t(h.t), kiln_scalar(0)), KILN_DTYPE_F16);
+    DT(kiln_argmax(kiln_t(h.t), 0), KILN_DTYPE_I32);
+    DT(kiln_cast(kiln_t(f.t), KILN_DTYPE_BF16), KILN_DTYPE_BF16);
+    DT(kiln_rand(), KILN_DTYPE_F32);
+    DT(kiln_mul(kiln_t(b8.t), kiln_bernoulli(0.5)), KILN_DTYPE_I8);
+    DT(kiln_add(kiln_t(b8.t), kiln_rand()), KILN_DTYPE_F32);
+    DT(kiln_dropout(kiln_t(i.t), 0.5), KILN_DTYPE_F32);
+    DT(kiln_std(kiln_t(b8.t), 0), KILN_DTYPE_F32);
+    DT(kiln_add(kiln_t(h.t), kiln_t(f.t)), KILN_DTYPE_F32);
+#undef DT
+    /* kiln_eval: a new contiguous tensor of the expression's shape and dtype. */
+    kiln_tensor *r = NULL;
+    CHECK_OK(ctx, kiln_eval(NULL, kiln_add(kiln_t(i.t), kiln_t(b8.t)), KILN_DTYPE_AUTO, &r));
+    CHECK_INT(kiln_tensor_dtype(r), KILN_DTYPE_I32);
+    CHECK_INT(kiln_tensor_ndim(r), 2);
+    double *got = read_all(r);
+    int bad = 0;
+    for (int k = 0; k < 15; k++) bad += got[k] != i.h[k] + b8.h[k];
+    CHECK_INT(bad, 0);
+    free(got);
+    kiln_tensor_release(r);
+    r = NULL;
+    CHECK_OK(ctx, kiln_eval(ctx, kiln_mul(kiln_scalar(2), kiln_scalar(4)), KILN_DTYPE_F64, &r));
+    CHECK_INT(kiln_tensor_ndim(r), 0);
+    got = read_all(r);
+    CHECK(got[0] == 8);
+    free(got);
+    kiln_tensor_release(r);
+    r = NULL;
+    int ax = 1;
+    CHECK_OK(ctx, kiln_eval(NULL, kiln_reduce(KILN_REDUCE_ARGMIN, kiln_t(f.t), 1, &ax, 0), KILN_DTYPE_AUTO, &r));
+    CHECK_INT(kiln_tensor_ndim(r), 1);
+    CHECK_INT(kiln_tensor_dim(r, 0), 3);
+    CHECK_INT(kiln_tensor_dtype(r), KILN_DTYPE_I32);
+    got = read_all(r);
+    double ref[3];
+    ref_reduce(KILN_REDUCE_ARGMIN, f.h, 2, s, 0x2, ref);
+    compare("eval argmin", got, ref, 3, 0);
+    free(got);
+    kiln_tensor_release(r);
+    /* integer arithmetic stays exact: i32 sum */
+    r = NULL;
+    CHECK_OK(ctx, kiln_eval(NULL, kiln_sum(kiln_mul(kiln_t(i.t), kiln_t(i.t)), 0), KILN_DTYPE_AUTO, &r));
+    got = read_all(r);
+    double sref[5];
+    for (int k = 0; k < 5; k++) sref[k] = 0;
+    for (int k = 0; k < 15; k++) sref[k % 5] += i.h[k] * i.h[k];
+    compare("i32 sum of squares", got, sref, 5, 0);
+    free(got);
+    kiln_tensor_release(r);
+    arr_free(&h);
+    arr_free(&i);
+    arr_free(&f);
+    arr_free(&b8);
+}
+
+static void test_ownership(void)
+{
+    int64_t s[2] = {4, 9};
+    arr a = mk(KILN_DTYPE_F32, 2, s, 0.5, 2, 0), b = mk(KILN_DTYPE_F32, 2, s, -1, 1, 0);
+    kiln_mem_stats before, after;
+    CHECK_OK(ctx, kiln_mem_get_stats(ctx, &before));
+    kiln_tensor *d1 = poisoned(KILN_DTYPE_F32, 2, s), *d2 = poisoned(KILN_DTYPE_F32, 2, s);
+    /* nested builders, no intermediate frees */
+    CHECK_OK(ctx, kiln_assign(d1, kiln_mul(kiln_sqrt(kiln_t(a.t)), kiln_sub(kiln_t(b.t), kiln_mean(kiln_t(b.t), 1)))));
+    /* one node used twice inside a tree and in two assignments */
+    kiln_expr *m = kiln_mean(kiln_t(b.t), 1);
+    kiln_expr *e = kiln_mul(kiln_sub(kiln_t(b.t), kiln_expr_retain(m)), m);
+    kiln_expr_retain(e);
+    CHECK_OK(ctx, kiln_assign(d1, e));
+    CHECK_OK(ctx, kiln_assign(d2, e));
+    double *g1 = read_all(d1), *g2 = read_all(d2);
+    CHECK(memcmp(g1, g2, sizeof(double) * 36) == 0);
+    free(g1);
+    free(g2);
+    /* released without evaluation, error nodes too */
+    kiln_expr_release(kiln_add(kiln_exp(kiln_t(a.t)), kiln_var(kiln_t(b.t), 0)));
+    kiln_expr_release(kiln_add(kiln_t(a.t), kiln_sum(kiln_t(b.t), 7)));
+    kiln_expr_release(NULL);
+    CHECK(kiln_expr_retain(NULL) == NULL);
+    /* a leaf keeps its tensor alive after the caller releases it */
+    kiln_tensor *tmp = NULL;
+    CHECK_OK(ctx, kiln_tensor_full(ctx, KILN_DTYPE_F32, 2, s, 3.0, &tmp));
+    kiln_expr *leaf = kiln_t(tmp);
+    kiln_tensor_release(tmp);
+    CHECK_OK(ctx, kiln_assign(d2, kiln_mul(leaf, kiln_scalar(2))));
+    g2 = read_all(d2);
+    CHECK(g2[0] == 6 && g2[35] == 6);
+    free(g2);
+    kiln_tensor_release(d1);
+    kiln_tensor_release(d2);
+    /* temporaries of split plans are freed */
+    kiln_tensor *d3 = poisoned(KILN_DTYPE_F32, 2, s);
+    kiln_mem_stats mid;
+    CHECK_OK(ctx, kiln_mem_get_stats(ctx, &mid));
+    CHECK_OK(ctx, kiln_assign(d3, kiln_add(kiln_mean(kiln_t(a.t), 0), kiln_mean(kiln_t(a.t), 1))));
+    CHECK_OK(ctx, kiln_mem_get_stats(ctx, &after));
+    CHECK_INT(after.in_use, mid.in_use);
+    kiln_tensor_release(d3);
+    CHECK_OK(ctx, kiln_mem_get_stats(ctx, &after));
+    CHECK_INT(after.in_use, before.in_use);
+    arr_free(&a);
+    arr_free(&b);
+}
+
+/* ---- errors --------------------------------------------------------------------------- */
+
+static kiln_status node_status(kiln_expr *e, const char *needle)
+{
+    const char *msg = NULL;
+    kiln_status s = kiln_expr_status(e, &msg);
+    if (!msg || !strstr(msg, needle)) {
+        fprintf(stderr, "error node message \"%s\" lacks \"%s\"\n", msg ? msg : "(null)", needle);
+        CHECK(0);
+    }
+    kiln_expr_release(e);
+    return s;
+}
+
+static void test_errors(void)
+{
+    int64_t s[2] = {4, 5}, s2[2] = {3, 5};
+    arr a = mk(KILN_DTYPE_F32, 2, s, -1, 1, 0), b = mk(KILN_DTYPE_F32, 2, s2, -1, 1, 0);
+    kiln_tensor *dst = NULL;
+    CHECK_OK(ctx, kiln_tensor_copy(a.t, KILN_DTYPE_AUTO, &dst));
+    double *before = read_all(dst);
+
+    /* builders: the node carries the status and names the argument */
+    CHECK_INT(node_status(kiln_add(kiln_t(a.t), kiln_t(b.t)), "'b' has shape (3, 5)"), KILN_ERR_SHAPE);
+    CHECK_INT(node_status(kiln_add(NULL, kiln_t(b.t)), "'a'"), KILN_ERR_NULL);
+    CHECK_INT(node_status(kiln_mul(kiln_t(a.t), NULL), "'b'"), KILN_ERR_NULL);
+    CHECK_INT(node_status(kiln_t(NULL), "'t'"), KILN_ERR_NULL);
+    CHECK_INT(node_status(kiln_exp(NULL), "'x'"), KILN_ERR_NULL);
+    CHECK_INT(node_status(kiln_where(kiln_t(a.t), kiln_t(a.t), kiln_t(b.t)), "'b'"), KILN_ERR_SHAPE);
+    CHECK_INT(node_status(kiln_sum(kiln_t(a.t), 2), "'axis'"), KILN_ERR_AXIS);
+    CHECK_INT(node_status(kiln_mean(kiln_t(a.t), -3), "'axis'"), KILN_ERR_AXIS);
+    int rep[2] = {1, -1};
+    CHECK_INT(node_status(kiln_reduce(KILN_REDUCE_MAX, kiln_t(a.t), 2, rep, 1), "'axes'"), KILN_ERR_AXIS);
+    CHECK_INT(node_status(kiln_reduce(KILN_REDUCE_MAX, kiln_t(a.t), 2, NULL, 1), "'axes'"), KILN_ERR_NULL);
+    CHECK_INT(node_status(kiln_reduce(KILN_REDUCE_MAX, kiln_t(a.t), -1, rep, 1), "'naxes'"), KILN_ERR_AXIS);
+    CHECK_INT(node_status(kiln_reduce(KILN_REDUCE_COUNT, kiln_t(a.t), 1, rep, 1), "'op'"), KILN_ERR_ARG);
+    CHECK_INT(node_status(kiln_reduce(KILN_REDUCE_SUM, NULL, 1, rep, 1), "'x'"), KILN_ERR_NULL);
+    CHECK_INT(node_status(kiln_clip(kiln_t(a.t), 2, 1), "'lo'"), KILN_ERR_ARG);
+    CHECK_INT(node_status(kiln_bernoulli(1.5), "'p'"), KILN_ERR_ARG);
+    CHECK_INT(node_status(kiln_bernoulli(NAN), "'p'"), KILN_ERR_ARG);
+    CHECK_INT(node_status(kiln_dropout(kiln_t(a.t), 1.0), "'p'"), KILN_ERR_ARG);
+    CHECK_INT(node_status(kiln_cast(kiln_t(a.t), KILN_DTYPE_AUTO), "'dtype'"), KILN_ERR_DTYPE);
+    CHECK_INT(node_status(kiln_cast(kiln_t(a.t), (kiln_dtype)99), "'dtype'"), KILN_ERR_DTYPE);
+    /* an error deep down propagates, the first one wins */
+    kiln_expr *deep = kiln_mul(kiln_exp(kiln_sum(kiln_t(a.t), 5)), kiln_add(kiln_t(a.t), kiln_t(b.t)));
+    CHECK_INT(node_status(deep, "'axis'"), KILN_ERR_AXIS);
+    CHECK_INT(kiln_expr_status(NULL, NULL), KILN_ERR_NULL);
+    CHECK_INT(kiln_expr_dtype(NULL), KILN_DTYPE_AUTO);
+    CHECK(kiln_expr_shape(NULL) == NULL);
+
+    /* assignment: the error goes to dst's context, dst stays unchanged */
+    CHECK_FAILS(ctx, kiln_assign(dst, kiln_add(kiln_t(a.t), kiln_t(b.t))), KILN_ERR_SHAPE, "'b'");
+    CHECK_FAILS(ctx, kiln_assign(dst, kiln_t(b.t)), KILN_ERR_SHAPE, "'dst'");
+    CHECK_FAILS(ctx, kiln_assign(dst, NULL), KILN_ERR_NULL, "'e'");
+    CHECK_FAILS(ctx, kiln_assign(dst, kiln_sqrt(kiln_sum(kiln_t(a.t), 9))), KILN_ERR_AXIS, "'axis'");
+    kiln_assign_args bad_round = {.round = (kiln_round)7};
+    CHECK_FAILS(ctx, kiln_assign_ex(dst, kiln_t(a.t), &bad_round), KILN_ERR_ARG, "'args'");
+    CHECK_FAILS(NULL, kiln_assign(NULL, kiln_t(a.t)), KILN_ERR_NULL, "'dst'");
+    kiln_tensor *bc = NULL;
+    int64_t s3[3] = {2, 4, 5};
+    CHECK_OK(ctx, kiln_tensor_broadcast_to(a.t, 3, s3, &bc));
+    CHECK_FAILS(ctx, kiln_assign(bc, kiln_scalar(1)), KILN_ERR_ALIAS, "'dst'");
+    kiln_tensor_release(bc);
+    kiln_ctx *other = NULL;
+    kiln_ctx_args oargs = {.device = KILN_DEVICE_CPU};
+    CHECK_OK(NULL, kiln_ctx_create(&other, &oargs));
+    kiln_tensor *ot = NULL;
+    CHECK_OK(other, kiln_tensor_zeros(other, KILN_DTYPE_F32, 2, s, &ot));
+    CHECK_FAILS(ctx, kiln_assign(dst, kiln_add(kiln_t(a.t), kiln_t(ot))), KILN_ERR_CONTEXT, "'e'");
+    kiln_tensor_release(ot);
+    kiln_ctx_destroy(other);
+    double *after = read_all(dst);
+    CHECK(memcmp(before, after, sizeof(double) * 20) == 0);
+    free(after);
+
+    /* eval */
+    kiln_tensor *r = NULL;
+    CHECK_FAILS(NULL, kiln_eval(NULL, kiln_scalar(1), KILN_DTYPE_AUTO, &r), KILN_ERR_NULL, "'ctx'");
+    CHECK_FAILS(ctx, kiln_eval(ctx, kiln_t(a.t), KILN_DTYPE_AUTO, NULL), KILN_ERR_NULL, "'out'");
+    CHECK_FAILS(ctx, kiln_eval(ctx, kiln_t(a.t), (kiln_dtype)42, &r), KILN_ERR_DTYPE, "'dtype'");
+    /* an error node has no leaves left: without ctx the error is the thread's */
+    CHECK_FAILS(NULL, kiln_eval(NULL, kiln_add(kiln_t(a.t), kiln_t(b.t)), KILN_DTYPE_AUTO, &r), KILN_ERR_SHAPE, "'b'");
+    CHECK_FAILS(ctx, kiln_eval(ctx, kiln_add(kiln_t(a.t), kiln_t(b.t)), KILN_DTYPE_AUTO, &r), KILN_ERR_SHAPE, "'b'");
+    CHECK(r == NULL);
+
+    free(before);
+    kiln_tensor_release(dst);
+    arr_free(&a);
+    arr_free(&b);
+}
+
+int main(void)
+{
+    seed = check_seed();
+    kiln_status st = kiln_ctx_create(&ctx, NULL);
+    if (st != KILN_OK) {
+        fprintf(stderr, "no context: %s\n", kiln_last_error(NULL));
+        return 1;
+    }
+    test_unary();
+    test_binary();
+    test_reductions();
+    test_views();
+    test_inplace();
+    test_generators();
+    test_dtypes_and_eval();
+    test_ownership();
+    test_errors();
+    kiln_ctx_destroy(ctx);
+    return check_finish();
+}
