@@ -24,6 +24,7 @@ build: configure
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@BUILD=$(BUILD) ./tools/python-test.sh
 	@$(MAKE) --no-print-directory test-asan
 
 test-asan: deps

@@ -1,0 +1,1172 @@
+"""kiln for Python: numpy-like tensors with lazily fused expressions, over kiln's C API.
+
+    import kiln as kn
+    a = kn.array(np_array, dtype=kn.float16)
+    out = kn.empty((128, 32))
+    out[...] = kn.reciprocal(kn.sqrt(kn.var(a, axis=1, keepdims=True) + 1e-3)) * (a - kn.mean(a, axis=1, keepdims=True))
+
+What this module is: the pure-Python layer over the extension kiln._kiln (written in C,
+binding only include/kiln.h). The extension holds the handles and the hot paths (operators
+build lazy kiln_expr nodes in C); this layer gives numpy's names and rules (dtypes, indexing,
+reductions with axis/keepdims, dot, interop, memory tools, contexts).
+
+Semantics worth knowing:
+  - Operators and functions return lazy kiln.Expr objects. `out[...] = expr` evaluates the
+    whole right-hand side in one plan; an Expr used where a value is needed (printing, get(),
+    numpy conversion, indexing, a dot operand) is evaluated then, once (the value is cached).
+    A lazy value reads its inputs when it is evaluated, not when it was written.
+  - Comparisons give 0/1 in the promoted dtype (kiln has no bool dtype); int64 input
+    becomes int32, bool becomes uint8.
+  - Constructors without a dtype make float32 (the deep-learning default), kn.array keeps
+    the dtype of its numpy input (with the two changes above).
+  - Indexing with integers and slices (steps, negative steps, Ellipsis, None) gives views;
+    integer-array or boolean indexing gives a copy (computed through numpy).
+"""
+import math as _math
+import os as _os
+import numbers as _numbers
+
+import numpy as _np
+
+from . import _kiln
+
+__all__ = [
+    "Tensor", "Expr", "ndarray", "dtype", "Error", "float32", "float16", "bfloat16", "float64", "int8",
+    "uint8", "int32", "array", "asarray", "empty", "zeros", "ones", "full", "arange", "rand", "randn",
+    "empty_like", "zeros_like", "ones_like", "full_like", "dot", "matmul", "sqrt", "square", "exp", "log",
+    "exp2", "log2", "sigmoid", "logistic", "tanh", "relu", "maximum", "minimum", "clip", "reciprocal",
+    "rsqrt", "sign", "isfinite", "where", "sum", "mean", "var", "std", "max", "min", "amax", "amin",
+    "argmax", "argmin", "use", "context", "memory_in_use", "max_memory_usage", "memory_report",
+    "memory_stats", "set_memory_limit", "free_cached", "from_dlpack", "get", "evaluate", "dropout",
+]
+
+__version__ = _kiln.version()
+
+# ---------------------------------------------------------------------------------------
+# dtypes
+# ---------------------------------------------------------------------------------------
+
+
+class dtype:
+    """A kiln dtype. Compares equal to its name, its numpy dtype and numpy's type."""
+
+    __slots__ = ("name", "code", "itemsize", "np", "short", "kind")
+
+    def __init__(self, name, short, code, npdt, kind):
+        self.name = name
+        self.short = short
+        self.code = code
+        self.itemsize = _kiln.dtype_size(code)
+        self.np = npdt
+        self.kind = kind
+
+    def __repr__(self):
+        return "kiln." + self.name
+
+    __str__ = lambda self: self.name
+
+    def __eq__(self, other):
+        try:
+            return _to_dtype(other, "other") is self
+        except (TypeError, ValueError):
+            return NotImplemented
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __reduce__(self):
+        return (_to_dtype, (self.name,))
+
+
+float32 = dtype("float32", "f32", _kiln.DTYPE_F32, _np.dtype(_np.float32), "f")
+float16 = dtype("float16", "f16", _kiln.DTYPE_F16, _np.dtype(_np.float16), "f")
+bfloat16 = dtype("bfloat16", "bf16", _kiln.DTYPE_BF16, None, "f")
+float64 = dtype("float64", "f64", _kiln.DTYPE_F64, _np.dtype(_np.float64), "f")
+int8 = dtype("int8", "i8", _kiln.DTYPE_I8, _np.dtype(_np.int8), "i")
+uint8 = dtype("uint8", "u8", _kiln.DTYPE_U8, _np.dtype(_np.uint8), "u")
+int32 = dtype("int32", "i32", _kiln.DTYPE_I32, _np.dtype(_np.int32), "i")
+half, single, double = float16, float32, float64
+
+_DTYPES = (float32, float16, bfloat16, float64, int8, uint8, int32)
+_BY_CODE = {d.code: d for d in _DTYPES}
+_INT_CODES = frozenset(d.code for d in _DTYPES if d.kind in "iu")
+_BY_NAME = {}
+for _d in _DTYPES:
+    _BY_NAME[_d.name] = _BY_NAME[_d.short] = _d
+_BY_NAME.update({"float": float32, "half": float16, "double": float64, "bf16": bfloat16, "single": float32})
+_BY_NP = {d.np: d for d in _DTYPES if d.np is not None}
+# numpy dtypes kiln stores in a near type (documented above).
+_NP_FALLBACK = {
+    _np.dtype(_np.bool_): uint8, _np.dtype(_np.int16): int32, _np.dtype(_np.uint16): int32,
+    _np.dtype(_np.int64): int32, _np.dtype(_np.uint32): int32, _np.dtype(_np.uint64): int32,
+    _np.dtype(_np.longdouble): float64,
+}
+
+
+def _to_dtype(x, argname="dtype"):
+    """kiln dtype from a kiln dtype, a name, a numpy dtype or type."""
+    if isinstance(x, dtype):
+        return x
+    if isinstance(x, str):
+        d = _BY_NAME.get(x.lower())
+        if d is not None:
+            return d
+    try:
+        npd = _np.dtype(x)
+    except TypeError:
+        raise TypeError(f"argument '{argname}': {x!r} is not a dtype kiln knows") from None
+    d = _BY_NP.get(npd)
+    if d is None:
+        raise TypeError(f"argument '{argname}': numpy dtype {npd} has no kiln dtype "
+                        "(kiln has float32, float16, bfloat16, float64, int8, uint8, int32)")
+    return d
+
+
+def _np_src(a):
+    """(contiguous numpy array in a dtype kiln reads, its kiln dtype) for host data a."""
+    d = _BY_NP.get(a.dtype)
+    if d is None:
+        d = _NP_FALLBACK.get(a.dtype)
+        if d is None:
+            if a.dtype.kind in "fc":
+                d = float64
+                a = a.real if a.dtype.kind == "c" else a
+            else:
+                raise TypeError(f"argument 'obj': numpy dtype {a.dtype} cannot become a kiln tensor")
+        a = a.astype(d.np)
+    return _np.ascontiguousarray(a), d
+
+
+# ---------------------------------------------------------------------------------------
+# errors
+# ---------------------------------------------------------------------------------------
+
+
+class Error(RuntimeError):
+    """A kiln failure of the driver, the run-time compiler, a limit or kiln itself. The
+    message is kiln's own (kiln_last_error); .status holds the status name."""
+    status = None
+
+
+class ShapeError(ValueError):
+    status = None
+
+
+class DTypeError(TypeError):
+    status = None
+
+
+class OutOfMemoryError(MemoryError):
+    status = None
+
+
+class BoundsError(IndexError):
+    status = None
+
+
+class ArgumentError(ValueError):
+    status = None
+
+
+_EXC = {
+    _kiln.KILN_ERR_NO_DEVICE: Error, _kiln.KILN_ERR_DRIVER: Error, _kiln.KILN_ERR_OOM: OutOfMemoryError,
+    _kiln.KILN_ERR_IO: Error, _kiln.KILN_ERR_COMPILE: Error, _kiln.KILN_ERR_ARG: ArgumentError,
+    _kiln.KILN_ERR_NULL: ArgumentError, _kiln.KILN_ERR_SHAPE: ShapeError, _kiln.KILN_ERR_DTYPE: DTypeError,
+    _kiln.KILN_ERR_AXIS: ShapeError, _kiln.KILN_ERR_BOUNDS: BoundsError, _kiln.KILN_ERR_OVERFLOW: ArgumentError,
+    _kiln.KILN_ERR_ALIAS: ArgumentError, _kiln.KILN_ERR_LAYOUT: ShapeError, _kiln.KILN_ERR_CONTEXT: ArgumentError,
+    _kiln.KILN_ERR_UNSUPPORTED: Error, _kiln.KILN_ERR_LIMIT: Error, _kiln.KILN_ERR_INTERNAL: Error,
+}
+
+# ---------------------------------------------------------------------------------------
+# contexts
+# ---------------------------------------------------------------------------------------
+
+_DEVICES = {"default": 0, "cpu": 1, "cuda": 2, "gpu": 2, "auto": 3}
+Context = _kiln.Context
+_stack = []
+
+
+class use:
+    """Makes a new context current: kn.use(device="cuda"|"cpu"|"auto", seed=...,
+    stochastic_round=..., memory_limit=..., allow_tf32=..., device_index=...).
+    As a with-block, the previous context comes back at the end. Tensors keep the context
+    they were made in; mixing contexts in one expression is an error."""
+
+    def __init__(self, device="default", seed=0, stochastic_round=False, memory_limit=None, allow_tf32=False,
+                 device_index=0):
+        if not isinstance(device, str) or device.lower() not in _DEVICES:
+            raise ValueError(f"argument 'device': {device!r} is not one of 'cpu', 'cuda', 'auto'")
+        if memory_limit is not None and (not isinstance(memory_limit, _numbers.Integral) or memory_limit < 0):
+            raise ValueError(f"argument 'memory_limit': {memory_limit!r} is not a byte count >= 0")
+        if not isinstance(seed, _numbers.Integral):
+            raise TypeError(f"argument 'seed': {seed!r} is not an int")
+        self.ctx = _kiln.Context(device=_DEVICES[device.lower()], seed=int(seed) & (2**64 - 1),
+                                 round=2 if stochastic_round else 1, memory_limit=int(memory_limit or 0),
+                                 allow_tf32=bool(allow_tf32), device_index=int(device_index))
+        self.previous = _kiln.set_current(self.ctx)
+
+    def __enter__(self):
+        return self.ctx
+
+    def __exit__(self, *exc):
+        _kiln.set_current(self.previous)
+        return False
+
+
+def _default_ctx():
+    return _kiln.Context(device=0)
+
+
+def context():
+    """The current context (the default one is made on first use, device from KILN_DEVICE)."""
+    return _kiln.get_current()
+
+
+def _ctx(ctx):
+    return ctx if ctx is not None else _kiln.get_current()
+
+
+def memory_stats(ctx=None):
+    """dict: in_use, peak, cached, limit, live_blocks, total_allocs (bytes / counts)."""
+    return _ctx(ctx).stats()
+
+
+def memory_in_use(ctx=None):
+    """Bytes of live kiln allocations in the context."""
+    return _ctx(ctx).stats()["in_use"]
+
+
+def max_memory_usage(ctx=None):
+    """The highest memory_in_use() so far."""
+    return _ctx(ctx).stats()["peak"]
+
+
+def memory_report(ctx=None):
+    """Live allocations grouped by the Python file:line that made them and tensor name."""
+    return _ctx(ctx).report()
+
+
+def set_memory_limit(limit, ctx=None):
+    """Caps bytes in use (None or 0: no cap); later allocations past it raise MemoryError."""
+    if limit is not None and (not isinstance(limit, _numbers.Integral) or limit < 0):
+        raise ValueError(f"argument 'limit': {limit!r} is not a byte count >= 0")
+    _ctx(ctx).set_memory_limit(int(limit or 0))
+
+
+def free_cached(ctx=None):
+    """Returns cached (freed but kept) blocks to the system or driver."""
+    _ctx(ctx).release_cached()
+
+
+def synchronize(ctx=None):
+    _ctx(ctx).synchronize()
+
+
+def seed(value, ctx=None):
+    """Reseeds the context's RNG (same calls then give the same numbers)."""
+    _ctx(ctx).set_seed(int(value))
+
+
+# ---------------------------------------------------------------------------------------
+# tensors and expressions
+# ---------------------------------------------------------------------------------------
+
+_TYPESTR = {"float32": "<f4", "float16": "<f2", "float64": "<f8", "int8": "|i1", "uint8": "|u1", "int32": "<i4"}
+
+
+def _is_kiln(x):
+    return isinstance(x, (_kiln.TensorBase, _kiln.ExprBase))
+
+
+class _Methods:
+    """What Tensor and Expr share (numpy's ndarray surface)."""
+
+    __slots__ = ()
+    __array_priority__ = 100
+
+    # -- attributes --
+    @property
+    def dtype(self):
+        return _BY_CODE[self._dtype]
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self.size * self.dtype.itemsize
+
+    @property
+    def strides(self):
+        v = _kiln.value(self)
+        isz = v.dtype.itemsize
+        return tuple(s * isz for s in v._estrides)
+
+    @property
+    def T(self):
+        return _kiln.value(self)._permute(None)
+
+    @property
+    def device(self):
+        return self.ctx.backend()
+
+    def __len__(self):
+        s = self.shape
+        if not s:
+            raise TypeError("len() of a 0-d kiln tensor")
+        return s[0]
+
+    def __iter__(self):
+        v = _kiln.value(self)
+        if v.ndim == 0:
+            raise TypeError("iteration over a 0-d kiln tensor")
+        for i in range(v.shape[0]):
+            yield v[i]
+
+    # -- values --
+    def get(self):
+        """A new numpy array with the values (bfloat16 comes back as float32)."""
+        v = _kiln.value(self)
+        d = v.dtype
+        npd = d.np if d.np is not None else _np.dtype(_np.float32)
+        out = _np.empty(v.shape, npd)
+        v._read(out, _BY_NP[npd].code)
+        return out
+
+    asnumpy = get
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.get()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def item(self):
+        if self.size != 1:
+            raise ValueError(f"argument 'self': item() needs one element, the tensor has {self.size}")
+        return self.get().reshape(()).item()
+
+    def tolist(self):
+        return self.get().tolist()
+
+    def __float__(self):
+        if self.size != 1:
+            raise TypeError(f"only a kiln tensor of one element converts to float, this one has {self.size}")
+        return float(self.get().reshape(()))
+
+    def __int__(self):
+        return int(self.__float__())
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError("the truth value of a kiln tensor with more than one element is ambiguous")
+        return bool(self.get().reshape(()))
+
+    def __repr__(self):
+        a = self.get()
+        body = _np.array2string(a, separator=", ", prefix="kiln.Tensor(")
+        return f"kiln.Tensor({body}, dtype={self.dtype.name})"
+
+    def __str__(self):
+        return str(self.get())
+
+    def __format__(self, spec):
+        if self.size == 1 and spec:
+            return format(float(self), spec)
+        return format(str(self), spec)
+
+    def __reduce__(self):
+        return (_unpickle, (self.get(), self.dtype.name))
+
+    # -- numpy protocol: ufuncs on kiln tensors stay in kiln where kiln has the function --
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        fn = _UFUNCS.get(ufunc.__name__)
+        if method == "__call__" and fn is not None and not kwargs:
+            return fn(*inputs)
+        out = kwargs.get("out")
+        if method == "__call__" and fn is not None and set(kwargs) == {"out"} and len(out) == 1 \
+                and isinstance(out[0], Tensor):
+            out[0][...] = fn(*inputs)
+            return out[0]
+        conv = [_np.asarray(x) if _is_kiln(x) else x for x in inputs]
+        if out is not None:
+            return NotImplemented
+        return getattr(ufunc, method)(*conv, **kwargs)
+
+    # -- shape --
+    def reshape(self, *shape):
+        if len(shape) == 1 and not isinstance(shape[0], _numbers.Integral):
+            shape = tuple(shape[0])
+        v = _kiln.value(self)
+        try:
+            return v._reshape(shape)
+        except ShapeError as e:
+            if e.status != "KILN_ERR_LAYOUT":
+                raise
+            return v._contiguous()._reshape(shape)
+
+    def ravel(self):
+        return self.reshape(-1)
+
+    def flatten(self):
+        return _kiln.value(self)._copy(0).reshape(-1)
+
+    def transpose(self, *axes):
+        if not axes or (len(axes) == 1 and axes[0] is None):
+            return _kiln.value(self)._permute(None)
+        if len(axes) == 1 and not isinstance(axes[0], _numbers.Integral):
+            axes = tuple(axes[0])
+        return _kiln.value(self)._permute(axes)
+
+    def swapaxes(self, a, b):
+        nd = self.ndim
+        axes = list(range(nd))
+        axes[a], axes[b] = axes[b], axes[a]
+        return _kiln.value(self)._permute(axes)
+
+    def broadcast_to(self, shape):
+        return _kiln.value(self)._broadcast_to(tuple(shape))
+
+    def __getitem__(self, index):
+        return _getitem(_kiln.value(self), index)
+
+    # -- math methods --
+    def __matmul__(self, other):
+        return dot(self, other)
+
+    def __rmatmul__(self, other):
+        return dot(other, self)
+
+    def __floordiv__(self, other):
+        return _np_fallback(_np.floor_divide, self, other)
+
+    def __rfloordiv__(self, other):
+        return _np_fallback(_np.floor_divide, other, self)
+
+    def __mod__(self, other):
+        return _np_fallback(_np.mod, self, other)
+
+    def sum(self, axis=None, keepdims=False, dtype=None):
+        return sum(self, axis, keepdims=keepdims, dtype=dtype)
+
+    def mean(self, axis=None, keepdims=False, dtype=None):
+        return mean(self, axis, keepdims=keepdims, dtype=dtype)
+
+    def var(self, axis=None, keepdims=False, ddof=0):
+        return var(self, axis, keepdims=keepdims, ddof=ddof)
+
+    def std(self, axis=None, keepdims=False, ddof=0):
+        return std(self, axis, keepdims=keepdims, ddof=ddof)
+
+    def max(self, axis=None, keepdims=False):
+        return max(self, axis, keepdims=keepdims)
+
+    def min(self, axis=None, keepdims=False):
+        return min(self, axis, keepdims=keepdims)
+
+    def argmax(self, axis=None, keepdims=False):
+        return argmax(self, axis, keepdims=keepdims)
+
+    def argmin(self, axis=None, keepdims=False):
+        return argmin(self, axis, keepdims=keepdims)
+
+    def clip(self, lo=None, hi=None):
+        return clip(self, lo, hi)
+
+    def dot(self, other, out=None):
+        return dot(self, other, out=out)
+
+    def sqrt(self):
+        return sqrt(self)
+
+    def exp(self):
+        return exp(self)
+
+    def log(self):
+        return log(self)
+
+    def tanh(self):
+        return tanh(self)
+
+    def sigmoid(self):
+        return sigmoid(self)
+
+    logistic = sigmoid
+
+    def relu(self):
+        return relu(self)
+
+    def abs(self):
+        return abs(self)
+
+    def euclid_norm(self):
+        """sqrt(sum(x**2)) as a Python float (gnumpy's name)."""
+        return float(_kiln.unary(_U_SQRT, _kiln.reduce(_R_SUM, _kiln.unary(_U_SQR, self), None, False)))
+
+    def rand(self):
+        """A new tensor of this shape, uniform in [0, 1) (gnumpy's method)."""
+        return rand(self.shape, dtype=self.dtype if self.dtype.kind == "f" else float32, ctx=self.ctx)
+
+    def randn(self):
+        return randn(self.shape, dtype=self.dtype if self.dtype.kind == "f" else float32, ctx=self.ctx)
+
+    def as_numpy_array(self, dtype=None):
+        a = self.get()
+        return a if dtype is None else a.astype(dtype)
+
+    def evaluate(self):
+        """The value as a Tensor (an Expr is computed now, once)."""
+        return _kiln.value(self)
+
+    # -- interop --
+    @property
+    def __cuda_array_interface__(self):
+        v = _kiln.value(self)
+        if v.ctx.device() != 2:
+            raise AttributeError("__cuda_array_interface__: the tensor lives on the CPU backend")
+        ts = _TYPESTR.get(v.dtype.name)
+        if ts is None:
+            raise AttributeError(f"__cuda_array_interface__: dtype {v.dtype.name} has no typestr")
+        v.ctx.synchronize()
+        return {"shape": v.shape, "typestr": ts, "data": (v._data, False), "version": 3,
+                "strides": None if v._contiguous else v.strides, "stream": None, "_kiln_ref": v}
+
+    @property
+    def __array_interface__(self):
+        v = _kiln.value(self)
+        if v.ctx.device() != 1:
+            raise AttributeError("__array_interface__: the tensor lives on the GPU")
+        ts = _TYPESTR.get(v.dtype.name)
+        if ts is None:
+            raise AttributeError(f"__array_interface__: dtype {v.dtype.name} has no numpy typestr")
+        return {"shape": v.shape, "typestr": ts, "data": (v._data or 0, False), "version": 3,
+                "strides": None if v._contiguous else v.strides}
+
+
+class Tensor(_kiln.TensorBase, _Methods):
+    """A kiln tensor (a view on shared storage). Made by kn.array, kn.empty, ... ."""
+
+    __slots__ = ()
+
+    def __setitem__(self, index, value):
+        if index is Ellipsis or (isinstance(index, slice) and index == slice(None)):
+            view = self
+        else:
+            adv = _advanced(index)
+            if adv:
+                a = self.get()
+                a[index] = _np.asarray(value)
+                src, d = _np_src(a)
+                self._write(src, d.code)
+                return
+            view = _getitem(self, index)
+        if isinstance(value, _np.ndarray) and value.shape == view.shape:
+            src, d = _np_src(value)
+            view._write(src, d.code)
+            return
+        _kiln.assign(view, value)
+
+    def copy(self):
+        return self._copy(0)
+
+    def astype(self, dtype, copy=True):
+        d = _to_dtype(dtype)
+        if d.code == self._dtype and not copy:
+            return self
+        return self._copy(d.code)
+
+    def fill(self, value):
+        _kiln.assign(self, value)
+
+    def __imatmul__(self, other):
+        self[...] = dot(self, other)
+        return self
+
+
+class Expr(_kiln.ExprBase, _Methods):
+    """A lazy kiln expression. Assign it (`out[...] = expr`) to evaluate it in one plan, or
+    use it as a value (it is then evaluated once and cached)."""
+
+    __slots__ = ()
+
+    def copy(self):
+        return _kiln.eval(self, 0)
+
+    def astype(self, dtype, copy=True):
+        return _kiln.cast(self, _to_dtype(dtype).code)
+
+    def __setitem__(self, index, value):
+        raise TypeError("argument 'self': a lazy kiln expression cannot be assigned into; "
+                        "evaluate it first (x = expr.evaluate())")
+
+
+ndarray = Tensor
+
+
+def _unpickle(a, dtype_name):
+    return array(a, dtype=dtype_name)
+
+
+def _convert(obj):
+    """Operand converter for the extension: float for scalars, Tensor for array-likes,
+    None when kiln cannot use obj."""
+    if isinstance(obj, _np.generic):
+        if obj.dtype.kind in "biuf":
+            return float(obj)
+        return None
+    if isinstance(obj, _np.ndarray):
+        if obj.ndim == 0 and obj.dtype.kind in "biuf":
+            return float(obj)
+        return array(obj)
+    if isinstance(obj, (list, tuple)):
+        return array(obj)
+    if hasattr(obj, "__cuda_array_interface__") or hasattr(obj, "__dlpack__") or hasattr(obj, "__array__"):
+        try:
+            return array(obj)
+        except TypeError:
+            return None
+    return None
+
+
+_kiln._setup(Tensor, Expr, _convert, _default_ctx, _EXC, _os.path.dirname(_os.path.abspath(__file__)) + _os.sep)
+
+# ---------------------------------------------------------------------------------------
+# indexing
+# ---------------------------------------------------------------------------------------
+
+
+def _advanced(index):
+    items = index if isinstance(index, tuple) else (index,)
+    for it in items:
+        if it is None or it is Ellipsis or isinstance(it, slice):
+            continue
+        if isinstance(it, (bool, _np.bool_)):
+            return True
+        if isinstance(it, _numbers.Integral):
+            continue
+        if isinstance(it, _np.ndarray) and it.ndim == 0 and it.dtype.kind in "iu":
+            continue
+        return True
+    return False
+
+
+def _getitem(v, index):
+    if _advanced(index):
+        idx = tuple(_np.asarray(i) if _is_kiln(i) else i for i in index) if isinstance(index, tuple) else \
+            (_np.asarray(index) if _is_kiln(index) else index)
+        return array(v.get()[idx], dtype=v.dtype, ctx=v.ctx)
+    items = index if isinstance(index, tuple) else (index,)
+    nd = v.ndim
+    used = 0
+    for it in items:
+        if it is not None and it is not Ellipsis:
+            used += 1
+    if used > nd:
+        raise IndexError(f"argument 'index': too many indices ({used}) for a tensor of {nd} axes")
+    if builtin_sum(1 for it in items if it is Ellipsis) > 1:
+        raise IndexError("argument 'index': an index can only have a single ellipsis ('...')")
+    spec = []
+    newaxes = []  # positions in the output
+    out_axis = 0
+    for it in items:
+        if it is Ellipsis:
+            for _ in range(nd - used):
+                spec.append((None, None, None, False))
+                out_axis += 1
+        elif it is None:
+            newaxes.append(out_axis)
+            out_axis += 1
+        elif isinstance(it, slice):
+            spec.append((it.start, it.stop, it.step, False))
+            out_axis += 1
+        else:
+            spec.append((int(it), None, None, True))
+    r = v._slice(spec) if spec else v
+    if newaxes:
+        shape = list(r.shape)
+        # output axes without None: those of r, in order; insert the new ones.
+        full = []
+        k = 0
+        for pos in range(len(shape) + len(newaxes)):
+            if pos in newaxes:
+                full.append(1)
+            else:
+                full.append(shape[k])
+                k += 1
+        r = r._reshape(tuple(full))
+    return r
+
+
+# ---------------------------------------------------------------------------------------
+# constructors
+# ---------------------------------------------------------------------------------------
+
+
+def _shape_arg(shape):
+    if len(shape) == 1 and not isinstance(shape[0], _numbers.Integral):
+        shape = tuple(shape[0])
+    for s in shape:
+        if not isinstance(s, _numbers.Integral):
+            raise TypeError(f"argument 'shape': {s!r} is not an int")
+    return tuple(int(s) for s in shape)
+
+
+def array(obj, dtype=None, ctx=None, copy=True):
+    """A new tensor with the values of obj (numpy array, list, scalar, kiln tensor,
+    DLPack / CUDA-array-interface object). dtype: kiln dtype, numpy dtype or name."""
+    d = _to_dtype(dtype) if dtype is not None else None
+    if _is_kiln(obj):
+        v = _kiln.value(obj)
+        if ctx is None or ctx is v.ctx:
+            if not copy and (d is None or d.code == v._dtype):
+                return v
+            return v._copy(d.code if d else 0)
+        obj = v.get()
+    c = _ctx(ctx)
+    if not isinstance(obj, _np.ndarray):
+        if hasattr(obj, "__cuda_array_interface__") and c.device() == 2:
+            return _from_device(obj, d, c)
+        if hasattr(obj, "__dlpack__") and not hasattr(obj, "__array__"):
+            obj = _np.from_dlpack(obj)
+    a = _np.asarray(obj)
+    if a.dtype == object:
+        raise TypeError("argument 'obj': cannot make a kiln tensor from Python objects")
+    src, sd = _np_src(a)
+    if d is None:
+        d = sd
+    return _kiln.from_buffer(c, d.code, a.shape, src, sd.code)
+
+
+def asarray(obj, dtype=None, ctx=None):
+    """obj itself when it is a kiln tensor of that dtype, else array(obj, dtype)."""
+    return array(obj, dtype=dtype, ctx=ctx, copy=False)
+
+
+def empty(*shape, dtype=float32, ctx=None):
+    return _kiln.empty(_ctx(ctx), _to_dtype(dtype).code, _shape_arg(shape))
+
+
+def full(shape, fill_value, dtype=float32, ctx=None):
+    if isinstance(shape, _numbers.Integral):
+        shape = (shape,)
+    return _kiln.empty(_ctx(ctx), _to_dtype(dtype).code, _shape_arg((shape,)), True, float(fill_value))
+
+
+def zeros(*shape, dtype=float32, ctx=None):
+    return _kiln.empty(_ctx(ctx), _to_dtype(dtype).code, _shape_arg(shape), True, 0.0)
+
+
+def ones(*shape, dtype=float32, ctx=None):
+    return _kiln.empty(_ctx(ctx), _to_dtype(dtype).code, _shape_arg(shape), True, 1.0)
+
+
+def arange(start, stop=None, step=1, dtype=None, ctx=None):
+    if stop is None:
+        start, stop = 0, start
+    if dtype is None:
+        ints = all(isinstance(x, _numbers.Integral) for x in (start, stop, step))
+        dtype = int32 if ints else float32
+    return _kiln.arange(_ctx(ctx), _to_dtype(dtype).code, float(start), float(stop), float(step))
+
+
+def _like(a, dtype, shape):
+    d = _to_dtype(dtype) if dtype is not None else a.dtype
+    s = a.shape if shape is None else shape
+    return d, s, a.ctx
+
+
+def empty_like(a, dtype=None, shape=None):
+    d, s, c = _like(a, dtype, shape)
+    return empty(s, dtype=d, ctx=c)
+
+
+def zeros_like(a, dtype=None, shape=None):
+    d, s, c = _like(a, dtype, shape)
+    return zeros(s, dtype=d, ctx=c)
+
+
+def ones_like(a, dtype=None, shape=None):
+    d, s, c = _like(a, dtype, shape)
+    return ones(s, dtype=d, ctx=c)
+
+
+def full_like(a, fill_value, dtype=None, shape=None):
+    d, s, c = _like(a, dtype, shape)
+    return full(s, fill_value, dtype=d, ctx=c)
+
+
+def rand(*shape, dtype=float32, ctx=None):
+    """Uniform [0, 1). With a shape: a new tensor. Without: a lazy shapeless generator
+    (`A[...] = kn.rand()` fills A, as in nervanagpu)."""
+    if not shape:
+        return _kiln.generator(0)
+    t = empty(*shape, dtype=dtype, ctx=ctx)
+    _kiln.assign(t, _gen(0, t))
+    return t
+
+
+def randn(*shape, dtype=float32, ctx=None):
+    """Standard normal; like rand."""
+    if not shape:
+        return _kiln.generator(1)
+    t = empty(*shape, dtype=dtype, ctx=ctx)
+    _kiln.assign(t, _gen(1, t))
+    return t
+
+
+def _gen(kind, t):
+    prev = _kiln.set_current(t.ctx)
+    try:
+        return _kiln.generator(kind)
+    finally:
+        _kiln.set_current(prev)
+
+
+def bernoulli(p):
+    """Lazy shapeless generator: 1 with probability p, else 0."""
+    return _kiln.generator(2, float(p))
+
+
+def dropout(x, p):
+    """Inverted dropout: x * bernoulli(1-p) / (1-p)."""
+    return _kiln.dropout(x, float(p))
+
+
+# ---------------------------------------------------------------------------------------
+# element-wise functions
+# ---------------------------------------------------------------------------------------
+
+(_B_ADD, _B_SUB, _B_MUL, _B_DIV, _B_POW, _B_MAXIMUM, _B_MINIMUM, _B_EQ, _B_NE, _B_LT, _B_LE, _B_GT,
+ _B_GE) = range(13)
+(_U_NEG, _U_ABS, _U_SQR, _U_SQRT, _U_RSQRT, _U_RECIPROCAL, _U_EXP, _U_EXP2, _U_LOG, _U_LOG2, _U_SIGMOID, _U_TANH,
+ _U_RELU, _U_FINITE, _U_SIGN) = range(15)
+(_R_SUM, _R_MEAN, _R_MAX, _R_MIN, _R_VAR, _R_STD, _R_ARGMAX, _R_ARGMIN) = range(8)
+
+
+def _unary(op):
+    def f(x):
+        return _kiln.unary(op, x)
+    return f
+
+
+negative = _unary(_U_NEG)
+absolute = abs_ = _unary(_U_ABS)
+square = _unary(_U_SQR)
+sqrt = _unary(_U_SQRT)
+rsqrt = _unary(_U_RSQRT)
+reciprocal = _unary(_U_RECIPROCAL)
+exp = _unary(_U_EXP)
+exp2 = _unary(_U_EXP2)
+log = _unary(_U_LOG)
+log2 = _unary(_U_LOG2)
+sigmoid = logistic = _unary(_U_SIGMOID)
+tanh = _unary(_U_TANH)
+relu = _unary(_U_RELU)
+isfinite = finite = _unary(_U_FINITE)
+sign = _unary(_U_SIGN)
+for _n, _f in (("negative", negative), ("absolute", absolute), ("square", square), ("sqrt", sqrt),
+               ("rsqrt", rsqrt), ("reciprocal", reciprocal), ("exp", exp), ("exp2", exp2), ("log", log),
+               ("log2", log2), ("sigmoid", sigmoid), ("tanh", tanh), ("relu", relu), ("isfinite", isfinite),
+               ("sign", sign)):
+    _f.__name__ = _n
+    _f.__doc__ = f"Lazy element-wise {_n}(x)."
+
+
+def _binary(op, name):
+    def f(a, b):
+        return _kiln.binary(op, a, b)
+    f.__name__ = name
+    f.__doc__ = f"Lazy element-wise {name}(a, b) with numpy broadcasting."
+    return f
+
+
+add = _binary(_B_ADD, "add")
+subtract = _binary(_B_SUB, "subtract")
+multiply = _binary(_B_MUL, "multiply")
+power = _binary(_B_POW, "power")
+maximum = _binary(_B_MAXIMUM, "maximum")
+minimum = _binary(_B_MINIMUM, "minimum")
+equal = _binary(_B_EQ, "equal")
+not_equal = _binary(_B_NE, "not_equal")
+less = _binary(_B_LT, "less")
+less_equal = _binary(_B_LE, "less_equal")
+greater = _binary(_B_GT, "greater")
+greater_equal = _binary(_B_GE, "greater_equal")
+
+
+def divide(a, b):
+    """Lazy a / b with numpy broadcasting."""
+    return _kiln.binary(_B_DIV, a, b)
+
+
+true_divide = divide
+
+
+def clip(a, a_min=None, a_max=None):
+    """min(max(a, a_min), a_max); either bound may be None."""
+    lo = -_math.inf if a_min is None else float(a_min)
+    hi = _math.inf if a_max is None else float(a_max)
+    return _kiln.clip(a, lo, hi)
+
+
+def where(condition, x, y):
+    """x where condition != 0, else y."""
+    return _kiln.where(condition, x, y)
+
+
+def cast(x, dtype):
+    """Lazy conversion of x to dtype."""
+    return _kiln.cast(x, _to_dtype(dtype).code)
+
+
+def _np_fallback(fn, a, b):
+    a = a.get() if _is_kiln(a) else a
+    b = b.get() if _is_kiln(b) else b
+    return array(fn(a, b))
+
+
+_builtin_abs = abs
+builtin_sum = sum
+builtin_max = max
+builtin_min = min
+
+
+def abs(x):  # noqa: A001 - numpy's name
+    """Lazy |x| (Python's abs for other objects)."""
+    if _is_kiln(x) or isinstance(x, _np.ndarray):
+        return _kiln.unary(_U_ABS, x)
+    return _builtin_abs(x)
+
+
+# ---------------------------------------------------------------------------------------
+# reductions (numpy's rules: axis None = all, int or tuple; keepdims False)
+# ---------------------------------------------------------------------------------------
+
+
+def _axes(axis):
+    if axis is None:
+        return None
+    if isinstance(axis, _numbers.Integral):
+        return (int(axis),)
+    if isinstance(axis, (str, bytes)):
+        raise TypeError(f"argument 'axis': {axis!r} is not None, an int or a tuple of ints")
+    try:
+        axes = tuple(int(a) for a in axis)
+    except (TypeError, ValueError):
+        raise TypeError(f"argument 'axis': {axis!r} is not None, an int or a tuple of ints") from None
+    return axes
+
+
+# numpy widens integer sums (to the platform int; kiln's widest int is int32) and computes
+# integer means, variances and deviations in float64.
+_WIDEN = {_R_SUM: int32, _R_MEAN: float64, _R_VAR: float64, _R_STD: float64}
+
+
+def _reduce(op, a, axis, keepdims):
+    axes = _axes(axis)
+    if axes == ():
+        return a if _is_kiln(a) else array(a)
+    if not _is_kiln(a):
+        a = array(a)
+    w = _WIDEN.get(op)
+    if w is not None and a._dtype in _INT_CODES and a._dtype != w.code:
+        a = _kiln.cast(a, w.code)
+    return _kiln.reduce(op, a, axes, bool(keepdims))
+
+
+def sum(a, axis=None, dtype=None, keepdims=False):  # noqa: A001
+    r = _reduce(_R_SUM, a, axis, keepdims)
+    return r if dtype is None else cast(r, dtype)
+
+
+def mean(a, axis=None, dtype=None, keepdims=False):
+    r = _reduce(_R_MEAN, a, axis, keepdims)
+    return r if dtype is None else cast(r, dtype)
+
+
+def _ddof_scale(a, axis, ddof):
+    shape = a.shape
+    axes = range(len(shape)) if axis is None else _axes(axis)
+    n = 1
+    for ax in axes:
+        n *= shape[ax]
+    return n / builtin_max(n - ddof, 0) if n - ddof > 0 else _math.inf
+
+
+def var(a, axis=None, dtype=None, keepdims=False, ddof=0):
+    if not _is_kiln(a):
+        a = array(a)
+    r = _reduce(_R_VAR, a, axis, keepdims)
+    if ddof:
+        r = r * _ddof_scale(a, axis, ddof)
+    return r if dtype is None else cast(r, dtype)
+
+
+def std(a, axis=None, dtype=None, keepdims=False, ddof=0):
+    if not _is_kiln(a):
+        a = array(a)
+    if ddof:
+        r = sqrt(var(a, axis, keepdims=keepdims, ddof=ddof))
+    else:
+        r = _reduce(_R_STD, a, axis, keepdims)
+    return r if dtype is None else cast(r, dtype)
+
+
+def max(a, axis=None, keepdims=False):  # noqa: A001
+    return _reduce(_R_MAX, a, axis, keepdims)
+
+
+def min(a, axis=None, keepdims=False):  # noqa: A001
+    return _reduce(_R_MIN, a, axis, keepdims)
+
+
+amax, amin = max, min
+
+
+def argmax(a, axis=None, keepdims=False):
+    """Index of the first maximum (int32); axis None: into the flattened array."""
+    return _reduce(_R_ARGMAX, a, axis, keepdims)
+
+
+def argmin(a, axis=None, keepdims=False):
+    return _reduce(_R_ARGMIN, a, axis, keepdims)
+
+
+# ---------------------------------------------------------------------------------------
+# dot
+# ---------------------------------------------------------------------------------------
+
+
+def _promote(a, b):
+    """numpy-like promotion of two kiln dtypes (the rule of the C library)."""
+    if a is b:
+        return a
+    fa, fb = a.kind == "f", b.kind == "f"
+    if fa != fb:
+        return a if fa else b
+    if a.itemsize == b.itemsize:
+        return float32 if fa else int32
+    return a if a.itemsize > b.itemsize else b
+
+
+def dot(a, b, out=None, alpha=1.0, beta=0.0, relu=False, bias=None):
+    """out = relu?(alpha * a @ b + bias) + beta * out, numpy's matmul shapes (1-D operands
+    are vectors, leading axes are batches). Lazy operands are evaluated first. Both
+    operands (and out, bias) are brought to one dtype; integers are multiplied in float64."""
+    A = a if isinstance(a, _kiln.TensorBase) else (_kiln.value(a) if _is_kiln(a) else array(a))
+    B = b if isinstance(b, _kiln.TensorBase) else (_kiln.value(b) if _is_kiln(b) else array(b))
+    if A.ndim == 0 or B.ndim == 0:
+        raise ValueError("arguments 'a', 'b': dot of a 0-d tensor (use *)")
+    va, vb = A.ndim == 1, B.ndim == 1
+    if va:
+        A = A._reshape((1, A.shape[0]))
+    if vb:
+        B = B._reshape((B.shape[0], 1))
+    if A.shape[-1] != B.shape[-2]:
+        raise ShapeError(f"arguments 'a', 'b': shapes {a.shape} and {b.shape} do not match "
+                         f"(a has {A.shape[-1]} columns, b has {B.shape[-2]} rows)")
+    try:
+        batch = _np.broadcast_shapes(A.shape[:-2], B.shape[:-2])
+    except ValueError:
+        raise ShapeError(f"arguments 'a', 'b': batch axes {A.shape[:-2]} and {B.shape[:-2]} do not broadcast") \
+            from None
+    rshape = tuple(batch) + (A.shape[-2], B.shape[-1])
+    d = _promote(A.dtype, B.dtype)
+    cd = d if d.kind == "f" else float64
+    if out is not None:
+        if not isinstance(out, _kiln.TensorBase):
+            raise TypeError(f"argument 'out': expected a kiln Tensor, got {type(out).__name__}")
+        if out.dtype.kind == "f":
+            cd = out.dtype
+    if A.dtype is not cd:
+        A = A._copy(cd.code)
+    if B.dtype is not cd:
+        B = B._copy(cd.code)
+    if bias is not None:
+        bias = asarray(bias, dtype=cd, ctx=A.ctx)
+    final_shape = rshape
+    if va:
+        final_shape = final_shape[:-2] + final_shape[-1:]
+    if vb:
+        final_shape = final_shape[:-1]
+    if out is not None:
+        if tuple(out.shape) != final_shape:
+            raise ShapeError(f"argument 'out': shape {out.shape}, the product is {final_shape}")
+        C = out._reshape(rshape) if (va or vb) else out
+        if C.dtype is cd:
+            _kiln.dot(C, A, B, float(alpha), float(beta), bool(relu), bias)
+            return out
+        tmp = C._copy(cd.code) if beta else _kiln.empty(A.ctx, cd.code, rshape)
+        _kiln.dot(tmp, A, B, float(alpha), float(beta), bool(relu), bias)
+        _kiln.assign(C, tmp)
+        return out
+    C = _kiln.empty(A.ctx, cd.code, rshape)
+    _kiln.dot(C, A, B, float(alpha), 0.0, bool(relu), bias)
+    if cd is not d:
+        C = C._copy(d.code)
+    if va or vb:
+        C = C._reshape(final_shape)
+    return C
+
+
+matmul = dot
+
+
+def evaluate(x, dtype=None):
+    """A new tensor with the value of x (an Expr is computed now)."""
+    return _kiln.eval(x, _to_dtype(dtype).code if dtype is not None else 0)
+
+
+def get(x):
+    """numpy array of x (for a kiln object) or x itself."""
+    return x.get() if _is_kiln(x) else _np.asarray(x)
+
+
+asnumpy = get
+
+# ---------------------------------------------------------------------------------------
+# interop
+# ---------------------------------------------------------------------------------------
+
+
+def _from_device(obj, d, c):
+    """Copy of a CUDA array (PyTorch, CuPy, anything with __cuda_array_interface__) into a
+    new kiln tensor, device to device. The C API has no call that wraps foreign memory, so
+    this is a copy, not a view."""
+    cai = obj.__cuda_array_interface__
+    shape = tuple(cai["shape"])
+    src_d = _to_dtype(_np.dtype(cai["typestr"]))
+    t = _kiln.empty(c, src_d.code, shape)
+    mod = type(obj).__module__.split(".")[0]
+    if mod == "torch":
+        import torch
+        torch.as_tensor(t, device="cuda").copy_(obj)
+    elif mod == "cupy":
+        import cupy
+        cupy.asarray(t)[...] = obj
+    else:
+        raise TypeError(f"argument 'obj': copying a {type(obj).__name__} device array needs PyTorch or CuPy")
+    return t if d is None or d is src_d else t._copy(d.code)
+
+
+def from_dlpack(obj, ctx=None):
+    """A kiln tensor from a DLPack producer (PyTorch, CuPy, numpy, kiln). kiln tensors come
+    back as themselves (zero copy); other producers are copied (see _from_device)."""
+    if _is_kiln(obj):
+        return _kiln.value(obj)
+    c = _ctx(ctx)
+    dev = obj.__dlpack_device__()[0] if hasattr(obj, "__dlpack_device__") else 1
+    if dev == 1:
+        return array(_np.from_dlpack(obj), ctx=c)
+    if c.device() != 2:
+        raise Error("argument 'obj': a GPU array cannot come into a CPU context")
+    return _from_device(obj, None, c)
+
+
+_UFUNCS = {
+    "add": add, "subtract": subtract, "multiply": multiply, "true_divide": divide, "divide": divide,
+    "power": power, "negative": negative, "absolute": absolute, "sqrt": sqrt, "square": square, "exp": exp,
+    "exp2": exp2, "log": log, "log2": log2, "tanh": tanh, "maximum": maximum, "minimum": minimum,
+    "equal": equal, "not_equal": not_equal, "less": less, "less_equal": less_equal, "greater": greater,
+    "greater_equal": greater_equal, "reciprocal": reciprocal, "isfinite": isfinite, "sign": sign,
+    "matmul": dot,
+}

@@ -1,0 +1,69 @@
+"""Lazy expressions: results are Expr objects until a value is needed; assignment evaluates
+the whole right-hand side; values are computed once and cached; long chains built across
+loop iterations stay bounded; a random node used twice gives the same numbers."""
+import numpy as np
+
+import kiln as kn
+from conftest import close, make
+
+
+def test_lazy_types(rng):
+    a, av = make(rng, (4, 5), kn.float32)
+    e = kn.sqrt(abs(a)) * 2 - kn.mean(a, axis=1, keepdims=True)
+    assert isinstance(e, kn.Expr) and not e._evaluated
+    assert e.shape == (4, 5) and e.dtype is kn.float32 and e.ndim == 2 and e.size == 20
+    close(e, np.sqrt(np.abs(av)) * 2 - av.mean(1, keepdims=True), kn.float32, rtol=1e-5)
+    assert e._evaluated
+    assert isinstance(e.T, kn.Tensor)
+
+
+def test_value_cached_and_reads_inputs_late(rng):
+    a, av = make(rng, (3,), kn.float32)
+    e = a + 1
+    a[...] = 10.0                                   # before evaluation: e sees the new a
+    close(e, np.full(3, 11.0), kn.float32)
+    a[...] = 20.0                                   # after: e keeps its value
+    close(e, np.full(3, 11.0), kn.float32)
+
+
+def test_expression_reused(rng):
+    a, av = make(rng, (6, 7), kn.float32)
+    d = a - kn.mean(a, axis=0)
+    v = kn.mean(d * d, axis=0)                       # d used twice in one tree
+    close(v, av.var(0), kn.float32, rtol=1e-5, atol=1e-6)
+    out = kn.empty(6, 7)
+    out[...] = d / kn.sqrt(v + 1e-5)
+    close(out, (av - av.mean(0)) / np.sqrt(av.var(0) + 1e-5), kn.float32, rtol=1e-4, atol=1e-5)
+
+
+def test_long_chains_stay_bounded(rng):
+    a, av = make(rng, (10,), kn.float64)
+    acc = kn.zeros(10, dtype=kn.float64)
+    ref = np.zeros(10)
+    for i in range(300):
+        acc = acc * 0.5 + a                          # never assigned: grows lazily
+        ref = ref * 0.5 + av
+        assert acc._nodes <= 2 * kn._kiln.MAX_LAZY_NODES + 8
+    close(acc, ref, kn.float64, rtol=1e-12)
+
+
+def test_random_node_used_twice():
+    g = kn.rand()
+    out = kn.empty(50, 20)
+    out[...] = g - g
+    assert (out.get() == 0).all()
+
+
+def test_eval_dtype(rng):
+    a, av = make(rng, (3, 3), kn.float32)
+    t = kn.evaluate(a * 2, dtype=kn.float64)
+    assert isinstance(t, kn.Tensor) and t.dtype is kn.float64
+    close(t, av * 2, kn.float32)
+
+
+def test_overhead_smoke():
+    """The hot path works without the pure-Python layer (operators come from C slots)."""
+    a = kn.ones(4)
+    for _ in range(1000):
+        e = a * 2.0
+    assert isinstance(e, kn.Expr)

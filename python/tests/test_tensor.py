@@ -1,0 +1,287 @@
+"""kiln tensors against numpy: constructors, dtypes, attributes, views and indexing with
+numpy's view rules, host transfer, repr, len, iteration, pickling, numpy interop (buffer
+protocol, __array_interface__, DLPack) on the CPU backend."""
+import pickle
+
+import numpy as np
+import pytest
+
+import kiln as kn
+from conftest import ALL, FLOATS, INTS, close, make, values
+
+
+@pytest.mark.parametrize("dt", ALL, ids=lambda d: d.name)
+def test_array_roundtrip(rng, dt):
+    for shape in [(), (1,), (7,), (3, 129), (2, 3, 5)]:
+        v = values(rng, shape, dt)
+        t = kn.array(v, dtype=dt)
+        assert t.shape == shape and t.ndim == len(shape) and t.size == int(np.prod(shape))
+        assert t.dtype == dt and t.dtype is dt
+        ref = v if dt.np is None else v.astype(dt.np)
+        if dt is kn.bfloat16:
+            close(t, v, dt)
+        else:
+            np.testing.assert_array_equal(t.get(), ref)
+            assert t.get().dtype == dt.np
+
+
+def test_dtype_spellings():
+    assert kn.float32 == np.float32 and kn.float32 == "float32" and kn.float32 == "f32"
+    assert kn.float16 == np.dtype("float16") and kn.int8 == "int8" and kn.uint8 == np.uint8
+    assert kn.array([1.0], dtype="bfloat16").dtype is kn.bfloat16
+    assert kn.zeros(3, dtype=np.int32).dtype is kn.int32
+    assert kn.zeros(3, dtype="half").dtype is kn.float16
+    assert pickle.loads(pickle.dumps(kn.float16)) is kn.float16
+
+
+def test_array_inference():
+    assert kn.array([1.5, 2]).dtype is kn.float64
+    assert kn.array([1, 2]).dtype is kn.int32          # int64 becomes int32
+    assert kn.array([True, False]).dtype is kn.uint8   # bool becomes uint8
+    assert kn.array(np.zeros(3, np.float32)).dtype is kn.float32
+    assert kn.array(2.5).shape == () and float(kn.array(2.5)) == 2.5
+    np.testing.assert_array_equal(kn.array([[1, 2], [3, 4]]).get(), [[1, 2], [3, 4]])
+
+
+def test_constructors(rng):
+    np.testing.assert_array_equal(kn.zeros((2, 3)).get(), np.zeros((2, 3), np.float32))
+    np.testing.assert_array_equal(kn.ones(4, 5).get(), np.ones((4, 5), np.float32))
+    np.testing.assert_array_equal(kn.full((3,), 7.5, dtype=kn.float64).get(), np.full(3, 7.5))
+    assert kn.empty((2, 7), dtype=kn.float16).shape == (2, 7)
+    assert kn.zeros(0).shape == (0,) and kn.zeros(0).get().shape == (0,)
+    np.testing.assert_array_equal(kn.arange(10).get(), np.arange(10))
+    assert kn.arange(10).dtype is kn.int32
+    close(kn.arange(0.5, 3.0, 0.25), np.arange(0.5, 3.0, 0.25), kn.float32)
+    np.testing.assert_array_equal(kn.arange(10, 0, -3).get(), np.arange(10, 0, -3))
+    t, _ = make(rng, (3, 4), kn.float16)
+    for like, val in ((kn.zeros_like, 0), (kn.ones_like, 1)):
+        r = like(t)
+        assert r.shape == (3, 4) and r.dtype is kn.float16
+        np.testing.assert_array_equal(r.get(), np.full((3, 4), val, np.float16))
+    r = kn.full_like(t, 3, dtype=kn.int32)
+    assert r.dtype is kn.int32 and (r.get() == 3).all()
+    assert kn.empty_like(t).shape == t.shape
+
+
+def test_random():
+    kn.use(device="cpu", seed=5)
+    a = kn.rand(1000, 7)
+    b = kn.randn((1000, 7))
+    av, bv = a.get(), b.get()
+    assert a.dtype is kn.float32 and av.shape == (1000, 7)
+    assert av.min() >= 0 and av.max() < 1 and abs(av.mean() - 0.5) < 0.02
+    assert abs(bv.mean()) < 0.05 and abs(bv.std() - 1) < 0.05
+    kn.use(device="cpu", seed=5)
+    np.testing.assert_array_equal(kn.rand(1000, 7).get(), av)    # same seed, same numbers
+    assert not np.array_equal(kn.rand(1000, 7).get(), av)        # the counter moves on
+    c = kn.empty(64, 33)
+    c[...] = kn.rand()                                          # shapeless generator
+    assert 0 <= c.get().min() and c.get().max() < 1 and c.get().std() > 0.2
+
+
+def test_attributes(rng):
+    t, ref = make(rng, (3, 5, 7), kn.float32)
+    assert t.strides == np.zeros((3, 5, 7), np.float32).strides
+    assert t.itemsize == 4 and t.nbytes == 3 * 5 * 7 * 4
+    assert t.T.shape == (7, 5, 3) and t.T.strides == ref.astype(np.float32).T.strides
+    np.testing.assert_array_equal(t.T.get(), ref.T)
+    assert len(t) == 3
+    with pytest.raises(TypeError):
+        len(kn.array(1.0))
+    rows = list(t)
+    assert len(rows) == 3
+    for i, r in enumerate(rows):
+        np.testing.assert_array_equal(r.get(), ref[i])
+    assert t.device == "cpu"
+    t.name = "weights"
+    assert t.name == "weights"
+
+
+INDEXES = [
+    (1,), (-1,), (slice(None),), (slice(1, None),), (slice(None, None, -1),), (slice(None, None, 2),),
+    (slice(5, 0, -2),), (Ellipsis, 1), (1, Ellipsis), (None,), (slice(None), None, 2), (Ellipsis, None),
+    (0, 1, 2), (slice(-100, 100), slice(1, -1), slice(None, None, -3)), (2, slice(None), -1), (-3,),
+    (slice(3, 1),),
+]
+
+
+@pytest.mark.parametrize("index", INDEXES, ids=str)
+def test_indexing_views(rng, index):
+    t, ref = make(rng, (4, 6, 9), kn.float64)
+    v = t[index]
+    expect = ref[index]
+    assert v.shape == expect.shape
+    np.testing.assert_array_equal(v.get(), expect)
+    # a view: writing through it shows in the base
+    if v.size:
+        v[...] = 42.0
+        base = ref.copy()
+        base[index] = 42.0
+        np.testing.assert_array_equal(t.get(), base)
+
+
+def test_view_of_view_and_negative_strides(rng):
+    t, ref = make(rng, (8, 10), kn.float32)
+    v = t[::-2, 1::3][1:, ::-1]
+    e = ref[::-2, 1::3][1:, ::-1]
+    np.testing.assert_array_equal(v.get(), e)
+    np.testing.assert_array_equal(np.asarray(v), e)   # buffer protocol with negative strides
+    np.testing.assert_array_equal(v.T.get(), e.T)
+    np.testing.assert_array_equal(v.copy().get(), e)
+    assert v.copy()._contiguous
+
+
+def test_advanced_indexing_copies(rng):
+    t, ref = make(rng, (5, 4), kn.float32)
+    np.testing.assert_array_equal(t[[0, 3, 3]].get(), ref[[0, 3, 3]])
+    np.testing.assert_array_equal(t[ref > 0].get(), ref[ref > 0])
+    t[[1, 2]] = 0.0
+    ref[[1, 2]] = 0.0
+    np.testing.assert_array_equal(t.get(), ref)
+
+
+def test_index_errors(rng):
+    t, _ = make(rng, (4, 6), kn.float32)
+    with pytest.raises(IndexError) as e:
+        t[4]
+    assert "index" in str(e.value)
+    with pytest.raises(IndexError):
+        t[0, 0, 0]
+    with pytest.raises(IndexError):
+        t[..., ...]
+    with pytest.raises(IndexError):
+        t[:, -7]
+
+
+def test_setitem(rng):
+    t, ref = make(rng, (5, 6), kn.float32)
+    t[1] = 3.0
+    ref[1] = 3.0
+    t[:, 2] = np.arange(5)
+    ref[:, 2] = np.arange(5)
+    t[2:4, 1:3] = np.ones((2, 2)) * 9
+    ref[2:4, 1:3] = 9
+    row = kn.array(np.arange(6.0), dtype=kn.float32)
+    t[4] = row * 2
+    ref[4] = np.arange(6.0) * 2
+    t[0, ::2] = [1, 2, 3]
+    ref[0, ::2] = [1, 2, 3]
+    np.testing.assert_array_equal(t.get(), ref)
+    t.fill(-1)
+    assert (t.get() == -1).all()
+
+
+def test_reshape_and_transpose(rng):
+    t, ref = make(rng, (4, 6), kn.float32)
+    np.testing.assert_array_equal(t.reshape(3, 8).get(), ref.reshape(3, 8))
+    np.testing.assert_array_equal(t.reshape((2, -1, 3)).get(), ref.reshape(2, -1, 3))
+    np.testing.assert_array_equal(t.T.reshape(-1).get(), ref.T.reshape(-1))   # needs a copy
+    np.testing.assert_array_equal(t.ravel().get(), ref.ravel())
+    np.testing.assert_array_equal(t.flatten().get(), ref.flatten())
+    s, sref = make(rng, (2, 3, 4), kn.float32)
+    np.testing.assert_array_equal(s.transpose(1, 2, 0).get(), sref.transpose(1, 2, 0))
+    np.testing.assert_array_equal(s.transpose((2, 0, 1)).get(), sref.transpose(2, 0, 1))
+    np.testing.assert_array_equal(s.swapaxes(0, 2).get(), sref.swapaxes(0, 2))
+    np.testing.assert_array_equal(s[:, :1].broadcast_to((2, 5, 4)).get(),
+                                  np.broadcast_to(sref[:, :1], (2, 5, 4)))
+    with pytest.raises(ValueError) as e:
+        t.reshape(5, 5)
+    assert "shape" in str(e.value)
+
+
+@pytest.mark.parametrize("dt", ALL, ids=lambda d: d.name)
+def test_astype_copy(rng, dt):
+    t, ref = make(rng, (3, 7), kn.float32, -100, 100)
+    c = t[:, ::2].astype(dt)
+    assert c.dtype is dt
+    expect = ref[:, ::2]
+    if dt.kind in "iu":
+        expect = np.clip(np.trunc(expect), -128 if dt is kn.int8 else (0 if dt is kn.uint8 else -2**31),
+                         127 if dt is kn.int8 else (255 if dt is kn.uint8 else 2**31 - 1))
+    close(c, expect, dt, rtol=4e-3 if dt.kind == "f" and dt.itemsize == 2 else None)
+    d = t.copy()
+    d[...] = 0
+    np.testing.assert_array_equal(t.get(), ref.astype(np.float32))
+
+
+def test_repr_str_scalars(rng):
+    t = kn.array(np.array([[1.5, 2.0], [3.0, 4.25]]), dtype=kn.float32)
+    r = repr(t)
+    assert r.startswith("kiln.Tensor(") and "1.5" in r and "4.25" in r and "float32" in r
+    assert "1.5" in str(t)
+    assert repr(t + 1).startswith("kiln.Tensor(")       # an expression prints its value
+    s = kn.array(3.25)
+    assert float(s) == 3.25 and int(s) == 3 and s.item() == 3.25 and bool(s)
+    with pytest.raises(ValueError):
+        bool(t)
+    with pytest.raises(TypeError):
+        float(t)
+    assert t.tolist() == [[1.5, 2.0], [3.0, 4.25]]
+    assert f"{kn.array(0.5):.2f}" == "0.50"
+
+
+@pytest.mark.parametrize("dt", ALL, ids=lambda d: d.name)
+def test_pickle(rng, dt):
+    t, ref = make(rng, (3, 4), dt)
+    u = pickle.loads(pickle.dumps(t[:, 1:]))
+    assert u.dtype is dt and u.shape == (3, 3)
+    np.testing.assert_array_equal(u.get(), t[:, 1:].get())
+    e = pickle.loads(pickle.dumps(t[:, 1:] * 1))
+    np.testing.assert_array_equal(e.get(), t[:, 1:].get())
+
+
+@pytest.mark.parametrize("dt", [d for d in ALL if d is not kn.bfloat16], ids=lambda d: d.name)
+def test_numpy_zero_copy(rng, dt):
+    if kn.context().device() != 1:
+        pytest.skip("buffer protocol: CPU backend only")
+    t, ref = make(rng, (4, 5), dt)
+    a = np.asarray(t)
+    assert a.dtype == dt.np and not a.flags["OWNDATA"]
+    a[1, 2] = 3
+    assert t[1, 2].item() == 3                     # zero copy: numpy writes into kiln memory
+    m = memoryview(t[:, 1::2])
+    assert m.shape == (4, 2) and m.strides == (5 * dt.itemsize, 2 * dt.itemsize)
+    ai = t.__array_interface__
+    assert ai["data"][0] == t._data and ai["version"] == 3
+    assert np.asarray(t[::-1]).base is not None
+
+
+def test_bf16_to_numpy(rng):
+    t, ref = make(rng, (3, 3), kn.bfloat16)
+    a = np.asarray(t)                              # no numpy bf16: a float32 copy
+    assert a.dtype == np.float32
+    np.testing.assert_array_equal(a, ref)
+
+
+@pytest.mark.parametrize("dt", ALL, ids=lambda d: d.name)
+def test_dlpack_export(rng, dt):
+    t, ref = make(rng, (4, 6), dt)
+    assert t.__dlpack_device__() == (1, 0)
+    if dt is kn.bfloat16:
+        cap = t.__dlpack__()          # numpy has no bf16; the capsule itself is fine
+        assert type(cap).__name__ == "PyCapsule"
+        return
+    v = t[:, ::-2]
+    a = np.from_dlpack(v)
+    np.testing.assert_array_equal(a, v.get())
+    del t, v
+    np.testing.assert_array_equal(a, ref[:, ::-2].astype(dt.np))   # the capsule keeps the memory alive
+
+
+def test_from_dlpack(rng):
+    a = rng.standard_normal((3, 5)).astype(np.float32)
+    t = kn.from_dlpack(a)
+    np.testing.assert_array_equal(t.get(), a)
+    t2, _ = make(rng, (2, 2), kn.float32)
+    assert kn.from_dlpack(t2) is t2
+    assert not hasattr(t2, "__cuda_array_interface__")     # CPU backend
+
+
+def test_not_constructible():
+    with pytest.raises(TypeError):
+        kn.Tensor()
+    with pytest.raises(TypeError):
+        kn.array(np.array(["a", "b"], dtype=object))
+    with pytest.raises(TypeError) as e:
+        kn.zeros(3, dtype="complex64")
+    assert "dtype" in str(e.value)
