@@ -406,6 +406,22 @@ static void test_reductions(void)
         }
         arr_free(&x);
     }
+    /* Reductions over an axis of size 1 (and a row of one element). */
+    int64_t s1[3] = {5, 1, 3};
+    arr y = mk(KILN_DTYPE_F32, 3, s1, -2, 2, 0);
+    for (int op = 0; op < KILN_REDUCE_COUNT; op++) {
+        int isarg = op == KILN_REDUCE_ARGMAX || op == KILN_REDUCE_ARGMIN;
+        kiln_tensor *yd = poisoned(isarg ? KILN_DTYPE_I32 : KILN_DTYPE_F32, 3, s1);
+        int ax1 = 1;
+        CHECK_OK(ctx, kiln_assign(yd, kiln_sub(kiln_reduce((kiln_reduce_op)op, kiln_t(y.t), 1, &ax1, 1),
+                                                kiln_mul(kiln_t(y.t), kiln_scalar(0)))));
+        double *yg = read_all(yd), yr[15];
+        ref_reduce((kiln_reduce_op)op, y.h, 3, s1, 0x2, yr);
+        compare(opn[op], yg, yr, 15, 1e-6);
+        free(yg);
+        kiln_tensor_release(yd);
+    }
+    arr_free(&y);
     /* Shorthands keep the axis; mean broadcasts back; a reduction of a rank-0 value. */
     int64_t s2[2] = {6, 129};
     arr a = mk(KILN_DTYPE_F32, 2, s2, -2, 2, 0);
@@ -838,6 +854,27 @@ static void test_ownership(void)
     arr_free(&b);
 }
 
+/* A deep chain still evaluates (split into several kernels); past the depth limit the
+ * builder gives an error node. */
+static void test_deep(void)
+{
+    int64_t s[1] = {37};
+    arr x = mk(KILN_DTYPE_F32, 1, s, -1, 1, 0);
+    kiln_expr *e = kiln_t(x.t);
+    for (int i = 0; i < 3000; i++) e = i % 2 ? kiln_add(e, kiln_scalar(0.5)) : kiln_mul(e, kiln_scalar(1.0));
+    kiln_tensor *d = poisoned(KILN_DTYPE_F32, 1, s);
+    CHECK_OK(ctx, kiln_assign(d, e));
+    double *got = read_all(d), ref[37];
+    for (int i = 0; i < 37; i++) ref[i] = x.h[i] + 750;
+    compare("deep chain", got, ref, 37, 1e-6);
+    free(got);
+    e = kiln_t(x.t);
+    for (int i = 0; i < 5000; i++) e = kiln_add(e, kiln_scalar(1));
+    CHECK_FAILS(ctx, kiln_assign(d, e), KILN_ERR_LIMIT, "'a'");
+    kiln_tensor_release(d);
+    arr_free(&x);
+}
+
 /* ---- errors --------------------------------------------------------------------------- */
 
 static kiln_status node_status(kiln_expr *e, const char *needle)
@@ -945,6 +982,7 @@ int main(void)
     test_generators();
     test_dtypes_and_eval();
     test_ownership();
+    test_deep();
     test_errors();
     kiln_ctx_destroy(ctx);
     return check_finish();

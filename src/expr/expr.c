@@ -25,6 +25,7 @@ static struct kiln_expr oom_node = {
     .status = KILN_ERR_OOM,
     .msg = oom_msg,
     .size = 1,
+    .depth = 1,
 };
 
 /* ---- reference counting --------------------------------------------------------------- */
@@ -86,6 +87,7 @@ static kiln_expr *new_node(int kind)
     e->kind = (uint8_t)kind;
     e->dtype = KILN_DTYPE_F32;
     e->size = 1;
+    e->depth = 1;
     return e;
 }
 
@@ -212,6 +214,15 @@ static kiln_expr *build_op(const char *fn, kiln_pop op, int n, kiln_expr **args,
         nd = tn;
         memcpy(shape, tmp, sizeof shape);
     }
+    for (int i = 0; i < n; i++) {
+        if (args[i]->depth >= KILN_EXPR_MAX_DEPTH) {
+            release_all(n, args);
+            return error_node(KILN_ERR_LIMIT,
+                              "%s: argument '%s' is already %d levels deep (the limit); evaluate a part of it first "
+                              "(kiln_eval)",
+                              fn, names[i], KILN_EXPR_MAX_DEPTH);
+        }
+    }
     kiln_expr *e = new_node(KILN_EN_OP);
     if (!e) {
         release_all(n, args);
@@ -226,6 +237,7 @@ static kiln_expr *build_op(const char *fn, kiln_pop op, int n, kiln_expr **args,
     for (int i = 0; i < n; i++) {
         e->child[i] = args[i];
         e->size += args[i]->size;
+        if (args[i]->depth + 1 > e->depth) e->depth = args[i]->depth + 1;
         if (!args[i]->weak) {
             weak = 0;
             strong = strong == KILN_DTYPE_AUTO ? args[i]->dtype : kiln__dtype_promote(strong, args[i]->dtype);
@@ -423,6 +435,7 @@ static kiln_expr *reduce_node(kiln_pop op, kiln_expr *x, uint32_t mask)
     e->child[0] = x;
     e->mask = mask;
     e->size = x->size + 1;
+    e->depth = x->depth + 1;
     if (op == KILN_POP_RED_ARGMAX || op == KILN_POP_RED_ARGMIN) {
         e->dtype = KILN_DTYPE_I32;
         e->weak = 0;
@@ -462,6 +475,7 @@ static kiln_expr *squeeze_node(kiln_expr *x, uint32_t mask)
     e->child[0] = x;
     e->mask = mask;
     e->size = x->size + 1;
+    e->depth = x->depth + 1;
     e->dtype = x->dtype;
     e->weak = x->weak;
     e->frac = x->frac;
@@ -481,6 +495,13 @@ static kiln_expr *reduce_impl(const char *fn, const char *axes_name, kiln_reduce
     if (bad) return bad;
     char sh[160];
     uint32_t mask = 0;
+    if (x->depth >= KILN_EXPR_MAX_DEPTH - 8) {
+        kiln_expr_release(x);
+        return error_node(KILN_ERR_LIMIT,
+                          "%s: argument 'x' is %d levels deep, too close to the limit %d; evaluate a part of it "
+                          "first (kiln_eval)",
+                          fn, x->depth, KILN_EXPR_MAX_DEPTH);
+    }
     if (naxes < 0 || naxes > KILN_MAX_DIMS) {
         kiln_expr_release(x);
         return error_node(KILN_ERR_AXIS, "%s: argument 'naxes' (%d) is not in [0, %d]", fn, naxes, KILN_MAX_DIMS);

@@ -43,6 +43,11 @@ struct kiln_expr {
     kiln_status status; /* ERROR */
     char *msg;          /* ERROR: malloc'd, or a static string when the node is static */
     double size;        /* number of nodes of the tree below (counting shared nodes again) */
+    int depth;          /* 1 for a leaf; at most KILN_EXPR_MAX_DEPTH */
 };
+
+/* Deepest expression a builder makes (the planner walks trees recursively); deeper ones
+ * are error nodes (KILN_ERR_LIMIT) asking to evaluate a part first. */
+#define KILN_EXPR_MAX_DEPTH 4096
 
 #endif /* KILN_EXPR_EXPR_H */
