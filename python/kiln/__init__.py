@@ -528,7 +528,7 @@ class _Methods:
             raise AttributeError(f"__cuda_array_interface__: dtype {v.dtype.name} has no typestr")
         v.ctx.synchronize()
         return {"shape": v.shape, "typestr": ts, "data": (v._data, False), "version": 3,
-                "strides": None if v._contiguous else v.strides, "stream": None, "_kiln_ref": v}
+                "strides": None if v._contiguous else v.strides, "stream": None}
 
     @property
     def __array_interface__(self):

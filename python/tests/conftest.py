@@ -11,6 +11,9 @@ os.environ.setdefault("KILN_DEVICE", "cpu")
 
 import kiln as kn  # noqa: E402
 
+# The device every test runs on: KILN_DEVICE (cpu unless set; `make test-gpu` sets cuda).
+DEVICE = os.environ["KILN_DEVICE"]
+
 FLOATS = [kn.float32, kn.float16, kn.bfloat16, kn.float64]
 INTS = [kn.int8, kn.uint8, kn.int32]
 ALL = FLOATS + INTS
@@ -19,6 +22,14 @@ RTOL = {"float32": 2e-6, "float16": 2e-3, "bfloat16": 1.6e-2, "float64": 1e-13, 
 # reductions accumulate: looser
 RED_RTOL = {"float32": 2e-5, "float16": 4e-3, "bfloat16": 2e-2, "float64": 1e-12, "int8": 0, "uint8": 0,
             "int32": 0}
+
+
+@pytest.fixture(autouse=True)
+def fresh_context():
+    """Each test starts in a new context of DEVICE and leaves the current one as it was."""
+    prev = kn._kiln.set_current(kn._kiln.Context(device=kn._DEVICES[DEVICE]))
+    yield
+    kn._kiln.set_current(prev)
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import kiln as kn
-from conftest import make
+from conftest import DEVICE, make
 
 
 def test_shape_mismatch_raises_at_build(rng):
@@ -108,7 +108,7 @@ def test_expr_not_assignable(rng):
 
 def test_contexts_do_not_mix(rng):
     a = kn.ones(3)
-    with kn.use(device="cpu"):
+    with kn.use(device=DEVICE):
         b = kn.ones(3)
         with pytest.raises(ValueError) as e:
             c = kn.empty(3)
@@ -127,14 +127,14 @@ def test_no_device():
     except kn.Error as e:
         assert e.status == "KILN_ERR_NO_DEVICE" and isinstance(e, RuntimeError) and str(e)
     else:
-        kn.use(device="cpu")
+        kn.use(device=DEVICE)
         pytest.skip("the CUDA backend answered")
     finally:
-        kn.use(device="cpu")
+        kn.use(device=DEVICE)
 
 
 def test_out_of_memory_cap():
-    with kn.use(device="cpu", memory_limit=1 << 20):
+    with kn.use(device=DEVICE, memory_limit=1 << 20):
         keep = kn.zeros(1000, 100, dtype=kn.float32)   # 400 kB
         keep.name = "big_one"
         with pytest.raises(MemoryError) as e:
@@ -143,6 +143,6 @@ def test_out_of_memory_cap():
         assert str(e.value)
         del keep
     with pytest.raises(MemoryError):
-        with kn.use(device="cpu"):
+        with kn.use(device=DEVICE):
             kn.set_memory_limit(1000)
             kn.ones(10, 1000)

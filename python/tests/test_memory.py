@@ -6,10 +6,11 @@ import inspect
 import os
 
 import kiln as kn
+from conftest import DEVICE
 
 
 def test_in_use_and_peak():
-    with kn.use(device="cpu"):
+    with kn.use(device=DEVICE):
         assert kn.memory_in_use() == 0
         a = kn.zeros(1000, dtype=kn.float32)
         assert kn.memory_in_use() == 4000
@@ -28,7 +29,7 @@ def test_in_use_and_peak():
 
 
 def test_report_names_python_lines():
-    with kn.use(device="cpu"):
+    with kn.use(device=DEVICE):
         here = os.path.basename(__file__)
         w = kn.zeros(123, 7); line = inspect.currentframe().f_lineno  # noqa: E702
         w.name = "w_vh"
@@ -44,14 +45,14 @@ def test_report_names_python_lines():
 def test_report_inside_helpers():
     def helper():
         return kn.ones(77)
-    with kn.use(device="cpu"):
+    with kn.use(device=DEVICE):
         x = helper()
         assert f"{os.path.basename(__file__)}:{helper.__code__.co_firstlineno + 1}" in kn.memory_report()
         del x
 
 
 def test_limit_and_release():
-    with kn.use(device="cpu"):
+    with kn.use(device=DEVICE):
         kn.set_memory_limit(1_000_000)
         assert kn.memory_stats()["limit"] == 1_000_000
         a = kn.zeros(100_000, dtype=kn.float32)
@@ -67,7 +68,7 @@ def test_limit_and_release():
 
 
 def test_expression_releases_leaves():
-    with kn.use(device="cpu"):
+    with kn.use(device=DEVICE):
         a = kn.ones(1000)
         e = a * 2 + 1
         del a

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import kiln as kn
-from conftest import ALL, FLOATS, INTS, RED_RTOL, RTOL, close, make, poisoned
+from conftest import DEVICE, ALL, FLOATS, INTS, RED_RTOL, RTOL, close, make, poisoned
 
 
 def view_pair(rng, dt, lo=-3.0, hi=3.0):
@@ -284,7 +284,7 @@ def test_cast_and_mixed_dtypes(rng):
 
 
 def test_dropout_bernoulli():
-    kn.use(device="cpu", seed=3)
+    kn.use(device=DEVICE, seed=3)
     x = kn.ones(200, 50)
     y = kn.dropout(x, 0.25).evaluate().get()
     kept = y != 0

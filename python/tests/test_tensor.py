@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import kiln as kn
-from conftest import ALL, FLOATS, INTS, close, make, values
+from conftest import DEVICE, ALL, FLOATS, INTS, close, make, values
 
 
 @pytest.mark.parametrize("dt", ALL, ids=lambda d: d.name)
@@ -64,14 +64,14 @@ def test_constructors(rng):
 
 
 def test_random():
-    kn.use(device="cpu", seed=5)
+    kn.use(device=DEVICE, seed=5)
     a = kn.rand(1000, 7)
     b = kn.randn((1000, 7))
     av, bv = a.get(), b.get()
     assert a.dtype is kn.float32 and av.shape == (1000, 7)
     assert av.min() >= 0 and av.max() < 1 and abs(av.mean() - 0.5) < 0.02
     assert abs(bv.mean()) < 0.05 and abs(bv.std() - 1) < 0.05
-    kn.use(device="cpu", seed=5)
+    kn.use(device=DEVICE, seed=5)
     np.testing.assert_array_equal(kn.rand(1000, 7).get(), av)    # same seed, same numbers
     assert not np.array_equal(kn.rand(1000, 7).get(), av)        # the counter moves on
     c = kn.empty(64, 33)
