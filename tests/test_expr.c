@@ -110,10 +110,11 @@ static int compare(const char *what, const double *got, const double *ref, int64
     int bad = 0;
     for (int64_t i = 0; i < n; i++) {
         double s = fabs(ref[i]) > 1 ? fabs(ref[i]) : 1;
-        int ok = fabs(got[i] - ref[i]) <= tol * s || (isnan(got[i]) && isnan(ref[i])) ||
-                 (isinf(got[i]) && got[i] == ref[i]);
+        int ok =
+            fabs(got[i] - ref[i]) <= tol * s || (isnan(got[i]) && isnan(ref[i])) || (isinf(got[i]) && got[i] == ref[i]);
         if (!ok) {
-            if (bad < 3) fprintf(stderr, "%s: [%lld] got %.17g, want %.17g (tol %g)\n", what, (long long)i, got[i], ref[i], tol);
+            if (bad < 3)
+                fprintf(stderr, "%s: [%lld] got %.17g, want %.17g (tol %g)\n", what, (long long)i, got[i], ref[i], tol);
             bad++;
         }
     }
@@ -130,23 +131,54 @@ typedef struct uop {
     double (*ref)(double);
 } uop;
 
-static double r_neg(double x) { return -x; }
-static double r_sqr(double x) { return x * x; }
-static double r_rsqrt(double x) { return 1 / sqrt(x); }
-static double r_recip(double x) { return 1 / x; }
-static double r_sigmoid(double x) { return 1 / (1 + exp(-x)); }
-static double r_relu(double x) { return x > 0 ? x : 0; }
-static double r_finite(double x) { return isfinite(x) ? 1 : 0; }
-static double r_sign(double x) { return x > 0 ? 1 : x < 0 ? -1 : 0; }
+static double r_neg(double x)
+{
+    return -x;
+}
+static double r_sqr(double x)
+{
+    return x * x;
+}
+static double r_rsqrt(double x)
+{
+    return 1 / sqrt(x);
+}
+static double r_recip(double x)
+{
+    return 1 / x;
+}
+static double r_sigmoid(double x)
+{
+    return 1 / (1 + exp(-x));
+}
+static double r_relu(double x)
+{
+    return x > 0 ? x : 0;
+}
+static double r_finite(double x)
+{
+    return isfinite(x) ? 1 : 0;
+}
+static double r_sign(double x)
+{
+    return x > 0 ? 1 : x < 0 ? -1 : 0;
+}
 
 static const uop uops[] = {
-    {"neg", kiln_neg, -3, 3, r_neg},          {"abs", kiln_abs, -3, 3, fabs},
-    {"sqr", kiln_sqr, -3, 3, r_sqr},          {"sqrt", kiln_sqrt, 0.1, 4, sqrt},
-    {"rsqrt", kiln_rsqrt, 0.1, 4, r_rsqrt},   {"reciprocal", kiln_reciprocal, 0.5, 4, r_recip},
-    {"exp", kiln_exp, -3, 3, exp},            {"exp2", kiln_exp2, -3, 3, exp2},
-    {"log", kiln_log, 0.1, 4, log},           {"log2", kiln_log2, 0.1, 4, log2},
-    {"sigmoid", kiln_sigmoid, -4, 4, r_sigmoid}, {"tanh", kiln_tanh, -3, 3, tanh},
-    {"relu", kiln_relu, -3, 3, r_relu},       {"finite", kiln_finite, -3, 3, r_finite},
+    {"neg", kiln_neg, -3, 3, r_neg},
+    {"abs", kiln_abs, -3, 3, fabs},
+    {"sqr", kiln_sqr, -3, 3, r_sqr},
+    {"sqrt", kiln_sqrt, 0.1, 4, sqrt},
+    {"rsqrt", kiln_rsqrt, 0.1, 4, r_rsqrt},
+    {"reciprocal", kiln_reciprocal, 0.5, 4, r_recip},
+    {"exp", kiln_exp, -3, 3, exp},
+    {"exp2", kiln_exp2, -3, 3, exp2},
+    {"log", kiln_log, 0.1, 4, log},
+    {"log2", kiln_log2, 0.1, 4, log2},
+    {"sigmoid", kiln_sigmoid, -4, 4, r_sigmoid},
+    {"tanh", kiln_tanh, -3, 3, tanh},
+    {"relu", kiln_relu, -3, 3, r_relu},
+    {"finite", kiln_finite, -3, 3, r_finite},
     {"sign", kiln_sign, -3, 3, r_sign},
 };
 
@@ -198,26 +230,68 @@ typedef struct bop {
     double (*ref)(double, double);
 } bop;
 
-static double r_add(double a, double b) { return a + b; }
-static double r_sub(double a, double b) { return a - b; }
-static double r_mul(double a, double b) { return a * b; }
-static double r_div(double a, double b) { return a / b; }
-static double r_max(double a, double b) { return a > b ? a : b; }
-static double r_min(double a, double b) { return a < b ? a : b; }
-static double r_eq(double a, double b) { return a == b; }
-static double r_ne(double a, double b) { return a != b; }
-static double r_lt(double a, double b) { return a < b; }
-static double r_le(double a, double b) { return a <= b; }
-static double r_gt(double a, double b) { return a > b; }
-static double r_ge(double a, double b) { return a >= b; }
+static double r_add(double a, double b)
+{
+    return a + b;
+}
+static double r_sub(double a, double b)
+{
+    return a - b;
+}
+static double r_mul(double a, double b)
+{
+    return a * b;
+}
+static double r_div(double a, double b)
+{
+    return a / b;
+}
+static double r_max(double a, double b)
+{
+    return a > b ? a : b;
+}
+static double r_min(double a, double b)
+{
+    return a < b ? a : b;
+}
+static double r_eq(double a, double b)
+{
+    return a == b;
+}
+static double r_ne(double a, double b)
+{
+    return a != b;
+}
+static double r_lt(double a, double b)
+{
+    return a < b;
+}
+static double r_le(double a, double b)
+{
+    return a <= b;
+}
+static double r_gt(double a, double b)
+{
+    return a > b;
+}
+static double r_ge(double a, double b)
+{
+    return a >= b;
+}
 
 static const bop bops[] = {
-    {"add", kiln_add, -3, 3, -3, 3, 0, r_add},      {"sub", kiln_sub, -3, 3, -3, 3, 0, r_sub},
-    {"mul", kiln_mul, -3, 3, -3, 3, 0, r_mul},      {"div", kiln_div, -3, 3, 0.5, 2, 0, r_div},
-    {"pow", kiln_pow, 0.1, 3, -2, 2, 0, pow},       {"maximum", kiln_maximum, -3, 3, -3, 3, 1, r_max},
-    {"minimum", kiln_minimum, -3, 3, -3, 3, 1, r_min}, {"eq", kiln_eq, -2, 2, -2, 2, 1, r_eq},
-    {"ne", kiln_ne, -2, 2, -2, 2, 1, r_ne},         {"lt", kiln_lt, -2, 2, -2, 2, 1, r_lt},
-    {"le", kiln_le, -2, 2, -2, 2, 1, r_le},         {"gt", kiln_gt, -2, 2, -2, 2, 1, r_gt},
+    {"add", kiln_add, -3, 3, -3, 3, 0, r_add},
+    {"sub", kiln_sub, -3, 3, -3, 3, 0, r_sub},
+    {"mul", kiln_mul, -3, 3, -3, 3, 0, r_mul},
+    {"div", kiln_div, -3, 3, 0.5, 2, 0, r_div},
+    {"pow", kiln_pow, 0.1, 3, -2, 2, 0, pow},
+    {"maximum", kiln_maximum, -3, 3, -3, 3, 1, r_max},
+    {"minimum", kiln_minimum, -3, 3, -3, 3, 1, r_min},
+    {"eq", kiln_eq, -2, 2, -2, 2, 1, r_eq},
+    {"ne", kiln_ne, -2, 2, -2, 2, 1, r_ne},
+    {"lt", kiln_lt, -2, 2, -2, 2, 1, r_lt},
+    {"le", kiln_le, -2, 2, -2, 2, 1, r_le},
+    {"gt", kiln_gt, -2, 2, -2, 2, 1, r_gt},
     {"ge", kiln_ge, -2, 2, -2, 2, 1, r_ge},
 };
 
@@ -329,8 +403,8 @@ static void ref_reduce(kiln_reduce_op op, const double *x, int nd, const int64_t
             double v = x[f];
             if (pass == 0) {
                 sum[o] += v;
-                int better = isnan(best[o]) ||
-                             (op == KILN_REDUCE_MIN || op == KILN_REDUCE_ARGMIN ? v < best[o] : v > best[o]);
+                int better =
+                    isnan(best[o]) || (op == KILN_REDUCE_MIN || op == KILN_REDUCE_ARGMIN ? v < best[o] : v > best[o]);
                 if (better) {
                     best[o] = v;
                     bi[o] = r;
@@ -369,7 +443,8 @@ static void test_reductions(void)
         int axes[3];
         uint32_t mask;
     } sets[] = {
-        {1, {1}, 0x2}, {1, {-1}, 0x4}, {2, {0, 2}, 0x5}, {2, {2, 0}, 0x5}, {0, {0}, 0x7}, {3, {-3, 1, 2}, 0x7}, {1, {0}, 0x1},
+        {1, {1}, 0x2}, {1, {-1}, 0x4},       {2, {0, 2}, 0x5}, {2, {2, 0}, 0x5},
+        {0, {0}, 0x7}, {3, {-3, 1, 2}, 0x7}, {1, {0}, 0x1},
     };
     for (size_t d = 0; d < sizeof test_dtypes / sizeof test_dtypes[0]; d++) {
         kiln_dtype dt = test_dtypes[d];
@@ -381,8 +456,10 @@ static void test_reductions(void)
                     int64_t osh[3];
                     int ond = 0;
                     for (int i = 0; i < 3; i++) {
-                        if (!((m >> i) & 1u)) osh[ond++] = sh[i];
-                        else if (keep) osh[ond++] = 1;
+                        if (!((m >> i) & 1u))
+                            osh[ond++] = sh[i];
+                        else if (keep)
+                            osh[ond++] = 1;
                     }
                     int isarg = op == KILN_REDUCE_ARGMAX || op == KILN_REDUCE_ARGMIN;
                     kiln_dtype odt = isarg ? KILN_DTYPE_I32 : dt;
@@ -414,7 +491,7 @@ static void test_reductions(void)
         kiln_tensor *yd = poisoned(isarg ? KILN_DTYPE_I32 : KILN_DTYPE_F32, 3, s1);
         int ax1 = 1;
         CHECK_OK(ctx, kiln_assign(yd, kiln_sub(kiln_reduce((kiln_reduce_op)op, kiln_t(y.t), 1, &ax1, 1),
-                                                kiln_mul(kiln_t(y.t), kiln_scalar(0)))));
+                                               kiln_mul(kiln_t(y.t), kiln_scalar(0)))));
         double *yg = read_all(yd), yr[15];
         ref_reduce((kiln_reduce_op)op, y.h, 3, s1, 0x2, yr);
         compare(opn[op], yg, yr, 15, 1e-6);
@@ -435,7 +512,8 @@ static void test_reductions(void)
     /* Mixed axes (more than one kernel, same numbers). */
     double rref[6];
     ref_reduce(KILN_REDUCE_MAX, a.h, 2, s2, 0x2, rref);
-    CHECK_OK(ctx, kiln_assign(dst, kiln_add(kiln_sub(kiln_t(a.t), kiln_mean(kiln_t(a.t), 0)), kiln_max(kiln_t(a.t), -1))));
+    CHECK_OK(ctx,
+             kiln_assign(dst, kiln_add(kiln_sub(kiln_t(a.t), kiln_mean(kiln_t(a.t), 0)), kiln_max(kiln_t(a.t), -1))));
     got = read_all(dst);
     for (int i = 0; i < 6 * 129; i++) ref[i] = a.h[i] - mref[i % 129] + rref[i / 129];
     compare("mixed axes", got, ref, 6 * 129, 1e-5);
@@ -598,7 +676,10 @@ static void test_inplace(void)
         CHECK_OK(ctx, kiln_assign(A.t, kiln_mul(kiln_rsqrt(kiln_add(kiln_var(kiln_t(A.t), 1), kiln_scalar(1e-5))),
                                                 kiln_sub(kiln_t(A.t), kiln_mean(kiln_t(A.t), 1)))));
         double *got = read_all(A.t);
-        compare("batch-norm in place", got, ref, 7 * 129, dts[d] == KILN_DTYPE_F16 ? 4e-3 : dts[d] == KILN_DTYPE_F32 ? 1e-4 : 1e-10);
+        compare("batch-norm in place", got, ref, 7 * 129,
+                dts[d] == KILN_DTYPE_F16   ? 4e-3
+                : dts[d] == KILN_DTYPE_F32 ? 1e-4
+                                           : 1e-10);
         free(got);
         free(ref);
         arr_free(&A);
@@ -675,8 +756,10 @@ static void test_generators(void)
     got = read_all(d);
     int zeros = 0, bad = 0;
     for (int i = 0; i < 10000; i++) {
-        if (got[i] == 0) zeros++;
-        else if (fabs(got[i] - x.h[i] / 0.75) > 1e-5 * got[i]) bad++;
+        if (got[i] == 0)
+            zeros++;
+        else if (fabs(got[i] - x.h[i] / 0.75) > 1e-5 * got[i])
+            bad++;
     }
     CHECK_INT(bad, 0);
     CHECK(zeros > 2200 && zeros < 2800);
@@ -736,11 +819,11 @@ static void test_dtypes_and_eval(void)
     arr h = mk(KILN_DTYPE_F16, 2, s, -2, 2, 0), i = mk(KILN_DTYPE_I32, 2, s, -5, 5, 1);
     arr f = mk(KILN_DTYPE_F32, 2, s, -2, 2, 0), b8 = mk(KILN_DTYPE_I8, 2, s, -5, 5, 1);
     kiln_expr *e;
-#define DT(expr, want)                          \
-    do {                                        \
-        e = (expr);                             \
-        CHECK_INT(kiln_expr_dtype(e), (want));  \
-        kiln_expr_release(e);                   \
+#define DT(expr, want)                         \
+    do {                                       \
+        e = (expr);                            \
+        CHECK_INT(kiln_expr_dtype(e), (want)); \
+        kiln_expr_release(e);                  \
     } while (0)
     DT(kiln_add(kiln_t(h.t), kiln_scalar(2.5)), KILN_DTYPE_F16);
     DT(kiln_add(kiln_t(i.t), kiln_t(f.t)), KILN_DTYPE_F32);

@@ -59,7 +59,8 @@ static void check_kernel_sane(const kiln_plan_kernel *K)
         int ops[3] = {I->a, I->b, I->c};
         for (int j = 0; j < n; j++) {
             CHECK(ops[j] >= 0 && ops[j] < i);
-            if (I->space == KILN_SPACE_ROW && !kiln__pop_is_reduction((kiln_pop)I->op) && ops[j] >= 0 && ops[j] < i) CHECK(K->instr[ops[j]].space == KILN_SPACE_ROW);
+            if (I->space == KILN_SPACE_ROW && !kiln__pop_is_reduction((kiln_pop)I->op) && ops[j] >= 0 && ops[j] < i)
+                CHECK(K->instr[ops[j]].space == KILN_SPACE_ROW);
         }
         if (kiln__pop_is_reduction((kiln_pop)I->op)) {
             CHECK(I->space == KILN_SPACE_ROW);
@@ -197,9 +198,9 @@ static void test_cse_and_generators(void)
     int64_t s[2] = {4, 6};
     kiln_tensor *A = rnd(KILN_DTYPE_F32, 2, s), *B = rnd(KILN_DTYPE_F32, 2, s);
     /* Identical subtrees built separately merge; equal scalars merge. */
-    kiln_plan *p = plan_of(B, kiln_add(kiln_exp(kiln_mul(kiln_t(A), kiln_scalar(2))),
-                                       kiln_exp(kiln_mul(kiln_t(A), kiln_scalar(2)))),
-                           NULL);
+    kiln_plan *p = plan_of(
+        B, kiln_add(kiln_exp(kiln_mul(kiln_t(A), kiln_scalar(2))), kiln_exp(kiln_mul(kiln_t(A), kiln_scalar(2)))),
+        NULL);
     CHECK(p != NULL);
     if (p) {
         CHECK_INT(count_op(p, KILN_POP_EXP), 1);

@@ -36,7 +36,8 @@ kiln_status kiln_assign_ex(kiln_tensor *dst, kiln_expr *e, const kiln_assign_arg
             if (!ctx->backend || !ctx->backend->run_plan)
                 st = KILN_ERROR(ctx, KILN_ERR_UNSUPPORTED, "kiln_assign: the %s backend cannot run expressions",
                                 ctx->backend ? ctx->backend->name : "(no)");
-            else st = ctx->backend->run_plan(ctx, plan);
+            else
+                st = ctx->backend->run_plan(ctx, plan);
         }
         kiln__plan_free(plan);
     }
@@ -44,7 +45,10 @@ kiln_status kiln_assign_ex(kiln_tensor *dst, kiln_expr *e, const kiln_assign_arg
     return st;
 }
 
-kiln_status kiln_assign(kiln_tensor *dst, kiln_expr *e) { return kiln_assign_ex(dst, e, NULL); }
+kiln_status kiln_assign(kiln_tensor *dst, kiln_expr *e)
+{
+    return kiln_assign_ex(dst, e, NULL);
+}
 
 /* The context of the first tensor leaf of e (depth first), or NULL. */
 static kiln_ctx *first_leaf_ctx(const kiln_expr *e)
@@ -58,8 +62,7 @@ static kiln_ctx *first_leaf_ctx(const kiln_expr *e)
     return NULL;
 }
 
-kiln_status kiln_eval_at(kiln_ctx *ctx, kiln_expr *e, kiln_dtype dtype, kiln_tensor **out, const char *file,
-                         int line)
+kiln_status kiln_eval_at(kiln_ctx *ctx, kiln_expr *e, kiln_dtype dtype, kiln_tensor **out, const char *file, int line)
 {
     if (!ctx) ctx = first_leaf_ctx(e);
     if (!out) {
@@ -74,7 +77,8 @@ kiln_status kiln_eval_at(kiln_ctx *ctx, kiln_expr *e, kiln_dtype dtype, kiln_ten
     }
     if (!ctx) {
         kiln_expr_release(e);
-        return KILN_ERROR(NULL, KILN_ERR_NULL, "kiln_eval: argument 'ctx' is NULL and the expression has no tensor leaf");
+        return KILN_ERROR(NULL, KILN_ERR_NULL,
+                          "kiln_eval: argument 'ctx' is NULL and the expression has no tensor leaf");
     }
     if (dtype == KILN_DTYPE_AUTO) dtype = kiln_expr_dtype(e);
     if (!kiln__dtype_valid(dtype)) {

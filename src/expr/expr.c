@@ -152,10 +152,8 @@ static int pop_makes_fraction(int op)
     case KILN_POP_SIGMOID:
     case KILN_POP_TANH:
     case KILN_POP_RAND:
-    case KILN_POP_RANDN:
-        return 1;
-    default:
-        return 0;
+    case KILN_POP_RANDN: return 1;
+    default: return 0;
     }
 }
 
@@ -169,10 +167,8 @@ static int pop_gives_integers(int op)
     case KILN_POP_GT:
     case KILN_POP_GE:
     case KILN_POP_FINITE:
-    case KILN_POP_SIGN:
-        return 1;
-    default:
-        return 0;
+    case KILN_POP_SIGN: return 1;
+    default: return 0;
     }
 }
 
@@ -298,35 +294,119 @@ kiln_expr *kiln_scalar(double value)
 
 /* ---- element-wise --------------------------------------------------------------------- */
 
-kiln_expr *kiln_neg(kiln_expr *x) { return unary("kiln_neg", KILN_POP_NEG, x); }
-kiln_expr *kiln_abs(kiln_expr *x) { return unary("kiln_abs", KILN_POP_ABS, x); }
-kiln_expr *kiln_sqr(kiln_expr *x) { return unary("kiln_sqr", KILN_POP_SQR, x); }
-kiln_expr *kiln_sqrt(kiln_expr *x) { return unary("kiln_sqrt", KILN_POP_SQRT, x); }
-kiln_expr *kiln_rsqrt(kiln_expr *x) { return unary("kiln_rsqrt", KILN_POP_RSQRT, x); }
-kiln_expr *kiln_reciprocal(kiln_expr *x) { return unary("kiln_reciprocal", KILN_POP_RECIP, x); }
-kiln_expr *kiln_exp(kiln_expr *x) { return unary("kiln_exp", KILN_POP_EXP, x); }
-kiln_expr *kiln_exp2(kiln_expr *x) { return unary("kiln_exp2", KILN_POP_EXP2, x); }
-kiln_expr *kiln_log(kiln_expr *x) { return unary("kiln_log", KILN_POP_LOG, x); }
-kiln_expr *kiln_log2(kiln_expr *x) { return unary("kiln_log2", KILN_POP_LOG2, x); }
-kiln_expr *kiln_sigmoid(kiln_expr *x) { return unary("kiln_sigmoid", KILN_POP_SIGMOID, x); }
-kiln_expr *kiln_tanh(kiln_expr *x) { return unary("kiln_tanh", KILN_POP_TANH, x); }
-kiln_expr *kiln_relu(kiln_expr *x) { return unary("kiln_relu", KILN_POP_RELU, x); }
-kiln_expr *kiln_finite(kiln_expr *x) { return unary("kiln_finite", KILN_POP_FINITE, x); }
-kiln_expr *kiln_sign(kiln_expr *x) { return unary("kiln_sign", KILN_POP_SIGN, x); }
+kiln_expr *kiln_neg(kiln_expr *x)
+{
+    return unary("kiln_neg", KILN_POP_NEG, x);
+}
+kiln_expr *kiln_abs(kiln_expr *x)
+{
+    return unary("kiln_abs", KILN_POP_ABS, x);
+}
+kiln_expr *kiln_sqr(kiln_expr *x)
+{
+    return unary("kiln_sqr", KILN_POP_SQR, x);
+}
+kiln_expr *kiln_sqrt(kiln_expr *x)
+{
+    return unary("kiln_sqrt", KILN_POP_SQRT, x);
+}
+kiln_expr *kiln_rsqrt(kiln_expr *x)
+{
+    return unary("kiln_rsqrt", KILN_POP_RSQRT, x);
+}
+kiln_expr *kiln_reciprocal(kiln_expr *x)
+{
+    return unary("kiln_reciprocal", KILN_POP_RECIP, x);
+}
+kiln_expr *kiln_exp(kiln_expr *x)
+{
+    return unary("kiln_exp", KILN_POP_EXP, x);
+}
+kiln_expr *kiln_exp2(kiln_expr *x)
+{
+    return unary("kiln_exp2", KILN_POP_EXP2, x);
+}
+kiln_expr *kiln_log(kiln_expr *x)
+{
+    return unary("kiln_log", KILN_POP_LOG, x);
+}
+kiln_expr *kiln_log2(kiln_expr *x)
+{
+    return unary("kiln_log2", KILN_POP_LOG2, x);
+}
+kiln_expr *kiln_sigmoid(kiln_expr *x)
+{
+    return unary("kiln_sigmoid", KILN_POP_SIGMOID, x);
+}
+kiln_expr *kiln_tanh(kiln_expr *x)
+{
+    return unary("kiln_tanh", KILN_POP_TANH, x);
+}
+kiln_expr *kiln_relu(kiln_expr *x)
+{
+    return unary("kiln_relu", KILN_POP_RELU, x);
+}
+kiln_expr *kiln_finite(kiln_expr *x)
+{
+    return unary("kiln_finite", KILN_POP_FINITE, x);
+}
+kiln_expr *kiln_sign(kiln_expr *x)
+{
+    return unary("kiln_sign", KILN_POP_SIGN, x);
+}
 
-kiln_expr *kiln_add(kiln_expr *a, kiln_expr *b) { return binary("kiln_add", KILN_POP_ADD, a, b); }
-kiln_expr *kiln_sub(kiln_expr *a, kiln_expr *b) { return binary("kiln_sub", KILN_POP_SUB, a, b); }
-kiln_expr *kiln_mul(kiln_expr *a, kiln_expr *b) { return binary("kiln_mul", KILN_POP_MUL, a, b); }
-kiln_expr *kiln_div(kiln_expr *a, kiln_expr *b) { return binary("kiln_div", KILN_POP_DIV, a, b); }
-kiln_expr *kiln_pow(kiln_expr *a, kiln_expr *b) { return binary("kiln_pow", KILN_POP_POW, a, b); }
-kiln_expr *kiln_maximum(kiln_expr *a, kiln_expr *b) { return binary("kiln_maximum", KILN_POP_MAX, a, b); }
-kiln_expr *kiln_minimum(kiln_expr *a, kiln_expr *b) { return binary("kiln_minimum", KILN_POP_MIN, a, b); }
-kiln_expr *kiln_eq(kiln_expr *a, kiln_expr *b) { return binary("kiln_eq", KILN_POP_EQ, a, b); }
-kiln_expr *kiln_ne(kiln_expr *a, kiln_expr *b) { return binary("kiln_ne", KILN_POP_NE, a, b); }
-kiln_expr *kiln_lt(kiln_expr *a, kiln_expr *b) { return binary("kiln_lt", KILN_POP_LT, a, b); }
-kiln_expr *kiln_le(kiln_expr *a, kiln_expr *b) { return binary("kiln_le", KILN_POP_LE, a, b); }
-kiln_expr *kiln_gt(kiln_expr *a, kiln_expr *b) { return binary("kiln_gt", KILN_POP_GT, a, b); }
-kiln_expr *kiln_ge(kiln_expr *a, kiln_expr *b) { return binary("kiln_ge", KILN_POP_GE, a, b); }
+kiln_expr *kiln_add(kiln_expr *a, kiln_expr *b)
+{
+    return binary("kiln_add", KILN_POP_ADD, a, b);
+}
+kiln_expr *kiln_sub(kiln_expr *a, kiln_expr *b)
+{
+    return binary("kiln_sub", KILN_POP_SUB, a, b);
+}
+kiln_expr *kiln_mul(kiln_expr *a, kiln_expr *b)
+{
+    return binary("kiln_mul", KILN_POP_MUL, a, b);
+}
+kiln_expr *kiln_div(kiln_expr *a, kiln_expr *b)
+{
+    return binary("kiln_div", KILN_POP_DIV, a, b);
+}
+kiln_expr *kiln_pow(kiln_expr *a, kiln_expr *b)
+{
+    return binary("kiln_pow", KILN_POP_POW, a, b);
+}
+kiln_expr *kiln_maximum(kiln_expr *a, kiln_expr *b)
+{
+    return binary("kiln_maximum", KILN_POP_MAX, a, b);
+}
+kiln_expr *kiln_minimum(kiln_expr *a, kiln_expr *b)
+{
+    return binary("kiln_minimum", KILN_POP_MIN, a, b);
+}
+kiln_expr *kiln_eq(kiln_expr *a, kiln_expr *b)
+{
+    return binary("kiln_eq", KILN_POP_EQ, a, b);
+}
+kiln_expr *kiln_ne(kiln_expr *a, kiln_expr *b)
+{
+    return binary("kiln_ne", KILN_POP_NE, a, b);
+}
+kiln_expr *kiln_lt(kiln_expr *a, kiln_expr *b)
+{
+    return binary("kiln_lt", KILN_POP_LT, a, b);
+}
+kiln_expr *kiln_le(kiln_expr *a, kiln_expr *b)
+{
+    return binary("kiln_le", KILN_POP_LE, a, b);
+}
+kiln_expr *kiln_gt(kiln_expr *a, kiln_expr *b)
+{
+    return binary("kiln_gt", KILN_POP_GT, a, b);
+}
+kiln_expr *kiln_ge(kiln_expr *a, kiln_expr *b)
+{
+    return binary("kiln_ge", KILN_POP_GE, a, b);
+}
 
 kiln_expr *kiln_clip(kiln_expr *x, double lo, double hi)
 {
@@ -355,7 +435,8 @@ kiln_expr *kiln_where(kiln_expr *c, kiln_expr *a, kiln_expr *b)
         for (int i = 1; i < 3; i++) {
             if (!e->child[i]->weak) {
                 weak = 0;
-                strong = strong == KILN_DTYPE_AUTO ? e->child[i]->dtype : kiln__dtype_promote(strong, e->child[i]->dtype);
+                strong =
+                    strong == KILN_DTYPE_AUTO ? e->child[i]->dtype : kiln__dtype_promote(strong, e->child[i]->dtype);
             }
             if (e->child[i]->frac) frac = 1;
         }
@@ -395,8 +476,14 @@ static kiln_expr *generator(kiln_pop op, double p)
     return e;
 }
 
-kiln_expr *kiln_rand(void) { return generator(KILN_POP_RAND, 0.0); }
-kiln_expr *kiln_randn(void) { return generator(KILN_POP_RANDN, 0.0); }
+kiln_expr *kiln_rand(void)
+{
+    return generator(KILN_POP_RAND, 0.0);
+}
+kiln_expr *kiln_randn(void)
+{
+    return generator(KILN_POP_RANDN, 0.0);
+}
 
 kiln_expr *kiln_bernoulli(double p)
 {
@@ -547,9 +634,7 @@ static kiln_expr *reduce_impl(const char *fn, const char *axes_name, kiln_reduce
         if (mask == 0) return kiln_cast(kiln_mul(kiln_finite(x), kiln_scalar(0.0)), KILN_DTYPE_I32);
         r = reduce_node(op == KILN_REDUCE_ARGMAX ? KILN_POP_RED_ARGMAX : KILN_POP_RED_ARGMIN, x, mask);
         break;
-    case KILN_REDUCE_MEAN:
-        r = mean_keep(x, mask);
-        break;
+    case KILN_REDUCE_MEAN: r = mean_keep(x, mask); break;
     case KILN_REDUCE_VAR:
     case KILN_REDUCE_STD: {
         kiln_expr_retain(x);
@@ -572,10 +657,10 @@ kiln_expr *kiln_reduce(kiln_reduce_op op, kiln_expr *x, int naxes, const int *ax
     return reduce_impl("kiln_reduce", "axes", op, x, naxes, axes, keepdims);
 }
 
-#define KILN_X_SHORTHAND(name, OP)                                                          \
-    kiln_expr *kiln_##name(kiln_expr *x, int axis)                                         \
-    {                                                                                      \
-        return reduce_impl("kiln_" #name, "axis", KILN_REDUCE_##OP, x, 1, &axis, 1);      \
+#define KILN_X_SHORTHAND(name, OP)                                                   \
+    kiln_expr *kiln_##name(kiln_expr *x, int axis)                                   \
+    {                                                                                \
+        return reduce_impl("kiln_" #name, "axis", KILN_REDUCE_##OP, x, 1, &axis, 1); \
     }
 KILN_X_SHORTHAND(sum, SUM)
 KILN_X_SHORTHAND(mean, MEAN)
@@ -603,9 +688,15 @@ kiln_status kiln_expr_status(const kiln_expr *e, const char **msg)
     return KILN_OK;
 }
 
-int kiln_expr_ndim(const kiln_expr *e) { return e ? e->ndim : 0; }
+int kiln_expr_ndim(const kiln_expr *e)
+{
+    return e ? e->ndim : 0;
+}
 
-const int64_t *kiln_expr_shape(const kiln_expr *e) { return e ? e->shape : NULL; }
+const int64_t *kiln_expr_shape(const kiln_expr *e)
+{
+    return e ? e->shape : NULL;
+}
 
 kiln_dtype kiln_expr_dtype(const kiln_expr *e)
 {

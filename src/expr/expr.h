@@ -37,13 +37,13 @@ struct kiln_expr {
     int64_t shape[KILN_MAX_DIMS];
     int nchild;
     struct kiln_expr *child[3];
-    uint32_t mask;      /* REDUCE: reduced axes of the child; SQUEEZE: removed axes of the child */
-    double value;       /* SCALAR: the value; GEN BERNOULLI: p */
+    uint32_t mask;       /* REDUCE: reduced axes of the child; SQUEEZE: removed axes of the child */
+    double value;        /* SCALAR: the value; GEN BERNOULLI: p */
     kiln_tensor *tensor; /* TENSOR */
-    kiln_status status; /* ERROR */
-    char *msg;          /* ERROR: malloc'd, or a static string when the node is static */
-    double size;        /* number of nodes of the tree below (counting shared nodes again) */
-    int depth;          /* 1 for a leaf; at most KILN_EXPR_MAX_DEPTH */
+    kiln_status status;  /* ERROR */
+    char *msg;           /* ERROR: malloc'd, or a static string when the node is static */
+    double size;         /* number of nodes of the tree below (counting shared nodes again) */
+    int depth;           /* 1 for a leaf; at most KILN_EXPR_MAX_DEPTH */
 };
 
 /* Deepest expression a builder makes (the planner walks trees recursively); deeper ones

@@ -20,7 +20,7 @@
 #include "expr/plan.h"
 
 #define MAX_INPUTS 64
-#define MAX_INSTR 512
+#define MAX_INSTR  512
 #define SPACE_WILD 2 /* transient: generators (and ops on generators only) before resolution */
 
 /* ---- opcode table --------------------------------------------------------------------- */
@@ -52,10 +52,10 @@ int kiln__pop_nargs(kiln_pop op)
 /* ---- canonical DAG -------------------------------------------------------------------- */
 
 typedef struct pnode {
-    uint8_t kind;  /* kiln_enode_kind */
-    uint8_t op;    /* kiln_pop */
+    uint8_t kind; /* kiln_enode_kind */
+    uint8_t op;   /* kiln_pop */
     uint8_t has_gen;
-    uint8_t f64;   /* subtree has an f64/i32 leaf or cast, or an arg-reduction */
+    uint8_t f64; /* subtree has an f64/i32 leaf or cast, or an arg-reduction */
     kiln_dtype cast_to;
     int ndim;
     int64_t shape[KILN_MAX_DIMS];
@@ -64,13 +64,13 @@ typedef struct pnode {
     uint32_t mask;
     double value;
     const kiln_tensor *tensor;
-    const kiln_expr *gen;      /* generators: the node object (identity) */
+    const kiln_expr *gen; /* generators: the node object (identity) */
     uint64_t hash;
-    double size;               /* tree size (shared nodes counted again) */
-    double nleaves;            /* tensor leaves in the tree (counted again) */
+    double size;    /* tree size (shared nodes counted again) */
+    double nleaves; /* tensor leaves in the tree (counted again) */
     /* planning state */
-    kiln_tensor *temp;         /* materialized value, read with a LOAD; owned by plan->temps */
-    int force_mat;             /* materialize to keep a kernel under the limits */
+    kiln_tensor *temp; /* materialized value, read with a LOAD; owned by plan->temps */
+    int force_mat;     /* materialize to keep a kernel under the limits */
     int has_stream;
     uint64_t stream;
 } pnode;
@@ -97,7 +97,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
     }
     return h;
 }
-#define FNV_INIT 14695981039346656037ull
+#define FNV_INIT      14695981039346656037ull
 #define FNV_VAL(h, v) fnv((h), &(v), sizeof(v))
 
 static uint64_t ptr_hash(const void *p)
@@ -142,8 +142,8 @@ static int same_view(const kiln_tensor *a, const kiln_tensor *b)
 
 static int node_key_eq(const pnode *a, const pnode *b)
 {
-    if (a->hash != b->hash || a->kind != b->kind || a->op != b->op || a->cast_to != b->cast_to ||
-        a->mask != b->mask || a->ndim != b->ndim || a->nchild != b->nchild || a->gen != b->gen)
+    if (a->hash != b->hash || a->kind != b->kind || a->op != b->op || a->cast_to != b->cast_to || a->mask != b->mask ||
+        a->ndim != b->ndim || a->nchild != b->nchild || a->gen != b->gen)
         return 0;
     if (memcmp(&a->value, &b->value, sizeof a->value) != 0) return 0;
     for (int i = 0; i < a->ndim; i++)
@@ -242,7 +242,10 @@ static int emap_put(pbuild *b, const kiln_expr *e, int id)
     return 0;
 }
 
-static int is_wide(kiln_dtype dt) { return dt == KILN_DTYPE_F64 || dt == KILN_DTYPE_I32; }
+static int is_wide(kiln_dtype dt)
+{
+    return dt == KILN_DTYPE_F64 || dt == KILN_DTYPE_I32;
+}
 
 /* Converts e into the canonical DAG; returns the node id or -1 (status recorded). */
 static int canon(pbuild *b, const kiln_expr *e, kiln_status *st)
@@ -259,9 +262,7 @@ static int canon(pbuild *b, const kiln_expr *e, kiln_status *st)
     p.mask = e->mask;
     p.size = 1;
     switch ((kiln_enode_kind)e->kind) {
-    case KILN_EN_ERROR:
-        *st = KILN_ERROR(b->ctx, e->status, "%s", e->msg);
-        return -1;
+    case KILN_EN_ERROR: *st = KILN_ERROR(b->ctx, e->status, "%s", e->msg); return -1;
     case KILN_EN_TENSOR:
         if (e->tensor->ctx != b->ctx) {
             char buf[200];
@@ -274,9 +275,7 @@ static int canon(pbuild *b, const kiln_expr *e, kiln_status *st)
         p.f64 = (uint8_t)is_wide(e->tensor->dtype);
         p.nleaves = 1;
         break;
-    case KILN_EN_SCALAR:
-        p.value = e->value;
-        break;
+    case KILN_EN_SCALAR: p.value = e->value; break;
     case KILN_EN_GEN:
         p.value = e->value;
         p.gen = e;
@@ -376,7 +375,7 @@ typedef struct kst {
     kiln_status status;
 } kst;
 
-#define EMIT_ERR (-1)
+#define EMIT_ERR  (-1)
 #define EMIT_OVER (-2)
 
 static kiln_status plan_into(pbuild *b, kiln_tensor *out, int root, int is_top, kiln_round round);
@@ -662,8 +661,7 @@ static int emit_node(kst *k, int id)
         k->dep[r] = pass;
         return r;
     }
-    default:
-        break;
+    default: break;
     }
     k->status = KILN_ERROR(b->ctx, KILN_ERR_INTERNAL, "kiln_assign: argument 'e': cannot plan node kind %d op %s",
                            (int)p->kind, kiln__pop_name((kiln_pop)p->op));
@@ -791,8 +789,10 @@ static kiln_status choose_domain(pbuild *b, kst *k, const kiln_tensor *out, int 
             if (Op[a] != Dp[a]) full = 0;
             if (Op[a] != (((Mp >> a) & 1u) ? 1 : Dp[a])) row = 0;
         }
-        if (full) best = list[i];
-        else if (row && best_row < 0) best_row = list[i];
+        if (full)
+            best = list[i];
+        else if (row && best_row < 0)
+            best_row = list[i];
     }
     free(seen);
     free(stack);
@@ -855,8 +855,9 @@ static kiln_status kernel_emit(pbuild *b, kst *k, int root)
         if (r == EMIT_ERR) return k->status;
         int s = pick_split(k);
         if (s < 0)
-            return KILN_ERROR(b->ctx, KILN_ERR_LIMIT, "kiln_assign: argument 'e' cannot be split to fit a kernel "
-                                                      "(%d inputs, %d instructions at most)",
+            return KILN_ERROR(b->ctx, KILN_ERR_LIMIT,
+                              "kiln_assign: argument 'e' cannot be split to fit a kernel "
+                              "(%d inputs, %d instructions at most)",
                               MAX_INPUTS, MAX_INSTR);
         b->n[s].force_mat = 1;
     }
@@ -950,10 +951,12 @@ static kiln_status materialize(pbuild *b, int id)
         return KILN_OK;
     }
     kiln_dtype dt;
-    if (p->kind == KILN_EN_TENSOR) dt = p->tensor->dtype;
+    if (p->kind == KILN_EN_TENSOR)
+        dt = p->tensor->dtype;
     else if (p->kind == KILN_EN_REDUCE && (p->op == KILN_POP_RED_ARGMAX || p->op == KILN_POP_RED_ARGMIN))
         dt = KILN_DTYPE_I32;
-    else dt = p->f64 ? KILN_DTYPE_F64 : KILN_DTYPE_F32;
+    else
+        dt = p->f64 ? KILN_DTYPE_F64 : KILN_DTYPE_F32;
     kiln_tensor *t;
     KILN_TRY(kiln__tensor_new(b->ctx, dt, p->ndim, p->shape, __FILE__, __LINE__, &t));
     KILN_TRY(add_temp(b, t));
@@ -986,10 +989,10 @@ kiln_status kiln__plan_build(kiln_tensor *dst, const kiln_expr *e, kiln_round ro
     for (int i = 0; ok && i < bn; i++)
         if (bs[i] != dst->shape[i]) ok = 0;
     if (!ok)
-        return KILN_ERROR(ctx, KILN_ERR_SHAPE,
-                          "kiln_assign: argument 'dst' has shape %s, the expression's shape %s does not broadcast to it",
-                          kiln__shape_str(sd, sizeof sd, dst->ndim, dst->shape),
-                          kiln__shape_str(se, sizeof se, e->ndim, e->shape));
+        return KILN_ERROR(
+            ctx, KILN_ERR_SHAPE,
+            "kiln_assign: argument 'dst' has shape %s, the expression's shape %s does not broadcast to it",
+            kiln__shape_str(sd, sizeof sd, dst->ndim, dst->shape), kiln__shape_str(se, sizeof se, e->ndim, e->shape));
     if (kiln__tensor_has_aliasing(dst))
         return KILN_ERROR(ctx, KILN_ERR_ALIAS,
                           "kiln_assign: argument 'dst' (%s) is a broadcast view (a stride 0 on an axis of size > 1); "
@@ -1053,12 +1056,12 @@ void kiln__plan_describe(const kiln_plan *p, char *buf, size_t cap)
 {
     if (!buf || cap == 0) return;
     size_t k = 0;
-#define APPEND(...)                                                                         \
-    do {                                                                                    \
-        if (k < cap) {                                                                      \
-            int w_ = snprintf(buf + k, cap - k, __VA_ARGS__);                               \
-            if (w_ > 0) k += (size_t)w_ < cap - k ? (size_t)w_ : cap - k;                   \
-        }                                                                                   \
+#define APPEND(...)                                                       \
+    do {                                                                  \
+        if (k < cap) {                                                    \
+            int w_ = snprintf(buf + k, cap - k, __VA_ARGS__);             \
+            if (w_ > 0) k += (size_t)w_ < cap - k ? (size_t)w_ : cap - k; \
+        }                                                                 \
     } while (0)
     if (!p) {
         APPEND("kiln: plan (null)");
