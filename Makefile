@@ -8,7 +8,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 CMAKE_ARGS ?=
 
-.PHONY: all deps configure build test test-asan bench clean format
+.PHONY: all deps configure build test test-asan test-gpu bench clean format
 
 all: build
 
@@ -32,6 +32,9 @@ test-asan: deps
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 		ctest --output-on-failure -j $(JOBS)
+
+test-gpu:
+	@./tools/test-gpu.sh
 
 bench: build
 	@./$(BUILD)/kiln-bench

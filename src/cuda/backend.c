@@ -1,0 +1,304 @@
+/*
+ * src/cuda/backend.c — the CUDA backend's vtable (src/backend.h): device and stream set-up
+ * per context, raw device memory for the core's caching allocator (cudaMalloc/cudaFree,
+ * never managed memory), host <-> device copies of any view with dtype conversion (staged
+ * through a host buffer and kiln__convert_strided), plans (codegen.c), GEMM (gemm.c) and
+ * synchronisation. Everything is queued on the context's one non-blocking stream.
+ * A machine without a driver or a device gives KILN_ERR_NO_DEVICE from init, never a crash.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/cuda.h"
+
+kiln_status kiln__cuda_enter(kiln_ctx *ctx)
+{
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    KILN_CK(ctx, rt, cudaSetDevice(st->device));
+    return KILN_OK;
+}
+
+static void cuda_fini(void *state)
+{
+    kiln_cuda_state *st = state;
+    if (!st) return;
+    cudaSetDevice(st->device);
+    if (st->stream) cudaStreamSynchronize(st->stream);
+    kiln__cuda_cache_clear(st);
+    if (st->lt) cublasLtDestroy(st->lt);
+    if (st->stream) cudaStreamDestroy(st->stream);
+    free(st);
+}
+
+static kiln_status cuda_init(kiln_ctx *ctx, void **state)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return KILN_ERROR(ctx, KILN_ERR_NO_DEVICE, "argument 'device': no usable CUDA driver or device (%s: %s)",
+                          cudaGetErrorName(e), cudaGetErrorString(e));
+    }
+    if (n <= 0) return KILN_ERROR(ctx, KILN_ERR_NO_DEVICE, "argument 'device': the CUDA driver reports no device");
+    if (ctx->device_index < 0 || ctx->device_index >= n)
+        return KILN_ERROR(ctx, KILN_ERR_NO_DEVICE, "argument 'device_index': %d, but there are %d CUDA device(s)",
+                          ctx->device_index, n);
+    kiln_cuda_state *st = calloc(1, sizeof *st);
+    if (!st) return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'ctx': no host memory for the CUDA backend state");
+    st->device = ctx->device_index;
+    /* From here on errors go through cleanup; ctx->backend_state is set so macros work. */
+    void *saved = ctx->backend_state;
+    ctx->backend_state = st;
+    kiln_status s = KILN_OK;
+#define INIT_CK(api, call)                                                                     \
+    do {                                                                                       \
+        int c_ = (int)(call);                                                                  \
+        if (c_ != 0) {                                                                         \
+            s = kiln__cuda_check_##api(ctx, c_, #call, __FILE__, __LINE__);                   \
+            goto fail;                                                                         \
+        }                                                                                      \
+    } while (0)
+    INIT_CK(rt, cudaSetDevice(st->device));
+    {
+        struct {
+            const char *name;
+            void **fn;
+        } syms[] = {
+            {"cuGetErrorString", (void **)&st->cu.GetErrorString},
+            {"cuGetErrorName", (void **)&st->cu.GetErrorName},
+            {"cuModuleLoadData", (void **)&st->cu.ModuleLoadData},
+            {"cuModuleGetFunction", (void **)&st->cu.ModuleGetFunction},
+            {"cuModuleUnload", (void **)&st->cu.ModuleUnload},
+            {"cuLaunchKernel", (void **)&st->cu.LaunchKernel},
+            {"cuDeviceGet", (void **)&st->cu.DeviceGet},
+            {"cuDeviceGetName", (void **)&st->cu.DeviceGetName},
+            {"cuDeviceTotalMem", (void **)&st->cu.DeviceTotalMem},
+        };
+        for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+            enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+            cudaError_t e2 = cudaGetDriverEntryPointByVersion(syms[i].name, syms[i].fn, 12000, cudaEnableDefault, &q);
+            if (e2 != cudaSuccess || q != cudaDriverEntryPointSuccess || !*syms[i].fn) {
+                (void)cudaGetLastError();
+                s = KILN_ERROR(ctx, KILN_ERR_NO_DEVICE, "argument 'device': the CUDA driver lacks %s (%s)",
+                               syms[i].name, cudaGetErrorString(e2));
+                goto fail;
+            }
+        }
+    }
+    INIT_CK(rt, cudaFree(0)); /* creates (or retains) the primary context */
+    INIT_CK(rt, cudaDeviceGetAttribute(&st->cc_major, cudaDevAttrComputeCapabilityMajor, st->device));
+    INIT_CK(rt, cudaDeviceGetAttribute(&st->cc_minor, cudaDevAttrComputeCapabilityMinor, st->device));
+    INIT_CK(rt, cudaDeviceGetAttribute(&st->sm_count, cudaDevAttrMultiProcessorCount, st->device));
+    INIT_CK(rt, cudaDeviceGetAttribute(&st->max_threads, cudaDevAttrMaxThreadsPerBlock, st->device));
+    INIT_CK(rt, cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
+    INIT_CK(lt, cublasLtCreate(&st->lt));
+    INIT_CK(nvrtc, nvrtcVersion(&st->nvrtc_major, &st->nvrtc_minor));
+#undef INIT_CK
+    snprintf(st->arch, sizeof st->arch, "sm_%d%d", st->cc_major, st->cc_minor);
+    st->sync_each = getenv("KILN_CUDA_SYNC") != NULL;
+    kiln__cuda_cache_init_dir(st);
+    {
+        char name[256] = "?";
+        size_t total = 0;
+        CUdevice dev;
+        if (st->cu.DeviceGet(&dev, st->device) == CUDA_SUCCESS) {
+            st->cu.DeviceGetName(name, (int)sizeof name, dev);
+            st->cu.DeviceTotalMem(&total, dev);
+        }
+        snprintf(ctx->description, sizeof ctx->description, "cuda: %s (%s, %d SMs, %.1f GiB), NVRTC %d.%d", name,
+                 st->arch, st->sm_count, (double)total / (1024.0 * 1024.0 * 1024.0), st->nvrtc_major,
+                 st->nvrtc_minor);
+    }
+    ctx->backend_state = saved;
+    *state = st;
+    return KILN_OK;
+fail:
+    ctx->backend_state = saved;
+    if (s == KILN_ERR_DRIVER && st->stream == NULL) s = KILN_ERR_NO_DEVICE;
+    cuda_fini(st);
+    return s;
+}
+
+static kiln_status cuda_raw_alloc(kiln_ctx *ctx, size_t size, void **ptr)
+{
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    cudaError_t e = cudaSetDevice(st->device);
+    void *p = NULL;
+    if (e == cudaSuccess) e = cudaMalloc(&p, size);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return KILN_ERROR(ctx, e == cudaErrorMemoryAllocation ? KILN_ERR_OOM : KILN_ERR_DRIVER,
+                          "argument 'size': cudaMalloc of %zu bytes failed: %s", size, cudaGetErrorString(e));
+    }
+    *ptr = p;
+    return KILN_OK;
+}
+
+static void cuda_raw_free(kiln_ctx *ctx, void *ptr, size_t size)
+{
+    (void)size;
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    cudaSetDevice(st->device);
+    cudaFree(ptr);
+}
+
+/* ---- host <-> device ------------------------------------------------------------------- */
+
+/* Element offsets of the lowest and one past the highest element of view t, relative to
+ * element [0..0]. */
+static void view_span(const kiln_tensor *t, int64_t *lo, int64_t *hi)
+{
+    int64_t a = 0, b = 0;
+    for (int i = 0; i < t->ndim; i++) {
+        int64_t d = t->strides[i] * (t->shape[i] - 1);
+        if (d < 0)
+            a += d;
+        else
+            b += d;
+    }
+    *lo = a;
+    *hi = b + 1;
+}
+
+/* Walks view t (strided, element 0 at `vbase`, host memory) against the contiguous host
+ * buffer `host`, converting row by row along the last axis. to_view: host -> view. */
+static void walk_convert(const kiln_tensor *t, char *vbase, char *host, kiln_dtype host_dt, int to_view)
+{
+    size_t ves = kiln_dtype_size(t->dtype), hes = kiln_dtype_size(host_dt);
+    int nd = t->ndim;
+    if (nd == 0) {
+        if (to_view)
+            kiln__convert_strided(vbase, t->dtype, 1, host, host_dt, 1, 1);
+        else
+            kiln__convert_strided(host, host_dt, 1, vbase, t->dtype, 1, 1);
+        return;
+    }
+    int64_t inner = t->shape[nd - 1], ist = t->strides[nd - 1];
+    int64_t idx[KILN_MAX_DIMS] = {0};
+    int64_t rows = 1;
+    for (int i = 0; i < nd - 1; i++) rows *= t->shape[i];
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t off = 0;
+        for (int i = 0; i < nd - 1; i++) off += idx[i] * t->strides[i];
+        char *v = vbase + off * (int64_t)ves;
+        char *h = host + r * inner * (int64_t)hes;
+        if (to_view)
+            kiln__convert_strided(v, t->dtype, ist, h, host_dt, 1, inner);
+        else
+            kiln__convert_strided(h, host_dt, 1, v, t->dtype, ist, inner);
+        for (int i = nd - 2; i >= 0; i--) {
+            if (++idx[i] < t->shape[i]) break;
+            idx[i] = 0;
+        }
+    }
+}
+
+static kiln_status cuda_write(kiln_ctx *ctx, kiln_tensor *dst, const void *src, kiln_dtype src_dtype)
+{
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    int64_t n = kiln__numel(dst->ndim, dst->shape);
+    if (n == 0) return KILN_OK;
+    if (kiln__tensor_has_aliasing(dst))
+        return KILN_ERROR(ctx, KILN_ERR_ALIAS, "argument 'dst': a broadcast view cannot be written");
+    KILN_TRY(kiln__cuda_enter(ctx));
+    size_t es = kiln_dtype_size(dst->dtype);
+    char *base = kiln__tensor_base(dst);
+    if (kiln_tensor_is_contiguous(dst)) {
+        if (src_dtype == dst->dtype) {
+            KILN_CK(ctx, rt, cudaMemcpyAsync(base, src, (size_t)n * es, cudaMemcpyHostToDevice, st->stream));
+            KILN_CK(ctx, rt, cudaStreamSynchronize(st->stream));
+            return KILN_OK;
+        }
+        char *stage = malloc((size_t)n * es);
+        if (!stage) return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'src': no host memory to stage %lld elements", (long long)n);
+        kiln__convert_strided(stage, dst->dtype, 1, src, src_dtype, 1, n);
+        cudaError_t e = cudaMemcpyAsync(base, stage, (size_t)n * es, cudaMemcpyHostToDevice, st->stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(st->stream);
+        free(stage);
+        KILN_CK(ctx, rt, e);
+        return KILN_OK;
+    }
+    /* strided view: read the span, scatter into it, write it back */
+    int64_t lo, hi;
+    view_span(dst, &lo, &hi);
+    size_t bytes = (size_t)(hi - lo) * es;
+    char *stage = malloc(bytes);
+    if (!stage) return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'dst': no host memory to stage %zu bytes", bytes);
+    char *dbase = base + lo * (int64_t)es;
+    cudaError_t e = cudaMemcpyAsync(stage, dbase, bytes, cudaMemcpyDeviceToHost, st->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(st->stream);
+    if (e == cudaSuccess) {
+        walk_convert(dst, stage - lo * (int64_t)es, (char *)src, src_dtype, 1);
+        e = cudaMemcpyAsync(dbase, stage, bytes, cudaMemcpyHostToDevice, st->stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(st->stream);
+    }
+    free(stage);
+    KILN_CK(ctx, rt, e);
+    return KILN_OK;
+}
+
+static kiln_status cuda_read(kiln_ctx *ctx, const kiln_tensor *srct, void *dst, kiln_dtype dst_dtype)
+{
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    int64_t n = kiln__numel(srct->ndim, srct->shape);
+    if (n == 0) return KILN_OK;
+    KILN_TRY(kiln__cuda_enter(ctx));
+    size_t es = kiln_dtype_size(srct->dtype);
+    char *base = kiln__tensor_base(srct);
+    if (kiln_tensor_is_contiguous(srct) && dst_dtype == srct->dtype) {
+        KILN_CK(ctx, rt, cudaMemcpyAsync(dst, base, (size_t)n * es, cudaMemcpyDeviceToHost, st->stream));
+        KILN_CK(ctx, rt, cudaStreamSynchronize(st->stream));
+        return KILN_OK;
+    }
+    int64_t lo, hi;
+    view_span(srct, &lo, &hi);
+    size_t bytes = (size_t)(hi - lo) * es;
+    char *stage = malloc(bytes);
+    if (!stage) return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'src': no host memory to stage %zu bytes", bytes);
+    cudaError_t e = cudaMemcpyAsync(stage, base + lo * (int64_t)es, bytes, cudaMemcpyDeviceToHost, st->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(st->stream);
+    if (e == cudaSuccess) walk_convert(srct, stage - lo * (int64_t)es, dst, dst_dtype, 0);
+    free(stage);
+    KILN_CK(ctx, rt, e);
+    return KILN_OK;
+}
+
+/* ---- plans, gemm, sync ------------------------------------------------------------------ */
+
+static kiln_status cuda_run_plan(kiln_ctx *ctx, const kiln_plan *plan)
+{
+    if (!plan) return KILN_ERROR(ctx, KILN_ERR_NULL, "argument 'plan' is NULL");
+    KILN_TRY(kiln__cuda_enter(ctx));
+    for (int i = 0; i < plan->nkernels; i++) KILN_TRY(kiln__cuda_run_kernel(ctx, &plan->kernels[i]));
+    return KILN_OK;
+}
+
+static kiln_status cuda_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d)
+{
+    if (!d) return KILN_ERROR(ctx, KILN_ERR_NULL, "argument 'desc' is NULL");
+    KILN_TRY(kiln__cuda_enter(ctx));
+    return kiln__cuda_gemm(ctx, d);
+}
+
+static kiln_status cuda_synchronize(kiln_ctx *ctx)
+{
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    KILN_TRY(kiln__cuda_enter(ctx));
+    KILN_CK(ctx, rt, cudaStreamSynchronize(st->stream));
+    return KILN_OK;
+}
+
+const kiln_backend kiln__cuda_backend = {
+    .name = "cuda",
+    .device = KILN_DEVICE_CUDA,
+    .init = cuda_init,
+    .fini = cuda_fini,
+    .raw_alloc = cuda_raw_alloc,
+    .raw_free = cuda_raw_free,
+    .write = cuda_write,
+    .read = cuda_read,
+    .run_plan = cuda_run_plan,
+    .gemm = cuda_gemm,
+    .synchronize = cuda_synchronize,
+};

@@ -1,0 +1,995 @@
+/*
+ * src/cuda/codegen.c — turns one kernel of a plan (src/expr/plan.h) into CUDA C, gets it
+ * compiled through the kernel cache (nvrtc.c) and launches it on the context's stream.
+ *
+ * It computes what the CPU interpreter computes: the same domain, rows, spaces, passes,
+ * strides, compute type, Philox indices and store rounding. What it is not: a planner (the
+ * plan is taken as it is) or a place for op-specific hand-written kernels.
+ *
+ * Layout first: axes of size 1 are dropped and neighbouring axes merged where every tensor
+ * (inputs, output, and the domain's own row-major index) steps through them as one. Then:
+ *  - element-wise kernels (no reduced axis): a grid-stride loop, each thread computing UNR
+ *    points before storing them (loads of several points in flight);
+ *  - reduction kernels: ROW mode when the innermost axis is reduced (blockDim.x threads walk
+ *    one row, blockDim.y rows per block, warp-shuffle + shared-memory reductions) or COLUMN
+ *    mode when it is not (blockDim.x consecutive rows side by side so loads are coalesced,
+ *    blockDim.y threads split each row). Every pass walks the row in tiles of nw*KMAX
+ *    points; when the row fits in one tile, the FULL loads used by several passes stay in
+ *    registers, so the row is read from memory once. Longer rows are walked again per pass
+ *    (still one kernel).
+ * Sizes, strides, pointers, constants, Philox streams and the seed are kernel ARGUMENTS: a
+ * flat array of 64-bit words passed by value. The source depends only on the structure
+ * (which strides are 0 or 1, ops, dtypes, modes), so a new shape or eps does not recompile.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/cuda.h"
+
+#if defined(__has_include)
+#if __has_include("kiln_numeric_src.h")
+#include "kiln_numeric_src.h" /* static const char kiln_numeric_src[]: src/core/numeric.h's text */
+#define KILN_HAVE_NUMERIC_SRC 1
+#endif
+#endif
+
+/* ---- string buffer --------------------------------------------------------------------- */
+
+static int sbuf_reserve(kiln_sbuf *b, size_t more)
+{
+    if (b->oom) return 0;
+    if (b->len + more + 1 <= b->cap) return 1;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + more + 1) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+        b->oom = 1;
+        return 0;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 1;
+}
+
+void kiln__sbuf_printf(kiln_sbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char tmp[512];
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->oom = 1;
+        return;
+    }
+    if (!sbuf_reserve(b, (size_t)n)) return;
+    if ((size_t)n < sizeof tmp) {
+        memcpy(b->p + b->len, tmp, (size_t)n + 1);
+    } else {
+        va_start(ap, fmt);
+        vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    b->len += (size_t)n;
+}
+
+void kiln__sbuf_puts(kiln_sbuf *b, const char *s)
+{
+    size_t n = strlen(s);
+    if (!sbuf_reserve(b, n)) return;
+    memcpy(b->p + b->len, s, n + 1);
+    b->len += n;
+}
+
+void kiln__sbuf_free(kiln_sbuf *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+/* ---- the prelude ------------------------------------------------------------------------ */
+
+static const char prelude_src[] =
+    "typedef unsigned long long kiln_w64;\n"
+    "__device__ __forceinline__ float kiln_h2f(unsigned short h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
+    "__device__ __forceinline__ unsigned short kiln_f2h(float f) { unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
+    "__device__ __forceinline__ float kiln_bf2f(unsigned short h) { return __uint_as_float(((unsigned)h) << 16); }\n"
+    "template <class T> __device__ __forceinline__ signed char kiln_to_i8(T x) { return x != x ? 0 : x <= (T)-128 ? -128 : x >= (T)127 ? 127 : (signed char)x; }\n"
+    "template <class T> __device__ __forceinline__ unsigned char kiln_to_u8(T x) { return x != x ? 0 : x <= (T)0 ? 0 : x >= (T)255 ? 255 : (unsigned char)x; }\n"
+    "template <class T> __device__ __forceinline__ int kiln_to_i32(T x) { return x != x ? 0 : x <= (T)-2147483648.0 ? (-2147483647 - 1) : x >= (T)2147483647.0 ? 2147483647 : (int)x; }\n"
+    "struct kiln_op_sum { template <class T> __device__ __forceinline__ static T f(T a, T b) { return a + b; } };\n"
+    "struct kiln_op_max { template <class T> __device__ __forceinline__ static T f(T a, T b) { return (a != a || a > b) ? a : b; } };\n"
+    "struct kiln_op_min { template <class T> __device__ __forceinline__ static T f(T a, T b) { return (a != a || a < b) ? a : b; } };\n"
+    /* arg reductions: (value, index), index < 0 = nothing seen; first index wins ties; NaN
+     * counts as the extreme (the first NaN wins). */
+    "template <int MAXI, class T> __device__ __forceinline__ void kiln_arg_comb(T &v, long long &i, T v2, long long i2) {\n"
+    "  if (i2 < 0) return;\n"
+    "  bool take;\n"
+    "  if (i < 0) take = true;\n"
+    "  else { bool n1 = v != v, n2 = v2 != v2;\n"
+    "    if (n1 || n2) take = (n1 && n2) ? i2 < i : n2;\n"
+    "    else if (MAXI ? v2 > v : v2 < v) take = true;\n"
+    "    else if (v2 == v) take = i2 < i;\n"
+    "    else take = false; }\n"
+    "  if (take) { v = v2; i = i2; }\n"
+    "}\n"
+    /* ROW mode: workers along x (blockDim.x a power of two >= 32), rows along y. */
+    "template <class Op, class T> __device__ __forceinline__ T kiln_row_red(T v, void *smv) {\n"
+    "  T *sm = (T *)smv;\n"
+    "#pragma unroll\n"
+    "  for (int o = 16; o > 0; o >>= 1) v = Op::f(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
+    "  const int nwarp = blockDim.x >> 5;\n"
+    "  if (nwarp == 1) return v;\n"
+    "  if ((threadIdx.x & 31) == 0) sm[threadIdx.y * nwarp + (threadIdx.x >> 5)] = v;\n"
+    "  __syncthreads();\n"
+    "  T r = sm[threadIdx.y * nwarp];\n"
+    "  for (int w = 1; w < nwarp; w++) r = Op::f(r, sm[threadIdx.y * nwarp + w]);\n"
+    "  __syncthreads();\n"
+    "  return r;\n"
+    "}\n"
+    "template <int MAXI, class T> __device__ __forceinline__ void kiln_row_arg(T &v, long long &i, void *smv) {\n"
+    "#pragma unroll\n"
+    "  for (int o = 16; o > 0; o >>= 1) { T v2 = __shfl_xor_sync(0xffffffffu, v, o); long long i2 = __shfl_xor_sync(0xffffffffu, i, o); kiln_arg_comb<MAXI>(v, i, v2, i2); }\n"
+    "  const int nwarp = blockDim.x >> 5;\n"
+    "  if (nwarp == 1) return;\n"
+    "  T *sv = (T *)smv; long long *si = (long long *)(sv + blockDim.x * blockDim.y);\n"
+    "  if ((threadIdx.x & 31) == 0) { sv[threadIdx.y * nwarp + (threadIdx.x >> 5)] = v; si[threadIdx.y * nwarp + (threadIdx.x >> 5)] = i; }\n"
+    "  __syncthreads();\n"
+    "  v = sv[threadIdx.y * nwarp]; i = si[threadIdx.y * nwarp];\n"
+    "  for (int w = 1; w < nwarp; w++) kiln_arg_comb<MAXI>(v, i, sv[threadIdx.y * nwarp + w], si[threadIdx.y * nwarp + w]);\n"
+    "  __syncthreads();\n"
+    "}\n"
+    /* COLUMN mode: rows along x, workers along y. */
+    "template <class Op, class T> __device__ __forceinline__ T kiln_col_red(T v, void *smv) {\n"
+    "  if (blockDim.y == 1) return v;\n"
+    "  T *sm = (T *)smv;\n"
+    "  sm[threadIdx.y * blockDim.x + threadIdx.x] = v;\n"
+    "  __syncthreads();\n"
+    "  T r = sm[threadIdx.x];\n"
+    "  for (int w = 1; w < (int)blockDim.y; w++) r = Op::f(r, sm[w * blockDim.x + threadIdx.x]);\n"
+    "  __syncthreads();\n"
+    "  return r;\n"
+    "}\n"
+    "template <int MAXI, class T> __device__ __forceinline__ void kiln_col_arg(T &v, long long &i, void *smv) {\n"
+    "  if (blockDim.y == 1) return;\n"
+    "  T *sv = (T *)smv; long long *si = (long long *)(sv + blockDim.x * blockDim.y);\n"
+    "  sv[threadIdx.y * blockDim.x + threadIdx.x] = v; si[threadIdx.y * blockDim.x + threadIdx.x] = i;\n"
+    "  __syncthreads();\n"
+    "  v = sv[threadIdx.x]; i = si[threadIdx.x];\n"
+    "  for (int w = 1; w < (int)blockDim.y; w++) kiln_arg_comb<MAXI>(v, i, sv[w * blockDim.x + threadIdx.x], si[w * blockDim.x + threadIdx.x]);\n"
+    "  __syncthreads();\n"
+    "}\n";
+
+void kiln__cuda_prelude(kiln_sbuf *b)
+{
+#ifdef KILN_HAVE_NUMERIC_SRC
+    kiln__sbuf_puts(b, "/* ---- src/core/numeric.h ---- */\n");
+    kiln__sbuf_puts(b, kiln_numeric_src);
+    kiln__sbuf_puts(b, "\n/* ---- kiln prelude ---- */\n");
+#else
+    kiln__sbuf_puts(b, "#error \"kiln was built without src/core/numeric.h\"\n");
+#endif
+    kiln__sbuf_puts(b, prelude_src);
+}
+
+/* ---- layout ----------------------------------------------------------------------------- */
+
+#define MAXD KILN_MAX_DIMS
+
+typedef struct layout {
+    int nd;                   /* merged rank */
+    int64_t size[MAXD];
+    int red[MAXD];            /* 1 = reduced axis */
+    int nt;                   /* tensors: inputs 0..ni-1, output ni, domain index ni+1 */
+    int64_t (*st)[MAXD];      /* [nt][nd] strides in elements */
+    int64_t R, L;             /* rows, points per row */
+    int idx32;
+    /* argument words */
+    int w_size[MAXD];         /* word of each axis size */
+    int *w_base;              /* [nt] pointer word (-1 for the domain index) */
+    int (*w_st)[MAXD];        /* [nt][nd] stride word, -1 when the stride is 0 */
+    int w_consts, w_streams, w_sr, nwords;
+} layout;
+
+static void layout_free(layout *l)
+{
+    free(l->st);
+    free(l->w_base);
+    free(l->w_st);
+}
+
+static kiln_status layout_build(kiln_ctx *ctx, const kiln_plan_kernel *k, layout *l)
+{
+    memset(l, 0, sizeof *l);
+    int ni = k->ninputs;
+    l->nt = ni + 2;
+    l->st = calloc((size_t)l->nt, sizeof *l->st);
+    l->w_base = calloc((size_t)l->nt, sizeof *l->w_base);
+    l->w_st = calloc((size_t)l->nt, sizeof *l->w_st);
+    if (!l->st || !l->w_base || !l->w_st) {
+        layout_free(l);
+        return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'plan': no host memory for a kernel layout");
+    }
+    /* domain row-major strides */
+    int64_t dst[MAXD];
+    int64_t acc = 1;
+    for (int a = k->ndim - 1; a >= 0; a--) {
+        dst[a] = acc;
+        acc *= k->shape[a];
+    }
+    int nd = 0;
+    for (int a = 0; a < k->ndim; a++) {
+        if (k->shape[a] == 1) continue;
+        l->size[nd] = k->shape[a];
+        l->red[nd] = (k->reduce_mask >> a) & 1u;
+        for (int t = 0; t < ni; t++) l->st[t][nd] = k->inputs[t].strides[a];
+        l->st[ni][nd] = k->out.strides[a];
+        l->st[ni + 1][nd] = dst[a];
+        nd++;
+    }
+    /* merge axis a into a+1 when every tensor walks them as one */
+    for (int a = nd - 2; a >= 0; a--) {
+        if (l->red[a] != l->red[a + 1]) continue;
+        int ok = 1;
+        for (int t = 0; t < l->nt && ok; t++)
+            if (l->st[t][a] != l->st[t][a + 1] * l->size[a + 1]) ok = 0;
+        if (!ok) continue;
+        l->size[a + 1] *= l->size[a];
+        for (int b = a; b < nd - 1; b++) {
+            l->size[b] = l->size[b + 1];
+            l->red[b] = l->red[b + 1];
+            for (int t = 0; t < l->nt; t++) l->st[t][b] = l->st[t][b + 1];
+        }
+        nd--;
+    }
+    l->nd = nd;
+    l->R = 1;
+    l->L = 1;
+    for (int a = 0; a < nd; a++) {
+        if (l->red[a])
+            l->L *= l->size[a];
+        else
+            l->R *= l->size[a];
+    }
+    /* 32-bit index math when every index and offset stays far below 2^31 */
+    int64_t lim = (int64_t)1 << 29;
+    int small = l->R * l->L < lim;
+    for (int t = 0; t < l->nt && small; t++) {
+        int64_t span = 0;
+        for (int a = 0; a < nd; a++) {
+            int64_t s = l->st[t][a] < 0 ? -l->st[t][a] : l->st[t][a];
+            if (s > lim) {
+                small = 0;
+                break;
+            }
+            span += s * (l->size[a] - 1);
+            if (span >= lim) small = 0;
+        }
+    }
+    l->idx32 = small;
+    /* words: 0 seed, 1 R, 2 L, then sizes, then per tensor base + nonzero strides */
+    int w = 3;
+    for (int a = 0; a < nd; a++) l->w_size[a] = w++;
+    for (int t = 0; t < l->nt; t++) {
+        l->w_base[t] = (t == ni + 1) ? -1 : w++;
+        for (int a = 0; a < nd; a++) l->w_st[t][a] = l->st[t][a] != 0 ? w++ : -1;
+    }
+    l->w_consts = w;
+    w += k->nconsts;
+    l->w_streams = w;
+    w += k->nstreams;
+    l->w_sr = w++;
+    l->nwords = w;
+    return KILN_OK;
+}
+
+static void layout_fill(kiln_ctx *ctx, const kiln_plan_kernel *k, const layout *l, uint64_t *words)
+{
+    int ni = k->ninputs;
+    words[0] = ctx->seed;
+    words[1] = (uint64_t)l->R;
+    words[2] = (uint64_t)l->L;
+    for (int a = 0; a < l->nd; a++) words[l->w_size[a]] = (uint64_t)l->size[a];
+    for (int t = 0; t < l->nt; t++) {
+        if (l->w_base[t] >= 0) {
+            const char *base = t < ni ? k->inputs[t].base : k->out.base;
+            words[l->w_base[t]] = (uint64_t)(uintptr_t)base;
+        }
+        for (int a = 0; a < l->nd; a++)
+            if (l->w_st[t][a] >= 0) words[l->w_st[t][a]] = (uint64_t)l->st[t][a];
+    }
+    for (int c = 0; c < k->nconsts; c++) {
+        uint64_t bits;
+        memcpy(&bits, &k->consts[c], 8);
+        words[l->w_consts + c] = bits;
+    }
+    for (int s = 0; s < k->nstreams; s++) words[l->w_streams + s] = k->streams[s];
+    words[l->w_sr] = k->out.sr_stream;
+}
+
+/* ---- dtype helpers ------------------------------------------------------------------------ */
+
+static const char *storage_type(kiln_dtype dt)
+{
+    switch (dt) {
+    case KILN_DTYPE_F32: return "float";
+    case KILN_DTYPE_F16: return "unsigned short";
+    case KILN_DTYPE_BF16: return "unsigned short";
+    case KILN_DTYPE_F64: return "double";
+    case KILN_DTYPE_I8: return "signed char";
+    case KILN_DTYPE_U8: return "unsigned char";
+    case KILN_DTYPE_I32: return "int";
+    default: return NULL;
+    }
+}
+
+/* Expression converting storage value `x` (text) of dtype dt to CT. */
+static void emit_load_conv(kiln_sbuf *b, kiln_dtype dt, const char *x)
+{
+    switch (dt) {
+    case KILN_DTYPE_F16: kiln__sbuf_printf(b, "(CT)kiln_h2f(%s)", x); break;
+    case KILN_DTYPE_BF16: kiln__sbuf_printf(b, "(CT)kiln_bf2f(%s)", x); break;
+    default: kiln__sbuf_printf(b, "(CT)(%s)", x); break;
+    }
+}
+
+/* Expression rounding CT value `v` to dtype dt's storage (round to nearest). */
+static void emit_store_conv(kiln_sbuf *b, kiln_dtype dt, int f64, const char *v)
+{
+    switch (dt) {
+    case KILN_DTYPE_F32: kiln__sbuf_printf(b, "(float)(%s)", v); break;
+    case KILN_DTYPE_F64: kiln__sbuf_printf(b, "(double)(%s)", v); break;
+    case KILN_DTYPE_F16:
+        if (f64)
+            kiln__sbuf_printf(b, "(unsigned short)kiln_f64_to_f16_rn(%s)", v);
+        else
+            kiln__sbuf_printf(b, "kiln_f2h(%s)", v);
+        break;
+    case KILN_DTYPE_BF16:
+        if (f64)
+            kiln__sbuf_printf(b, "(unsigned short)kiln_f64_to_bf16_rn(%s)", v);
+        else
+            kiln__sbuf_printf(b, "(unsigned short)kiln_f32_to_bf16_rn(%s)", v);
+        break;
+    case KILN_DTYPE_I8: kiln__sbuf_printf(b, "kiln_to_i8(%s)", v); break;
+    case KILN_DTYPE_U8: kiln__sbuf_printf(b, "kiln_to_u8(%s)", v); break;
+    case KILN_DTYPE_I32: kiln__sbuf_printf(b, "kiln_to_i32(%s)", v); break;
+    default: kiln__sbuf_puts(b, "0"); break;
+    }
+}
+
+/* ---- instruction analysis -------------------------------------------------------------- */
+
+typedef struct analysis {
+    int n;
+    int *level;     /* ROW instrs: 0 = before pass 0, p+1 = after pass p's reductions */
+    int *first;     /* FULL LOADs: first phase that uses them (pass, npasses = output), -1 none */
+    int *multi;     /* FULL LOADs used in >= 2 phases */
+    char *need;     /* scratch [n] */
+    int ncached;
+} analysis;
+
+static void analysis_free(analysis *a)
+{
+    free(a->level);
+    free(a->first);
+    free(a->multi);
+    free(a->need);
+}
+
+static int arg_of(const kiln_plan_instr *in, int j)
+{
+    return j == 0 ? in->a : j == 1 ? in->b : in->c;
+}
+
+static int instr_nargs(const kiln_plan_instr *in)
+{
+    kiln_pop op = (kiln_pop)in->op;
+    if (op == KILN_POP_LOAD || op == KILN_POP_CONST || op == KILN_POP_RAND || op == KILN_POP_RANDN ||
+        op == KILN_POP_BERNOULLI)
+        return 0;
+    return kiln__pop_nargs(op);
+}
+
+/* Marks in need[] the FULL instructions that `root` (FULL) depends on without crossing ROW
+ * values. */
+static void mark_full(const kiln_plan_kernel *k, int root, char *need)
+{
+    if (root < 0 || k->instr[root].space != KILN_SPACE_FULL || need[root]) return;
+    need[root] = 1;
+    const kiln_plan_instr *in = &k->instr[root];
+    int na = instr_nargs(in);
+    for (int j = 0; j < na; j++) mark_full(k, arg_of(in, j), need);
+}
+
+static kiln_status analyse(kiln_ctx *ctx, const kiln_plan_kernel *k, analysis *an)
+{
+    memset(an, 0, sizeof *an);
+    int n = k->ninstr;
+    an->n = n;
+    an->level = calloc((size_t)n + 1, sizeof(int));
+    an->first = calloc((size_t)n + 1, sizeof(int));
+    an->multi = calloc((size_t)n + 1, sizeof(int));
+    an->need = calloc((size_t)n + 1, 1);
+    if (!an->level || !an->first || !an->multi || !an->need) {
+        analysis_free(an);
+        return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'plan': no host memory for kernel analysis");
+    }
+    for (int i = 0; i < n; i++) {
+        const kiln_plan_instr *in = &k->instr[i];
+        int na = instr_nargs(in);
+        for (int j = 0; j < na; j++) {
+            int x = arg_of(in, j);
+            if (x < 0 || x >= i)
+                return analysis_free(an),
+                       KILN_ERROR(ctx, KILN_ERR_INTERNAL, "argument 'plan': instr %d operand %d is %d (not SSA)", i,
+                                  j, x);
+        }
+        an->first[i] = -1;
+        if (in->space == KILN_SPACE_ROW) {
+            int lv = 0;
+            if (kiln__pop_is_reduction((kiln_pop)in->op)) {
+                lv = in->pass + 1;
+            } else {
+                for (int j = 0; j < na; j++) {
+                    int x = arg_of(in, j);
+                    if (k->instr[x].space == KILN_SPACE_FULL)
+                        return analysis_free(an),
+                               KILN_ERROR(ctx, KILN_ERR_INTERNAL,
+                                          "argument 'plan': ROW instr %d uses FULL instr %d", i, x);
+                    if (an->level[x] > lv) lv = an->level[x];
+                }
+            }
+            an->level[i] = lv;
+        }
+    }
+    /* phases using each FULL load */
+    int nph = k->npasses + 1;
+    for (int ph = 0; ph < nph; ph++) {
+        memset(an->need, 0, (size_t)n);
+        if (ph < k->npasses) {
+            for (int i = 0; i < n; i++)
+                if (kiln__pop_is_reduction((kiln_pop)k->instr[i].op) && k->instr[i].pass == ph)
+                    mark_full(k, k->instr[i].a, an->need);
+        } else if (!k->out.is_row) {
+            mark_full(k, k->out_instr, an->need);
+        }
+        for (int i = 0; i < n; i++) {
+            if (!an->need[i] || k->instr[i].op != KILN_POP_LOAD) continue;
+            if (an->first[i] < 0)
+                an->first[i] = ph;
+            else
+                an->multi[i] = 1;
+        }
+    }
+    for (int i = 0; i < n; i++) an->ncached += an->multi[i];
+    return KILN_OK;
+}
+
+/* ---- emitting instructions ------------------------------------------------------------- */
+
+typedef struct gen {
+    kiln_sbuf *b;
+    const kiln_plan_kernel *k;
+    const layout *l;
+    const analysis *an;
+    int f64;
+    int elementwise;
+} gen;
+
+static const char *fn_name(int f64, const char *base)
+{
+    static char buf[8][32];
+    static int slot;
+    char *s = buf[slot++ & 7];
+    snprintf(s, 32, "%s%s", base, f64 ? "" : "f");
+    return s;
+}
+
+/* Emits "CT v<i> = <expr>;" for instruction i. `off` is the offset expression prefix of
+ * tensor t ("o%d"), `lin` the Philox index expression of the instruction's space. */
+static void emit_instr(gen *g, int i, const char *lin, int kk_cache)
+{
+    kiln_sbuf *b = g->b;
+    const kiln_plan_kernel *k = g->k;
+    const kiln_plan_instr *in = &k->instr[i];
+    int A = in->a, B = in->b, C = in->c;
+    int f64 = g->f64;
+    kiln__sbuf_printf(b, "      CT v%d = ", i);
+    switch ((kiln_pop)in->op) {
+    case KILN_POP_LOAD: {
+        char x[96];
+        if (in->space == KILN_SPACE_ROW || g->elementwise)
+            snprintf(x, sizeof x, "in%d[ro%d]", A, A);
+        else
+            snprintf(x, sizeof x, "in%d[ro%d + io%d]", A, A, A);
+        if (kk_cache == 2) { /* cached and not the first use: read the register */
+            kiln__sbuf_printf(b, "fits ? cc%d[kk] : ", i);
+        }
+        emit_load_conv(b, k->inputs[A].dtype, x);
+        break;
+    }
+    case KILN_POP_CONST: kiln__sbuf_printf(b, "c%d", A); break;
+    case KILN_POP_NEG: kiln__sbuf_printf(b, "-v%d", A); break;
+    case KILN_POP_ABS: kiln__sbuf_printf(b, "%s(v%d)", fn_name(f64, "fabs"), A); break;
+    case KILN_POP_SQR: kiln__sbuf_printf(b, "v%d * v%d", A, A); break;
+    case KILN_POP_SQRT: kiln__sbuf_printf(b, "%s(v%d)", fn_name(f64, "sqrt"), A); break;
+    case KILN_POP_RSQRT: kiln__sbuf_printf(b, "(CT)1 / %s(v%d)", fn_name(f64, "sqrt"), A); break;
+    case KILN_POP_RECIP: kiln__sbuf_printf(b, "(CT)1 / v%d", A); break;
+    case KILN_POP_EXP: kiln__sbuf_printf(b, "%s(v%d)", fn_name(f64, "exp"), A); break;
+    case KILN_POP_EXP2: kiln__sbuf_printf(b, "%s(v%d)", fn_name(f64, "exp2"), A); break;
+    case KILN_POP_LOG: kiln__sbuf_printf(b, "%s(v%d)", fn_name(f64, "log"), A); break;
+    case KILN_POP_LOG2: kiln__sbuf_printf(b, "%s(v%d)", fn_name(f64, "log2"), A); break;
+    case KILN_POP_SIGMOID: kiln__sbuf_printf(b, "(CT)1 / ((CT)1 + %s(-v%d))", fn_name(f64, "exp"), A); break;
+    case KILN_POP_TANH: kiln__sbuf_printf(b, "%s(v%d)", fn_name(f64, "tanh"), A); break;
+    case KILN_POP_RELU: kiln__sbuf_printf(b, "v%d < (CT)0 ? (CT)0 : v%d", A, A); break;
+    case KILN_POP_FINITE: kiln__sbuf_printf(b, "(v%d - v%d) == (CT)0 ? (CT)1 : (CT)0", A, A); break;
+    case KILN_POP_SIGN:
+        kiln__sbuf_printf(b, "v%d > (CT)0 ? (CT)1 : v%d < (CT)0 ? (CT)-1 : v%d", A, A, A);
+        break;
+    case KILN_POP_CAST: {
+        char v[32];
+        snprintf(v, sizeof v, "v%d", A);
+        kiln_dtype dt = (kiln_dtype)in->dtype;
+        if (dt == KILN_DTYPE_F16 && !f64) {
+            kiln__sbuf_printf(b, "(CT)kiln_h2f(kiln_f2h(v%d))", A);
+        } else if (dt == KILN_DTYPE_F16 || dt == KILN_DTYPE_BF16) {
+            kiln__sbuf_puts(b, dt == KILN_DTYPE_F16 ? "(CT)kiln_h2f(" : "(CT)kiln_bf2f(");
+            emit_store_conv(b, dt, f64, v);
+            kiln__sbuf_puts(b, ")");
+        } else {
+            kiln__sbuf_puts(b, "(CT)(");
+            emit_store_conv(b, dt, f64, v);
+            kiln__sbuf_puts(b, ")");
+        }
+        break;
+    }
+    case KILN_POP_ADD: kiln__sbuf_printf(b, "v%d + v%d", A, B); break;
+    case KILN_POP_SUB: kiln__sbuf_printf(b, "v%d - v%d", A, B); break;
+    case KILN_POP_MUL: kiln__sbuf_printf(b, "v%d * v%d", A, B); break;
+    case KILN_POP_DIV: kiln__sbuf_printf(b, "v%d / v%d", A, B); break;
+    case KILN_POP_POW: kiln__sbuf_printf(b, "%s(v%d, v%d)", fn_name(f64, "pow"), A, B); break;
+    case KILN_POP_MAX: kiln__sbuf_printf(b, "kiln_op_max::f(v%d, v%d)", A, B); break;
+    case KILN_POP_MIN: kiln__sbuf_printf(b, "kiln_op_min::f(v%d, v%d)", A, B); break;
+    case KILN_POP_EQ: kiln__sbuf_printf(b, "v%d == v%d ? (CT)1 : (CT)0", A, B); break;
+    case KILN_POP_NE: kiln__sbuf_printf(b, "v%d != v%d ? (CT)1 : (CT)0", A, B); break;
+    case KILN_POP_LT: kiln__sbuf_printf(b, "v%d < v%d ? (CT)1 : (CT)0", A, B); break;
+    case KILN_POP_LE: kiln__sbuf_printf(b, "v%d <= v%d ? (CT)1 : (CT)0", A, B); break;
+    case KILN_POP_GT: kiln__sbuf_printf(b, "v%d > v%d ? (CT)1 : (CT)0", A, B); break;
+    case KILN_POP_GE: kiln__sbuf_printf(b, "v%d >= v%d ? (CT)1 : (CT)0", A, B); break;
+    case KILN_POP_WHERE: kiln__sbuf_printf(b, "v%d != (CT)0 ? v%d : v%d", A, B, C); break;
+    case KILN_POP_RAND:
+        kiln__sbuf_printf(b, "(CT)kiln_rng_uniform(seed, s%d, (kiln_w64)(%s))", A, lin);
+        break;
+    case KILN_POP_RANDN:
+        kiln__sbuf_printf(b, "(CT)kiln_rng_normal(seed, s%d, (kiln_w64)(%s))", A, lin);
+        break;
+    case KILN_POP_BERNOULLI:
+        kiln__sbuf_printf(b, "(CT)kiln_rng_bernoulli(seed, s%d, (kiln_w64)(%s), (float)c%d)", A, lin, B);
+        break;
+    default: kiln__sbuf_puts(b, "(CT)0 /* reduction: set elsewhere */"); break;
+    }
+    kiln__sbuf_puts(b, ";\n");
+}
+
+/* Emits the store of value `v` (text) into the output at offset `off` with Philox index
+ * `lin` for stochastic rounding. */
+static void emit_store(gen *g, const char *v, const char *off, const char *lin)
+{
+    kiln_sbuf *b = g->b;
+    const kiln_plan_output *o = &g->k->out;
+    kiln__sbuf_printf(b, "      outp[%s] = ", off);
+    if (o->round == KILN_ROUND_STOCHASTIC && (o->dtype == KILN_DTYPE_F16 || o->dtype == KILN_DTYPE_BF16)) {
+        kiln__sbuf_printf(b, "(unsigned short)kiln_f32_to_%s_sr((float)(%s), kiln_rng_bits(seed, srs, (kiln_w64)(%s)))",
+                          o->dtype == KILN_DTYPE_F16 ? "f16" : "bf16", v, lin);
+    } else {
+        emit_store_conv(b, o->dtype, g->f64, v);
+    }
+    kiln__sbuf_puts(b, ";\n");
+}
+
+/* Declarations at kernel start: sizes, pointers, strides, constants, streams. */
+static void emit_header(gen *g)
+{
+    kiln_sbuf *b = g->b;
+    const kiln_plan_kernel *k = g->k;
+    const layout *l = g->l;
+    int ni = k->ninputs;
+    kiln__sbuf_puts(b, "  const kiln_w64 seed = p.w[0]; (void)seed;\n");
+    kiln__sbuf_puts(b, "  const IDX R = (IDX)p.w[1]; const IDX L = (IDX)p.w[2]; (void)L;\n");
+    for (int a = 0; a < l->nd; a++) kiln__sbuf_printf(b, "  const IDX S%d = (IDX)p.w[%d]; (void)S%d;\n", a, l->w_size[a], a);
+    for (int t = 0; t <= ni; t++) {
+        kiln_dtype dt = t < ni ? k->inputs[t].dtype : k->out.dtype;
+        if (t < ni)
+            kiln__sbuf_printf(b, "  const %s *__restrict__ in%d = (const %s *)p.w[%d];\n", storage_type(dt), t,
+                              storage_type(dt), l->w_base[t]);
+        else
+            kiln__sbuf_printf(b, "  %s *outp = (%s *)p.w[%d];\n", storage_type(dt), storage_type(dt), l->w_base[t]);
+    }
+    for (int t = 0; t < l->nt; t++)
+        for (int a = 0; a < l->nd; a++)
+            if (l->w_st[t][a] >= 0) {
+                if (l->st[t][a] == 1)
+                    kiln__sbuf_printf(b, "  const IDX T%d_%d = 1;\n", t, a);
+                else
+                    kiln__sbuf_printf(b, "  const IDX T%d_%d = (IDX)(long long)p.w[%d];\n", t, a, l->w_st[t][a]);
+            }
+    for (int c = 0; c < k->nconsts; c++)
+        kiln__sbuf_printf(b, "  const CT c%d = (CT)__longlong_as_double((long long)p.w[%d]); (void)c%d;\n", c,
+                          l->w_consts + c, c);
+    for (int s = 0; s < k->nstreams; s++)
+        kiln__sbuf_printf(b, "  const kiln_w64 s%d = p.w[%d];\n", s, l->w_streams + s);
+    kiln__sbuf_printf(b, "  const kiln_w64 srs = p.w[%d]; (void)srs;\n", l->w_sr);
+}
+
+/* Offsets of every tensor for the coordinates of `idx` over the axes with red == want;
+ * names "<pre><t>". Declares c_<pre><a> coordinates. */
+static void emit_offsets(gen *g, const char *idx, int want, const char *pre, const char *indent)
+{
+    kiln_sbuf *b = g->b;
+    const layout *l = g->l;
+    int axes[MAXD], na = 0;
+    for (int a = 0; a < l->nd; a++)
+        if (l->red[a] == want) axes[na++] = a;
+    if (na == 0) {
+        for (int t = 0; t < l->nt; t++) kiln__sbuf_printf(b, "%sconst IDX %s%d = 0; (void)%s%d;\n", indent, pre, t, pre, t);
+        return;
+    }
+    kiln__sbuf_printf(b, "%sIDX %st_ = %s;\n", indent, pre, idx);
+    for (int j = na - 1; j >= 1; j--) {
+        int a = axes[j];
+        kiln__sbuf_printf(b, "%sconst IDX %sc%d = %st_ %% S%d; %st_ /= S%d;\n", indent, pre, a, pre, a, pre, a);
+    }
+    kiln__sbuf_printf(b, "%sconst IDX %sc%d = %st_;\n", indent, pre, axes[0], pre);
+    for (int t = 0; t < l->nt; t++) {
+        kiln__sbuf_printf(b, "%sconst IDX %s%d = 0", indent, pre, t);
+        for (int j = 0; j < na; j++) {
+            int a = axes[j];
+            if (l->w_st[t][a] >= 0) kiln__sbuf_printf(b, " + %sc%d * T%d_%d", pre, a, t, a);
+        }
+        kiln__sbuf_printf(b, "; (void)%s%d;\n", pre, t);
+    }
+}
+
+/* ---- element-wise kernels ---------------------------------------------------------------- */
+
+#define EW_UNR 4
+
+static void gen_elementwise(gen *g)
+{
+    kiln_sbuf *b = g->b;
+    const kiln_plan_kernel *k = g->k;
+    const layout *l = g->l;
+    int ni = k->ninputs;
+    emit_header(g);
+    kiln__sbuf_puts(b, "  const IDX nth = (IDX)gridDim.x * blockDim.x;\n");
+    kiln__sbuf_printf(b, "  for (IDX i0 = (IDX)blockIdx.x * blockDim.x + threadIdx.x; i0 < R; i0 += %d * nth) {\n", EW_UNR);
+    kiln__sbuf_printf(b, "    CT res[%d]; IDX oo[%d];\n", EW_UNR, EW_UNR);
+    kiln__sbuf_printf(b, "#pragma unroll\n    for (int u = 0; u < %d; u++) {\n", EW_UNR);
+    kiln__sbuf_puts(b, "     const IDX i = i0 + u * nth;\n     if (i < R) {\n");
+    emit_offsets(g, "i", 0, "ro", "      ");
+    for (int i = 0; i < k->ninstr; i++) emit_instr(g, i, "i", 0);
+    kiln__sbuf_printf(b, "      res[u] = v%d; oo[u] = ro%d;\n     }\n    }\n", k->out_instr, ni);
+    kiln__sbuf_printf(b, "#pragma unroll\n    for (int u = 0; u < %d; u++) {\n", EW_UNR);
+    kiln__sbuf_puts(b, "     const IDX i = i0 + u * nth;\n     if (i < R) {\n");
+    emit_store(g, "res[u]", "oo[u]", "i");
+    kiln__sbuf_puts(b, "     }\n    }\n  }\n");
+    (void)l;
+}
+
+/* ---- reduction kernels ------------------------------------------------------------------- */
+
+static int kmax_for(const analysis *an)
+{
+    if (an->ncached <= 1) return 16;
+    int k = 24 / an->ncached;
+    return k < 1 ? 1 : k > 8 ? 8 : k;
+}
+
+static const char *red_opname(kiln_pop op)
+{
+    switch (op) {
+    case KILN_POP_RED_SUM: return "kiln_op_sum";
+    case KILN_POP_RED_MAX: return "kiln_op_max";
+    case KILN_POP_RED_MIN: return "kiln_op_min";
+    default: return NULL;
+    }
+}
+
+static void emit_row_level(gen *g, int level)
+{
+    const kiln_plan_kernel *k = g->k;
+    for (int i = 0; i < k->ninstr; i++) {
+        const kiln_plan_instr *in = &k->instr[i];
+        if (in->space != KILN_SPACE_ROW || kiln__pop_is_reduction((kiln_pop)in->op)) continue;
+        if (g->an->level[i] != level) continue;
+        emit_instr(g, i, "rr", 0);
+    }
+}
+
+static void gen_reduction(gen *g, int colmode, int kmax)
+{
+    kiln_sbuf *b = g->b;
+    const kiln_plan_kernel *k = g->k;
+    const analysis *an = g->an;
+    int ni = k->ninputs;
+    char *need = an->need;
+    emit_header(g);
+    kiln__sbuf_puts(b, "  extern __shared__ double kiln_sm[];\n");
+    if (colmode)
+        kiln__sbuf_puts(b, "  const int wk = threadIdx.y, nw = blockDim.y;\n"
+                           "  const IDX r = (IDX)blockIdx.x * blockDim.x + threadIdx.x;\n");
+    else
+        kiln__sbuf_puts(b, "  const int wk = threadIdx.x, nw = blockDim.x;\n"
+                           "  const IDX r = (IDX)blockIdx.x * blockDim.y + threadIdx.y;\n");
+    kiln__sbuf_puts(b, "  const bool act = r < R;\n  const IDX rr = act ? r : 0;\n");
+    emit_offsets(g, "rr", 0, "ro", "  ");
+    kiln__sbuf_printf(b, "  const bool fits = L <= (IDX)nw * %d; (void)fits;\n", kmax);
+    for (int i = 0; i < k->ninstr; i++)
+        if (an->multi[i]) kiln__sbuf_printf(b, "  CT cc%d[%d];\n", i, kmax);
+    const char *red = colmode ? "col" : "row";
+    for (int i = 0; i < k->ninstr; i++)
+        if (kiln__pop_is_reduction((kiln_pop)k->instr[i].op)) kiln__sbuf_printf(b, "  CT v%d;\n", i);
+    emit_row_level(g, 0);
+    for (int ph = 0; ph <= k->npasses; ph++) {
+        int out_phase = ph == k->npasses;
+        if (out_phase && k->out.is_row) break;
+        memset(need, 0, (size_t)k->ninstr);
+        kiln__sbuf_printf(b, "  /* %s */\n  {\n", out_phase ? "output pass" : "reduction pass");
+        if (!out_phase) {
+            for (int i = 0; i < k->ninstr; i++) {
+                const kiln_plan_instr *in = &k->instr[i];
+                if (!kiln__pop_is_reduction((kiln_pop)in->op) || in->pass != ph) continue;
+                mark_full(k, in->a, need);
+                kiln_pop op = (kiln_pop)in->op;
+                if (op == KILN_POP_RED_ARGMAX || op == KILN_POP_RED_ARGMIN)
+                    kiln__sbuf_printf(b, "  CT a%d = (CT)0; long long x%d = -1;\n", i, i);
+                else if (op == KILN_POP_RED_SUM)
+                    kiln__sbuf_printf(b, "  CT a%d = (CT)0;\n", i);
+                else
+                    kiln__sbuf_printf(b, "  CT a%d = %s(CT)__longlong_as_double(0x7ff0000000000000LL);\n", i,
+                                      op == KILN_POP_RED_MAX ? "-" : "");
+            }
+        } else {
+            mark_full(k, k->out_instr, need);
+            kiln__sbuf_printf(b, "  CT res[%d]; IDX oo[%d]; IDX li[%d];\n", kmax, kmax, kmax);
+        }
+        kiln__sbuf_printf(b, "  for (IDX j0 = 0; j0 < L; j0 += (IDX)nw * %d) {\n", kmax);
+        kiln__sbuf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++) {\n", kmax);
+        kiln__sbuf_puts(b, "     const IDX j = j0 + (IDX)kk * nw + wk;\n     if (act && j < L) {\n");
+        emit_offsets(g, "j", 1, "io", "      ");
+        char lin[64];
+        snprintf(lin, sizeof lin, "ro%d + io%d", ni + 1, ni + 1);
+        for (int i = 0; i < k->ninstr; i++) {
+            if (!need[i]) continue;
+            int cache = 0;
+            if (an->multi[i]) cache = (an->first[i] == ph) ? 1 : 2;
+            emit_instr(g, i, lin, cache);
+            if (cache == 1) kiln__sbuf_printf(b, "      if (fits) cc%d[kk] = v%d;\n", i, i);
+        }
+        if (!out_phase) {
+            for (int i = 0; i < k->ninstr; i++) {
+                const kiln_plan_instr *in = &k->instr[i];
+                if (!kiln__pop_is_reduction((kiln_pop)in->op) || in->pass != ph) continue;
+                kiln_pop op = (kiln_pop)in->op;
+                if (op == KILN_POP_RED_ARGMAX || op == KILN_POP_RED_ARGMIN)
+                    kiln__sbuf_printf(b, "      kiln_arg_comb<%d>(a%d, x%d, v%d, (long long)j);\n",
+                                      op == KILN_POP_RED_ARGMAX, i, i, in->a);
+                else
+                    kiln__sbuf_printf(b, "      a%d = %s::f(a%d, v%d);\n", i, red_opname(op), i, in->a);
+            }
+            kiln__sbuf_puts(b, "     }\n    }\n  }\n");
+            for (int i = 0; i < k->ninstr; i++) {
+                const kiln_plan_instr *in = &k->instr[i];
+                if (!kiln__pop_is_reduction((kiln_pop)in->op) || in->pass != ph) continue;
+                kiln_pop op = (kiln_pop)in->op;
+                if (op == KILN_POP_RED_ARGMAX || op == KILN_POP_RED_ARGMIN) {
+                    kiln__sbuf_printf(b, "  kiln_%s_arg<%d>(a%d, x%d, kiln_sm);\n", red, op == KILN_POP_RED_ARGMAX, i,
+                                      i);
+                    kiln__sbuf_printf(b, "  a%d = x%d < 0 ? (CT)0 : (CT)x%d;\n", i, i, i);
+                } else {
+                    kiln__sbuf_printf(b, "  a%d = kiln_%s_red<%s>(a%d, kiln_sm);\n", i, red, red_opname(op), i);
+                }
+            }
+            /* publish this pass's reductions at row scope, then the ROW values they enable */
+            for (int i = 0; i < k->ninstr; i++) {
+                const kiln_plan_instr *in = &k->instr[i];
+                if (!kiln__pop_is_reduction((kiln_pop)in->op) || in->pass != ph) continue;
+                kiln__sbuf_printf(b, "  v%d = a%d;\n", i, i);
+            }
+            kiln__sbuf_puts(b, "  }\n");
+            emit_row_level(g, ph + 1);
+        } else {
+            kiln__sbuf_printf(b, "      res[kk] = v%d; oo[kk] = ro%d + io%d; li[kk] = %s;\n", k->out_instr, ni, ni,
+                              lin);
+            kiln__sbuf_puts(b, "     }\n    }\n");
+            kiln__sbuf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++) {\n", kmax);
+            kiln__sbuf_puts(b, "     const IDX j = j0 + (IDX)kk * nw + wk;\n     if (act && j < L) {\n");
+            emit_store(g, "res[kk]", "oo[kk]", "li[kk]");
+            kiln__sbuf_puts(b, "     }\n    }\n  }\n  (void)li;\n  }\n");
+        }
+    }
+    if (k->out.is_row) {
+        kiln__sbuf_puts(b, "  if (act && wk == 0) {\n");
+        char v[32], off[32];
+        snprintf(v, sizeof v, "v%d", k->out_instr);
+        snprintf(off, sizeof off, "ro%d", ni);
+        emit_store(g, v, off, "r");
+        kiln__sbuf_puts(b, "  }\n");
+    }
+}
+
+/* ---- driver ------------------------------------------------------------------------------ */
+
+static kiln_status check_plan_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
+{
+    if (k->ndim < 0 || k->ndim > KILN_MAX_DIMS)
+        return KILN_ERROR(ctx, KILN_ERR_INTERNAL, "argument 'plan': kernel rank %d out of range", k->ndim);
+    if (k->ninstr <= 0 || k->out_instr < 0 || k->out_instr >= k->ninstr)
+        return KILN_ERROR(ctx, KILN_ERR_INTERNAL, "argument 'plan': out_instr %d of %d instructions", k->out_instr,
+                          k->ninstr);
+    for (int t = 0; t < k->ninputs; t++)
+        if (!storage_type(k->inputs[t].dtype))
+            return KILN_ERROR(ctx, KILN_ERR_DTYPE, "argument 'plan': input %d has unsupported dtype %d", t,
+                              (int)k->inputs[t].dtype);
+    if (!storage_type(k->out.dtype))
+        return KILN_ERROR(ctx, KILN_ERR_DTYPE, "argument 'plan': output has unsupported dtype %d", (int)k->out.dtype);
+    for (int i = 0; i < k->ninstr; i++) {
+        const kiln_plan_instr *in = &k->instr[i];
+        if (in->op >= KILN_POP_COUNT)
+            return KILN_ERROR(ctx, KILN_ERR_INTERNAL, "argument 'plan': instr %d has opcode %d", i, in->op);
+        kiln_pop op = (kiln_pop)in->op;
+        if (op == KILN_POP_LOAD && (in->a < 0 || in->a >= k->ninputs))
+            return KILN_ERROR(ctx, KILN_ERR_INTERNAL, "argument 'plan': LOAD %d of input %d (%d inputs)", i, in->a,
+                              k->ninputs);
+        if (op == KILN_POP_CONST && (in->a < 0 || in->a >= k->nconsts))
+            return KILN_ERROR(ctx, KILN_ERR_INTERNAL, "argument 'plan': CONST %d of const %d", i, in->a);
+        if ((op == KILN_POP_RAND || op == KILN_POP_RANDN || op == KILN_POP_BERNOULLI) &&
+            (in->a < 0 || in->a >= k->nstreams))
+            return KILN_ERROR(ctx, KILN_ERR_INTERNAL, "argument 'plan': generator %d of stream %d", i, in->a);
+        if (op == KILN_POP_BERNOULLI && (in->b < 0 || in->b >= k->nconsts))
+            return KILN_ERROR(ctx, KILN_ERR_INTERNAL, "argument 'plan': BERNOULLI %d of const %d", i, in->b);
+        if (op == KILN_POP_CAST && !storage_type((kiln_dtype)in->dtype))
+            return KILN_ERROR(ctx, KILN_ERR_DTYPE, "argument 'plan': CAST %d to dtype %d", i, in->dtype);
+        if (kiln__pop_is_reduction(op) && (k->reduce_mask == 0 || in->pass >= k->npasses))
+            return KILN_ERROR(ctx, KILN_ERR_INTERNAL, "argument 'plan': reduction %d of pass %d (%d passes, mask %u)",
+                              i, in->pass, k->npasses, k->reduce_mask);
+    }
+    return KILN_OK;
+}
+
+static unsigned pow2ceil(int64_t x)
+{
+    unsigned p = 1;
+    while ((int64_t)p < x && p < (1u << 30)) p <<= 1;
+    return p;
+}
+
+/* Everything about one kernel that the launch needs besides the source. */
+typedef struct kplan {
+    layout l;
+    int elementwise, colmode, kmax;
+} kplan;
+
+/* Generates the source of kernel k into *src (malloc'd) and fills kp. */
+static kiln_status generate(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp, char **src_out)
+{
+    KILN_TRY(layout_build(ctx, k, &kp->l));
+    analysis an;
+    kiln_status s = analyse(ctx, k, &an);
+    if (s != KILN_OK) {
+        layout_free(&kp->l);
+        return s;
+    }
+    const layout *l = &kp->l;
+    kp->elementwise = k->reduce_mask == 0;
+    kp->colmode = !kp->elementwise && l->nd > 0 && !l->red[l->nd - 1] && l->R > 1;
+    kp->kmax = kp->elementwise ? 1 : kmax_for(&an);
+    gen g = {0};
+    kiln_sbuf src = {0};
+    g.b = &src;
+    g.k = k;
+    g.l = l;
+    g.an = &an;
+    g.f64 = k->compute_f64 != 0;
+    g.elementwise = kp->elementwise;
+    kiln__cuda_prelude(&src);
+    kiln__sbuf_printf(&src, "typedef %s IDX;\ntypedef %s CT;\n", l->idx32 ? "int" : "long long",
+                      g.f64 ? "double" : "float");
+    kiln__sbuf_printf(&src, "struct kiln_args { kiln_w64 w[%d]; };\n", l->nwords);
+    kiln__sbuf_printf(&src,
+                      "extern \"C\" __global__ void __launch_bounds__(%d) kiln_kernel(const __grid_constant__ kiln_args p) {\n",
+                      kp->elementwise ? 256 : 1024);
+    if (kp->elementwise)
+        gen_elementwise(&g);
+    else
+        gen_reduction(&g, kp->colmode, kp->kmax);
+    kiln__sbuf_puts(&src, "}\n");
+    analysis_free(&an);
+    if (src.oom) {
+        kiln__sbuf_free(&src);
+        layout_free(&kp->l);
+        return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'plan': no host memory for the kernel source");
+    }
+    *src_out = src.p;
+    return KILN_OK;
+}
+
+kiln_status kiln__cuda_kernel_source(kiln_ctx *ctx, const kiln_plan_kernel *k, char **source)
+{
+    KILN_TRY(check_plan_kernel(ctx, k));
+    kplan kp;
+    KILN_TRY(generate(ctx, k, &kp, source));
+    layout_free(&kp.l);
+    return KILN_OK;
+}
+
+kiln_status kiln__cuda_run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
+{
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    KILN_TRY(check_plan_kernel(ctx, k));
+    for (int a = 0; a < k->ndim; a++)
+        if (k->shape[a] == 0) return KILN_OK; /* empty domain */
+    kplan kp;
+    char *src = NULL;
+    KILN_TRY(generate(ctx, k, &kp, &src));
+    const layout *l = &kp.l;
+    CUfunction fn;
+    kiln_status s = kiln__cuda_get_kernel(ctx, src, "kiln_kernel", &fn);
+    free(src);
+    if (s != KILN_OK) {
+        layout_free(&kp.l);
+        return s;
+    }
+    uint64_t wstack[256];
+    uint64_t *words = l->nwords <= 256 ? wstack : malloc((size_t)l->nwords * 8);
+    if (!words) {
+        layout_free(&kp.l);
+        return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'plan': no host memory for kernel arguments");
+    }
+    layout_fill(ctx, k, l, words);
+    unsigned gx, bx, by, smem = 0;
+    int kmax = kp.kmax;
+    if (kp.elementwise) {
+        bx = 256;
+        by = 1;
+        int64_t blocks = (l->R + (int64_t)bx * EW_UNR - 1) / ((int64_t)bx * EW_UNR);
+        int64_t cap = (int64_t)st->sm_count * 16;
+        if (blocks > cap) blocks = cap;
+        if (blocks < 1) blocks = 1;
+        gx = (unsigned)blocks;
+    } else if (!kp.colmode) {
+        int64_t need = (l->L + kmax - 1) / kmax;
+        unsigned t = pow2ceil(need);
+        if (t < 32) t = 32;
+        if (t > 1024) t = 1024;
+        unsigned rb = t >= 256 ? 1 : 256 / t;
+        if ((int64_t)rb > l->R) rb = (unsigned)pow2ceil(l->R);
+        bx = t;
+        by = rb;
+        gx = (unsigned)((l->R + rb - 1) / rb);
+        smem = bx * by * 16;
+    } else {
+        unsigned tx = 32;
+        while (tx > 8 && (l->R + tx - 1) / tx < 2 * (int64_t)st->sm_count) tx /= 2;
+        if ((int64_t)tx > l->R) tx = pow2ceil(l->R);
+        int64_t need = (l->L + kmax - 1) / kmax;
+        unsigned ty = pow2ceil(need);
+        unsigned tymax = 256 / tx;
+        if (ty > tymax) ty = tymax;
+        if (ty < 1) ty = 1;
+        bx = tx;
+        by = ty;
+        gx = (unsigned)((l->R + tx - 1) / tx);
+        smem = bx * by * 16;
+    }
+    s = kiln__cuda_launch(ctx, fn, gx, 1, bx, by, smem, words, l->nwords);
+    if (words != wstack) free(words);
+    layout_free(&kp.l);
+    return s;
+}

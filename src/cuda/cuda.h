@@ -1,0 +1,127 @@
+/*
+ * src/cuda/cuda.h — internal declarations of the CUDA backend: its per-context state, the
+ * one checking macro every CUDA / driver / NVRTC / cuBLASLt call goes through, the plan ->
+ * CUDA C code generator, the NVRTC kernel cache (memory + disk) and the cuBLASLt GEMM.
+ * Not public; nothing outside src/cuda includes it (the core sees only kiln__cuda_backend).
+ */
+#ifndef KILN_CUDA_CUDA_H
+#define KILN_CUDA_CUDA_H
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cublasLt.h>
+#include <nvrtc.h>
+
+#include "backend.h"
+#include "cuda/cuda_hooks.h"
+
+/* ---- checking ------------------------------------------------------------------------- */
+
+/* Checks one call of an API (rt = CUDA runtime, drv = driver, nvrtc, lt = cuBLASLt): on
+ * failure records "<expression> failed: <driver's string> (<code>)" with file:line as ctx's
+ * last error and returns the kiln status (OOM for out-of-memory codes, else DRIVER).
+ * Use inside functions returning kiln_status:  KILN_CK(ctx, rt, cudaStreamSynchronize(s)); */
+kiln_status kiln__cuda_check_rt(const kiln_ctx *ctx, int code, const char *expr, const char *file, int line);
+kiln_status kiln__cuda_check_drv(const kiln_ctx *ctx, int code, const char *expr, const char *file, int line);
+kiln_status kiln__cuda_check_nvrtc(const kiln_ctx *ctx, int code, const char *expr, const char *file, int line);
+kiln_status kiln__cuda_check_lt(const kiln_ctx *ctx, int code, const char *expr, const char *file, int line);
+#define KILN_CK(ctx, api, call)                                                                    \
+    do {                                                                                       \
+        int kiln__code = (int)(call);                                                          \
+        if (kiln__code != 0) return kiln__cuda_check_##api((ctx), kiln__code, #call, __FILE__, __LINE__); \
+    } while (0)
+
+/* ---- state ---------------------------------------------------------------------------- */
+
+typedef struct kiln_cuda_kentry {
+    uint64_t key;       /* hash of source + arch + NVRTC version */
+    char *source;       /* exact source, compared on lookup (no trust in 64-bit hashes) */
+    CUmodule module;
+    CUfunction fn;
+    struct kiln_cuda_kentry *next;
+} kiln_cuda_kentry;
+
+#define KILN_CUDA_KBUCKETS 256
+
+/* Driver API entry points, fetched through the runtime (cudaGetDriverEntryPointByVersion)
+ * so that libkiln does not link libcuda.so.1: a machine without a driver then still loads
+ * the library, and the backend's init reports KILN_ERR_NO_DEVICE. */
+typedef struct kiln_cuda_driver {
+    CUresult (*GetErrorString)(CUresult, const char **);
+    CUresult (*GetErrorName)(CUresult, const char **);
+    CUresult (*ModuleLoadData)(CUmodule *, const void *);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*ModuleUnload)(CUmodule);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             CUstream, void **, void **);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DeviceGetName)(char *, int, CUdevice);
+    CUresult (*DeviceTotalMem)(size_t *, CUdevice);
+} kiln_cuda_driver;
+
+typedef struct kiln_cuda_state {
+    kiln_cuda_driver cu;
+    int device;
+    int cc_major, cc_minor;
+    int sm_count;
+    int max_threads;
+    cudaStream_t stream;
+    cublasLtHandle_t lt;
+    int nvrtc_major, nvrtc_minor;
+    char arch[32];            /* "sm_90" */
+    char cache_dir[1024];     /* "" = no disk cache */
+    int sync_each;            /* KILN_CUDA_SYNC set: synchronize after every launch (debugging) */
+    kiln_cuda_kentry *buckets[KILN_CUDA_KBUCKETS];
+    kiln_cuda_stats stats;
+} kiln_cuda_state;
+
+static inline kiln_cuda_state *kiln__cuda_state(const kiln_ctx *ctx) { return (kiln_cuda_state *)ctx->backend_state; }
+
+/* Makes the context's device current on the calling thread. */
+kiln_status kiln__cuda_enter(kiln_ctx *ctx);
+
+/* ---- source buffer -------------------------------------------------------------------- */
+
+typedef struct kiln_sbuf {
+    char *p;
+    size_t len, cap;
+    int oom;   /* set when a malloc failed; the text is then incomplete */
+} kiln_sbuf;
+
+void kiln__sbuf_printf(kiln_sbuf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void kiln__sbuf_puts(kiln_sbuf *b, const char *s);
+void kiln__sbuf_free(kiln_sbuf *b);
+
+/* The shared prelude of every generated source: numeric.h (Philox, conversions, SR), the
+ * dtype load/store helpers and the block reductions. Appended to b. */
+void kiln__cuda_prelude(kiln_sbuf *b);
+
+/* ---- kernel cache (nvrtc.c) ----------------------------------------------------------- */
+
+/* Returns the function `name` of source (compiled for the device, from the memory cache,
+ * the disk cache, or NVRTC). KILN_ERR_COMPILE carries the log and the source. */
+kiln_status kiln__cuda_get_kernel(kiln_ctx *ctx, const char *source, const char *name, CUfunction *fn);
+/* Picks (and creates) the disk cache directory into st->cache_dir. */
+void kiln__cuda_cache_init_dir(kiln_cuda_state *st);
+/* Drops every cached module (at fini). */
+void kiln__cuda_cache_clear(kiln_cuda_state *st);
+/* Launches fn with the flat argument words (a struct of nwords u64, passed by value). */
+kiln_status kiln__cuda_launch(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned by,
+                              unsigned smem, const uint64_t *words, int nwords);
+
+/* ---- code generation (codegen.c) ------------------------------------------------------ */
+
+/* The CUDA C source of one plan kernel (malloc'd into *source); for tests and tools. */
+kiln_status kiln__cuda_kernel_source(kiln_ctx *ctx, const kiln_plan_kernel *k, char **source);
+/* Generates, compiles (through the cache) and launches one plan kernel. */
+kiln_status kiln__cuda_run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k);
+
+/* ---- GEMM (gemm.c) -------------------------------------------------------------------- */
+
+kiln_status kiln__cuda_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d);
+
+#endif /* KILN_CUDA_CUDA_H */

@@ -1,0 +1,36 @@
+/*
+ * src/cuda/cuda_hooks.h — the few CUDA-backend internals that tests and benchmarks may call:
+ * the kernel-cache statistics of a context and dropping its in-memory kernel cache (so the
+ * next use of a kernel goes to the disk cache). No CUDA headers here, so a test can include
+ * it without the toolkit; a test declares the functions weak when CUDA may be absent.
+ */
+#ifndef KILN_CUDA_HOOKS_H
+#define KILN_CUDA_HOOKS_H
+
+#include <stdint.h>
+
+#include "kiln.h"
+
+typedef struct kiln_cuda_stats {
+    int64_t compiles;        /* NVRTC compilations */
+    int64_t mem_hits;        /* kernels found in the memory cache */
+    int64_t disk_hits;       /* kernels loaded from the disk cache */
+    int64_t disk_rejects;    /* disk entries found corrupt or truncated (then rebuilt) */
+    int64_t disk_writes;     /* entries written to the disk cache */
+    int64_t launches;        /* kernels launched */
+    double last_compile_ms;  /* NVRTC time of the last compilation */
+    double last_get_ms;      /* time of the last kernel lookup (compile, disk or memory) */
+} kiln_cuda_stats;
+
+/* Copies ctx's kernel-cache statistics into *out. KILN_ERR_UNSUPPORTED on a non-CUDA ctx. */
+kiln_status kiln__cuda_cache_stats(const kiln_ctx *ctx, kiln_cuda_stats *out);
+/* Unloads every kernel of ctx's memory cache. KILN_ERR_UNSUPPORTED on a non-CUDA ctx. */
+kiln_status kiln__cuda_cache_drop_memory(kiln_ctx *ctx);
+/* The directory of the disk cache ("" when disabled), or NULL on a non-CUDA ctx. */
+const char *kiln__cuda_cache_dir(const kiln_ctx *ctx);
+
+/* Compiles `source` with NVRTC for ctx's device (through the kernel cache) and looks up
+ * the kernel `name`; KILN_ERR_COMPILE carries the log and the source. For tests. */
+kiln_status kiln__cuda_compile_source(kiln_ctx *ctx, const char *source, const char *name);
+
+#endif /* KILN_CUDA_HOOKS_H */

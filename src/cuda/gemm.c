@@ -1,0 +1,433 @@
+/*
+ * src/cuda/gemm.c — GEMM on the GPU (src/ops/dot.h):
+ *   C_b = relu?(alpha * A_b @ B_b + bias) + beta * C_b   for every batch index b.
+ * The vendor path is cuBLASLt (f32 with TF32 only when the context allows it, f16, bf16,
+ * f64; any transposes through the strides, strided batches, alpha/beta, bias and
+ * bias+ReLU epilogues). cuBLASLt is column-major: a row-major C (unit stride along N) is
+ * computed as C^T = B^T A^T, a column-major C directly. Whatever it cannot take (strides
+ * with no unit axis, negative strides, ReLU with beta != 0 — cuBLASLt applies the epilogue
+ * after adding beta*C — a bias on a column-major C, stochastic rounding of 16-bit C, K = 0,
+ * integer dtypes) goes to a simple NVRTC kernel with the same formula: one thread per
+ * element of C, f32 (f64 for f64) accumulation. It is the reference, not the fast path.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/cuda.h"
+
+#define LT_WORKSPACE (8u << 20)
+
+/* ---- batch axes -------------------------------------------------------------------------- */
+
+typedef struct batches {
+    int n;                       /* merged batch axes */
+    int64_t shape[KILN_MAX_DIMS];
+    int64_t sa[KILN_MAX_DIMS], sb[KILN_MAX_DIMS], sc[KILN_MAX_DIMS];
+} batches;
+
+static void merge_batches(const kiln_gemm_desc *d, batches *bt)
+{
+    bt->n = 0;
+    for (int i = 0; i < d->nbatch; i++) {
+        if (d->batch_shape[i] == 1) continue;
+        int j = bt->n++;
+        bt->shape[j] = d->batch_shape[i];
+        bt->sa[j] = d->a_bstride[i];
+        bt->sb[j] = d->b_bstride[i];
+        bt->sc[j] = d->c_bstride[i];
+    }
+    for (int i = bt->n - 2; i >= 0; i--) {
+        int64_t n1 = bt->shape[i + 1];
+        if (bt->sa[i] != bt->sa[i + 1] * n1 || bt->sb[i] != bt->sb[i + 1] * n1 || bt->sc[i] != bt->sc[i + 1] * n1)
+            continue;
+        bt->shape[i + 1] *= bt->shape[i];
+        for (int j = i; j < bt->n - 1; j++) {
+            bt->shape[j] = bt->shape[j + 1];
+            bt->sa[j] = bt->sa[j + 1];
+            bt->sb[j] = bt->sb[j + 1];
+            bt->sc[j] = bt->sc[j + 1];
+        }
+        bt->n--;
+    }
+}
+
+/* ---- cuBLASLt --------------------------------------------------------------------------- */
+
+/* A logical (rows x cols) matrix with element strides (sr, sc) as a column-major operand. */
+static int as_colmajor(int64_t rows, int64_t cols, int64_t sr, int64_t sc, cublasOperation_t *op, int64_t *ld)
+{
+    if (rows <= 1) sr = 1;
+    if (cols <= 1) sc = rows > 1 ? rows : 1;
+    if (sr == 1 && sc >= (rows > 1 ? rows : 1)) {
+        *op = CUBLAS_OP_N;
+        *ld = sc;
+        return 1;
+    }
+    if (sc == 1 && sr >= (cols > 1 ? cols : 1)) {
+        *op = CUBLAS_OP_T;
+        *ld = sr;
+        return 1;
+    }
+    return 0;
+}
+
+static int ptr_align(const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    int al = 256;
+    while (al > 1 && (a % (uintptr_t)al) != 0) al /= 2;
+    return al;
+}
+
+typedef struct lt_plan {
+    cudaDataType_t type, scale;
+    cublasComputeType_t compute;
+    cublasOperation_t opa, opb;
+    int64_t m, n, k;            /* of the column-major problem D(m x n) = op(Aop) op(Bop) */
+    int64_t lda, ldb, ldd;
+    const char *pa, *pb;        /* Aop, Bop */
+    int64_t sa, sb, sd;         /* innermost batch strides (elements) of Aop, Bop, D */
+    int swap;                   /* 1: Aop = B, Bop = A (row-major C) */
+} lt_plan;
+
+/* Fills p when cuBLASLt can run d; returns 0 otherwise. */
+static int lt_applicable(const kiln_ctx *ctx, const kiln_gemm_desc *d, lt_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    switch (d->dtype) {
+    case KILN_DTYPE_F32:
+        p->type = CUDA_R_32F;
+        p->scale = CUDA_R_32F;
+        p->compute = d->allow_tf32 || ctx->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+        break;
+    case KILN_DTYPE_F16:
+        p->type = CUDA_R_16F;
+        p->scale = CUDA_R_32F;
+        p->compute = CUBLAS_COMPUTE_32F;
+        break;
+    case KILN_DTYPE_BF16:
+        p->type = CUDA_R_16BF;
+        p->scale = CUDA_R_32F;
+        p->compute = CUBLAS_COMPUTE_32F;
+        break;
+    case KILN_DTYPE_F64:
+        p->type = CUDA_R_64F;
+        p->scale = CUDA_R_64F;
+        p->compute = CUBLAS_COMPUTE_64F;
+        break;
+    default: return 0;
+    }
+    if (d->round == KILN_ROUND_STOCHASTIC && (d->dtype == KILN_DTYPE_F16 || d->dtype == KILN_DTYPE_BF16)) return 0;
+    if (d->K <= 0) return 0;
+    if (d->relu && d->beta != 0.0) return 0;
+    int64_t M = d->M, N = d->N, K = d->K;
+    int64_t csm = M <= 1 ? (N > 1 ? N : 1) : d->c_sm, csn = N <= 1 ? 1 : d->c_sn;
+    int rowc = csn == 1 && csm >= (N > 1 ? N : 1);
+    int colc = 0;
+    if (!rowc) {
+        csm = M <= 1 ? 1 : d->c_sm;
+        csn = N <= 1 ? (M > 1 ? M : 1) : d->c_sn;
+        colc = csm == 1 && csn >= (M > 1 ? M : 1);
+    }
+    if (!rowc && !colc) return 0;
+    if (d->bias) {
+        if (!rowc) return 0;
+        if (N > 1 && d->bias_s != 1) return 0;
+    }
+    if (rowc) {
+        /* D = C^T (N x M), ld csm; Aop = B^T (N x K) strides (b_sn, b_sk); Bop = A^T (K x M) (a_sk, a_sm) */
+        p->swap = 1;
+        p->m = N;
+        p->n = M;
+        p->k = K;
+        p->ldd = csm;
+        if (!as_colmajor(N, K, d->b_sn, d->b_sk, &p->opa, &p->lda)) return 0;
+        if (!as_colmajor(K, M, d->a_sk, d->a_sm, &p->opb, &p->ldb)) return 0;
+        p->pa = d->b;
+        p->pb = d->a;
+    } else {
+        p->swap = 0;
+        p->m = M;
+        p->n = N;
+        p->k = K;
+        p->ldd = csn;
+        if (!as_colmajor(M, K, d->a_sm, d->a_sk, &p->opa, &p->lda)) return 0;
+        if (!as_colmajor(K, N, d->b_sk, d->b_sn, &p->opb, &p->ldb)) return 0;
+        p->pa = d->a;
+        p->pb = d->b;
+    }
+    return 1;
+}
+
+static kiln_status lt_run(kiln_ctx *ctx, const kiln_gemm_desc *d, const lt_plan *p, const batches *bt, int *done)
+{
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    *done = 0;
+    int64_t nb = bt->n > 0 ? bt->shape[bt->n - 1] : 1;
+    int64_t sa = 0, sb = 0, sd = 0;
+    if (bt->n > 0) {
+        int64_t s_a = bt->sa[bt->n - 1], s_b = bt->sb[bt->n - 1];
+        sa = p->swap ? s_b : s_a;
+        sb = p->swap ? s_a : s_b;
+        sd = bt->sc[bt->n - 1];
+        if (sa < 0 || sb < 0 || sd <= 0) return KILN_OK; /* fallback */
+    }
+    size_t es = kiln_dtype_size(d->dtype);
+    cublasLtMatmulDesc_t op = NULL;
+    cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
+    cublasLtMatmulPreference_t pref = NULL;
+    kiln_block *ws = NULL;
+    kiln_status s = KILN_OK;
+#define LT(call)                                                                                 \
+    do {                                                                                         \
+        int c_ = (int)(call);                                                                    \
+        if (c_ != 0) {                                                                           \
+            s = kiln__cuda_check_lt(ctx, c_, #call, __FILE__, __LINE__);                        \
+            goto out;                                                                            \
+        }                                                                                        \
+    } while (0)
+    LT(cublasLtMatmulDescCreate(&op, p->compute, p->scale));
+    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &p->opa, sizeof p->opa));
+    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &p->opb, sizeof p->opb));
+    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+    if (d->bias)
+        epi = d->relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    else if (d->relu)
+        epi = CUBLASLT_EPILOGUE_RELU;
+    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    if (d->bias) {
+        const void *bp = d->bias;
+        LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp));
+    }
+    /* stored shapes: op N -> rows x cols, op T -> cols x rows */
+    int64_t ar = p->opa == CUBLAS_OP_N ? p->m : p->k, ac = p->opa == CUBLAS_OP_N ? p->k : p->m;
+    int64_t br = p->opb == CUBLAS_OP_N ? p->k : p->n, bc = p->opb == CUBLAS_OP_N ? p->n : p->k;
+    LT(cublasLtMatrixLayoutCreate(&la, p->type, (uint64_t)ar, (uint64_t)ac, p->lda));
+    LT(cublasLtMatrixLayoutCreate(&lb, p->type, (uint64_t)br, (uint64_t)bc, p->ldb));
+    LT(cublasLtMatrixLayoutCreate(&ld, p->type, (uint64_t)p->m, (uint64_t)p->n, p->ldd));
+    if (nb > 1) {
+        int32_t cnt = (int32_t)nb;
+        LT(cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &cnt, sizeof cnt));
+        LT(cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &cnt, sizeof cnt));
+        LT(cublasLtMatrixLayoutSetAttribute(ld, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &cnt, sizeof cnt));
+        LT(cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sa, sizeof sa));
+        LT(cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sb, sizeof sb));
+        LT(cublasLtMatrixLayoutSetAttribute(ld, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sd, sizeof sd));
+    }
+    size_t wsize = LT_WORKSPACE;
+    if (kiln__mem_alloc(ctx, wsize, __FILE__, __LINE__, &ws) != KILN_OK) {
+        ws = NULL;
+        wsize = 0;
+    }
+    LT(cublasLtMatmulPreferenceCreate(&pref));
+    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsize, sizeof wsize));
+    {
+        /* the smallest alignment over every batch's pointers */
+        uint32_t al_a = (uint32_t)ptr_align(p->pa), al_b = (uint32_t)ptr_align(p->pb);
+        uint32_t al_d = (uint32_t)ptr_align(d->c);
+        int64_t bsz[3] = {sa, sb, sd};
+        uint32_t *als[3] = {&al_a, &al_b, &al_d};
+        for (int i = 0; i < 3 && nb > 1; i++)
+            while (*als[i] > 1 && ((uint64_t)bsz[i] * es) % *als[i]) *als[i] /= 2;
+        for (int i = 0; i < bt->n - 1; i++) {
+            int64_t outer[3] = {p->swap ? bt->sb[i] : bt->sa[i], p->swap ? bt->sa[i] : bt->sb[i], bt->sc[i]};
+            for (int j = 0; j < 3; j++)
+                while (*als[j] > 1 && (((uint64_t)(outer[j] < 0 ? -outer[j] : outer[j])) * es) % *als[j]) *als[j] /= 2;
+        }
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_d, sizeof al_d));
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof al_d));
+    }
+    cublasLtMatmulHeuristicResult_t res;
+    int nres = 0;
+    {
+        cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(st->lt, op, la, lb, ld, ld, pref, 1, &res, &nres);
+        if (hs != CUBLAS_STATUS_SUCCESS || nres == 0) goto out; /* fallback */
+    }
+    {
+        float fa = (float)d->alpha, fb = (float)d->beta;
+        const void *alpha = p->scale == CUDA_R_64F ? (const void *)&d->alpha : (const void *)&fa;
+        const void *beta = p->scale == CUDA_R_64F ? (const void *)&d->beta : (const void *)&fb;
+        /* outer (non-merged) batch axes: one call each */
+        int64_t outer = 1;
+        for (int i = 0; i < bt->n - 1; i++) outer *= bt->shape[i];
+        int64_t idx[KILN_MAX_DIMS] = {0};
+        for (int64_t o = 0; o < outer; o++) {
+            int64_t oa = 0, ob = 0, oc = 0;
+            for (int i = 0; i < bt->n - 1; i++) {
+                oa += idx[i] * bt->sa[i];
+                ob += idx[i] * bt->sb[i];
+                oc += idx[i] * bt->sc[i];
+            }
+            const char *A = d->a + oa * (int64_t)es, *B = d->b + ob * (int64_t)es;
+            char *C = d->c + oc * (int64_t)es;
+            const char *pa = p->swap ? B : A, *pb = p->swap ? A : B;
+            LT(cublasLtMatmul(st->lt, op, alpha, pa, la, pb, lb, beta, C, ld, C, ld, &res.algo, ws ? ws->ptr : NULL,
+                              wsize, st->stream));
+            for (int i = bt->n - 2; i >= 0; i--) {
+                if (++idx[i] < bt->shape[i]) break;
+                idx[i] = 0;
+            }
+        }
+        *done = 1;
+    }
+out:
+#undef LT
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (ld) cublasLtMatrixLayoutDestroy(ld);
+    if (lb) cublasLtMatrixLayoutDestroy(lb);
+    if (la) cublasLtMatrixLayoutDestroy(la);
+    if (op) cublasLtMatmulDescDestroy(op);
+    kiln__mem_free(ctx, ws); /* stream-ordered reuse: later work is queued on the same stream */
+    return s;
+}
+
+/* ---- fallback kernel ---------------------------------------------------------------------- */
+
+static const char *stype(kiln_dtype dt)
+{
+    switch (dt) {
+    case KILN_DTYPE_F32: return "float";
+    case KILN_DTYPE_F16: return "unsigned short";
+    case KILN_DTYPE_BF16: return "unsigned short";
+    case KILN_DTYPE_F64: return "double";
+    case KILN_DTYPE_I8: return "signed char";
+    case KILN_DTYPE_U8: return "unsigned char";
+    case KILN_DTYPE_I32: return "int";
+    default: return NULL;
+    }
+}
+
+static const char *load_fn(kiln_dtype dt)
+{
+    switch (dt) {
+    case KILN_DTYPE_F16: return "(CT)kiln_h2f";
+    case KILN_DTYPE_BF16: return "(CT)kiln_bf2f";
+    default: return "(CT)";
+    }
+}
+
+static kiln_status fallback(kiln_ctx *ctx, const kiln_gemm_desc *d, const batches *bt)
+{
+    kiln_dtype dt = d->dtype;
+    if (!stype(dt)) return KILN_ERROR(ctx, KILN_ERR_DTYPE, "argument 'C': dtype %s is not supported by GEMM", kiln_dtype_name(dt));
+    int f64 = dt == KILN_DTYPE_F64 || dt == KILN_DTYPE_I32;
+    int sr = d->round == KILN_ROUND_STOCHASTIC && (dt == KILN_DTYPE_F16 || dt == KILN_DTYPE_BF16);
+    kiln_sbuf b = {0};
+    kiln__cuda_prelude(&b);
+    kiln__sbuf_printf(&b, "typedef %s CT; typedef %s ST;\n", f64 ? "double" : "float", stype(dt));
+    /* words: 0 seed 1 sr_stream 2 M 3 N 4 K 5 a 6 b 7 c 8 bias 9 a_sm 10 a_sk 11 b_sk 12 b_sn 13 c_sm
+     * 14 c_sn 15 bias_s 16 alpha 17 beta 18 nbatch-total 19.. batch (shape, sa, sb, sc) x n */
+    int nw = 19 + 4 * bt->n;
+    kiln__sbuf_printf(&b, "struct kiln_args { kiln_w64 w[%d]; };\n", nw);
+    kiln__sbuf_puts(&b, "extern \"C\" __global__ void kiln_gemm(const __grid_constant__ kiln_args p) {\n"
+                        "  const long long M = (long long)p.w[2], N = (long long)p.w[3], K = (long long)p.w[4];\n"
+                        "  const ST *A = (const ST *)p.w[5]; const ST *B = (const ST *)p.w[6]; ST *C = (ST *)p.w[7];\n"
+                        "  const ST *bias = (const ST *)p.w[8]; (void)bias;\n"
+                        "  const long long a_sm = (long long)p.w[9], a_sk = (long long)p.w[10], b_sk = (long long)p.w[11];\n"
+                        "  const long long b_sn = (long long)p.w[12], c_sm = (long long)p.w[13], c_sn = (long long)p.w[14];\n"
+                        "  const long long bias_s = (long long)p.w[15]; (void)bias_s;\n"
+                        "  const CT alpha = (CT)__longlong_as_double((long long)p.w[16]);\n"
+                        "  const CT beta = (CT)__longlong_as_double((long long)p.w[17]);\n"
+                        "  const long long NB = (long long)p.w[18];\n"
+                        "  const long long n = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+                        "  const long long m = (long long)blockIdx.y * blockDim.y + threadIdx.y;\n"
+                        "  if (m >= M || n >= N) return;\n"
+                        "  for (long long bi = blockIdx.z; bi < NB; bi += gridDim.z) {\n"
+                        "    long long oa = 0, ob = 0, oc = 0, t = bi;\n");
+    for (int i = bt->n - 1; i >= 0; i--) {
+        int w = 19 + 4 * i;
+        kiln__sbuf_printf(&b,
+                          "    { const long long sz = (long long)p.w[%d], c = t %% sz; t /= sz;\n"
+                          "      oa += c * (long long)p.w[%d]; ob += c * (long long)p.w[%d]; oc += c * (long long)p.w[%d]; }\n",
+                          w, w + 1, w + 2, w + 3);
+    }
+    kiln__sbuf_printf(&b, "    CT acc = (CT)0;\n"
+                          "    for (long long k = 0; k < K; k++) acc += %s(A[oa + m * a_sm + k * a_sk]) * %s(B[ob + k * b_sk + n * b_sn]);\n"
+                          "    CT v = alpha * acc;\n",
+                      load_fn(dt), load_fn(dt));
+    if (d->bias) kiln__sbuf_printf(&b, "    v = v + %s(bias[n * bias_s]);\n", load_fn(dt));
+    if (d->relu) kiln__sbuf_puts(&b, "    v = v < (CT)0 ? (CT)0 : v;\n");
+    if (d->beta != 0.0) kiln__sbuf_printf(&b, "    v = v + beta * %s(C[oc + m * c_sm + n * c_sn]);\n", load_fn(dt));
+    kiln__sbuf_puts(&b, "    ST *dst = &C[oc + m * c_sm + n * c_sn];\n");
+    if (sr) {
+        kiln__sbuf_printf(&b, "    *dst = (ST)kiln_f32_to_%s_sr((float)v, kiln_rng_bits(p.w[0], p.w[1], (kiln_w64)((bi * M + m) * N + n)));\n",
+                          dt == KILN_DTYPE_F16 ? "f16" : "bf16");
+    } else {
+        switch (dt) {
+        case KILN_DTYPE_F16:
+            kiln__sbuf_puts(&b, f64 ? "    *dst = (ST)kiln_f64_to_f16_rn(v);\n" : "    *dst = kiln_f2h(v);\n");
+            break;
+        case KILN_DTYPE_BF16: kiln__sbuf_puts(&b, "    *dst = (ST)kiln_f32_to_bf16_rn(v);\n"); break;
+        case KILN_DTYPE_I8: kiln__sbuf_puts(&b, "    *dst = kiln_to_i8(v);\n"); break;
+        case KILN_DTYPE_U8: kiln__sbuf_puts(&b, "    *dst = kiln_to_u8(v);\n"); break;
+        case KILN_DTYPE_I32: kiln__sbuf_puts(&b, "    *dst = kiln_to_i32(v);\n"); break;
+        default: kiln__sbuf_puts(&b, "    *dst = (ST)v;\n"); break;
+        }
+    }
+    kiln__sbuf_puts(&b, "  }\n}\n");
+    if (b.oom) {
+        kiln__sbuf_free(&b);
+        return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'C': no host memory for the GEMM kernel source");
+    }
+    CUfunction fn;
+    kiln_status s = kiln__cuda_get_kernel(ctx, b.p, "kiln_gemm", &fn);
+    kiln__sbuf_free(&b);
+    KILN_TRY(s);
+    uint64_t w[19 + 4 * KILN_MAX_DIMS];
+    int64_t nbt = 1;
+    for (int i = 0; i < bt->n; i++) nbt *= bt->shape[i];
+    w[0] = ctx->seed;
+    w[1] = d->sr_stream;
+    w[2] = (uint64_t)d->M;
+    w[3] = (uint64_t)d->N;
+    w[4] = (uint64_t)d->K;
+    w[5] = (uint64_t)(uintptr_t)d->a;
+    w[6] = (uint64_t)(uintptr_t)d->b;
+    w[7] = (uint64_t)(uintptr_t)d->c;
+    w[8] = (uint64_t)(uintptr_t)d->bias;
+    w[9] = (uint64_t)d->a_sm;
+    w[10] = (uint64_t)d->a_sk;
+    w[11] = (uint64_t)d->b_sk;
+    w[12] = (uint64_t)d->b_sn;
+    w[13] = (uint64_t)d->c_sm;
+    w[14] = (uint64_t)d->c_sn;
+    w[15] = (uint64_t)d->bias_s;
+    memcpy(&w[16], &d->alpha, 8);
+    memcpy(&w[17], &d->beta, 8);
+    w[18] = (uint64_t)nbt;
+    for (int i = 0; i < bt->n; i++) {
+        w[19 + 4 * i] = (uint64_t)bt->shape[i];
+        w[20 + 4 * i] = (uint64_t)bt->sa[i];
+        w[21 + 4 * i] = (uint64_t)bt->sb[i];
+        w[22 + 4 * i] = (uint64_t)bt->sc[i];
+    }
+    unsigned gx = (unsigned)((d->N + 15) / 16), gy = (unsigned)((d->M + 15) / 16);
+    unsigned gz = (unsigned)(nbt < 65535 ? nbt : 65535);
+    if (gy > 65535) return KILN_ERROR(ctx, KILN_ERR_LIMIT, "argument 'A': M = %lld is too large for the fallback GEMM", (long long)d->M);
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    size_t size = (size_t)nw * 8;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, w, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+    KILN_CK(ctx, drv, st->cu.LaunchKernel(fn, gx, gy, gz, 16, 16, 1, 0, (CUstream)st->stream, NULL, extra));
+    st->stats.launches++;
+    if (st->sync_each) KILN_CK(ctx, rt, cudaStreamSynchronize(st->stream));
+    return KILN_OK;
+}
+
+kiln_status kiln__cuda_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d)
+{
+    if (d->M <= 0 || d->N <= 0) return KILN_OK;
+    batches bt;
+    merge_batches(d, &bt);
+    for (int i = 0; i < bt.n; i++)
+        if (bt.shape[i] == 0) return KILN_OK;
+    lt_plan p;
+    if (!getenv("KILN_GEMM_FALLBACK") && lt_applicable(ctx, d, &p)) {
+        int done = 0;
+        KILN_TRY(lt_run(ctx, d, &p, &bt, &done));
+        if (done) return KILN_OK;
+    }
+    return fallback(ctx, d, &bt);
+}

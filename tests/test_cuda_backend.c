@@ -1,0 +1,684 @@
+/*
+ * tests/test_cuda_backend.c — the CUDA backend against the CPU backend, through the public
+ * API: every element-wise operator and reductions over each axis pattern (rows longer than
+ * one block included) on random data and views, casts, the batch-norm expression in place,
+ * bit identity of rand / randn / bernoulli / dropout / stochastic rounding, GEMM through
+ * cuBLASLt and the fallback kernel, the disk kernel cache (hit from a fresh context,
+ * corrupt-entry recovery), no recompilation for a new shape or eps, the memory cap, and an
+ * NVRTC failure carrying the log and source.
+ * Needs a CUDA device: exits 77 (skipped) without one.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "cuda/cuda_hooks.h"
+
+/* Weak: absent when kiln is built without CUDA (then no CUDA context can exist either). */
+#pragma weak kiln__cuda_cache_stats
+#pragma weak kiln__cuda_cache_drop_memory
+#pragma weak kiln__cuda_cache_dir
+#pragma weak kiln__cuda_compile_source
+
+static uint64_t rng;
+static kiln_ctx *cpu, *gpu;
+
+static kiln_ctx *make_ctx(kiln_device dev, uint64_t seed)
+{
+    kiln_ctx *c = NULL;
+    kiln_ctx_args a = {.device = dev, .seed = seed};
+    if (kiln_ctx_create(&c, &a) != KILN_OK) return NULL;
+    return c;
+}
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static kiln_tensor *from_f64(kiln_ctx *c, kiln_dtype dt, int nd, const int64_t *shape, const double *v)
+{
+    kiln_tensor *t = NULL;
+    CHECK_OK(c, kiln_tensor_from_host(c, dt, nd, shape, v, KILN_DTYPE_F64, &t));
+    return t;
+}
+
+static double *read_f64(kiln_tensor *t)
+{
+    int64_t n = kiln_tensor_numel(t);
+    double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    CHECK_OK(kiln_tensor_ctx(t), kiln_tensor_read(t, v, KILN_DTYPE_F64));
+    return v;
+}
+
+/* Max over elements of |a-b| / max(1, |b|) (NaN vs NaN counts as equal). */
+static double max_rel(const double *a, const double *b, int64_t n)
+{
+    double m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(a[i]) && isnan(b[i])) continue;
+        if (isnan(a[i]) || isnan(b[i])) return INFINITY;
+        if (isinf(a[i]) || isinf(b[i])) {
+            if (a[i] != b[i]) return INFINITY;
+            continue;
+        }
+        double s = fabs(b[i]) > 1 ? fabs(b[i]) : 1;
+        double e = fabs(a[i] - b[i]) / s;
+        if (e > m) m = e;
+    }
+    return m;
+}
+
+/* view kinds applied to an input */
+enum { V_PLAIN, V_T, V_STEP, V_NEG };
+
+/* Makes the same (possibly viewed) input on both contexts from one host array; base shape
+ * is chosen so that the view has `shape`. */
+static void make_pair(kiln_dtype dt, int nd, const int64_t *shape, int view, double lo, double hi,
+                      kiln_tensor **tc, kiln_tensor **tg)
+{
+    int64_t bshape[KILN_MAX_DIMS];
+    for (int i = 0; i < nd; i++) bshape[i] = shape[i];
+    if (view == V_T && nd >= 2) {
+        for (int i = 0; i < nd; i++) bshape[i] = shape[nd - 1 - i];
+    } else if (view == V_STEP && nd >= 1) {
+        bshape[0] = shape[0] * 2;
+    } else if (view == V_NEG && nd >= 1) {
+        bshape[nd - 1] = shape[nd - 1] + 3;
+    }
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++) n *= bshape[i];
+    double *h = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    check_fill(&rng, h, n, lo, hi);
+    kiln_tensor *bc = from_f64(cpu, dt, nd, bshape, h), *bg = from_f64(gpu, dt, nd, bshape, h);
+    free(h);
+    kiln_tensor *pair[2] = {bc, bg}, *outp[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        kiln_tensor *b = pair[k];
+        if (view == V_T && nd >= 2) {
+            CHECK_OK(kiln_tensor_ctx(b), kiln_tensor_permute(b, NULL, &outp[k]));
+        } else if (view == V_STEP && nd >= 1) {
+            kiln_slice s = KILN_SLICE_STEP(KILN_NONE, KILN_NONE, 2);
+            CHECK_OK(kiln_tensor_ctx(b), kiln_tensor_slice(b, 1, &s, &outp[k]));
+        } else if (view == V_NEG && nd >= 1) {
+            kiln_slice s[KILN_MAX_DIMS];
+            for (int i = 0; i < nd; i++) s[i] = KILN_SLICE_ALL;
+            s[nd - 1] = KILN_SLICE_STEP(shape[nd - 1] + 1, 1, -1);
+            CHECK_OK(kiln_tensor_ctx(b), kiln_tensor_slice(b, nd, s, &outp[k]));
+        } else {
+            outp[k] = kiln_tensor_retain(b);
+        }
+        kiln_tensor_release(b);
+    }
+    *tc = outp[0];
+    *tg = outp[1];
+}
+
+typedef kiln_expr *(*build_fn)(kiln_tensor *const *in, const void *param);
+
+/* Evaluates build(in) on both contexts and compares. Returns the max relative error. */
+static double compare(const char *what, build_fn build, const void *param, kiln_tensor *const *ic, kiln_tensor *const *ig,
+                      kiln_dtype out_dt, double tol)
+{
+    kiln_tensor *oc = NULL, *og = NULL;
+    CHECK_OK(cpu, kiln_eval(cpu, build(ic, param), out_dt, &oc));
+    CHECK_OK(gpu, kiln_eval(gpu, build(ig, param), out_dt, &og));
+    if (!oc || !og) {
+        fprintf(stderr, "  case %s: evaluation failed\n", what);
+        kiln_tensor_release(oc);
+        kiln_tensor_release(og);
+        return INFINITY;
+    }
+    CHECK_INT(kiln_tensor_numel(oc), kiln_tensor_numel(og));
+    int64_t n = kiln_tensor_numel(oc);
+    double *a = read_f64(og), *b = read_f64(oc);
+    double e = max_rel(a, b, n);
+    if (!(e <= tol)) fprintf(stderr, "  case %s: max rel err %g > tol %g (n=%lld)\n", what, e, tol, (long long)n);
+    CHECK(e <= tol);
+    free(a);
+    free(b);
+    kiln_tensor_release(oc);
+    kiln_tensor_release(og);
+    return e;
+}
+
+/* ---- element-wise -------------------------------------------------------------------------- */
+
+typedef kiln_expr *(*un_fn)(kiln_expr *);
+typedef kiln_expr *(*bin_fn)(kiln_expr *, kiln_expr *);
+
+static kiln_expr *b_unary(kiln_tensor *const *in, const void *p) { return ((un_fn)(uintptr_t)p)(kiln_t(in[0])); }
+static kiln_expr *b_binary(kiln_tensor *const *in, const void *p)
+{
+    return ((bin_fn)(uintptr_t)p)(kiln_t(in[0]), kiln_t(in[1]));
+}
+
+static void test_elementwise(void)
+{
+    struct {
+        const char *name;
+        un_fn f;
+        double lo, hi;
+    } un[] = {
+        {"neg", kiln_neg, -3, 3},     {"abs", kiln_abs, -3, 3},     {"sqr", kiln_sqr, -3, 3},
+        {"sqrt", kiln_sqrt, 0.1, 9},  {"rsqrt", kiln_rsqrt, 0.1, 9}, {"recip", kiln_reciprocal, 0.5, 4},
+        {"exp", kiln_exp, -5, 5},     {"exp2", kiln_exp2, -5, 5},   {"log", kiln_log, 0.01, 50},
+        {"log2", kiln_log2, 0.01, 50}, {"sigmoid", kiln_sigmoid, -8, 8}, {"tanh", kiln_tanh, -4, 4},
+        {"relu", kiln_relu, -3, 3},   {"finite", kiln_finite, -3, 3}, {"sign", kiln_sign, -3, 3},
+    };
+    struct {
+        const char *name;
+        bin_fn f;
+    } bin[] = {{"add", kiln_add}, {"sub", kiln_sub}, {"mul", kiln_mul}, {"div", kiln_div}, {"pow", kiln_pow},
+               {"maximum", kiln_maximum}, {"minimum", kiln_minimum}, {"eq", kiln_eq}, {"ne", kiln_ne},
+               {"lt", kiln_lt}, {"le", kiln_le}, {"gt", kiln_gt}, {"ge", kiln_ge}};
+    kiln_dtype dts[] = {KILN_DTYPE_F32, KILN_DTYPE_F16, KILN_DTYPE_F64, KILN_DTYPE_BF16};
+    double tols[] = {2e-6, 2e-3, 1e-13, 8e-3};
+    int64_t shape[2] = {37, 129};
+    for (int d = 0; d < 4; d++) {
+        for (size_t u = 0; u < sizeof un / sizeof un[0]; u++) {
+            int view = (int)(u % 4);
+            kiln_tensor *c, *g;
+            make_pair(dts[d], 2, shape, view, un[u].lo, un[u].hi, &c, &g);
+            char what[96];
+            snprintf(what, sizeof what, "%s %s view %d", un[u].name, kiln_dtype_name(dts[d]), view);
+            compare(what, b_unary, (const void *)(uintptr_t)un[u].f, &c, &g, KILN_DTYPE_AUTO, tols[d]);
+            kiln_tensor_release(c);
+            kiln_tensor_release(g);
+        }
+        for (size_t u = 0; u < sizeof bin / sizeof bin[0]; u++) {
+            kiln_tensor *c[2], *g[2];
+            make_pair(dts[d], 2, shape, (int)(u % 4), 0.5, 3, &c[0], &g[0]);
+            /* second operand broadcast along rows: shape (129,) */
+            make_pair(dts[d], 1, &shape[1], u % 2 ? V_NEG : V_PLAIN, 0.5, 3, &c[1], &g[1]);
+            char what[96];
+            snprintf(what, sizeof what, "%s %s", bin[u].name, kiln_dtype_name(dts[d]));
+            compare(what, b_binary, (const void *)(uintptr_t)bin[u].f, c, g, KILN_DTYPE_AUTO, tols[d] * 4);
+            for (int k = 0; k < 2; k++) {
+                kiln_tensor_release(c[k]);
+                kiln_tensor_release(g[k]);
+            }
+        }
+    }
+}
+
+static kiln_expr *b_chain(kiln_tensor *const *in, const void *p)
+{
+    (void)p;
+    /* where(a > 1, clip(sigmoid(a) * b + sqr(a - b) * 0.5, -1, 2), cast(a, f16)) */
+    kiln_expr *a = kiln_t(in[0]);
+    kiln_expr *x = kiln_add(kiln_mul(kiln_sigmoid(kiln_expr_retain(a)), kiln_t(in[1])),
+                            kiln_mul(kiln_sqr(kiln_sub(kiln_expr_retain(a), kiln_t(in[1]))), kiln_scalar(0.5)));
+    return kiln_where(kiln_gt(kiln_expr_retain(a), kiln_scalar(1.0)), kiln_clip(x, -1, 2),
+                      kiln_cast(a, KILN_DTYPE_F16));
+}
+
+static void test_chains(void)
+{
+    int64_t shapes[][3] = {{1, 1, 1}, {1, 7, 1}, {3, 5, 129}, {2, 1, 100003}};
+    for (int s = 0; s < 4; s++) {
+        for (int view = 0; view < 4; view++) {
+            kiln_tensor *c[2], *g[2];
+            make_pair(KILN_DTYPE_F32, 3, shapes[s], view, -2, 3, &c[0], &g[0]);
+            make_pair(KILN_DTYPE_F32, 3, shapes[s], V_PLAIN, -2, 3, &c[1], &g[1]);
+            char what[64];
+            snprintf(what, sizeof what, "chain shape %d view %d", s, view);
+            compare(what, b_chain, NULL, c, g, KILN_DTYPE_F32, 4e-6);
+            compare(what, b_chain, NULL, c, g, KILN_DTYPE_F16, 1e-3);
+            for (int k = 0; k < 2; k++) {
+                kiln_tensor_release(c[k]);
+                kiln_tensor_release(g[k]);
+            }
+        }
+    }
+}
+
+/* ---- reductions ------------------------------------------------------------------------------ */
+
+typedef struct red_param {
+    kiln_reduce_op op;
+    int naxes;
+    int axes[3];
+    int keepdims;
+    int bcast; /* 1: x - red(x) broadcast back (keepdims forced) */
+} red_param;
+
+static kiln_expr *b_reduce(kiln_tensor *const *in, const void *p)
+{
+    const red_param *r = p;
+    kiln_expr *x = kiln_t(in[0]);
+    if (!r->bcast) return kiln_reduce(r->op, x, r->naxes, r->naxes ? r->axes : NULL, r->keepdims);
+    return kiln_sub(kiln_expr_retain(x), kiln_reduce(r->op, x, r->naxes, r->naxes ? r->axes : NULL, 1));
+}
+
+static void test_reductions(void)
+{
+    int64_t shapes[][3] = {{5, 7, 129}, {3, 2, 40000}, {40000, 3, 2}, {1, 1, 1}, {2, 3000, 7}};
+    int axsets[][3] = {{0}, {1}, {2}, {0, 1}, {1, 2}, {0, 2}, {0, 1, 2}};
+    int axn[] = {1, 1, 1, 2, 2, 2, 3};
+    kiln_reduce_op ops[] = {KILN_REDUCE_SUM, KILN_REDUCE_MEAN, KILN_REDUCE_MAX, KILN_REDUCE_MIN,
+                            KILN_REDUCE_VAR, KILN_REDUCE_STD, KILN_REDUCE_ARGMAX, KILN_REDUCE_ARGMIN};
+    for (int s = 0; s < 5; s++) {
+        for (int a = 0; a < 7; a++) {
+            for (int o = 0; o < 8; o++) {
+                int view = (s + a + o) % 4;
+                if (s == 1 || s == 2) view = V_PLAIN; /* keep the long cases cheap */
+                kiln_tensor *c, *g;
+                make_pair(KILN_DTYPE_F32, 3, shapes[s], view, -2, 3, &c, &g);
+                red_param rp = {ops[o], axn[a], {axsets[a][0], axsets[a][1], axsets[a][2]}, (o + a) % 2, 0};
+                if (a == 6 && o % 2) rp.naxes = 0; /* all axes through NULL */
+                char what[96];
+                snprintf(what, sizeof what, "reduce op %d axes %d shape %d view %d", o, a, s, view);
+                double tol = (ops[o] == KILN_REDUCE_SUM || ops[o] == KILN_REDUCE_MEAN) ? 2e-4 : 1e-4;
+                if (ops[o] == KILN_REDUCE_ARGMAX || ops[o] == KILN_REDUCE_ARGMIN) tol = 0;
+                compare(what, b_reduce, &rp, &c, &g, KILN_DTYPE_AUTO, tol);
+                if (o == 1 || o == 2 || o == 4) {
+                    rp.bcast = 1;
+                    compare(what, b_reduce, &rp, &c, &g, KILN_DTYPE_AUTO, 2e-4);
+                }
+                kiln_tensor_release(c);
+                kiln_tensor_release(g);
+            }
+        }
+    }
+    /* f16 and f64 inputs, row-style and column-style */
+    kiln_dtype dts[] = {KILN_DTYPE_F16, KILN_DTYPE_F64, KILN_DTYPE_BF16};
+    for (int d = 0; d < 3; d++) {
+        int64_t shape[2] = {300, 257};
+        kiln_tensor *c, *g;
+        make_pair(dts[d], 2, shape, V_PLAIN, -2, 3, &c, &g);
+        for (int ax = 0; ax < 2; ax++) {
+            red_param rp = {KILN_REDUCE_VAR, 1, {ax}, 1, 1};
+            compare("f16/f64 var bcast", b_reduce, &rp, &c, &g, KILN_DTYPE_AUTO, dts[d] == KILN_DTYPE_F64 ? 1e-12 : 8e-3);
+            rp.op = KILN_REDUCE_SUM;
+            rp.bcast = 0;
+            compare("f16/f64 sum", b_reduce, &rp, &c, &g, KILN_DTYPE_F32, dts[d] == KILN_DTYPE_F64 ? 1e-6 : 1e-4);
+        }
+        kiln_tensor_release(c);
+        kiln_tensor_release(g);
+    }
+}
+
+/* batch-norm in place: A = rsqrt(var(A,1) + eps) * (A - mean(A,1)) */
+static kiln_status batchnorm(kiln_tensor *A, double eps, int axis)
+{
+    kiln_expr *e = kiln_mul(kiln_rsqrt(kiln_add(kiln_var(kiln_t(A), axis), kiln_scalar(eps))),
+                            kiln_sub(kiln_t(A), kiln_mean(kiln_t(A), axis)));
+    return kiln_assign(A, e);
+}
+
+static void test_batchnorm(void)
+{
+    int64_t shapes[][2] = {{7, 129}, {64, 8192}, {3, 50000}, {2049, 33}};
+    kiln_dtype dts[] = {KILN_DTYPE_F32, KILN_DTYPE_F16};
+    for (int s = 0; s < 4; s++)
+        for (int d = 0; d < 2; d++)
+            for (int axis = 0; axis < 2; axis++) {
+                kiln_tensor *c, *g;
+                make_pair(dts[d], 2, shapes[s], V_PLAIN, -2, 5, &c, &g);
+                CHECK_OK(cpu, batchnorm(c, 1e-5, axis));
+                CHECK_OK(gpu, batchnorm(g, 1e-5, axis));
+                int64_t n = kiln_tensor_numel(c);
+                double *a = read_f64(g), *b = read_f64(c);
+                double e = max_rel(a, b, n);
+                double tol = dts[d] == KILN_DTYPE_F16 ? 4e-3 : 2e-4;
+                if (!(e <= tol))
+                    fprintf(stderr, "  batchnorm shape %d dtype %d axis %d: err %g\n", s, d, axis, e);
+                CHECK(e <= tol);
+                free(a);
+                free(b);
+                kiln_tensor_release(c);
+                kiln_tensor_release(g);
+            }
+}
+
+/* ---- random numbers and stochastic rounding: bit identity ------------------------------------ */
+
+static int same_bits(kiln_tensor *a, kiln_tensor *b, kiln_dtype dt)
+{
+    int64_t n = kiln_tensor_numel(a);
+    size_t es = kiln_dtype_size(dt);
+    char *x = malloc((size_t)n * es + 1), *y = malloc((size_t)n * es + 1);
+    CHECK_OK(kiln_tensor_ctx(a), kiln_tensor_read(a, x, dt));
+    CHECK_OK(kiln_tensor_ctx(b), kiln_tensor_read(b, y, dt));
+    int64_t diff = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (memcmp(x + i * (int64_t)es, y + i * (int64_t)es, es) != 0) diff++;
+    if (diff) fprintf(stderr, "  %lld of %lld elements differ in their bits\n", (long long)diff, (long long)n);
+    free(x);
+    free(y);
+    return diff == 0;
+}
+
+static void test_rng_bits(void)
+{
+    for (int seed = 0; seed < 2; seed++) {
+        kiln_ctx *c = make_ctx(KILN_DEVICE_CPU, 1234 + (uint64_t)seed * 0x9E3779B97F4A7C15ull);
+        kiln_ctx *g = make_ctx(KILN_DEVICE_CUDA, 1234 + (uint64_t)seed * 0x9E3779B97F4A7C15ull);
+        CHECK(c && g);
+        if (!c || !g) return;
+        int64_t shape[2] = {333, 257};
+        int64_t n = shape[0] * shape[1];
+        double *h = malloc((size_t)n * sizeof(double));
+        check_fill(&rng, h, n, -3, 3);
+        kiln_tensor *xc = from_f64(c, KILN_DTYPE_F32, 2, shape, h), *xg = from_f64(g, KILN_DTYPE_F32, 2, shape, h);
+        free(h);
+        kiln_tensor *yc, *yg, *hc, *hg;
+        CHECK_OK(c, kiln_tensor_empty(c, KILN_DTYPE_F32, 2, shape, &yc));
+        CHECK_OK(g, kiln_tensor_empty(g, KILN_DTYPE_F32, 2, shape, &yg));
+        CHECK_OK(c, kiln_tensor_empty(c, KILN_DTYPE_F16, 2, shape, &hc));
+        CHECK_OK(g, kiln_tensor_empty(g, KILN_DTYPE_F16, 2, shape, &hg));
+        /* the same sequence of operations on both contexts, so the same Philox streams */
+        for (int step = 0; step < 8; step++) {
+            kiln_expr *ec = NULL, *eg = NULL;
+            kiln_tensor *dc = yc, *dg = yg;
+            kiln_dtype dt = KILN_DTYPE_F32;
+            kiln_assign_args aa = {.round = KILN_ROUND_NEAREST};
+            switch (step) {
+            case 0: ec = kiln_rand(); eg = kiln_rand(); break;
+            case 1: ec = kiln_randn(); eg = kiln_randn(); break;
+            case 2: ec = kiln_bernoulli(0.3); eg = kiln_bernoulli(0.3); break;
+            case 3: ec = kiln_dropout(kiln_t(xc), 0.25); eg = kiln_dropout(kiln_t(xg), 0.25); break;
+            case 4: /* a generator inside a reduction kernel: FULL index = linear index in D */
+                ec = kiln_where(kiln_gt(kiln_t(xc), kiln_scalar(-1e30)), kiln_randn(), kiln_mean(kiln_t(xc), 1));
+                eg = kiln_where(kiln_gt(kiln_t(xg), kiln_scalar(-1e30)), kiln_randn(), kiln_mean(kiln_t(xg), 1));
+                break;
+            case 5: /* column-style reduction kernel with a generator */
+                ec = kiln_where(kiln_gt(kiln_t(xc), kiln_scalar(-1e30)), kiln_rand(), kiln_max(kiln_t(xc), 0));
+                eg = kiln_where(kiln_gt(kiln_t(xg), kiln_scalar(-1e30)), kiln_rand(), kiln_max(kiln_t(xg), 0));
+                break;
+            case 6: /* stochastic rounding to f16 */
+                ec = kiln_mul(kiln_t(xc), kiln_scalar(1.0 / 3.0));
+                eg = kiln_mul(kiln_t(xg), kiln_scalar(1.0 / 3.0));
+                dc = hc;
+                dg = hg;
+                dt = KILN_DTYPE_F16;
+                aa.round = KILN_ROUND_STOCHASTIC;
+                break;
+            default: /* nearest rounding to f16 */
+                ec = kiln_mul(kiln_t(xc), kiln_scalar(1.0 / 3.0));
+                eg = kiln_mul(kiln_t(xg), kiln_scalar(1.0 / 3.0));
+                dc = hc;
+                dg = hg;
+                dt = KILN_DTYPE_F16;
+                break;
+            }
+            CHECK_OK(c, kiln_assign_ex(dc, ec, &aa));
+            CHECK_OK(g, kiln_assign_ex(dg, eg, &aa));
+            int ok = same_bits(dc, dg, dt);
+            if (!ok) fprintf(stderr, "  rng step %d seed %d: CPU and CUDA bits differ\n", step, seed);
+            CHECK(ok);
+        }
+        kiln_tensor_release(xc);
+        kiln_tensor_release(xg);
+        kiln_tensor_release(yc);
+        kiln_tensor_release(yg);
+        kiln_tensor_release(hc);
+        kiln_tensor_release(hg);
+        kiln_ctx_destroy(c);
+        kiln_ctx_destroy(g);
+    }
+}
+
+/* ---- host <-> device copies ------------------------------------------------------------------ */
+
+static void test_copies(void)
+{
+    int64_t shape[3] = {4, 5, 6};
+    double h[120], back[120];
+    check_fill(&rng, h, 120, -100, 100);
+    kiln_tensor *t = from_f64(gpu, KILN_DTYPE_F32, 3, shape, h);
+    /* write into a transposed, stepped view and read it back through another view */
+    kiln_tensor *v = NULL;
+    int axes[3] = {2, 0, 1};
+    CHECK_OK(gpu, kiln_tensor_permute(t, axes, &v));
+    double w[120];
+    check_fill(&rng, w, 120, -100, 100);
+    CHECK_OK(gpu, kiln_tensor_write(v, w, KILN_DTYPE_F64));
+    CHECK_OK(gpu, kiln_tensor_read(v, back, KILN_DTYPE_F64));
+    int bad = 0;
+    for (int i = 0; i < 120; i++) bad += fabs(back[i] - (double)(float)w[i]) > 0;
+    CHECK_INT(bad, 0);
+    /* element (i, j, k) of t is element (k, i, j) of v */
+    CHECK_OK(gpu, kiln_tensor_read(t, back, KILN_DTYPE_F64));
+    bad = 0;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 5; j++)
+            for (int k = 0; k < 6; k++) bad += back[(i * 5 + j) * 6 + k] != (double)(float)w[(k * 4 + i) * 5 + j];
+    CHECK_INT(bad, 0);
+    /* int conversions on the way in: truncation and saturation */
+    int64_t n4 = 4;
+    double iv[4] = {1.9, -1.9, 1e10, -1e10};
+    kiln_tensor *ti = from_f64(gpu, KILN_DTYPE_I8, 1, &n4, iv);
+    int32_t got[4];
+    CHECK_OK(gpu, kiln_tensor_read(ti, got, KILN_DTYPE_I32));
+    CHECK_INT(got[0], 1);
+    CHECK_INT(got[1], -1);
+    CHECK_INT(got[2], 127);
+    CHECK_INT(got[3], -128);
+    kiln_tensor_release(ti);
+    kiln_tensor_release(v);
+    kiln_tensor_release(t);
+}
+
+/* ---- GEMM ------------------------------------------------------------------------------------- */
+
+static void test_gemm(void)
+{
+    struct {
+        int64_t M, N, K, batch;
+        int ta, tb, bias, relu;
+        double alpha, beta;
+    } cs[] = {
+        {1, 1, 1, 0, 0, 0, 0, 0, 1, 0},        {7, 33, 129, 0, 0, 0, 0, 0, 1, 0},
+        {64, 64, 64, 0, 1, 0, 1, 0, 0.5, 0},   {130, 65, 257, 0, 0, 1, 1, 1, 1, 0},
+        {31, 17, 9, 3, 1, 1, 0, 0, 2, 0.5},    {16, 48, 32, 2, 0, 0, 1, 1, 1, 0.25},
+        {5, 3, 0, 0, 0, 0, 1, 0, 1, 1},
+    };
+    kiln_dtype dts[] = {KILN_DTYPE_F32, KILN_DTYPE_F16, KILN_DTYPE_BF16, KILN_DTYPE_F64};
+    double tols[] = {2e-5, 4e-3, 3e-2, 1e-12};
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+        for (int d = 0; d < 4; d++) {
+            int64_t M = cs[c].M, N = cs[c].N, K = cs[c].K, nb = cs[c].batch;
+            int nd = nb ? 3 : 2;
+            int64_t as[3], bs[3], csh[3];
+            int o = 0;
+            if (nb) {
+                as[0] = bs[0] = csh[0] = nb;
+                o = 1;
+            }
+            as[o] = cs[c].ta ? K : M;
+            as[o + 1] = cs[c].ta ? M : K;
+            bs[o] = cs[c].tb ? N : K;
+            bs[o + 1] = cs[c].tb ? K : N;
+            csh[o] = M;
+            csh[o + 1] = N;
+            kiln_tensor *ac, *ag, *bc, *bg, *cc, *cg, *biasc = NULL, *biasg = NULL;
+            make_pair(dts[d], nd, as, V_PLAIN, -1, 1, &ac, &ag);
+            make_pair(dts[d], nd, bs, c == 3 ? V_STEP : V_PLAIN, -1, 1, &bc, &bg);
+            make_pair(dts[d], nd, csh, V_PLAIN, -1, 1, &cc, &cg);
+            if (cs[c].bias) make_pair(dts[d], 1, &N, V_PLAIN, -1, 1, &biasc, &biasg);
+            kiln_gemm_args gc = {.trans_a = cs[c].ta, .trans_b = cs[c].tb, .relu = cs[c].relu, .bias = biasc};
+            kiln_gemm_args gg = gc;
+            gg.bias = biasg;
+            CHECK_OK(cpu, kiln_dot(cc, ac, bc, cs[c].alpha, cs[c].beta, &gc));
+            CHECK_OK(gpu, kiln_dot(cg, ag, bg, cs[c].alpha, cs[c].beta, &gg));
+            int64_t n = kiln_tensor_numel(cc);
+            double *x = read_f64(cg), *y = read_f64(cc);
+            double m = 0, e = 0;
+            for (int64_t i = 0; i < n; i++) {
+                if (fabs(y[i]) > m) m = fabs(y[i]);
+                double d2 = fabs(x[i] - y[i]);
+                if (!(d2 <= e)) e = d2;
+            }
+            double rel = e / (m > 1 ? m : 1);
+            if (!(rel <= tols[d]))
+                fprintf(stderr, "  gemm case %zu dtype %s: rel err %g > %g\n", c, kiln_dtype_name(dts[d]), rel, tols[d]);
+            CHECK(rel <= tols[d]);
+            free(x);
+            free(y);
+            kiln_tensor *all[] = {ac, ag, bc, bg, cc, cg, biasc, biasg};
+            for (int i = 0; i < 8; i++) kiln_tensor_release(all[i]);
+        }
+    }
+}
+
+/* ---- kernel cache ----------------------------------------------------------------------------- */
+
+static kiln_expr *b_var(kiln_tensor *const *in, const void *p)
+{
+    (void)p;
+    return kiln_mean(kiln_sqr(kiln_sub(kiln_t(in[0]), kiln_mean(kiln_t(in[0]), 1))), 1);
+}
+
+static void run_var(kiln_ctx *g, int64_t rows, int64_t cols, double *out_first)
+{
+    int64_t shape[2] = {rows, cols};
+    int64_t n = rows * cols;
+    double *h = malloc((size_t)n * sizeof(double));
+    for (int64_t i = 0; i < n; i++) h[i] = (double)((i * 7919) % 101) * 0.01;
+    kiln_tensor *x = from_f64(g, KILN_DTYPE_F32, 2, shape, h);
+    free(h);
+    kiln_tensor *y = NULL;
+    CHECK_OK(g, kiln_eval(g, b_var(&x, NULL), KILN_DTYPE_F32, &y));
+    if (y) {
+        double *v = read_f64(y);
+        *out_first = v[0];
+        free(v);
+    }
+    kiln_tensor_release(y);
+    kiln_tensor_release(x);
+}
+
+static void test_cache(void)
+{
+    if (!kiln__cuda_cache_stats) return;
+    char dir[] = "/tmp/kiln-cache-test-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    setenv("KILN_CACHE_DIR", dir, 1);
+    kiln_ctx *g1 = make_ctx(KILN_DEVICE_CUDA, 1);
+    CHECK(g1 != NULL);
+    if (!g1) return;
+    CHECK(strcmp(kiln__cuda_cache_dir(g1), dir) == 0);
+    kiln_cuda_stats s0, s1;
+    double ref = 0, v = -1;
+    run_var(g1, 37, 129, &ref);
+    CHECK_OK(g1, kiln__cuda_cache_stats(g1, &s0));
+    CHECK(s0.compiles >= 1);
+    CHECK(s0.disk_writes >= 1);
+    /* new shape: no new compile */
+    run_var(g1, 201, 77, &v);
+    CHECK_OK(g1, kiln__cuda_cache_stats(g1, &s1));
+    CHECK_INT(s1.compiles, s0.compiles);
+    CHECK(s1.mem_hits > s0.mem_hits);
+    /* fresh context: every kernel from disk */
+    kiln_ctx *g2 = make_ctx(KILN_DEVICE_CUDA, 1);
+    run_var(g2, 37, 129, &v);
+    CHECK_OK(g2, kiln__cuda_cache_stats(g2, &s1));
+    CHECK_INT(s1.compiles, 0);
+    CHECK(s1.disk_hits >= 1);
+    CHECK_NEAR(v, ref, 1e-6);
+    kiln_ctx_destroy(g2);
+    /* corrupt every entry (truncate one, flip bytes in the others): ignored and rebuilt */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && for f in *.kbin; do sz=$(stat -c %%s \"$f\"); "
+             "printf 'garbage' | dd of=\"$f\" bs=1 seek=$((sz/2)) conv=notrunc status=none; done; "
+             "f=$(ls *.kbin | head -1); truncate -s 100 \"$f\"",
+             dir);
+    CHECK_INT(system(cmd), 0);
+    kiln_ctx *g3 = make_ctx(KILN_DEVICE_CUDA, 1);
+    v = -1;
+    run_var(g3, 37, 129, &v);
+    CHECK_OK(g3, kiln__cuda_cache_stats(g3, &s1));
+    CHECK(s1.disk_rejects >= 1);
+    CHECK(s1.compiles >= 1);
+    CHECK_NEAR(v, ref, 1e-6);
+    /* and rewritten: a fourth context hits the disk again */
+    kiln_ctx *g4 = make_ctx(KILN_DEVICE_CUDA, 1);
+    run_var(g4, 37, 129, &v);
+    CHECK_OK(g4, kiln__cuda_cache_stats(g4, &s1));
+    CHECK_INT(s1.compiles, 0);
+    CHECK_INT(s1.disk_rejects, 0);
+    kiln_ctx_destroy(g3);
+    kiln_ctx_destroy(g4);
+    /* batch-norm with another eps: no recompile */
+    int64_t shape[2] = {9, 300};
+    double h[2700];
+    check_fill(&rng, h, 2700, -1, 1);
+    kiln_tensor *A = from_f64(g1, KILN_DTYPE_F32, 2, shape, h);
+    CHECK_OK(g1, batchnorm(A, 1e-5, 1));
+    CHECK_OK(g1, kiln__cuda_cache_stats(g1, &s0));
+    CHECK_OK(g1, batchnorm(A, 1e-3, 1));
+    CHECK_OK(g1, kiln__cuda_cache_stats(g1, &s1));
+    CHECK_INT(s1.compiles, s0.compiles);
+    kiln_tensor_release(A);
+    /* memory cache dropped: next use from disk */
+    CHECK_OK(g1, kiln__cuda_cache_drop_memory(g1));
+    CHECK_OK(g1, kiln__cuda_cache_stats(g1, &s0));
+    run_var(g1, 37, 129, &v);
+    CHECK_OK(g1, kiln__cuda_cache_stats(g1, &s1));
+    CHECK_INT(s1.compiles, s0.compiles);
+    CHECK(s1.disk_hits > s0.disk_hits);
+    /* an NVRTC failure: status COMPILE, the log and the source in the message */
+    CHECK_FAILS(g1, kiln__cuda_compile_source(g1, "extern \"C\" __global__ void k() { this is not C; }", "k"),
+                KILN_ERR_COMPILE, "this is not C");
+    CHECK(strstr(kiln_last_error(g1), "--- log ---") != NULL);
+    CHECK(strstr(kiln_last_error(g1), "error") != NULL);
+    kiln_ctx_destroy(g1);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK_INT(system(cmd), 0);
+    unsetenv("KILN_CACHE_DIR");
+}
+
+/* ---- memory ------------------------------------------------------------------------------------- */
+
+static void test_memory(void)
+{
+    kiln_ctx *g = make_ctx(KILN_DEVICE_CUDA, 0);
+    CHECK(g != NULL);
+    if (!g) return;
+    kiln_mem_stats ms;
+    CHECK_OK(g, kiln_mem_set_limit(g, 1 << 20));
+    kiln_tensor *a = NULL, *b = NULL;
+    int64_t small = 1000, big = 1 << 20;
+    CHECK_OK(g, kiln_tensor_empty(g, KILN_DTYPE_F32, 1, &small, &a));
+    CHECK_FAILS(g, kiln_tensor_empty(g, KILN_DTYPE_F32, 1, &big, &b), KILN_ERR_OOM, "limit");
+    CHECK(b == NULL);
+    CHECK_OK(g, kiln_mem_get_stats(g, &ms));
+    CHECK(ms.in_use >= 4000 && ms.in_use < (1 << 20));
+    kiln_tensor_release(a);
+    CHECK_OK(g, kiln_mem_release_cached(g));
+    CHECK_OK(g, kiln_mem_get_stats(g, &ms));
+    CHECK_INT(ms.in_use, 0);
+    CHECK_INT(ms.cached, 0);
+    /* more than the device has: a clean OOM, not a crash */
+    CHECK_OK(g, kiln_mem_set_limit(g, 0));
+    int64_t huge[2] = {1 << 20, 1 << 20}; /* 4 TiB of f32 */
+    CHECK_FAILS(g, kiln_tensor_empty(g, KILN_DTYPE_F32, 2, huge, &b), KILN_ERR_OOM, "");
+    kiln_ctx_destroy(g);
+}
+
+int main(void)
+{
+    rng = check_seed();
+    gpu = make_ctx(KILN_DEVICE_CUDA, 42);
+    if (!gpu) {
+        printf("no CUDA device (%s): skipped\n", kiln_last_error(NULL));
+        return CHECK_SKIP;
+    }
+    cpu = make_ctx(KILN_DEVICE_CPU, 42);
+    printf("%s\n", kiln_ctx_device_description(gpu));
+    test_copies();
+    test_elementwise();
+    test_chains();
+    test_reductions();
+    test_batchnorm();
+    test_rng_bits();
+    test_gemm();
+    test_cache();
+    test_memory();
+    kiln_ctx_destroy(cpu);
+    kiln_ctx_destroy(gpu);
+    return check_finish();
+}
