@@ -7,6 +7,9 @@
  */
 #include "check.h"
 
+/* Depth of a chain that is just under the builders' limit (4096, src/expr/expr.h). */
+#define KILN_EXPR_DEPTH_TEST 4092
+
 static kiln_ctx *ctx;
 static uint64_t seed;
 
@@ -499,6 +502,20 @@ static void test_reductions(void)
         kiln_tensor_release(yd);
     }
     arr_free(&y);
+    /* Empty tensors: a sum over an empty axis is 0; an empty destination is left alone. */
+    int64_t se[2] = {3, 0}, s3z[1] = {3};
+    kiln_tensor *ez = NULL, *ed = poisoned(KILN_DTYPE_F32, 1, s3z), *ee = NULL;
+    CHECK_OK(ctx, kiln_tensor_empty(ctx, KILN_DTYPE_F32, 2, se, &ez));
+    int ax_e = 1;
+    CHECK_OK(ctx, kiln_assign(ed, kiln_reduce(KILN_REDUCE_SUM, kiln_t(ez), 1, &ax_e, 0)));
+    double *eg = read_all(ed);
+    CHECK(eg[0] == 0 && eg[1] == 0 && eg[2] == 0);
+    free(eg);
+    CHECK_OK(ctx, kiln_tensor_empty(ctx, KILN_DTYPE_F32, 2, se, &ee));
+    CHECK_OK(ctx, kiln_assign(ee, kiln_exp(kiln_t(ez))));
+    kiln_tensor_release(ez);
+    kiln_tensor_release(ed);
+    kiln_tensor_release(ee);
     /* Shorthands keep the axis; mean broadcasts back; a reduction of a rank-0 value. */
     int64_t s2[2] = {6, 129};
     arr a = mk(KILN_DTYPE_F32, 2, s2, -2, 2, 0);
@@ -954,6 +971,9 @@ static void test_deep(void)
     e = kiln_t(x.t);
     for (int i = 0; i < 5000; i++) e = kiln_add(e, kiln_scalar(1));
     CHECK_FAILS(ctx, kiln_assign(d, e), KILN_ERR_LIMIT, "'a'");
+    e = kiln_t(x.t);
+    for (int i = 0; i < KILN_EXPR_DEPTH_TEST; i++) e = kiln_neg(e);
+    CHECK_FAILS(ctx, kiln_assign(d, kiln_sum(e, 0)), KILN_ERR_LIMIT, "'x'");
     kiln_tensor_release(d);
     arr_free(&x);
 }
@@ -1033,6 +1053,23 @@ static void test_errors(void)
     CHECK(memcmp(before, after, sizeof(double) * 20) == 0);
     free(after);
 
+    /* one generator node used per element under a reduction and per row beside it */
+    int64_t sr[2] = {4, 1};
+    kiln_tensor *rowd = poisoned(KILN_DTYPE_F32, 2, sr);
+    kiln_expr *g = kiln_rand();
+    CHECK_FAILS(ctx, kiln_assign(rowd, kiln_add(kiln_sum(kiln_mul(kiln_t(a.t), kiln_expr_retain(g)), 1), g)),
+                KILN_ERR_UNSUPPORTED, "'e'");
+    kiln_tensor_release(rowd);
+    /* temporaries over the memory cap: OOM, dst unchanged */
+    kiln_mem_stats ms;
+    CHECK_OK(ctx, kiln_mem_get_stats(ctx, &ms));
+    CHECK_OK(ctx, kiln_mem_set_limit(ctx, ms.in_use + 8));
+    CHECK_FAILS(ctx, kiln_assign(dst, kiln_add(kiln_max(kiln_t(a.t), 0), kiln_min(kiln_t(a.t), 1))), KILN_ERR_OOM,
+                "limit");
+    CHECK_OK(ctx, kiln_mem_set_limit(ctx, 0));
+    after = read_all(dst);
+    CHECK(memcmp(before, after, sizeof(double) * 20) == 0);
+    free(after);
     /* eval */
     kiln_tensor *r = NULL;
     CHECK_FAILS(NULL, kiln_eval(NULL, kiln_scalar(1), KILN_DTYPE_AUTO, &r), KILN_ERR_NULL, "'ctx'");
