@@ -583,11 +583,12 @@ static kiln_expr *reduce_impl(const char *fn, const char *axes_name, kiln_reduce
     char sh[160];
     uint32_t mask = 0;
     if (x->depth >= KILN_EXPR_MAX_DEPTH - 8) {
+        int depth = x->depth;
         kiln_expr_release(x);
         return error_node(KILN_ERR_LIMIT,
                           "%s: argument 'x' is %d levels deep, too close to the limit %d; evaluate a part of it "
                           "first (kiln_eval)",
-                          fn, x->depth, KILN_EXPR_MAX_DEPTH);
+                          fn, depth, KILN_EXPR_MAX_DEPTH);
     }
     if (naxes < 0 || naxes > KILN_MAX_DIMS) {
         kiln_expr_release(x);
