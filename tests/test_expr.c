@@ -701,6 +701,24 @@ static void test_inplace(void)
         free(ref);
         arr_free(&A);
     }
+    /* softmax over the rows, in place */
+    {
+        int64_t s[2] = {5, 33};
+        arr A = mk(KILN_DTYPE_F32, 2, s, -4, 4, 0);
+        kiln_expr *mx = kiln_max(kiln_t(A.t), 1);
+        kiln_expr *ex = kiln_exp(kiln_sub(kiln_t(A.t), mx));
+        CHECK_OK(ctx, kiln_assign(A.t, kiln_div(kiln_expr_retain(ex), kiln_sum(ex, 1))));
+        double *got = read_all(A.t), ref[165];
+        for (int i = 0; i < 5; i++) {
+            double m = -INFINITY, z = 0;
+            for (int j = 0; j < 33; j++) m = A.h[i * 33 + j] > m ? A.h[i * 33 + j] : m;
+            for (int j = 0; j < 33; j++) z += exp(A.h[i * 33 + j] - m);
+            for (int j = 0; j < 33; j++) ref[i * 33 + j] = exp(A.h[i * 33 + j] - m) / z;
+        }
+        compare("softmax in place", got, ref, 165, 1e-5);
+        free(got);
+        arr_free(&A);
+    }
     /* A = A.T * 2 + A on a square matrix (the transposed read is copied first). */
     int64_t q[2] = {7, 7};
     arr A = mk(KILN_DTYPE_F32, 2, q, -2, 2, 0);

@@ -139,6 +139,20 @@ static void test_batchnorm(void)
         check_plan_sane(p);
         kiln__plan_free(p);
     }
+    /* softmax: max (pass 0), sum of exp (pass 1), the exp shared: one kernel. */
+    p = plan_of(A,
+                kiln_div(kiln_exp(kiln_sub(kiln_t(A), kiln_max(kiln_t(A), 1))),
+                         kiln_sum(kiln_exp(kiln_sub(kiln_t(A), kiln_max(kiln_t(A), 1))), 1)),
+                NULL);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_INT(p->nkernels, 1);
+        CHECK_INT(count_op(p, KILN_POP_EXP), 1);
+        CHECK_INT(count_op(p, KILN_POP_RED_MAX), 1);
+        CHECK_INT(p->kernels[0].npasses, 2);
+        check_plan_sane(p);
+        kiln__plan_free(p);
+    }
     kiln_tensor_release(A);
     kiln_tensor_release(C);
     kiln_tensor_release(V);
