@@ -65,8 +65,8 @@ typedef struct bench {
 /* Prints a failed kiln call with the context's last error; returns its status. */
 static kiln_status report(const bench *b, kiln_status st, const char *call, int line)
 {
-    fprintf(stderr, "kiln-bench: %s: %s (kiln-bench.c:%d) failed: %s: %s\n", b->current ? b->current : "setup",
-            call, line, kiln_status_name(st), kiln_last_error(b->ctx));
+    fprintf(stderr, "kiln-bench: %s: %s (kiln-bench.c:%d) failed: %s\n", b->current ? b->current : "setup",
+            call, line, kiln_last_error(b->ctx));
     return st;
 }
 
@@ -190,7 +190,11 @@ static void table_print_header(const table *t, const char *title)
     printf("\n%s\n", title);
     int total = 0;
     for (int i = 0; i < t->ncols; i++) {
-        printf("%s%*s", i ? "  " : "", t->cols[i].left ? -t->cols[i].width : t->cols[i].width, t->cols[i].title);
+        if (i == t->ncols - 1 && t->cols[i].left)
+            printf("%s%s", i ? "  " : "", t->cols[i].title);
+        else
+            printf("%s%*s", i ? "  " : "", t->cols[i].left ? -t->cols[i].width : t->cols[i].width,
+                   t->cols[i].title);
         total += t->cols[i].width + (i ? 2 : 0);
     }
     printf("\n");
@@ -203,7 +207,10 @@ static void table_print_row(const table *t, const row *r)
     char buf[64];
     for (int i = 0; i < t->ncols; i++) {
         t->cols[i].cell(r, buf, sizeof buf);
-        printf("%s%*s", i ? "  " : "", t->cols[i].left ? -t->cols[i].width : t->cols[i].width, buf);
+        if (i == t->ncols - 1 && t->cols[i].left) /* no trailing blanks */
+            printf("%s%s", i ? "  " : "", buf);
+        else
+            printf("%s%*s", i ? "  " : "", t->cols[i].left ? -t->cols[i].width : t->cols[i].width, buf);
     }
     printf("\n");
     fflush(stdout);
@@ -240,7 +247,7 @@ static kiln_status time_median(bench *b, run_fn fn, void *arg, double *ms_out)
     kiln_status st = KILN_OK;
     double t[MAX_REPS];
     int warm = b->gpu ? 3 : 1;
-    double target = b->quick ? (b->gpu ? 50.0 : 60.0) : (b->gpu ? 300.0 : 250.0);
+    double target = b->quick ? (b->gpu ? 50.0 : 60.0) : (b->gpu ? 300.0 : 400.0);
     int min_reps = b->quick ? 3 : 5;
 
     for (int i = 0; i < warm; i++) {
@@ -715,7 +722,7 @@ static void usage(FILE *f)
                "  gemm    kiln_dot (ms, GFLOP/s)\n"
                "  all     both (default)\n"
                "  --quick fewer sizes and shorter timing\n"
-               "  --dtype dtypes to run (default: f32 on the CPU, f32,f16 on a GPU)\n"
+               "  --dtype float dtypes to run: f32, f16, bf16, f64 (default: f32 on the CPU, f32,f16 on a GPU)\n"
                "The backend comes from KILN_DEVICE=cpu|cuda|auto (default auto).\n");
 }
 
@@ -726,8 +733,9 @@ static int parse_dtypes(bench *b, const char *list)
     b->ndtypes = 0;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         kiln_dtype dt = kiln_dtype_from_name(tok);
-        if (dt == KILN_DTYPE_AUTO || b->ndtypes >= KILN_DTYPE_COUNT) {
-            fprintf(stderr, "kiln-bench: --dtype: unknown or too many dtypes in '%s'\n", list);
+        if ((dt != KILN_DTYPE_F32 && dt != KILN_DTYPE_F16 && dt != KILN_DTYPE_BF16 && dt != KILN_DTYPE_F64) ||
+            b->ndtypes >= KILN_DTYPE_COUNT) {
+            fprintf(stderr, "kiln-bench: --dtype: '%s' is not a list of f32, f16, bf16, f64\n", list);
             return 0;
         }
         b->dtypes[b->ndtypes++] = dt;
@@ -765,7 +773,7 @@ int main(int argc, char **argv)
 
     kiln_status st = kiln_ctx_create(&b.ctx, NULL);
     if (st != KILN_OK) {
-        fprintf(stderr, "kiln-bench: kiln_ctx_create failed: %s: %s\n", kiln_status_name(st), kiln_last_error(NULL));
+        fprintf(stderr, "kiln-bench: kiln_ctx_create failed (%s): %s\n", kiln_status_name(st), kiln_last_error(NULL));
         return 1;
     }
     b.gpu = kiln_ctx_device(b.ctx) != KILN_DEVICE_CPU;
