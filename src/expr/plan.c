@@ -654,9 +654,13 @@ static int emit_node(kst *k, int id)
             k->ins[a].space = KILN_SPACE_FULL;
             k->forced[a] = 1;
         }
+        int pass = k->dep[a] < 0 ? 0 : k->dep[a] + 1;
+        if (pass > MAX_PASS) { /* pass numbers are 8 bits: split the kernel instead */
+            k->over = 1;
+            return EMIT_OVER;
+        }
         int r = push(k, (kiln_pop)p->op, a, 0, 0, KILN_SPACE_ROW, 0);
         if (r < 0) return r;
-        int pass = k->dep[a] < 0 ? 0 : k->dep[a] + 1;
         k->ins[r].pass = (uint8_t)pass;
         k->dep[r] = pass;
         return r;
