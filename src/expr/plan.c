@@ -21,7 +21,8 @@
 
 #define MAX_INPUTS 64
 #define MAX_INSTR  512
-#define SPACE_WILD 2 /* transient: generators (and ops on generators only) before resolution */
+#define MAX_PASS   200 /* kiln_plan_instr.pass is a uint8_t */
+#define SPACE_WILD 2   /* transient: generators (and ops on generators only) before resolution */
 
 /* ---- opcode table --------------------------------------------------------------------- */
 
