@@ -348,6 +348,38 @@ static void test_limits_hash_empty(void)
     free(got);
     free(h);
 
+    /* 250 nested reductions over the same domain: more passes than a kernel takes. */
+    {
+        int64_t sx[2] = {3, 5};
+        kiln_tensor *X = rnd(KILN_DTYPE_F64, 2, sx), *Y = rnd(KILN_DTYPE_F64, 2, sx);
+        double xh[15], yh[15], m[3];
+        CHECK_OK(ctx, kiln_tensor_read(X, xh, KILN_DTYPE_F64));
+        memcpy(yh, xh, sizeof yh);
+        kiln_expr *c = kiln_t(X);
+        for (int l = 0; l < 250; l++) {
+            c = kiln_sub(kiln_t(X), kiln_mul(kiln_mean(c, 1), kiln_scalar(0.5)));
+            for (int i = 0; i < 3; i++) {
+                m[i] = 0;
+                for (int j = 0; j < 5; j++) m[i] += yh[i * 5 + j] / 5;
+            }
+            for (int i = 0; i < 15; i++) yh[i] = xh[i] - 0.5 * m[i / 5];
+        }
+        kiln_expr_retain(c);
+        kiln_plan *pp = plan_of(Y, c, NULL);
+        CHECK(pp != NULL);
+        if (pp) {
+            CHECK(pp->nkernels >= 2);
+            check_plan_sane(pp);
+            kiln__plan_free(pp);
+        }
+        CHECK_OK(ctx, kiln_assign(Y, c));
+        double got2[15];
+        CHECK_OK(ctx, kiln_tensor_read(Y, got2, KILN_DTYPE_F64));
+        for (int i = 0; i < 15; i++) CHECK_NEAR(got2[i], yh[i], 1e-12);
+        kiln_tensor_release(X);
+        kiln_tensor_release(Y);
+    }
+
     /* The hash depends on structure, not on sizes or values. */
     int64_t a1[2] = {5, 8}, a2[2] = {17, 3};
     kiln_tensor *X1 = rnd(KILN_DTYPE_F32, 2, a1), *X2 = rnd(KILN_DTYPE_F32, 2, a2);
