@@ -8,6 +8,7 @@
 #    kiln.pth in the venv points there, so `.venv/bin/python -c "import kiln"` works after.
 #  - Exits non-zero when anything fails, pytest included (and when it collects no test).
 # Environment: BUILD (default build), KILN_VENV (default .venv), PYTHON (default python3),
+# KILN_PY_VENV=0 (use $PYTHON as it is: no venv, no installs; for the GPU machine),
 # KILN_DEVICE (the tests default to cpu; `make test-gpu` sets cuda), PYTEST_ARGS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,14 +23,21 @@ if [ ! -f "$BUILD/libkiln.so" ]; then
   echo "python-test: $BUILD/libkiln.so is missing: run cmake --build $BUILD first" >&2
   exit 1
 fi
-if [ ! -x "$VENV/bin/python" ]; then
-  echo "python-test: creating $VENV"
-  "$PY" -m venv "$VENV"
-fi
-VPY="$ROOT/$VENV/bin/python"
-if ! "$VPY" -c "import numpy, pytest, sys; sys.exit(numpy.__version__ != '${NUMPY_PIN#*==}' or pytest.__version__ != '${PYTEST_PIN#*==}')" 2>/dev/null; then
-  echo "python-test: installing $NUMPY_PIN $PYTEST_PIN into $VENV"
-  "$VPY" -m pip install -q --disable-pip-version-check "$NUMPY_PIN" "$PYTEST_PIN"
+if [ "${KILN_PY_VENV:-1}" = 0 ]; then
+  # Use $PY as it is (e.g. on the GPU machine, whose python3 holds numpy, pytest, PyTorch
+  # and CuPy and which reaches no package index).
+  VPY=$(command -v "$PY")
+  "$VPY" -c "import numpy, pytest" || { echo "python-test: $PY lacks numpy or pytest" >&2; exit 1; }
+else
+  if [ ! -x "$VENV/bin/python" ]; then
+    echo "python-test: creating $VENV"
+    "$PY" -m venv "$VENV"
+  fi
+  VPY="$ROOT/$VENV/bin/python"
+  if ! "$VPY" -c "import numpy, pytest, sys; sys.exit(numpy.__version__ != '${NUMPY_PIN#*==}' or pytest.__version__ != '${PYTEST_PIN#*==}')" 2>/dev/null; then
+    echo "python-test: installing $NUMPY_PIN $PYTEST_PIN into $VENV"
+    "$VPY" -m pip install -q --disable-pip-version-check "$NUMPY_PIN" "$PYTEST_PIN"
+  fi
 fi
 
 STAGE="$ROOT/$BUILD/python"
@@ -40,8 +48,10 @@ EXT_SUFFIX=$("$VPY" -c "import sysconfig; print(sysconfig.get_config_var('EXT_SU
 PYINC=$("$VPY" -c "import sysconfig; print(sysconfig.get_paths()['include'])")
 ${CC:-cc} -shared -fPIC -O2 -std=c11 -Wall -Wextra -Werror -I"$PYINC" -Iinclude python/src/_kiln.c \
   -L"$ROOT/$BUILD" -lkiln -Wl,-rpath,"$ROOT/$BUILD" -o "$STAGE/kiln/_kiln$EXT_SUFFIX"
-SITE=$("$VPY" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-echo "$STAGE" > "$SITE/kiln.pth"
+if [ "${KILN_PY_VENV:-1}" != 0 ]; then
+  SITE=$("$VPY" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+  echo "$STAGE" > "$SITE/kiln.pth"
+fi
 
 export KILN_DEVICE=${KILN_DEVICE:-cpu}
 cd "$ROOT"

@@ -67,3 +67,27 @@ def test_overhead_smoke():
     for _ in range(1000):
         e = a * 2.0
     assert isinstance(e, kn.Expr)
+
+
+def test_seed_expressions_are_one_kernel():
+    """nervanagpu's variance and batch-norm right-hand sides each run as one kernel (the
+    library's plan trace, KILN_TRACE=plan, says how many kernels each assignment took)."""
+    import os
+    import subprocess
+    import sys
+    prog = (
+        "import kiln as kn\n"
+        "A = kn.rand(128, 32, dtype=kn.float16)\n"
+        "C = kn.empty(128, 1)\n"
+        "C[:] = kn.mean(kn.square(A - kn.mean(A, axis=1, keepdims=True)), axis=1, keepdims=True)\n"
+        "A[:] = kn.reciprocal(kn.sqrt(kn.var(A, axis=1, keepdims=True) + 1e-3)) * "
+        "(A - kn.mean(A, axis=1, keepdims=True))\n"
+    )
+    env = dict(os.environ, KILN_TRACE="plan", PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    r = subprocess.run([sys.executable, "-c", prog], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    plans = [line for line in r.stderr.splitlines() if line.startswith("kiln: plan")]
+    assert len(plans) == 3, r.stderr                    # the rand fill, then the two expressions
+    for p in plans:
+        assert "kernels=1 " in p, p
+    assert "reductions=2" in plans[1] and "reductions=2" in plans[2]   # mean(A) computed once
