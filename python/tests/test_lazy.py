@@ -90,4 +90,4 @@ def test_seed_expressions_are_one_kernel():
     assert len(plans) == 3, r.stderr                    # the rand fill, then the two expressions
     for p in plans:
         assert "kernels=1 " in p, p
-    assert "reductions=2" in plans[1] and "reductions=2" in plans[2]   # mean(A) computed once
+    assert "reductions=2" in plans[1] and "reductions=2" in plans[2]   # one reduction node each, no duplicates
