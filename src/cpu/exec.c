@@ -55,8 +55,11 @@ static const char *const pop_names[] = {
 };
 _Static_assert(sizeof pop_nargs / sizeof pop_nargs[0] == KILN_POP_COUNT, "one entry per opcode");
 
-/* A block: segments along the innermost axis of the normalized domain. */
+/* A block: segments along one axis of the normalized domain (the innermost one, except for
+ * the row values of short rows, which run along the innermost kept axis). Along a segment
+ * the RNG index grows by 1 (it is the innermost axis of the index's space). */
 typedef struct seglist {
+    int ax;        /* the domain axis the segments run along */
     int n;         /* segments */
     int64_t total; /* values */
     int32_t *len;  /* [n] */

@@ -129,7 +129,7 @@ static void SFX(store)(const xk *x, const seglist *sg, const T *src)
 {
     const kiln_plan_output *o = &x->k->out;
     const int64_t es = (int64_t)kiln_dtype_size(o->dtype);
-    const int64_t s = ST(x, x->nio - 1, x->nd - 1);
+    const int64_t s = ST(x, x->nio - 1, sg->ax);
     const int sr = o->round == KILN_ROUND_STOCHASTIC && (o->dtype == KILN_DTYPE_F16 || o->dtype == KILN_DTYPE_BF16);
     for (int g = 0; g < sg->n; g++) {
         int64_t off = sg->off[(size_t)g * x->nio + (size_t)(x->nio - 1)];
@@ -170,7 +170,7 @@ static void SFX(eval)(const xk *x, int i, const seglist *sg, T *const *buf)
     case KILN_POP_LOAD: {
         const kiln_plan_input *inp = &k->inputs[in->a];
         const int64_t es = (int64_t)kiln_dtype_size(inp->dtype);
-        const int64_t s = ST(x, in->a, x->nd - 1);
+        const int64_t s = ST(x, in->a, sg->ax);
         T *d = o;
         for (int g = 0; g < sg->n; g++) {
             int64_t off = sg->off[(size_t)g * x->nio + (size_t)in->a];
@@ -252,6 +252,7 @@ typedef struct SFX(racc) {
     double *sum;
     T *best;
     int64_t *idx;
+    T *nans; /* MAX/MIN in lanes: NaNs seen (the result is NaN when > 0) */
 } SFX(racc);
 
 static void SFX(red_init)(int op, int64_t nl, SFX(racc) r)
@@ -260,6 +261,7 @@ static void SFX(red_init)(int op, int64_t nl, SFX(racc) r)
     for (int64_t l = 0; l < nl; l++) {
         r.sum[l] = 0.0;
         r.idx[l] = 0;
+        r.nans[l] = 0;
         r.best[l] = (op == KILN_POP_RED_MIN || op == KILN_POP_RED_ARGMIN) ? inf : -inf;
     }
 }
@@ -281,16 +283,43 @@ static void SFX(red_rows)(int op, const T *restrict v, int64_t nl, int64_t kn, i
             r.sum[l] += (double)s;
             break;
         }
-        case KILN_POP_RED_MAX: {
-            T m = r.best[l];
-            for (int64_t j = 0; j < kn; j++) m = (p[j] > m || p[j] != p[j]) ? p[j] : m;
-            r.best[l] = m;
-            break;
-        }
+        case KILN_POP_RED_MAX:
         case KILN_POP_RED_MIN: {
+            /* 8 independent partial results and a NaN count (vectorizable: a NaN-sticky
+             * select is not); any NaN makes the result NaN. */
+            const int mx = op == KILN_POP_RED_MAX;
             T m = r.best[l];
-            for (int64_t j = 0; j < kn; j++) m = (p[j] < m || p[j] != p[j]) ? p[j] : m;
-            r.best[l] = m;
+            if (m != m) break;
+            T m8[8], n8[8];
+            for (int q = 0; q < 8; q++) {
+                m8[q] = m;
+                n8[q] = 0;
+            }
+            int64_t j = 0;
+            if (mx)
+                for (; j + 8 <= kn; j += 8)
+                    for (int q = 0; q < 8; q++) {
+                        const T y = p[j + q];
+                        m8[q] = y > m8[q] ? y : m8[q];
+                        n8[q] += y != y ? (T)1 : (T)0;
+                    }
+            else
+                for (; j + 8 <= kn; j += 8)
+                    for (int q = 0; q < 8; q++) {
+                        const T y = p[j + q];
+                        m8[q] = y < m8[q] ? y : m8[q];
+                        n8[q] += y != y ? (T)1 : (T)0;
+                    }
+            T nn = 0;
+            for (int q = 0; q < 8; q++) {
+                m = (mx ? m8[q] > m : m8[q] < m) ? m8[q] : m;
+                nn += n8[q];
+            }
+            for (; j < kn; j++) {
+                m = (mx ? p[j] > m : p[j] < m) ? p[j] : m;
+                nn += p[j] != p[j] ? (T)1 : (T)0;
+            }
+            r.best[l] = nn > 0 ? (T)NAN : m;
             break;
         }
         case KILN_POP_RED_ARGMAX:
@@ -327,16 +356,24 @@ static void SFX(red_cols)(int op, const T *restrict v, int64_t nl, int64_t kn, i
         }
         for (int64_t l = 0; l < nl; l++) r.sum[l] += (double)best[l];
         break;
-    case KILN_POP_RED_MAX:
+    case KILN_POP_RED_MAX: /* NaNs are counted apart: a NaN-sticky select does not vectorize */
         for (int64_t j = 0; j < kn; j++) {
             const T *restrict p = v + j * nl;
-            for (int64_t l = 0; l < nl; l++) best[l] = (p[l] > best[l] || p[l] != p[l]) ? p[l] : best[l];
+            T *restrict nans = r.nans;
+            for (int64_t l = 0; l < nl; l++) {
+                best[l] = p[l] > best[l] ? p[l] : best[l];
+                nans[l] += p[l] != p[l] ? (T)1 : (T)0;
+            }
         }
         break;
     case KILN_POP_RED_MIN:
         for (int64_t j = 0; j < kn; j++) {
             const T *restrict p = v + j * nl;
-            for (int64_t l = 0; l < nl; l++) best[l] = (p[l] < best[l] || p[l] != p[l]) ? p[l] : best[l];
+            T *restrict nans = r.nans;
+            for (int64_t l = 0; l < nl; l++) {
+                best[l] = p[l] < best[l] ? p[l] : best[l];
+                nans[l] += p[l] != p[l] ? (T)1 : (T)0;
+            }
         }
         break;
     case KILN_POP_RED_ARGMAX:
@@ -365,7 +402,7 @@ static void SFX(red_final)(int op, int64_t nl, SFX(racc) r, T *restrict out)
         case KILN_POP_RED_SUM: out[l] = (T)r.sum[l]; break;
         case KILN_POP_RED_ARGMAX:
         case KILN_POP_RED_ARGMIN: out[l] = (T)r.idx[l]; break;
-        default: out[l] = r.best[l]; break;
+        default: out[l] = r.nans[l] > 0 ? (T)NAN : r.best[l]; break;
         }
     }
 }
@@ -403,9 +440,9 @@ static kiln_status SFX(run)(xk *x)
     const size_t vb = SFX(rup)((size_t)B * sizeof(T));
     const size_t segb = SFX(rup)((size_t)B * sizeof(int32_t)) + SFX(rup)((size_t)B * sizeof(int64_t)) +
                         SFX(rup)((size_t)B * (size_t)nio * sizeof(int64_t));
-    const size_t redb = SFX(rup)((size_t)B * sizeof(double)) + vb + SFX(rup)((size_t)B * sizeof(int64_t));
+    const size_t redb = SFX(rup)((size_t)B * sizeof(double)) + 2 * vb + SFX(rup)((size_t)B * sizeof(int64_t));
     const int nrowbuf = ew ? 0 : ni;
-    size_t bytes = (size_t)(ni + nrowbuf) * vb + (size_t)x->nred * redb + 2 * segb +
+    size_t bytes = (size_t)(ni + nrowbuf) * vb + (size_t)x->nred * redb + 3 * segb +
                    SFX(rup)((size_t)B * (size_t)nio * sizeof(int64_t)) + 2 * SFX(rup)((size_t)B * sizeof(int64_t)) +
                    2 * SFX(rup)((size_t)ni * sizeof(T *)) + SFX(rup)((size_t)x->nred * sizeof(SFX(racc)));
     kiln_block *blk = NULL;
@@ -419,7 +456,8 @@ static kiln_status SFX(run)(xk *x)
     T **valp, **rowp;
     SFX(racc) *acc;
     int64_t *lane_off, *lane_lin, *lane_olin;
-    seglist fs, rs;
+    seglist fs, rs, ps;
+    fs.ax = rs.ax = ps.ax = x->nd - 1;
     CARVE(valp, T *, ni);
     CARVE(rowp, T *, ni);
     CARVE(acc, SFX(racc), x->nred);
@@ -434,6 +472,7 @@ static kiln_status SFX(run)(xk *x)
         CARVE(acc[r].sum, double, B);
         CARVE(acc[r].best, T, B);
         CARVE(acc[r].idx, int64_t, B);
+        CARVE(acc[r].nans, T, B);
     }
     CARVE(fs.len, int32_t, B);
     CARVE(fs.lin, int64_t, B);
@@ -441,6 +480,9 @@ static kiln_status SFX(run)(xk *x)
     CARVE(rs.len, int32_t, B);
     CARVE(rs.lin, int64_t, B);
     CARVE(rs.off, int64_t, B * nio);
+    CARVE(ps.len, int32_t, B);
+    CARVE(ps.lin, int64_t, B);
+    CARVE(ps.off, int64_t, B * nio);
     CARVE(lane_off, int64_t, B * nio);
     CARVE(lane_lin, int64_t, B);
     CARVE(lane_olin, int64_t, B);
@@ -465,6 +507,13 @@ static kiln_status SFX(run)(xk *x)
 
     int64_t oidx[KILN_MAX_DIMS] = {0};
     int64_t rows_done = 0;
+    /* Short rows (several per block): the segments of one whole row, relative to its start. */
+    ps.n = 0;
+    ps.total = 0;
+    if (!col && nl_max > 1) {
+        for (int io = 0; io < nio; io++) lane_off[io] = 0;
+        gen_segs(x, x->inner, x->ninner, 0, lane_off, 0, 0, x->inner_n, &ps);
+    }
     /* (threads: split the row groups) */
     while (rows_done < x->outer_n) {
         int64_t nl;
@@ -480,14 +529,25 @@ static kiln_status SFX(run)(xk *x)
         } else {
             nl = x->outer_n - rows_done;
             if (nl > nl_max) nl = nl_max;
+            const int lo = x->nouter > 0 ? x->outer[x->nouter - 1] : 0; /* the innermost kept axis */
+            rs.ax = lo;
+            rs.n = 0;
             for (int64_t l = 0; l < nl; l++) {
-                point_at(x, oidx, x->outer, x->nouter, lane_off + l * nio, &lane_lin[l], &lane_olin[l]);
+                int64_t *lof = lane_off + l * nio;
+                if (l > 0 && oidx[lo] != 0) { /* next point along the innermost kept axis */
+                    for (int io = 0; io < nio; io++) lof[io] = lof[io - nio] + ST(x, io, lo);
+                    lane_lin[l] = lane_lin[l - 1] + x->lin[lo];
+                    lane_olin[l] = lane_olin[l - 1] + x->olin[lo];
+                    rs.len[rs.n - 1]++; /* the row values continue the current segment */
+                } else {
+                    point_at(x, oidx, x->outer, x->nouter, lof, &lane_lin[l], &lane_olin[l]);
+                    rs.len[rs.n] = 1;
+                    rs.lin[rs.n] = lane_olin[l];
+                    for (int io = 0; io < nio; io++) rs.off[(size_t)rs.n * nio + io] = lof[io];
+                    rs.n++;
+                }
                 odo_step(x, oidx, x->outer, x->nouter, 1);
-                rs.len[l] = 1;
-                rs.lin[l] = lane_olin[l];
-                for (int io = 0; io < nio; io++) rs.off[l * nio + io] = lane_off[l * nio + io];
             }
-            rs.n = (int)nl;
         }
         rs.total = nl;
         rows_done += nl;
@@ -521,9 +581,20 @@ static kiln_status SFX(run)(xk *x)
                 fs.total = 0;
                 if (col)
                     gen_segs(x, x->inner, x->ninner, nl, lane_off, lane_lin[0], k0, kn, &fs);
-                else
-                    for (int64_t l = 0; l < nl; l++)
-                        gen_segs(x, x->inner, x->ninner, 0, lane_off + l * nio, lane_lin[l], k0, kn, &fs);
+                else if (nl == 1)
+                    gen_segs(x, x->inner, x->ninner, 0, lane_off, lane_lin[0], k0, kn, &fs);
+                else /* whole short rows: the row's segment pattern shifted to each lane */
+                    for (int64_t l = 0; l < nl; l++) {
+                        const int64_t *lof = lane_off + l * nio;
+                        for (int g = 0; g < ps.n; g++) {
+                            int sn = fs.n++;
+                            fs.len[sn] = ps.len[g];
+                            fs.lin[sn] = ps.lin[g] + lane_lin[l];
+                            for (int io = 0; io < nio; io++)
+                                fs.off[(size_t)sn * nio + io] = ps.off[(size_t)g * nio + io] + lof[io];
+                        }
+                        fs.total += ps.total;
+                    }
                 for (int t = 0; t < x->nfull[wk]; t++) SFX(eval)(x, fulls[t], &fs, valp);
                 if (is_out) {
                     SFX(store)(x, &fs, valp[k->out_instr]);
