@@ -928,6 +928,7 @@ _builtin_abs = abs
 builtin_sum = sum
 builtin_max = max
 builtin_min = min
+builtin_any = any
 
 
 def abs(x):  # noqa: A001 - numpy's name
@@ -959,6 +960,7 @@ def _axes(axis):
 # numpy widens integer sums (to the platform int; kiln's widest int is int32) and computes
 # integer means, variances and deviations in float64.
 _WIDEN = {_R_SUM: int32, _R_MEAN: float64, _R_VAR: float64, _R_STD: float64}
+_NO_IDENTITY = frozenset((_R_MAX, _R_MIN, _R_ARGMAX, _R_ARGMIN))
 
 
 def _reduce(op, a, axis, keepdims):
@@ -967,6 +969,12 @@ def _reduce(op, a, axis, keepdims):
         return a if _is_kiln(a) else array(a)
     if not _is_kiln(a):
         a = array(a)
+    if op in _NO_IDENTITY and a.size == 0:
+        shape = a.shape
+        red = range(len(shape)) if axes is None else axes
+        if builtin_any(shape[ax] == 0 for ax in red if -len(shape) <= ax < len(shape)):
+            raise ArgumentError(f"argument 'a': zero-size reduction over axis {axis} of a {shape} tensor has "
+                                "no identity (numpy raises here too)")
     w = _WIDEN.get(op)
     if w is not None and a._dtype in _INT_CODES and a._dtype != w.code:
         a = _kiln.cast(a, w.code)
