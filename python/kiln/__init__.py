@@ -554,7 +554,7 @@ class Tensor(_kiln.TensorBase, _Methods):
             adv = _advanced(index)
             if adv:
                 a = self.get()
-                a[index] = _np.asarray(value)
+                a[_np_index(index)] = _np.asarray(value)
                 src, d = _np_src(a)
                 self._write(src, d.code)
                 return
@@ -649,10 +649,20 @@ def _advanced(index):
     return False
 
 
+def _np_index(index):
+    """numpy index for advanced indexing: a kiln object of a float dtype is a mask (its
+    non-zero elements, as comparisons give 0/1), of an integer dtype integer indices."""
+    def conv(i):
+        if not _is_kiln(i):
+            return i
+        a = i.get()
+        return a != 0 if a.dtype.kind == "f" else a
+    return tuple(conv(i) for i in index) if isinstance(index, tuple) else conv(index)
+
+
 def _getitem(v, index):
     if _advanced(index):
-        idx = tuple(_np.asarray(i) if _is_kiln(i) else i for i in index) if isinstance(index, tuple) else \
-            (_np.asarray(index) if _is_kiln(index) else index)
+        idx = _np_index(index)
         return array(v.get()[idx], dtype=v.dtype, ctx=v.ctx)
     items = index if isinstance(index, tuple) else (index,)
     nd = v.ndim

@@ -285,3 +285,12 @@ def test_not_constructible():
     with pytest.raises(TypeError) as e:
         kn.zeros(3, dtype="complex64")
     assert "dtype" in str(e.value)
+
+
+def test_kiln_masks_and_index_arrays(rng):
+    t, ref = make(rng, (6, 5), kn.float32)
+    np.testing.assert_array_equal(t[t > 0].get(), ref[ref > 0])          # comparison as a mask
+    idx = kn.argmax(t, axis=1)                                             # int32 indices
+    np.testing.assert_array_equal(t[idx].get(), ref[ref.argmax(1)])
+    t[t < 0] = 0.0
+    np.testing.assert_array_equal(t.get(), np.where(ref < 0, 0, ref))
