@@ -26,6 +26,8 @@ static void cuda_fini(void *state)
     cudaSetDevice(st->device);
     if (st->stream) cudaStreamSynchronize(st->stream);
     kiln__cuda_cache_clear(st);
+    if (st->ev0) cudaEventDestroy(st->ev0);
+    if (st->ev1) cudaEventDestroy(st->ev1);
     if (st->lt) cublasLtDestroy(st->lt);
     if (st->stream) cudaStreamDestroy(st->stream);
     free(st);
@@ -287,6 +289,70 @@ static kiln_status cuda_synchronize(kiln_ctx *ctx)
     KILN_TRY(kiln__cuda_enter(ctx));
     KILN_CK(ctx, rt, cudaStreamSynchronize(st->stream));
     return KILN_OK;
+}
+
+/* ---- benchmark hooks (cuda_hooks.h) ------------------------------------------------------ */
+
+static int is_cuda(const kiln_ctx *ctx) { return ctx && ctx->backend == &kiln__cuda_backend && ctx->backend_state; }
+
+kiln_status kiln__cuda_timer_start(kiln_ctx *ctx)
+{
+    if (!is_cuda(ctx)) return KILN_ERROR(ctx, KILN_ERR_UNSUPPORTED, "argument 'ctx': not a CUDA context");
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    KILN_TRY(kiln__cuda_enter(ctx));
+    if (!st->ev0) KILN_CK(ctx, rt, cudaEventCreate(&st->ev0));
+    if (!st->ev1) KILN_CK(ctx, rt, cudaEventCreate(&st->ev1));
+    KILN_CK(ctx, rt, cudaEventRecord(st->ev0, st->stream));
+    return KILN_OK;
+}
+
+kiln_status kiln__cuda_timer_stop(kiln_ctx *ctx, double *ms)
+{
+    if (!is_cuda(ctx)) return KILN_ERROR(ctx, KILN_ERR_UNSUPPORTED, "argument 'ctx': not a CUDA context");
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    if (!st->ev0 || !st->ev1) return KILN_ERROR(ctx, KILN_ERR_ARG, "argument 'ctx': timer not started");
+    KILN_CK(ctx, rt, cudaEventRecord(st->ev1, st->stream));
+    KILN_CK(ctx, rt, cudaEventSynchronize(st->ev1));
+    float f = 0;
+    KILN_CK(ctx, rt, cudaEventElapsedTime(&f, st->ev0, st->ev1));
+    *ms = f;
+    return KILN_OK;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+kiln_status kiln__cuda_time_copy(kiln_ctx *ctx, size_t bytes, int reps, double *ms)
+{
+    if (!is_cuda(ctx)) return KILN_ERROR(ctx, KILN_ERR_UNSUPPORTED, "argument 'ctx': not a CUDA context");
+    if (reps < 1 || reps > 10000) return KILN_ERROR(ctx, KILN_ERR_ARG, "argument 'reps': %d not in 1..10000", reps);
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    kiln_block *a = NULL, *b = NULL;
+    KILN_TRY(kiln__mem_alloc(ctx, bytes, __FILE__, __LINE__, &a));
+    kiln_status s = kiln__mem_alloc(ctx, bytes, __FILE__, __LINE__, &b);
+    double *t = malloc((size_t)reps * sizeof *t);
+    if (s == KILN_OK && !t) s = KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'reps': no host memory");
+    if (s == KILN_OK) s = cudaMemsetAsync(a->ptr, 1, bytes, st->stream) == cudaSuccess ? KILN_OK
+                          : KILN_ERROR(ctx, KILN_ERR_DRIVER, "argument 'bytes': cudaMemsetAsync failed");
+    for (int i = -3; i < reps && s == KILN_OK; i++) {
+        s = kiln__cuda_timer_start(ctx);
+        if (s == KILN_OK && cudaMemcpyAsync(b->ptr, a->ptr, bytes, cudaMemcpyDeviceToDevice, st->stream) != cudaSuccess)
+            s = KILN_ERROR(ctx, KILN_ERR_DRIVER, "argument 'bytes': cudaMemcpyAsync of %zu bytes failed", bytes);
+        double m = 0;
+        if (s == KILN_OK) s = kiln__cuda_timer_stop(ctx, &m);
+        if (i >= 0) t[i] = m;
+    }
+    if (s == KILN_OK) {
+        qsort(t, (size_t)reps, sizeof *t, cmp_double);
+        *ms = t[reps / 2];
+    }
+    free(t);
+    kiln__mem_free(ctx, a);
+    kiln__mem_free(ctx, b);
+    return s;
 }
 
 const kiln_backend kiln__cuda_backend = {

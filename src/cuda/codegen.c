@@ -933,8 +933,8 @@ kiln_status kiln__cuda_run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
     KILN_TRY(check_plan_kernel(ctx, k));
-    for (int a = 0; a < k->ndim; a++)
-        if (k->shape[a] == 0) return KILN_OK; /* empty domain */
+    for (int a = 0; a < k->ndim; a++) /* nothing to store: an empty outer space */
+        if (k->shape[a] == 0 && !((k->reduce_mask >> a) & 1u)) return KILN_OK;
     kplan kp;
     char *src = NULL;
     KILN_TRY(generate(ctx, k, &kp, &src));

@@ -73,6 +73,7 @@ typedef struct kiln_cuda_state {
     int sync_each;            /* KILN_CUDA_SYNC set: synchronize after every launch (debugging) */
     kiln_cuda_kentry *buckets[KILN_CUDA_KBUCKETS];
     kiln_cuda_stats stats;
+    cudaEvent_t ev0, ev1;     /* benchmark timer (created on first use) */
 } kiln_cuda_state;
 
 static inline kiln_cuda_state *kiln__cuda_state(const kiln_ctx *ctx) { return (kiln_cuda_state *)ctx->backend_state; }

@@ -33,4 +33,12 @@ const char *kiln__cuda_cache_dir(const kiln_ctx *ctx);
  * the kernel `name`; KILN_ERR_COMPILE carries the log and the source. For tests. */
 kiln_status kiln__cuda_compile_source(kiln_ctx *ctx, const char *source, const char *name);
 
+/* Benchmark helpers. kiln__cuda_timer_start/_stop record CUDA events on ctx's stream and
+ * give the device time between them in ms. kiln__cuda_time_copy times a device-to-device
+ * cudaMemcpyAsync of `bytes` bytes (buffers from ctx's allocator): the median of `reps`
+ * copies after a warm-up, into *ms. */
+kiln_status kiln__cuda_timer_start(kiln_ctx *ctx);
+kiln_status kiln__cuda_timer_stop(kiln_ctx *ctx, double *ms);
+kiln_status kiln__cuda_time_copy(kiln_ctx *ctx, size_t bytes, int reps, double *ms);
+
 #endif /* KILN_CUDA_HOOKS_H */

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""bench/peers/torch_expr.py — the peer of `kiln-gpu-bench` (tools/kiln-gpu-bench.c): the same
+fused expressions, shapes and dtypes through PyTorch eager and torch.compile on the same GPU,
+with a device-to-device copy of the same bytes measured in the same run.
+
+Timing: CUDA events around batches of back-to-back calls after warm-up (3 calls, and
+torch.compile's compilation), the median of 7 batches divided by the batch size, as
+kiln-gpu-bench does. GB/s counts the bytes that must move (inputs read once, output
+written once); copy/x is the fraction of copy bandwidth reached.
+Usage: python3 bench/peers/torch_expr.py [--quick]
+"""
+import sys
+import torch
+
+QUICK = "--quick" in sys.argv
+dev = "cuda"
+
+
+def bn(A, B, bias, out, rowout):
+    A.copy_(torch.rsqrt(A.var(1, keepdim=True, unbiased=False) + 1e-5) * (A - A.mean(1, keepdim=True)))
+
+
+def bn_pure(A):
+    return torch.rsqrt(A.var(1, keepdim=True, unbiased=False) + 1e-5) * (A - A.mean(1, keepdim=True))
+
+
+def relu_ab(A, B, bias):
+    return torch.relu(A * B + bias)
+
+
+def chain(A, B):
+    return torch.sigmoid(A) * B + (A - B) ** 2 * 0.5
+
+
+def variance(A):
+    return ((A - A.mean(1, keepdim=True)) ** 2).mean(1, keepdim=True)
+
+
+def colsum(A):
+    return A.sum(0)
+
+
+def timed(fn, reps):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(7):
+        e0 = torch.cuda.Event(enable_timing=True)
+        e1 = torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for _ in range(reps):
+            fn()
+        e1.record()
+        e1.synchronize()
+        ts.append(e0.elapsed_time(e1) / reps)
+    ts.sort()
+    return ts[3]
+
+
+def main():
+    print("torch", torch.__version__, torch.cuda.get_device_name())
+    sizes = [(8192, 8192), (65536, 1024), (1024, 65536), (256, 256)]
+    if QUICK:
+        sizes = sizes[:1]
+    print(f"{'case':26s} {'dtype':5s} {'shape':13s} {'eager ms':>9s} {'GB/s':>8s} {'compile ms':>10s} {'GB/s':>8s} "
+          f"{'copyGB/s':>9s} {'copy/eag':>8s} {'copy/cmp':>8s}")
+    for (N, C) in sizes:
+        for dt, dn in ((torch.float32, "f32"), (torch.float16, "f16")):
+            A = torch.rand(N, C, device=dev, dtype=dt) * 5 - 2
+            B = torch.rand(N, C, device=dev, dtype=dt) * 2 - 1
+            bias = torch.rand(C, device=dev, dtype=dt) * 2 - 1
+            es = A.element_size()
+            cases = [
+                ("relu(A*B+bias)", relu_ab, (A, B, bias), (2 * N * C + C + N * C) * es),
+                ("sigmoid(A)*B+sqr(A-B)/2", chain, (A, B), 3 * N * C * es),
+                ("batchnorm A in place", bn_pure, (A,), 2 * N * C * es),
+                ("var(A,1)", variance, (A,), (N * C + N) * es),
+                ("sum(A,0)", colsum, (A,), (N * C + C) * es),
+            ]
+            reps = 10 if N * C >= (1 << 22) else 100
+            for name, fn, args, nbytes in cases:
+                if name.startswith("batchnorm"):
+                    eager = lambda: A.copy_(bn_pure(A))  # noqa: E731
+                    cfn = torch.compile(lambda x: x.copy_(bn_pure(x)))
+                    comp = lambda: cfn(A)  # noqa: E731
+                else:
+                    eager = lambda fn=fn, args=args: fn(*args)  # noqa: E731
+                    cfn = torch.compile(fn)
+                    comp = lambda cfn=cfn, args=args: cfn(*args)  # noqa: E731
+                te = timed(eager, reps)
+                try:
+                    tc = timed(comp, reps)
+                except Exception as ex:  # a compile failure is a result, not a crash
+                    print(f"  torch.compile failed for {name}: {ex}")
+                    tc = float("nan")
+                src = torch.empty(nbytes // 2, dtype=torch.uint8, device=dev)
+                dst = torch.empty_like(src)
+                tcopy = timed(lambda: dst.copy_(src), 21)
+                print(f"{name:26s} {dn:5s} {N}x{C:<8d} {te:9.4f} {nbytes / te * 1e-6:8.1f} {tc:10.4f} "
+                      f"{nbytes / tc * 1e-6:8.1f} {nbytes / tcopy * 1e-6:9.1f} {tcopy / te:8.2f} {tcopy / tc:8.2f}",
+                      flush=True)
+            del A, B, bias
+            torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()

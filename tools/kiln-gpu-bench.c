@@ -1,0 +1,229 @@
+/*
+ * tools/kiln-gpu-bench.c — the GPU half of `kiln-bench expr`: fused expressions on the CUDA
+ * backend, timed with CUDA events on the context's stream, against a device-to-device
+ * copy of the same bytes measured in the same run, and the kernel compile latencies
+ * (first compile, in-memory hit, disk hit from a fresh process).
+ *
+ *   kiln-gpu-bench [--quick]          the table (exits 77 without a CUDA device)
+ *   kiln-gpu-bench --disk-probe       (internal) one batch-norm in a fresh process, prints
+ *                                     the kernel lookup time; run by the parent with the
+ *                                     parent's KILN_CACHE_DIR
+ *
+ * Timing: each case runs 3 times to warm up, then 7 batches of REPS back-to-back
+ * assignments between two events; the median batch time / REPS is reported, so the host's
+ * plan building overlaps the device work as in a real program. GB/s counts the bytes that
+ * must move (inputs read once, output written once); "copy" is cudaMemcpyAsync D2D of half
+ * that many bytes (it reads and writes them), so copy/kiln is the fraction of copy
+ * bandwidth reached. Uses the public API plus the CUDA backend's timing hooks.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kiln.h"
+#include "cuda/cuda_hooks.h"
+
+#pragma weak kiln__cuda_cache_stats
+#pragma weak kiln__cuda_timer_start
+#pragma weak kiln__cuda_timer_stop
+#pragma weak kiln__cuda_time_copy
+
+#define TRY(call)                                                                              \
+    do {                                                                                       \
+        kiln_status s_ = (call);                                                               \
+        if (s_ != KILN_OK) {                                                                   \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, kiln_last_error(ctx)); \
+            exit(1);                                                                           \
+        }                                                                                      \
+    } while (0)
+
+static kiln_ctx *ctx;
+
+typedef struct data {
+    kiln_tensor *A, *B, *bias, *out, *rowout;
+} data;
+
+static kiln_status bn(data *d)
+{
+    kiln_tensor *A = d->A;
+    return kiln_assign(A, kiln_mul(kiln_rsqrt(kiln_add(kiln_var(kiln_t(A), 1), kiln_scalar(1e-5))),
+                                   kiln_sub(kiln_t(A), kiln_mean(kiln_t(A), 1))));
+}
+static kiln_status relu_ab(data *d)
+{
+    return kiln_assign(d->out, kiln_relu(kiln_add(kiln_mul(kiln_t(d->A), kiln_t(d->B)), kiln_t(d->bias))));
+}
+static kiln_status chain(data *d)
+{
+    return kiln_assign(d->out, kiln_add(kiln_mul(kiln_sigmoid(kiln_t(d->A)), kiln_t(d->B)),
+                                        kiln_mul(kiln_sqr(kiln_sub(kiln_t(d->A), kiln_t(d->B))), kiln_scalar(0.5))));
+}
+static kiln_status variance(data *d)
+{
+    return kiln_assign(d->rowout, kiln_mean(kiln_sqr(kiln_sub(kiln_t(d->A), kiln_mean(kiln_t(d->A), 1))), 1));
+}
+static kiln_status colsum(data *d)
+{
+    return kiln_assign(d->bias, kiln_reduce(KILN_REDUCE_SUM, kiln_t(d->A), 1, (const int[]){0}, 0));
+}
+
+typedef struct bcase {
+    const char *name;
+    kiln_status (*fn)(data *);
+    int nin;     /* full-size inputs read */
+    int out;     /* 1: full-size output, 0: one value per row, 2: one per column */
+} bcase;
+
+static const bcase cases[] = {
+    {"relu(A*B+bias)", relu_ab, 2, 1},
+    {"sigmoid(A)*B+sqr(A-B)/2", chain, 2, 1},
+    {"batchnorm A in place", bn, 1, 1},
+    {"var(A,1)", variance, 1, 0},
+    {"sum(A,0)", colsum, 1, 2},
+};
+
+static int cmpd(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double time_case(const bcase *c, data *d, int reps)
+{
+    for (int i = 0; i < 3; i++) TRY(c->fn(d));
+    TRY(kiln_ctx_synchronize(ctx));
+    double t[7];
+    for (int b = 0; b < 7; b++) {
+        TRY(kiln__cuda_timer_start(ctx));
+        for (int i = 0; i < reps; i++) TRY(c->fn(d));
+        TRY(kiln__cuda_timer_stop(ctx, &t[b]));
+        t[b] /= reps;
+    }
+    qsort(t, 7, sizeof t[0], cmpd);
+    return t[3];
+}
+
+static void fill(kiln_tensor *t, double lo, double hi)
+{
+    TRY(kiln_assign(t, kiln_add(kiln_mul(kiln_rand(), kiln_scalar(hi - lo)), kiln_scalar(lo))));
+}
+
+static void run_table(int quick)
+{
+    int64_t sizes[][2] = {{256, 256}, {8192, 8192}, {65536, 1024}, {1024, 65536}};
+    kiln_dtype dts[] = {KILN_DTYPE_F32, KILN_DTYPE_F16};
+    printf("%-26s %-5s %-13s %9s %9s %9s %9s\n", "case", "dtype", "shape", "ms", "GB/s", "copyGB/s", "copy/kiln");
+    for (int s = 0; s < 4; s++) {
+        if (quick && s > 1) break;
+        for (int di = 0; di < 2; di++) {
+            kiln_dtype dt = dts[di];
+            int64_t N = sizes[s][0], C = sizes[s][1];
+            data d = {0};
+            int64_t rows[2] = {N, 1}, cols[1] = {C};
+            TRY(kiln_tensor_empty(ctx, dt, 2, sizes[s], &d.A));
+            TRY(kiln_tensor_empty(ctx, dt, 2, sizes[s], &d.B));
+            TRY(kiln_tensor_empty(ctx, dt, 2, sizes[s], &d.out));
+            TRY(kiln_tensor_empty(ctx, dt, 1, cols, &d.bias));
+            TRY(kiln_tensor_empty(ctx, dt, 2, rows, &d.rowout));
+            fill(d.A, -2, 3);
+            fill(d.B, -1, 1);
+            fill(d.bias, -1, 1);
+            size_t es = kiln_dtype_size(dt);
+            for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+                const bcase *bc = &cases[c];
+                double bytes = (double)bc->nin * (double)(N * C) * (double)es;
+                bytes += bc->out == 1 ? (double)(N * C) * (double)es : bc->out == 0 ? (double)N * es : (double)C * es;
+                if (bc->fn == relu_ab) bytes += (double)C * es;
+                int reps = N * C >= (1 << 22) ? 10 : 100;
+                double ms = time_case(bc, &d, reps);
+                double copy_ms = 0;
+                TRY(kiln__cuda_time_copy(ctx, (size_t)(bytes / 2), 21, &copy_ms));
+                char shape[32];
+                snprintf(shape, sizeof shape, "%lldx%lld", (long long)N, (long long)C);
+                printf("%-26s %-5s %-13s %9.4f %9.1f %9.1f %9.2f\n", bc->name, kiln_dtype_name(dt), shape, ms,
+                       bytes / ms * 1e-6, bytes / copy_ms * 1e-6, copy_ms / ms);
+                fflush(stdout);
+            }
+            kiln_tensor_release(d.A);
+            kiln_tensor_release(d.B);
+            kiln_tensor_release(d.out);
+            kiln_tensor_release(d.bias);
+            kiln_tensor_release(d.rowout);
+            TRY(kiln_mem_release_cached(ctx));
+        }
+    }
+}
+
+/* One batch-norm on a (64, 1000) f32 tensor; returns the lookup time of its kernel. */
+static double probe_once(kiln_cuda_stats *st)
+{
+    int64_t shape[2] = {64, 1000};
+    data d = {0};
+    TRY(kiln_tensor_ones(ctx, KILN_DTYPE_F32, 2, shape, &d.A));
+    TRY(bn(&d));
+    TRY(kiln_ctx_synchronize(ctx));
+    TRY(kiln__cuda_cache_stats(ctx, st));
+    kiln_tensor_release(d.A);
+    return st->last_get_ms;
+}
+
+static void run_latency(const char *self)
+{
+    char dir[] = "/tmp/kiln-bench-cache-XXXXXX";
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return;
+    }
+    setenv("KILN_CACHE_DIR", dir, 1);
+    kiln_ctx *saved = ctx;
+    kiln_ctx_args a = {.device = KILN_DEVICE_CUDA};
+    TRY(kiln_ctx_create(&ctx, &a));
+    kiln_cuda_stats st;
+    double first = probe_once(&st);
+    double nvrtc = st.last_compile_ms;
+    double mem = probe_once(&st);
+    kiln_ctx_destroy(ctx);
+    ctx = saved;
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "KILN_CACHE_DIR='%s' '%s' --disk-probe", dir, self);
+    FILE *p = popen(cmd, "r");
+    double disk = -1;
+    long hits = -1, compiles = -1;
+    if (p) {
+        if (fscanf(p, "%lf %ld %ld", &disk, &hits, &compiles) != 3) disk = -1;
+        pclose(p);
+    }
+    printf("\ncompile latency, batch-norm kernel (one kernel):\n");
+    printf("  first compile: %.2f ms lookup (NVRTC %.2f ms)\n", first, nvrtc);
+    printf("  memory hit:    %.4f ms\n", mem);
+    printf("  disk hit (fresh process): %.3f ms (disk hits %ld, compiles %ld)\n", disk, hits, compiles);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+int main(int argc, char **argv)
+{
+    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    int probe = argc > 1 && strcmp(argv[1], "--disk-probe") == 0;
+    kiln_ctx_args a = {.device = KILN_DEVICE_CUDA, .seed = 7};
+    if (!kiln__cuda_timer_start || kiln_ctx_create(&ctx, &a) != KILN_OK) {
+        fprintf(stderr, "kiln-gpu-bench: no CUDA backend or device (%s)\n", kiln_last_error(NULL));
+        return 77;
+    }
+    if (probe) {
+        kiln_cuda_stats st;
+        double ms = probe_once(&st);
+        printf("%f %ld %ld\n", ms, (long)st.disk_hits, (long)st.compiles);
+        kiln_ctx_destroy(ctx);
+        return 0;
+    }
+    printf("kiln-gpu-bench: %s\n", kiln_ctx_device_description(ctx));
+    run_latency(argv[0]);
+    printf("\n");
+    run_table(quick);
+    kiln_ctx_destroy(ctx);
+    return 0;
+}
