@@ -38,6 +38,7 @@ __all__ = [
     "rsqrt", "sign", "isfinite", "where", "sum", "mean", "var", "std", "max", "min", "amax", "amin",
     "argmax", "argmin", "use", "context", "memory_in_use", "max_memory_usage", "memory_report",
     "memory_stats", "set_memory_limit", "free_cached", "from_dlpack", "get", "evaluate", "dropout",
+    "reshape", "transpose", "expand_dims", "squeeze", "concatenate", "stack", "where", "cast",
 ]
 
 __version__ = _kiln.version()
@@ -1127,6 +1128,77 @@ def dot(a, b, out=None, alpha=1.0, beta=0.0, relu=False, bias=None):
 
 
 matmul = dot
+
+
+# ---------------------------------------------------------------------------------------
+# shape functions
+# ---------------------------------------------------------------------------------------
+
+
+def reshape(a, shape):
+    return asarray(a).reshape(shape)
+
+
+def transpose(a, axes=None):
+    return asarray(a).transpose(axes) if axes is not None else asarray(a).T
+
+
+def expand_dims(a, axis):
+    v = _kiln.value(asarray(a))
+    nd = v.ndim + 1
+    if not -nd <= axis < nd:
+        raise ShapeError(f"argument 'axis': {axis} is out of range for the result's {nd} axes")
+    axis %= nd
+    return v[(slice(None),) * axis + (None,)]
+
+
+def squeeze(a, axis=None):
+    v = _kiln.value(asarray(a))
+    axes = range(v.ndim) if axis is None else [ax % v.ndim for ax in _axes(axis)]
+    for ax in axes:
+        if axis is not None and v.shape[ax] != 1:
+            raise ShapeError(f"argument 'axis': axis {ax} has size {v.shape[ax]}, not 1")
+    idx = tuple(0 if (ax in axes and v.shape[ax] == 1) else slice(None) for ax in range(v.ndim))
+    return v[idx]
+
+
+def concatenate(arrays, axis=0, out=None):
+    """A new tensor of the arrays joined along axis (each one assigned into its slice)."""
+    parts = [asarray(a) for a in arrays]
+    if not parts:
+        raise ArgumentError("argument 'arrays': needs at least one array")
+    nd = parts[0].ndim
+    if nd == 0:
+        raise ShapeError("argument 'arrays': zero-dimensional arrays cannot be concatenated")
+    if not -nd <= axis < nd:
+        raise ShapeError(f"argument 'axis': {axis} is out of range for {nd} axes")
+    axis %= nd
+    shape = list(parts[0].shape)
+    for i, p in enumerate(parts[1:], 1):
+        if p.ndim != nd or any(p.shape[k] != shape[k] for k in range(nd) if k != axis):
+            raise ShapeError(f"argument 'arrays': array {i} has shape {p.shape}, array 0 {tuple(shape)} "
+                             f"(all axes but {axis} must match)")
+    shape[axis] = builtin_sum(p.shape[axis] for p in parts)
+    d = parts[0].dtype
+    for p in parts[1:]:
+        d = _promote(d, p.dtype)
+    if out is None:
+        out = empty(tuple(shape), dtype=d, ctx=_kiln.value(parts[0]).ctx)
+    elif tuple(out.shape) != tuple(shape):
+        raise ShapeError(f"argument 'out': shape {out.shape}, the result is {tuple(shape)}")
+    start = 0
+    for p in parts:
+        n = p.shape[axis]
+        out[(slice(None),) * axis + (slice(start, start + n),)] = p
+        start += n
+    return out
+
+
+def stack(arrays, axis=0):
+    parts = [asarray(a) for a in arrays]
+    if not parts:
+        raise ArgumentError("argument 'arrays': needs at least one array")
+    return concatenate([expand_dims(p, axis) for p in parts], axis=axis)
 
 
 def evaluate(x, dtype=None):

@@ -294,3 +294,29 @@ def test_kiln_masks_and_index_arrays(rng):
     np.testing.assert_array_equal(t[idx].get(), ref[ref.argmax(1)])
     t[t < 0] = 0.0
     np.testing.assert_array_equal(t.get(), np.where(ref < 0, 0, ref))
+
+
+def test_shape_functions(rng):
+    a, av = make(rng, (3, 4), kn.float32)
+    b, bv = make(rng, (3, 2), kn.float64)
+    c = kn.concatenate([a, b[:, ::-1]], axis=1)
+    assert c.dtype is kn.float64
+    np.testing.assert_array_equal(c.get(), np.concatenate([av, bv[:, ::-1]], axis=1))
+    np.testing.assert_array_equal(kn.concatenate([a, a * 2], axis=-2).get(), np.concatenate([av, av * 2]))
+    np.testing.assert_array_equal(kn.stack([a, a.T.T], axis=1).get(), np.stack([av, av], axis=1))
+    np.testing.assert_array_equal(kn.expand_dims(a, -1).get(), av[:, :, None])
+    np.testing.assert_array_equal(kn.squeeze(kn.expand_dims(a, 0)).get(), av)
+    np.testing.assert_array_equal(kn.squeeze(a[:1], axis=0).get(), av[0])
+    np.testing.assert_array_equal(kn.transpose(a).get(), av.T)
+    np.testing.assert_array_equal(kn.reshape(a, (2, 6)).get(), av.reshape(2, 6))
+    with pytest.raises(ValueError) as e:
+        kn.concatenate([a, b], axis=0)
+    assert "'arrays'" in str(e.value)
+    with pytest.raises(ValueError) as e:
+        kn.squeeze(a, axis=0)
+    assert "'axis'" in str(e.value)
+    with pytest.raises(ValueError) as e:
+        kn.concatenate([])
+    with pytest.raises(ValueError) as e:
+        kn.expand_dims(a, 5)
+    assert "'axis'" in str(e.value)
