@@ -93,16 +93,16 @@ int main(void)
 
     /* 3. What the README documents exists. */
     if (readme) {
-        static const char *const mentions[] = {"make test", "make bench", "KILN_DEVICE", "KILN_TRACE=plan",
-                                               "KILN_TEST_SEED", "kiln_mem_get_stats", "kiln_mem_report",
-                                               "kiln_mem_set_limit", "kiln_expr_retain"};
+        static const char *const mentions[] = {"make test",       "make bench",         "KILN_DEVICE",
+                                               "KILN_TRACE=plan", "KILN_TEST_SEED",     "kiln_mem_get_stats",
+                                               "kiln_mem_report", "kiln_mem_set_limit", "kiln_expr_retain"};
         for (size_t i = 0; i < sizeof mentions / sizeof mentions[0]; i++) {
             int has = strstr(readme, mentions[i]) != NULL;
             CHECK(has);
             if (!has) fprintf(stderr, "README.md does not mention %s\n", mentions[i]);
         }
-        static const char *const tree[] = {"include/kiln.h", "src/core", "src/expr", "src/ops", "src/cpu",
-                                           "tests", "tools", "bench", "Makefile", "CMakeLists.txt"};
+        static const char *const tree[] = {"include/kiln.h", "src/core", "src/expr", "src/ops",  "src/cpu",
+                                           "tests",          "tools",    "bench",    "Makefile", "CMakeLists.txt"};
         for (size_t i = 0; i < sizeof tree / sizeof tree[0]; i++) {
             int has = exists(root, tree[i]);
             CHECK(has);

@@ -37,7 +37,7 @@
 
 #define MAX_REPS 201
 #define MAX_COLS 12
-#define EPS 1e-5
+#define EPS      1e-5
 
 /* ---- the run's settings and state ---------------------------------------------------- */
 
@@ -46,14 +46,14 @@ struct row;
 typedef struct bench {
     kiln_ctx *ctx;
     int quick;
-    int gpu;                   /* backend is not the CPU: GPU sizes */
+    int gpu; /* backend is not the CPU: GPU sizes */
     int ndtypes;
     kiln_dtype dtypes[KILN_DTYPE_COUNT];
-    int fails;                 /* cases whose check failed */
-    const char *current;       /* the case being run, for error messages */
-    uint64_t rng;              /* host xorshift64* for input data */
-    float *host;               /* scratch for input data */
-    size_t host_cap;           /* floats */
+    int fails;           /* cases whose check failed */
+    const char *current; /* the case being run, for error messages */
+    uint64_t rng;        /* host xorshift64* for input data */
+    float *host;         /* scratch for input data */
+    size_t host_cap;     /* floats */
     /* The expr table's peer, measured in the same run on the same number of bytes; NULL =
      * no peer columns. CPU: a host memcpy (the copy ceiling). */
     kiln_status (*expr_peer)(struct bench *b, const struct row *r, double *ms);
@@ -65,27 +65,27 @@ typedef struct bench {
 /* Prints a failed kiln call with the context's last error; returns its status. */
 static kiln_status report(const bench *b, kiln_status st, const char *call, int line)
 {
-    fprintf(stderr, "kiln-bench: %s: %s (kiln-bench.c:%d) failed: %s\n", b->current ? b->current : "setup",
-            call, line, kiln_last_error(b->ctx));
+    fprintf(stderr, "kiln-bench: %s: %s (kiln-bench.c:%d) failed: %s\n", b->current ? b->current : "setup", call, line,
+            kiln_last_error(b->ctx));
     return st;
 }
 
 /* A kiln call inside a function that has a `bench *b`, a `kiln_status st` and a `done:`
  * label that releases what was made. */
-#define TRY(call)                                                                           \
-    do {                                                                                    \
-        st = (call);                                                                        \
-        if (st != KILN_OK) {                                                                \
-            report(b, st, #call, __LINE__);                                                 \
-            goto done;                                                                      \
-        }                                                                                   \
+#define TRY(call)                           \
+    do {                                    \
+        st = (call);                        \
+        if (st != KILN_OK) {                \
+            report(b, st, #call, __LINE__); \
+            goto done;                      \
+        }                                   \
     } while (0)
 
 /* One step of an unfused sequence: return its status when it fails. */
-#define STEP(call)                                                                          \
-    do {                                                                                    \
-        kiln_status step_st_ = (call);                                                      \
-        if (step_st_ != KILN_OK) return step_st_;                                           \
+#define STEP(call)                                \
+    do {                                          \
+        kiln_status step_st_ = (call);            \
+        if (step_st_ != KILN_OK) return step_st_; \
     } while (0)
 
 static double now_ms(void)
@@ -150,13 +150,34 @@ static void fmt_ms(double ms, char *buf, size_t cap)
         snprintf(buf, cap, "%.1f", ms);
 }
 
-static void cell_name(const row *r, char *buf, size_t cap) { snprintf(buf, cap, "%s", r->name); }
-static void cell_dtype(const row *r, char *buf, size_t cap) { snprintf(buf, cap, "%s", r->dtype); }
-static void cell_shape(const row *r, char *buf, size_t cap) { snprintf(buf, cap, "%s", r->shape); }
-static void cell_ms(const row *r, char *buf, size_t cap) { fmt_ms(r->ms, buf, cap); }
-static void cell_gbs(const row *r, char *buf, size_t cap) { snprintf(buf, cap, "%.2f", r->bytes / (r->ms * 1e6)); }
-static void cell_gflops(const row *r, char *buf, size_t cap) { snprintf(buf, cap, "%.1f", r->flops / (r->ms * 1e6)); }
-static void cell_unfused_ms(const row *r, char *buf, size_t cap) { fmt_ms(r->unfused_ms, buf, cap); }
+static void cell_name(const row *r, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s", r->name);
+}
+static void cell_dtype(const row *r, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s", r->dtype);
+}
+static void cell_shape(const row *r, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s", r->shape);
+}
+static void cell_ms(const row *r, char *buf, size_t cap)
+{
+    fmt_ms(r->ms, buf, cap);
+}
+static void cell_gbs(const row *r, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%.2f", r->bytes / (r->ms * 1e6));
+}
+static void cell_gflops(const row *r, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%.1f", r->flops / (r->ms * 1e6));
+}
+static void cell_unfused_ms(const row *r, char *buf, size_t cap)
+{
+    fmt_ms(r->unfused_ms, buf, cap);
+}
 static void cell_unfused_ratio(const row *r, char *buf, size_t cap)
 {
     if (isnan(r->unfused_ms))
@@ -164,7 +185,10 @@ static void cell_unfused_ratio(const row *r, char *buf, size_t cap)
     else
         snprintf(buf, cap, "%.2fx", r->unfused_ms / r->ms);
 }
-static void cell_peer_ms(const row *r, char *buf, size_t cap) { fmt_ms(r->peer_ms, buf, cap); }
+static void cell_peer_ms(const row *r, char *buf, size_t cap)
+{
+    fmt_ms(r->peer_ms, buf, cap);
+}
 /* peer time / kiln time: above 1 means kiln is faster than the peer. */
 static void cell_peer_ratio(const row *r, char *buf, size_t cap)
 {
@@ -193,8 +217,7 @@ static void table_print_header(const table *t, const char *title)
         if (i == t->ncols - 1 && t->cols[i].left)
             printf("%s%s", i ? "  " : "", t->cols[i].title);
         else
-            printf("%s%*s", i ? "  " : "", t->cols[i].left ? -t->cols[i].width : t->cols[i].width,
-                   t->cols[i].title);
+            printf("%s%*s", i ? "  " : "", t->cols[i].left ? -t->cols[i].width : t->cols[i].width, t->cols[i].title);
         total += t->cols[i].width + (i ? 2 : 0);
     }
     printf("\n");
@@ -342,8 +365,8 @@ typedef kiln_status (*expr_fn)(expr_data *d, kiln_tensor *dst);
 typedef struct expr_case {
     const char *name;
     const char *formula;
-    int in_place;     /* dst starts as a copy of A and the case reads and overwrites it */
-    int row_out;      /* dst is (n, 1), else (n, c) */
+    int in_place;          /* dst starts as a copy of A and the case reads and overwrites it */
+    int row_out;           /* dst is (n, 1), else (n, c) */
     double k_nc, k_c, k_n; /* bytes that must move = elem * (k_nc*n*c + k_c*c + k_n*n) */
     expr_fn fused, unfused;
 } expr_case;
@@ -475,8 +498,8 @@ static kiln_status expr_size(bench *b, const table *t, kiln_dtype dt, int64_t n,
         expr_run fr = {&d, ec->fused, fused_dst}, ur = {&d, ec->unfused, unfused_dst};
         TRY(time_median(b, expr_run_once, &fr, &r.ms));
         TRY(time_median(b, expr_run_once, &ur, &r.unfused_ms));
-        r.bytes = (double)kiln_dtype_size(dt) * (ec->k_nc * (double)n * (double)c + ec->k_c * (double)c +
-                                                 ec->k_n * (double)n);
+        r.bytes = (double)kiln_dtype_size(dt) *
+                  (ec->k_nc * (double)n * (double)c + ec->k_c * (double)c + ec->k_n * (double)n);
         if (b->expr_peer) TRY(b->expr_peer(b, &r, &r.peer_ms));
         table_print_row(t, &r);
         kiln_tensor_release(fused_dst);
@@ -641,9 +664,8 @@ static kiln_status run_gemm(bench *b)
     };
     /* GPU: squares and the fc 9216->4096 layer of the convnet benchmarks (batch 128). */
     static const gemm_case gpu_cases[] = {
-        {1024, 1024, 1024, 0, "square"},      {4096, 4096, 4096, 0, "square"},
-        {8192, 8192, 8192, 0, "square"},      {128, 4096, 9216, 0, "fc fprop"},
-        {9216, 4096, 128, 0, "fc update"},    {8192, 8192, 8192, 1, "square B^T"},
+        {1024, 1024, 1024, 0, "square"},  {4096, 4096, 4096, 0, "square"},   {8192, 8192, 8192, 0, "square"},
+        {128, 4096, 9216, 0, "fc fprop"}, {9216, 4096, 128, 0, "fc update"}, {8192, 8192, 8192, 1, "square B^T"},
     };
 
     table t = {0};
