@@ -46,8 +46,9 @@ struct row;
 typedef struct bench {
     kiln_ctx *ctx;
     int quick;
-    int gpu; /* backend is not the CPU: GPU sizes */
-    int ndtypes;
+    int gpu;          /* backend is not the CPU: GPU sizes */
+    int ndtypes;      /* expr dtypes; gemm runs these too when --dtype is given */
+    int dtypes_given; /* --dtype was on the command line */
     kiln_dtype dtypes[KILN_DTYPE_COUNT];
     int fails;           /* cases whose check failed */
     const char *current; /* the case being run, for error messages */
@@ -677,8 +678,12 @@ static kiln_status run_gemm(bench *b)
     table_add(&t, "check", 10, 1, cell_check);
     table_print_header(&t, "gemm: kiln_dot, C = A @ B (alpha 1, beta 0), GFLOP/s = 2*M*N*K / time");
 
-    for (int di = 0; di < b->ndtypes; di++) {
-        kiln_dtype dt = b->dtypes[di];
+    /* Default: f32 and f16 on every backend. */
+    static const kiln_dtype gemm_default[] = {KILN_DTYPE_F32, KILN_DTYPE_F16};
+    const kiln_dtype *dts = b->dtypes_given ? b->dtypes : gemm_default;
+    int ndts = b->dtypes_given ? b->ndtypes : 2;
+    for (int di = 0; di < ndts; di++) {
+        kiln_dtype dt = dts[di];
         const gemm_case *cases;
         int ncases;
         if (b->gpu) {
@@ -744,7 +749,8 @@ static void usage(FILE *f)
                "  gemm    kiln_dot (ms, GFLOP/s)\n"
                "  all     both (default)\n"
                "  --quick fewer sizes and shorter timing\n"
-               "  --dtype float dtypes to run: f32, f16, bf16, f64 (default: f32 on the CPU, f32,f16 on a GPU)\n"
+               "  --dtype float dtypes to run: f32, f16, bf16, f64 (default: expr f32 on the CPU and\n"
+               "          f32,f16 on a GPU; gemm f32,f16)\n"
                "The backend comes from KILN_DEVICE=cpu|cuda|auto (default auto).\n");
 }
 
@@ -800,6 +806,7 @@ int main(int argc, char **argv)
     }
     b.gpu = kiln_ctx_device(b.ctx) != KILN_DEVICE_CPU;
     if (dtype_list) {
+        b.dtypes_given = 1;
         if (!parse_dtypes(&b, dtype_list)) {
             kiln_ctx_destroy(b.ctx);
             return 2;
