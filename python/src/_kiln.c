@@ -1251,6 +1251,8 @@ static PyObject *t_dlpack_device(TensorObject *self, PyObject *unused)
     return Py_BuildValue("(ii)", cuda ? 2 : 1, cuda ? index : 0);
 }
 
+static PyObject *dlpack_export(TensorObject *self, kiln_tensor *t);
+
 static PyObject *t_dlpack(TensorObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
@@ -1259,29 +1261,44 @@ static PyObject *t_dlpack(TensorObject *self, PyObject *args, PyObject *kw)
     (void)stream;
     (void)maxv;
     (void)dev;
-    if (copy == Py_True) {
-        PyErr_SetString(PyExc_BufferError, "argument 'copy': kiln exports its own memory only (copy=True)");
-        return NULL;
+    kiln_tensor *src = self->t;
+    if (copy == Py_True) { /* the consumer asks for memory of its own: export a fresh copy */
+        const char *file;
+        int line;
+        get_site(&file, &line);
+        kiln_status cs = kiln_tensor_copy_at(self->t, KILN_DTYPE_AUTO, &src, file, line);
+        T_STATUS(self, cs);
+    } else {
+        kiln_tensor_retain(src);
     }
-    kiln_ctx *c = kiln_tensor_ctx(self->t);
+    PyObject *r = dlpack_export(self, src);
+    kiln_tensor_release(src);
+    return r;
+}
+
+/* Exports t (a view of self's context) as a DLPack capsule; the capsule holds its own
+ * reference to t. */
+static PyObject *dlpack_export(TensorObject *self, kiln_tensor *t)
+{
+    kiln_ctx *c = kiln_tensor_ctx(t);
     /* The consumer may use the data on any stream: finish kiln's queued work first. */
     kiln_status st = kiln_ctx_synchronize(c);
-    T_STATUS(self, st);
+    if (st != KILN_OK) return raise_ctx(st, c);
     dl_holder *h = calloc(1, sizeof *h);
     if (!h) return PyErr_NoMemory();
-    int nd = kiln_tensor_ndim(self->t);
-    if (dl_dtype(kiln_tensor_dtype(self->t), &h->m.dl_tensor.dtype) < 0) {
+    int nd = kiln_tensor_ndim(t);
+    if (dl_dtype(kiln_tensor_dtype(t), &h->m.dl_tensor.dtype) < 0) {
         free(h);
         return PyErr_Format(PyExc_TypeError, "argument 'self': dtype %s has no DLPack code",
-                            kiln_dtype_name(kiln_tensor_dtype(self->t)));
+                            kiln_dtype_name(kiln_tensor_dtype(t)));
     }
     for (int i = 0; i < nd; i++) {
-        h->shape[i] = kiln_tensor_shape(self->t)[i];
-        h->strides[i] = kiln_tensor_strides(self->t)[i];
+        h->shape[i] = kiln_tensor_shape(t)[i];
+        h->strides[i] = kiln_tensor_strides(t)[i];
     }
     int cuda = kiln_ctx_device(c) == KILN_DEVICE_CUDA;
-    h->t = kiln_tensor_retain(self->t);
-    h->m.dl_tensor.data = kiln_tensor_data(self->t);
+    h->t = kiln_tensor_retain(t);
+    h->m.dl_tensor.data = kiln_tensor_data(t);
     h->m.dl_tensor.device =
         (DLDevice){cuda ? 2 : 1, cuda && self->ctx ? ((CtxObject *)self->ctx)->device_index : 0};
     h->m.dl_tensor.ndim = nd;
@@ -1335,8 +1352,24 @@ static int tensor_getbuffer(TensorObject *self, Py_buffer *view, int flags)
         return -1;
     }
     int contiguous = kiln_tensor_is_contiguous(self->t);
-    if (!contiguous && (flags & PyBUF_STRIDES) != PyBUF_STRIDES) {
+    int nd0 = kiln_tensor_ndim(self->t);
+    int want_c = (flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS;
+    int want_f = (flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS;
+    int want_any = (flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS;
+    if (!contiguous && ((flags & PyBUF_STRIDES) != PyBUF_STRIDES || want_c || want_f || want_any)) {
         PyErr_SetString(PyExc_BufferError, "kiln: the view is not contiguous (ask for strides)");
+        return -1;
+    }
+    if (want_f && nd0 > 1) {
+        PyErr_SetString(PyExc_BufferError, "kiln: tensors are row-major (C order), not Fortran order");
+        return -1;
+    }
+    /* A broadcast view (stride 0 on an axis longer than 1) aliases: read-only, as in kiln. */
+    int readonly = 0;
+    for (int i = 0; i < nd0; i++)
+        if (kiln_tensor_strides(self->t)[i] == 0 && kiln_tensor_shape(self->t)[i] > 1) readonly = 1;
+    if (readonly && (flags & PyBUF_WRITABLE)) {
+        PyErr_SetString(PyExc_BufferError, "kiln: a broadcast view is read-only");
         return -1;
     }
     if (kiln_ctx_synchronize(c) != KILN_OK) {
@@ -1358,7 +1391,7 @@ static int tensor_getbuffer(TensorObject *self, Py_buffer *view, int flags)
     void *p = kiln_tensor_data(self->t);
     view->buf = p ? p : dummy;
     view->len = (Py_ssize_t)kiln_tensor_numel(self->t) * isz;
-    view->readonly = 0;
+    view->readonly = readonly;
     view->itemsize = isz;
     view->format = (flags & PyBUF_FORMAT) ? fmt : NULL;
     view->ndim = nd;

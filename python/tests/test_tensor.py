@@ -320,3 +320,37 @@ def test_shape_functions(rng):
     with pytest.raises(ValueError) as e:
         kn.expand_dims(a, 5)
     assert "'axis'" in str(e.value)
+
+
+def test_buffer_flags_and_dlpack_copy(rng):
+    if kn.context().device() != 1:
+        pytest.skip("buffer protocol: CPU backend only")
+    t, ref = make(rng, (4, 6), kn.float32)
+    v = t[:, ::2]
+    m = memoryview(v)
+    assert not m.c_contiguous and m.strides == (24, 8)
+    with pytest.raises((BufferError, ValueError)):
+        np.frombuffer(v, dtype=np.float32)     # asks for a plain (contiguous) buffer
+    assert memoryview(t).c_contiguous
+    b = t[:1].broadcast_to((3, 6))
+    a = np.asarray(b)                         # read-only view of the broadcast
+    assert not a.flags["WRITEABLE"]
+    np.testing.assert_array_equal(a, np.broadcast_to(ref[:1], (3, 6)))
+    cap_copy = np.from_dlpack(_DL(t, copy=True))
+    cap_view = np.from_dlpack(_DL(t))
+    t[0, 0] = 99.0
+    assert cap_view[0, 0] == 99.0 and cap_copy[0, 0] == np.float32(ref[0, 0])
+
+
+class _DL:
+    """Passes copy= through to kiln's __dlpack__ (numpy's from_dlpack takes no copy here)."""
+
+    def __init__(self, t, copy=None):
+        self.t, self.copy = t, copy
+
+    def __dlpack__(self, **kw):
+        kw["copy"] = self.copy
+        return self.t.__dlpack__(**{k: v for k, v in kw.items() if k in ("stream", "copy")})
+
+    def __dlpack_device__(self):
+        return self.t.__dlpack_device__()
