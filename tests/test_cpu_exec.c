@@ -401,7 +401,7 @@ static void test_column(int64_t N, int64_t C, int f64, int transposed)
 
 /* ROW outputs of every reduction over the given axes of x (4, 5, 6), with NaNs and ties:
  * SUM, MAX, MIN, ARGMAX, ARGMIN (i32 output). The reduced axes may be any subset. */
-static void test_reduce_axes(uint32_t mask, int f64)
+static void test_reduce_axes(uint32_t mask, int f64, int strided)
 {
     const int64_t shape[3] = {4, 5, 6};
     double hx[120];
@@ -411,7 +411,16 @@ static void test_reduce_axes(uint32_t mask, int f64)
     hx[77] = NAN;
     hx[78] = NAN;
     kiln_tensor *X = NULL;
-    CHECK_OK(g_ctx, kiln_tensor_from_host(g_ctx, KILN_DTYPE_F32, 3, shape, hx, KILN_DTYPE_F64, &X));
+    if (strided) { /* X = big[:, ::2, :] of a (4, 10, 6) big: its axes do not merge */
+        kiln_tensor *big = rand_tensor(KILN_DTYPE_F32, 3, ((int64_t[]){4, 10, 6}), -1, 1, NULL);
+        kiln_slice sl[2] = {KILN_SLICE_ALL, KILN_SLICE_STEP(KILN_NONE, KILN_NONE, 2)};
+        CHECK_OK(g_ctx, kiln_tensor_slice(big, 2, sl, &X));
+        CHECK_OK(g_ctx, kiln_tensor_write(X, hx, KILN_DTYPE_F64));
+        CHECK_OK(g_ctx, kiln_tensor_read(X, hx, KILN_DTYPE_F64));
+        kiln_tensor_release(big);
+    } else {
+        CHECK_OK(g_ctx, kiln_tensor_from_host(g_ctx, KILN_DTYPE_F32, 3, shape, hx, KILN_DTYPE_F64, &X));
+    }
     /* outer shape: the kept axes */
     int64_t oshape[3];
     int ond = 0, omap[3];
@@ -479,13 +488,87 @@ static void test_reduce_axes(uint32_t mask, int f64)
         }
         double *got = read_all(out);
         char what[64];
-        snprintf(what, sizeof what, "reduce %s mask 0x%x %s", kiln__pop_name(ops[q]), (unsigned)mask, f64 ? "f64" : "f32");
+        snprintf(what, sizeof what, "reduce %s mask 0x%x %s%s", kiln__pop_name(ops[q]), (unsigned)mask, f64 ? "f64" : "f32",
+                 strided ? " strided" : "");
         check_array(what, got, want, on, 1e-5);
         free(got);
         free(want);
         kiln_tensor_release(out);
     }
     kiln_tensor_release(X);
+}
+
+/* ROW-space loads (per-row and per-column parameters, strides 0 on the reduced axis) and a
+ * ROW value stored into a FULL output (broadcast back), in row style and column style:
+ *   row style    (reduce axis 1): out1[i, j] = sum_j((x[i, j] - g[i])^2) * h[i]   (FULL out)
+ *   column style (reduce axis 0): out2[j]    = max_i(x[i, j] * g2[j]) + h2[j]    (ROW out,
+ *                                 into a strided view) */
+static void test_row_loads(int64_t N, int64_t C, int f64)
+{
+    double *hx = malloc(sizeof(double) * N * C), *hg = malloc(sizeof(double) * N), *hh = malloc(sizeof(double) * N);
+    double *hg2 = malloc(sizeof(double) * C), *hh2 = malloc(sizeof(double) * C);
+    kiln_tensor *X = rand_tensor(KILN_DTYPE_F32, 2, ((int64_t[]){N, C}), -2, 2, hx);
+    kiln_tensor *G = rand_tensor(KILN_DTYPE_F16, 2, ((int64_t[]){N, 1}), -1, 1, hg);
+    kiln_tensor *H = rand_tensor(KILN_DTYPE_F64, 1, ((int64_t[]){N}), 0.5, 1.5, hh);
+    kiln_tensor *G2 = rand_tensor(KILN_DTYPE_F32, 1, ((int64_t[]){C}), -1, 1, hg2);
+    kiln_tensor *H2 = rand_tensor(KILN_DTYPE_BF16, 2, ((int64_t[]){1, C}), -1, 1, hh2);
+    kiln_tensor *out1 = poison_tensor(KILN_DTYPE_F32, 2, ((int64_t[]){N, C}));
+    kiln_tensor *big2 = poison_tensor(KILN_DTYPE_F32, 1, ((int64_t[]){3 * C})), *out2 = NULL;
+    kiln_slice sl = KILN_SLICE_STEP(2, KILN_NONE, 3);
+    CHECK_OK(g_ctx, kiln_tensor_slice(big2, 1, &sl, &out2));
+    {
+        kb b;
+        kb_init(&b, 2, ((int64_t[]){N, C}), 2u, f64);
+        int lx = kb_op(&b, KILN_POP_LOAD, KILN_SPACE_FULL, kb_input(&b, X, ((int[]){0, 1})), 0, 0);
+        int lg = kb_op(&b, KILN_POP_LOAD, KILN_SPACE_ROW, kb_input(&b, G, ((int[]){0, 1})), 0, 0);
+        int lh = kb_op(&b, KILN_POP_LOAD, KILN_SPACE_ROW, kb_input(&b, H, ((int[]){0, -1})), 0, 0);
+        int d = kb_op(&b, KILN_POP_SQR, KILN_SPACE_FULL, kb_op(&b, KILN_POP_SUB, KILN_SPACE_FULL, lx, lg, 0), 0, 0);
+        int r = kb_op(&b, KILN_POP_MUL, KILN_SPACE_ROW, kb_red(&b, KILN_POP_RED_SUM, d, 0), lh, 0);
+        kb_out(&b, out1, ((int[]){0, 1}), 0, r);
+        CHECK_OK(g_ctx, kb_run(&b));
+    }
+    {
+        kb b;
+        kb_init(&b, 2, ((int64_t[]){N, C}), 1u, f64);
+        int lx = kb_op(&b, KILN_POP_LOAD, KILN_SPACE_FULL, kb_input(&b, X, ((int[]){0, 1})), 0, 0);
+        int lg = kb_op(&b, KILN_POP_LOAD, KILN_SPACE_ROW, kb_input(&b, G2, ((int[]){-1, 0})), 0, 0);
+        int lh = kb_op(&b, KILN_POP_LOAD, KILN_SPACE_ROW, kb_input(&b, H2, ((int[]){0, 1})), 0, 0);
+        int m = kb_red(&b, KILN_POP_RED_MAX, kb_op(&b, KILN_POP_MUL, KILN_SPACE_FULL, lx, lg, 0), 0);
+        kb_out(&b, out2, ((int[]){-1, 0}), 1, kb_op(&b, KILN_POP_ADD, KILN_SPACE_ROW, m, lh, 0));
+        CHECK_OK(g_ctx, kb_run(&b));
+    }
+    double *w1 = malloc(sizeof(double) * N * C), *w2 = malloc(sizeof(double) * 3 * C);
+    for (int64_t i = 0; i < N; i++) {
+        double acc = 0;
+        for (int64_t j = 0; j < C; j++) acc += (hx[i * C + j] - hg[i]) * (hx[i * C + j] - hg[i]);
+        for (int64_t j = 0; j < C; j++) w1[i * C + j] = acc * hh[i];
+    }
+    for (int64_t j = 0; j < 3 * C; j++) w2[j] = NAN;
+    for (int64_t j = 0; j < C; j++) {
+        double m = -INFINITY;
+        for (int64_t i = 0; i < N; i++) m = hx[i * C + j] * hg2[j] > m ? hx[i * C + j] * hg2[j] : m;
+        w2[2 + 3 * j] = m + hh2[j];
+    }
+    double *g1 = read_all(out1), *g2 = read_all(big2);
+    check_array("row loads, row style", g1, w1, N * C, 2e-5);
+    check_array("row loads, column style", g2, w2, 3 * C, 2e-6);
+    free(g1);
+    free(g2);
+    free(w1);
+    free(w2);
+    free(hx);
+    free(hg);
+    free(hh);
+    free(hg2);
+    free(hh2);
+    kiln_tensor_release(X);
+    kiln_tensor_release(G);
+    kiln_tensor_release(H);
+    kiln_tensor_release(G2);
+    kiln_tensor_release(H2);
+    kiln_tensor_release(out1);
+    kiln_tensor_release(big2);
+    kiln_tensor_release(out2);
 }
 
 /* argmax over a long row (several blocks) and a wide column group (several lane groups). */
@@ -965,7 +1048,10 @@ int main(void)
         test_column(7, 3, f64, 1);
         test_softmax(33, 10, f64);
         test_softmax(4, 700, f64);
-        for (uint32_t mask = 1; mask < 8; mask++) test_reduce_axes(mask, f64);
+        for (uint32_t mask = 1; mask < 8; mask++) test_reduce_axes(mask, f64, 0);
+        for (uint32_t mask = 1; mask < 8; mask++) test_reduce_axes(mask, f64, 1);
+        test_row_loads(57, 13, f64);
+        test_row_loads(3, 700, f64);
         test_cast(f64);
     }
     test_argmax_long();
