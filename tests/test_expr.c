@@ -719,18 +719,32 @@ static void test_inplace(void)
         free(got);
         arr_free(&A);
     }
-    /* A = A.T * 2 + A on a square matrix (the transposed read is copied first). */
-    int64_t q[2] = {7, 7};
+    /* A = A.T * 2 + A on a square matrix larger than any block a backend may load at once
+     * (the transposed read is copied first), and a reversed 1-D view of itself. */
+    int64_t q[2] = {40, 40};
     arr A = mk(KILN_DTYPE_F32, 2, q, -2, 2, 0);
     kiln_tensor *At = NULL;
     CHECK_OK(ctx, kiln_tensor_permute(A.t, NULL, &At));
     CHECK_OK(ctx, kiln_assign(A.t, kiln_add(kiln_mul(kiln_t(At), kiln_scalar(2)), kiln_t(A.t))));
-    double *got = read_all(A.t), ref[49];
-    for (int i = 0; i < 7; i++)
-        for (int j = 0; j < 7; j++) ref[i * 7 + j] = A.h[j * 7 + i] * 2 + A.h[i * 7 + j];
-    compare("A = A.T*2 + A", got, ref, 49, 1e-6);
+    double *got = read_all(A.t), *ref = malloc(sizeof(double) * 1600);
+    for (int i = 0; i < 40; i++)
+        for (int j = 0; j < 40; j++) ref[i * 40 + j] = A.h[j * 40 + i] * 2 + A.h[i * 40 + j];
+    compare("A = A.T*2 + A", got, ref, 1600, 1e-6);
     free(got);
     kiln_tensor_release(At);
+    arr_free(&A);
+    int64_t n1[1] = {1601};
+    A = mk(KILN_DTYPE_F32, 1, n1, -2, 2, 0);
+    kiln_tensor *rv = NULL;
+    kiln_slice rs1 = KILN_SLICE_STEP(KILN_NONE, KILN_NONE, -1);
+    CHECK_OK(ctx, kiln_tensor_slice(A.t, 1, &rs1, &rv));
+    CHECK_OK(ctx, kiln_assign(A.t, kiln_sub(kiln_t(rv), kiln_mul(kiln_t(A.t), kiln_scalar(0.5)))));
+    ref = realloc(ref, sizeof(double) * 1601);
+    for (int i = 0; i < 1601; i++) ref[i] = A.h[1600 - i] - 0.5 * A.h[i];
+    got = read_all(A.t);
+    compare("A = A[::-1] - A/2", got, ref, 1601, 1e-6);
+    free(got);
+    kiln_tensor_release(rv);
     arr_free(&A);
     /* A[1:, :] = A[:-1, :] + 1 (shifted overlap) and A = A - A[:, 0:1]. */
     int64_t r[2] = {5, 4};
@@ -753,6 +767,7 @@ static void test_inplace(void)
     for (int i = 0; i < 20; i++) ref[i] = base[i] - base[(i / 4) * 4];
     compare("A - A[:, 0:1]", got, ref, 20, 1e-6);
     free(got);
+    free(ref);
     kiln_tensor_release(lo);
     kiln_tensor_release(hi);
     kiln_tensor_release(col);

@@ -454,6 +454,357 @@ static void test_compute_type_and_errors(void)
     kiln_tensor_release(B);
 }
 
+/* ---- random expression forms ----------------------------------------------------------
+ * Random trees of element-wise ops and reductions (keepdims or squeezed, any axes) over
+ * leaves that broadcast, planned and run, compared with a host evaluation in f64. This is
+ * where mixed domains, materialized squeezes and in-place destinations meet. */
+
+typedef struct harr {
+    int nd;
+    int64_t sh[KILN_MAX_DIMS];
+    double *v;
+} harr;
+
+static int64_t h_numel(int nd, const int64_t *sh)
+{
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++) n *= sh[i];
+    return n;
+}
+
+static harr h_new(int nd, const int64_t *sh)
+{
+    harr h;
+    memset(&h, 0, sizeof h);
+    h.nd = nd;
+    for (int i = 0; i < nd; i++) h.sh[i] = sh[i];
+    h.v = malloc((size_t)h_numel(nd, sh) * sizeof(double) + 8);
+    return h;
+}
+
+static int64_t h_at(const harr *a, int nd, const int64_t *idx)
+{
+    int64_t f = 0;
+    for (int i = 0; i < a->nd; i++) {
+        int j = i + nd - a->nd;
+        f = f * a->sh[i] + (a->sh[i] == 1 ? 0 : idx[j]);
+    }
+    return f;
+}
+
+static void h_unflat(int64_t f, int nd, const int64_t *sh, int64_t *idx)
+{
+    for (int i = nd - 1; i >= 0; i--) {
+        idx[i] = f % sh[i];
+        f /= sh[i];
+    }
+}
+
+enum { FZ_ADD, FZ_SUB, FZ_MUL, FZ_MAX, FZ_MIN, FZ_DIV1 };
+
+static double fz_bin(int op, double a, double b)
+{
+    switch (op) {
+    case FZ_ADD: return a + b;
+    case FZ_SUB: return a - b;
+    case FZ_MUL: return a * b;
+    case FZ_MAX: return a > b ? a : b;
+    case FZ_MIN: return a < b ? a : b;
+    default: return a / (1 + b * b);
+    }
+}
+
+static harr h_binary(int op, const harr *a, const harr *b)
+{
+    int nd;
+    int64_t sh[KILN_MAX_DIMS];
+    kiln__broadcast_shapes(a->nd, a->sh, b->nd, b->sh, &nd, sh);
+    harr o = h_new(nd, sh);
+    int64_t idx[KILN_MAX_DIMS];
+    for (int64_t f = 0; f < h_numel(nd, sh); f++) {
+        h_unflat(f, nd, sh, idx);
+        o.v[f] = fz_bin(op, a->v[h_at(a, nd, idx)], b->v[h_at(b, nd, idx)]);
+    }
+    return o;
+}
+
+/* Reduction of a over mask (bits of a's axes); keepdims or not. */
+static harr h_reduce(kiln_reduce_op op, const harr *a, uint32_t mask, int keep)
+{
+    int64_t ksh[KILN_MAX_DIMS], sh[KILN_MAX_DIMS];
+    int nd = 0;
+    for (int i = 0; i < a->nd; i++) {
+        ksh[i] = (mask >> i) & 1u ? 1 : a->sh[i];
+        if (!((mask >> i) & 1u) || keep) sh[nd++] = ksh[i];
+    }
+    harr o = h_new(nd, sh);
+    int64_t on = h_numel(a->nd, ksh), n = h_numel(a->nd, a->sh), rn = n / (on ? on : 1);
+    double *s = calloc((size_t)on, sizeof *s), *q = calloc((size_t)on, sizeof *q);
+    double *best = malloc((size_t)on * sizeof *best);
+    int64_t *bi = calloc((size_t)on, sizeof *bi), *seen = calloc((size_t)on, sizeof *seen);
+    for (int pass = 0; pass < 2; pass++)
+        for (int64_t f = 0; f < n; f++) {
+            int64_t idx[KILN_MAX_DIMS], of = 0, r = 0;
+            h_unflat(f, a->nd, a->sh, idx);
+            for (int i = 0; i < a->nd; i++) {
+                of = of * ksh[i] + ((mask >> i) & 1u ? 0 : idx[i]);
+                if ((mask >> i) & 1u) r = r * a->sh[i] + idx[i];
+            }
+            double v = a->v[f];
+            if (pass == 0) {
+                s[of] += v;
+                int better = !seen[of] || (op == KILN_REDUCE_MIN ? v < best[of] : v > best[of]);
+                if (better) {
+                    best[of] = v;
+                    bi[of] = r;
+                }
+                seen[of] = 1;
+            } else {
+                q[of] += (v - s[of] / (double)rn) * (v - s[of] / (double)rn);
+            }
+        }
+    for (int64_t f = 0; f < on; f++) {
+        switch (op) {
+        case KILN_REDUCE_SUM: o.v[f] = s[f]; break;
+        case KILN_REDUCE_MEAN: o.v[f] = s[f] / (double)rn; break;
+        case KILN_REDUCE_VAR: o.v[f] = q[f] / (double)rn; break;
+        case KILN_REDUCE_STD: o.v[f] = sqrt(q[f] / (double)rn); break;
+        case KILN_REDUCE_ARGMAX: o.v[f] = (double)bi[f]; break;
+        default: o.v[f] = best[f]; break;
+        }
+    }
+    free(s);
+    free(q);
+    free(best);
+    free(bi);
+    free(seen);
+    return o;
+}
+
+typedef struct fz {
+    kiln_tensor *leaves[256];
+    harr lh[256];
+    int nleaves;
+} fz;
+
+static int fz_rand(int n)
+{
+    return (int)(check_rand_u64(&seed) % (uint64_t)n);
+}
+
+/* A leaf of shape S, or (exact = 0) of S with some axes 1 and leading axes dropped. */
+static kiln_expr *fz_leaf(fz *z, int nd, const int64_t *S, int exact, harr *out)
+{
+    int64_t sh[KILN_MAX_DIMS];
+    int lead = exact ? 0 : (fz_rand(4) == 0 ? fz_rand(nd + 1) : 0);
+    int n = 0;
+    for (int i = lead; i < nd; i++) sh[n++] = (!exact && fz_rand(3) == 0) ? 1 : S[i];
+    kiln_tensor *t = NULL;
+    if (n == 2 && fz_rand(3) == 0) { /* a transposed view */
+        int64_t tsh[2] = {sh[1], sh[0]};
+        kiln_tensor *base = rnd(KILN_DTYPE_F64, 2, tsh);
+        CHECK_OK(ctx, kiln_tensor_transpose(base, 0, 1, &t));
+        kiln_tensor_release(base);
+    } else {
+        t = rnd(fz_rand(4) == 0 ? KILN_DTYPE_F32 : KILN_DTYPE_F64, n, sh);
+    }
+    harr h = h_new(n, sh);
+    CHECK_OK(ctx, kiln_tensor_read(t, h.v, KILN_DTYPE_F64));
+    if (z->nleaves < 256) {
+        z->leaves[z->nleaves] = t;
+        z->lh[z->nleaves] = h;
+        z->nleaves++;
+    } else {
+        kiln_tensor_release(t);
+    }
+    *out = h_new(n, sh);
+    memcpy(out->v, h.v, (size_t)h_numel(n, sh) * sizeof(double));
+    return kiln_t(z->nleaves <= 256 ? z->leaves[z->nleaves - 1] : NULL);
+}
+
+static kiln_expr *fz_gen(fz *z, int nd, const int64_t *S, int depth, harr *out);
+
+/* A node of exactly shape S (a random tree plus an exact leaf). */
+static kiln_expr *fz_exact(fz *z, int nd, const int64_t *S, int depth, harr *out)
+{
+    harr a, b;
+    kiln_expr *ea = fz_gen(z, nd, S, depth, &a);
+    kiln_expr *eb = fz_leaf(z, nd, S, 1, &b);
+    *out = h_binary(FZ_ADD, &a, &b);
+    free(a.v);
+    free(b.v);
+    return kiln_add(ea, eb);
+}
+
+static const kiln_reduce_op fz_reds[] = {KILN_REDUCE_SUM, KILN_REDUCE_MEAN, KILN_REDUCE_MAX,   KILN_REDUCE_MIN,
+                                         KILN_REDUCE_VAR, KILN_REDUCE_STD,  KILN_REDUCE_ARGMAX};
+
+static kiln_expr *fz_gen(fz *z, int nd, const int64_t *S, int depth, harr *out)
+{
+    int c = depth <= 0 ? fz_rand(5) : 5 + fz_rand(20);
+    if (c < 4 || (c >= 5 && c < 7)) return fz_leaf(z, nd, S, 0, out);
+    if (c == 4 || c == 7) {
+        double v = floor(check_uniform(&seed, -3, 3) * 4) / 4;
+        *out = h_new(0, NULL);
+        out->v[0] = v;
+        return kiln_scalar(v);
+    }
+    if (c < 11) { /* unary */
+        harr a;
+        kiln_expr *ea = fz_gen(z, nd, S, depth - 1, &a);
+        int u = fz_rand(5);
+        for (int64_t i = 0; i < h_numel(a.nd, a.sh); i++) {
+            double x = a.v[i];
+            a.v[i] = u == 0 ? -x : u == 1 ? fabs(x) : u == 2 ? tanh(x) : u == 3 ? 1 / (1 + exp(-x)) : x * x;
+        }
+        *out = a;
+        return u == 0   ? kiln_neg(ea)
+               : u == 1 ? kiln_abs(ea)
+               : u == 2 ? kiln_tanh(ea)
+               : u == 3 ? kiln_sigmoid(ea)
+                        : kiln_sqr(ea);
+    }
+    if (c < 17) { /* binary */
+        harr a, b;
+        kiln_expr *ea = fz_gen(z, nd, S, depth - 1, &a);
+        kiln_expr *eb = fz_gen(z, nd, S, depth - 1, &b);
+        int op = fz_rand(6);
+        *out = h_binary(op, &a, &b);
+        free(a.v);
+        free(b.v);
+        switch (op) {
+        case FZ_ADD: return kiln_add(ea, eb);
+        case FZ_SUB: return kiln_sub(ea, eb);
+        case FZ_MUL: return kiln_mul(ea, eb);
+        case FZ_MAX: return kiln_maximum(ea, eb);
+        case FZ_MIN: return kiln_minimum(ea, eb);
+        default: return kiln_div(ea, kiln_add(kiln_scalar(1), kiln_sqr(eb)));
+        }
+    }
+    kiln_reduce_op rop = fz_reds[fz_rand(fz_rand(4) == 0 ? 7 : 6)];
+    if (c < 22 || nd == 4) { /* keepdims over a random axis set of a child of shape S' */
+        int64_t Sc[KILN_MAX_DIMS] = {0};
+        uint32_t mask = 0;
+        for (int i = 0; i < nd; i++) {
+            Sc[i] = S[i];
+            if (fz_rand(2)) {
+                mask |= 1u << i;
+                Sc[i] = 1 + fz_rand(5);
+            }
+        }
+        if (!mask || nd == 0) return fz_gen(z, nd, S, depth - 1, out);
+        harr a;
+        kiln_expr *ea = fz_exact(z, nd, Sc, depth - 1, &a);
+        int axes[KILN_MAX_DIMS], na = 0;
+        for (int i = 0; i < nd; i++)
+            if ((mask >> i) & 1u) axes[na++] = fz_rand(2) ? i : i - nd;
+        *out = h_reduce(rop, &a, mask, 1);
+        free(a.v);
+        return kiln_reduce(rop, ea, na, axes, 1);
+    }
+    /* keepdims 0: a child with one or two more axes, removed again */
+    int k = nd <= 2 ? 1 + fz_rand(2) : 1;
+    int64_t Sc[KILN_MAX_DIMS] = {0};
+    int ndc = nd + k, j = 0;
+    uint32_t mask = 0;
+    for (int i = 0; i < ndc; i++) {
+        int left = ndc - i, need = k - __builtin_popcount(mask);
+        if (need > 0 && (need == left || fz_rand(2))) {
+            mask |= 1u << i;
+            Sc[i] = 1 + fz_rand(5);
+        } else {
+            Sc[i] = S[j++];
+        }
+    }
+    harr a;
+    kiln_expr *ea = fz_exact(z, ndc, Sc, depth - 1, &a);
+    int axes[KILN_MAX_DIMS], na = 0;
+    for (int i = 0; i < ndc; i++)
+        if ((mask >> i) & 1u) axes[na++] = i;
+    *out = h_reduce(rop, &a, mask, 0);
+    free(a.v);
+    return kiln_reduce(rop, ea, na, axes, 0);
+}
+
+static void test_random_forms(void)
+{
+    static const int64_t sizes[5] = {1, 2, 3, 5, 7};
+    int failures = 0;
+    for (int it = 0; it < 300 && failures < 3; it++) {
+        fz z;
+        memset(&z, 0, sizeof z);
+        int nd = 1 + fz_rand(3);
+        int64_t S[KILN_MAX_DIMS];
+        for (int i = 0; i < nd; i++) S[i] = sizes[fz_rand(5)];
+        if (fz_rand(4) == 0) S[fz_rand(nd)] = 300 + fz_rand(800); /* past one CPU block */
+        harr ref;
+        kiln_expr *e = fz_gen(&z, nd, S, 2 + fz_rand(3), &ref);
+        /* the destination: fresh, a transposed view, or (in place) a leaf of shape S */
+        kiln_tensor *dst = NULL;
+        int mode = fz_rand(3);
+        if (mode == 2) {
+            for (int l = 0; l < z.nleaves; l++)
+                if (z.lh[l].nd == nd && memcmp(z.lh[l].sh, S, sizeof(int64_t) * (size_t)nd) == 0 &&
+                    kiln_tensor_dtype(z.leaves[l]) == KILN_DTYPE_F64) {
+                    if (fz_rand(2)) {
+                        dst = kiln_tensor_retain(z.leaves[l]);
+                    } else { /* the leaf's storage through another mapping: reversed rows */
+                        kiln_slice rev = KILN_SLICE_STEP(KILN_NONE, KILN_NONE, -1);
+                        CHECK_OK(ctx, kiln_tensor_slice(z.leaves[l], 1, &rev, &dst));
+                        mode = 3;
+                    }
+                    break;
+                }
+        }
+        if (!dst && mode >= 1 && nd == 2) {
+            int64_t tsh[2] = {S[1], S[0]};
+            kiln_tensor *base = NULL;
+            CHECK_OK(ctx, kiln_tensor_full(ctx, KILN_DTYPE_F64, 2, tsh, NAN, &base));
+            CHECK_OK(ctx, kiln_tensor_transpose(base, 0, 1, &dst));
+            kiln_tensor_release(base);
+        }
+        if (!dst) CHECK_OK(ctx, kiln_tensor_full(ctx, KILN_DTYPE_F64, nd, S, NAN, &dst));
+        kiln_expr_retain(e);
+        kiln_status st = kiln_assign(dst, e);
+        CHECK_OK(ctx, st);
+        int64_t n = h_numel(nd, S);
+        double *got = malloc((size_t)n * sizeof *got);
+        CHECK_OK(ctx, kiln_tensor_read(dst, got, KILN_DTYPE_F64));
+        int bad = 0;
+        for (int64_t f = 0; f < n; f++) {
+            int64_t idx[KILN_MAX_DIMS];
+            h_unflat(f, nd, S, idx);
+            double r = ref.v[h_at(&ref, nd, idx)];
+            double tol = 1e-4 * (fabs(r) > 1 ? fabs(r) : 1);
+            if (!(fabs(got[f] - r) <= tol)) {
+                if (!bad)
+                    fprintf(stderr, "random form %d (mode %d): [%lld] got %.17g want %.17g\n", it, mode, (long long)f,
+                            got[f], r);
+                bad++;
+            }
+        }
+        CHECK_INT(bad, 0);
+        if (bad || st != KILN_OK) {
+            failures++;
+            kiln_plan *p = NULL;
+            if (kiln__plan_build(dst, e, KILN_ROUND_DEFAULT, &p) == KILN_OK) {
+                char line[4096];
+                kiln__plan_describe(p, line, sizeof line);
+                fprintf(stderr, "  %s\n", line);
+                kiln__plan_free(p);
+            }
+        }
+        kiln_expr_release(e);
+        free(got);
+        free(ref.v);
+        kiln_tensor_release(dst);
+        for (int l = 0; l < z.nleaves; l++) {
+            kiln_tensor_release(z.leaves[l]);
+            free(z.lh[l].v);
+        }
+    }
+}
+
 int main(void)
 {
     seed = check_seed();
@@ -468,6 +819,7 @@ int main(void)
     test_inplace();
     test_limits_hash_empty();
     test_compute_type_and_errors();
+    test_random_forms();
     kiln_ctx_destroy(ctx);
     return check_finish();
 }
