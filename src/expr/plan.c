@@ -11,6 +11,17 @@
  * that overlap dst with another mapping are copied first; (5) instruction spaces, pass
  * numbers, the compute type and the structural hash are filled in.
  * It does not run anything: backends (src/cpu, src/cuda) run the plan.
+ *
+ * Conventions a backend can rely on:
+ *  - Pass numbers start at 0 (a reduction of values that need no reduction); npasses is
+ *    the largest pass + 1. A reduction's argument is FULL (a row-valued argument is first
+ *    copied into a FULL instruction).
+ *  - A generator is FULL when any FULL instruction, a reduction or a FULL output uses it,
+ *    else ROW (one number per row); ops follow their operands (FULL if any operand is).
+ *    In an element-wise kernel (mask 0) every LOAD is FULL.
+ *  - plan->temps holds the temporaries and the views the plan made (a squeezed view of a
+ *    temporary, dst with squeezed axes put back); all are released by kiln__plan_free.
+ *  - Only the last kernel writes dst; temporaries are written once, before they are read.
  */
 #include <stdio.h>
 #include <stdlib.h>
