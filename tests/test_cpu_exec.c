@@ -950,6 +950,11 @@ static void test_errors(void)
     CHECK_FAILS(g_ctx, kb_run(&b), KILN_ERR_INTERNAL, "opcode");
     b.k.out_instr = 5;
     CHECK_FAILS(g_ctx, kb_run(&b), KILN_ERR_INTERNAL, "out_instr");
+    /* no output address */
+    kb_init(&b, 2, ((int64_t[]){4, 5}), 0, 0);
+    kb_out(&b, o, ((int[]){0, 1}), 0, kb_op(&b, KILN_POP_CONST, KILN_SPACE_ROW, kb_const(&b, 1.0), 0, 0));
+    b.k.out.base = NULL;
+    CHECK_FAILS(g_ctx, kb_run(&b), KILN_ERR_INTERNAL, "argument 'plan'");
     CHECK_FAILS(g_ctx, kiln__cpu_exec_kernel(g_ctx, NULL), KILN_ERR_NULL, "argument 'kernel'");
     CHECK_FAILS(g_ctx, kiln__cpu_run_plan(g_ctx, NULL), KILN_ERR_NULL, "argument 'plan'");
     kiln_tensor_release(x);

@@ -459,7 +459,14 @@ kiln_status kiln__cpu_exec_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
     int nothing = 0;
     normalize(&x, &nothing);
     kiln_status st = KILN_OK;
-    if (!nothing) st = analyse(&x);
+    if (!nothing) {
+        if (!k->out.base) st = KILN_ERROR(ctx, KILN_ERR_INTERNAL, "argument 'plan': the output has no address");
+        /* (with an empty inner space, an empty input legitimately has no address) */
+        for (int j = 0; j < k->ninputs && st == KILN_OK && x.inner_n > 0; j++)
+            if (!k->inputs[j].base)
+                st = KILN_ERROR(ctx, KILN_ERR_INTERNAL, "argument 'plan': input %d has no address", j);
+    }
+    if (!nothing && st == KILN_OK) st = analyse(&x);
     if (!nothing && st == KILN_OK) st = k->compute_f64 ? run_f64(&x) : run_f32(&x);
     free(x.mem);
     free(x.st);

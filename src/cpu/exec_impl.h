@@ -575,7 +575,8 @@ static kiln_status SFX(run)(xk *x)
                 }
             }
             int64_t k0 = 0;
-            while (k0 < x->inner_n) {
+            const int idle = !is_out && x->nredw[wk] == 0; /* a pass without reductions */
+            while (k0 < x->inner_n && !idle) {
                 int64_t kn = x->inner_n - k0 < kn_max ? x->inner_n - k0 : kn_max;
                 fs.n = 0;
                 fs.total = 0;
