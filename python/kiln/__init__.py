@@ -529,7 +529,7 @@ class _Methods:
             raise AttributeError(f"__cuda_array_interface__: dtype {v.dtype.name} has no typestr")
         v.ctx.synchronize()
         return {"shape": v.shape, "typestr": ts, "data": (v._data, False), "version": 3,
-                "strides": None if v._contiguous else v.strides, "stream": None}
+                "strides": None if v._is_contiguous else v.strides, "stream": None}
 
     @property
     def __array_interface__(self):
@@ -540,7 +540,7 @@ class _Methods:
         if ts is None:
             raise AttributeError(f"__array_interface__: dtype {v.dtype.name} has no numpy typestr")
         return {"shape": v.shape, "typestr": ts, "data": (v._data or 0, False), "version": 3,
-                "strides": None if v._contiguous else v.strides}
+                "strides": None if v._is_contiguous else v.strides}
 
 
 class Tensor(_kiln.TensorBase, _Methods):

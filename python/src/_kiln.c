@@ -1020,7 +1020,7 @@ static PyGetSetDef tensor_getset[] = {
     {"ndim", (getter)t_ndim, NULL, "Number of axes.", NULL},
     {"size", (getter)t_size, NULL, "Number of elements.", NULL},
     {"_data", (getter)t_data, NULL, "Address of element [0,...,0].", NULL},
-    {"_contiguous", (getter)t_contig, NULL, "Row-major contiguous.", NULL},
+    {"_is_contiguous", (getter)t_contig, NULL, "Row-major contiguous.", NULL},
     {"ctx", (getter)t_ctx, NULL, "The Context.", NULL},
     {"name", (getter)t_name, (setter)t_set_name, "Name shown in the memory report.", NULL},
     {NULL, NULL, NULL, NULL, NULL}};

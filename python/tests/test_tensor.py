@@ -128,7 +128,13 @@ def test_view_of_view_and_negative_strides(rng):
     np.testing.assert_array_equal(np.asarray(v), e)   # buffer protocol with negative strides
     np.testing.assert_array_equal(v.T.get(), e.T)
     np.testing.assert_array_equal(v.copy().get(), e)
-    assert v.copy()._contiguous
+    assert v.copy()._is_contiguous and not v._is_contiguous
+    ai = v.__array_interface__
+    assert ai["strides"] == np.asarray(v).strides and ai["data"][0] == v._data
+
+    class OnlyInterface:  # numpy through __array_interface__ alone (no buffer protocol)
+        __array_interface__ = ai
+    np.testing.assert_array_equal(np.asarray(OnlyInterface()), e)
 
 
 def test_advanced_indexing_copies(rng):
