@@ -756,6 +756,46 @@ static void test_store_rounding(void)
     kiln_tensor_release(X);
 }
 
+/* Stochastic rounding of ROW outputs uses the index in the outer space: bf16/f16 of an
+ * exact row value (a max) in row and column style. */
+static void test_row_sr(void)
+{
+    const int64_t N = 37, C = 19;
+    double *hx = malloc(sizeof(double) * N * C);
+    kiln_tensor *X = rand_tensor(KILN_DTYPE_F32, 2, ((int64_t[]){N, C}), -3, 3, hx);
+    const uint64_t stream = 777;
+    for (int colstyle = 0; colstyle < 2; colstyle++)
+        for (int dt16 = 0; dt16 < 2; dt16++) {
+            kiln_dtype dt = dt16 ? KILN_DTYPE_BF16 : KILN_DTYPE_F16;
+            int64_t no = colstyle ? C : N, ni = colstyle ? N : C;
+            kiln_tensor *o = poison_tensor(dt, 1, ((int64_t[]){no}));
+            kb b;
+            kb_init(&b, 2, ((int64_t[]){N, C}), colstyle ? 1u : 2u, 0);
+            int lx = kb_op(&b, KILN_POP_LOAD, KILN_SPACE_FULL, kb_input(&b, X, ((int[]){0, 1})), 0, 0);
+            kb_out(&b, o, colstyle ? ((int[]){-1, 0}) : ((int[]){0, -1}), 1, kb_red(&b, KILN_POP_RED_MAX, lx, 0));
+            b.k.out.round = KILN_ROUND_STOCHASTIC;
+            b.k.out.sr_stream = stream;
+            CHECK_OK(g_ctx, kb_run(&b));
+            const kiln_u16 *got = kiln_tensor_data(o);
+            int64_t bad = -1;
+            for (int64_t i = 0; i < no; i++) {
+                double m = -INFINITY;
+                for (int64_t j = 0; j < ni; j++) {
+                    double v = colstyle ? hx[j * C + i] : hx[i * C + j];
+                    m = v > m ? v : m;
+                }
+                kiln_u32 bits = kiln_rng_bits(g_ctx->seed, stream, (uint64_t)i);
+                kiln_u16 w = dt16 ? kiln_f32_to_bf16_sr((float)m, bits) : kiln_f32_to_f16_sr((float)m, bits);
+                if (got[i] != w && bad < 0) bad = i;
+            }
+            if (bad >= 0) fprintf(stderr, "row SR colstyle=%d %s: index %lld differs\n", colstyle, kiln_dtype_name(dt), (long long)bad);
+            CHECK(bad < 0);
+            kiln_tensor_release(o);
+        }
+    free(hx);
+    kiln_tensor_release(X);
+}
+
 /* RAND / RANDN / BERNOULLI in FULL space (index in D) and ROW space (index in the outer
  * space) of a reduction kernel, and in an EW kernel over a strided output. */
 static void test_rand(void)
@@ -1061,6 +1101,7 @@ int main(void)
     }
     test_argmax_long();
     test_store_rounding();
+    test_row_sr();
     test_rand();
     test_edges();
     test_errors();
