@@ -92,7 +92,10 @@ static void kb_out(kb *b, kiln_tensor *t, const int *map, int is_row, int instr)
     b->k.out_instr = instr;
 }
 
-static kiln_status kb_run(kb *b) { return kiln__cpu_exec_kernel(g_ctx, &b->k); }
+static kiln_status kb_run(kb *b)
+{
+    return kiln__cpu_exec_kernel(g_ctx, &b->k);
+}
 
 /* ---- tensors -------------------------------------------------------------------------- */
 
@@ -283,7 +286,8 @@ static void test_all_ops(int f64)
         int r = kb_op(&b, (kiln_pop)op, KILN_SPACE_FULL, la, binary ? lb : 0, 0);
         kb_out(&b, out, ((int[]){0, 1}), 0, r);
         CHECK_OK(g_ctx, kb_run(&b));
-        for (int64_t i = 0; i < n; i++) want[i] = binary ? ref_binary((kiln_pop)op, ha[i], hb[i]) : ref_unary((kiln_pop)op, ha[i]);
+        for (int64_t i = 0; i < n; i++)
+            want[i] = binary ? ref_binary((kiln_pop)op, ha[i], hb[i]) : ref_unary((kiln_pop)op, ha[i]);
         double *got = read_all(out);
         char what[64];
         snprintf(what, sizeof what, "op %s (%s)", kiln__pop_name((kiln_pop)op), f64 ? "f64" : "f32");
@@ -318,7 +322,8 @@ static void test_batchnorm(int64_t N, int64_t C, int f64, int inplace)
     int d = kb_op(&b, KILN_POP_SUB, KILN_SPACE_FULL, lx, mean, 0);
     int s2 = kb_red(&b, KILN_POP_RED_SUM, kb_op(&b, KILN_POP_SQR, KILN_SPACE_FULL, d, 0, 0), 1);
     int var = kb_op(&b, KILN_POP_MUL, KILN_SPACE_ROW, s2, invc, 0);
-    int ve = kb_op(&b, KILN_POP_ADD, KILN_SPACE_ROW, var, kb_op(&b, KILN_POP_CONST, KILN_SPACE_ROW, kb_const(&b, eps), 0, 0), 0);
+    int ve = kb_op(&b, KILN_POP_ADD, KILN_SPACE_ROW, var,
+                   kb_op(&b, KILN_POP_CONST, KILN_SPACE_ROW, kb_const(&b, eps), 0, 0), 0);
     int rs = kb_op(&b, KILN_POP_RSQRT, KILN_SPACE_ROW, ve, 0, 0);
     int res = kb_op(&b, KILN_POP_MUL, KILN_SPACE_FULL, d, rs, 0);
     kb_out(&b, out, ((int[]){0, 1}), 0, res);
@@ -439,7 +444,8 @@ static void test_reduce_axes(uint32_t mask, int f64, int strided)
         else
             on *= shape[a];
     }
-    const kiln_pop ops[5] = {KILN_POP_RED_SUM, KILN_POP_RED_MAX, KILN_POP_RED_MIN, KILN_POP_RED_ARGMAX, KILN_POP_RED_ARGMIN};
+    const kiln_pop ops[5] = {KILN_POP_RED_SUM, KILN_POP_RED_MAX, KILN_POP_RED_MIN, KILN_POP_RED_ARGMAX,
+                             KILN_POP_RED_ARGMIN};
     for (int q = 0; q < 5; q++) {
         kiln_dtype odt = q >= 3 ? KILN_DTYPE_I32 : KILN_DTYPE_F32;
         kiln_tensor *out = poison_tensor(odt, ond, oshape);
@@ -471,8 +477,10 @@ static void test_reduce_axes(uint32_t mask, int f64, int strided)
                 double v = hx[(ii[0] * 5 + ii[1]) * 6 + ii[2]];
                 if (q == 0) acc += v;
                 if (q == 1 || q == 2) {
-                    if (isnan(v)) have_nan = 1;
-                    else if (q == 1 ? v > acc : v < acc) acc = v;
+                    if (isnan(v))
+                        have_nan = 1;
+                    else if (q == 1 ? v > acc : v < acc)
+                        acc = v;
                 }
                 if ((q == 3 || q == 4) && !have_nan) {
                     if (isnan(v)) {
@@ -488,8 +496,8 @@ static void test_reduce_axes(uint32_t mask, int f64, int strided)
         }
         double *got = read_all(out);
         char what[64];
-        snprintf(what, sizeof what, "reduce %s mask 0x%x %s%s", kiln__pop_name(ops[q]), (unsigned)mask, f64 ? "f64" : "f32",
-                 strided ? " strided" : "");
+        snprintf(what, sizeof what, "reduce %s mask 0x%x %s%s", kiln__pop_name(ops[q]), (unsigned)mask,
+                 f64 ? "f64" : "f32", strided ? " strided" : "");
         check_array(what, got, want, on, 1e-5);
         free(got);
         free(want);
@@ -669,10 +677,11 @@ static void test_cast(int f64)
     hx[3] = 2.5;
     hx[4] = -2.5;
     hx[5] = 1.0 + 1.0 / 2048.0; /* f16 tie: rounds to even 1.0 */
-    hx[6] = 70000.0;              /* beyond f16: inf */
+    hx[6] = 70000.0;            /* beyond f16: inf */
     kiln_tensor *X = NULL;
     CHECK_OK(g_ctx, kiln_tensor_from_host(g_ctx, KILN_DTYPE_F64, 1, ((int64_t[]){n}), hx, KILN_DTYPE_F64, &X));
-    const kiln_dtype dts[6] = {KILN_DTYPE_F16, KILN_DTYPE_BF16, KILN_DTYPE_I8, KILN_DTYPE_U8, KILN_DTYPE_I32, KILN_DTYPE_F32};
+    const kiln_dtype dts[6] = {KILN_DTYPE_F16, KILN_DTYPE_BF16, KILN_DTYPE_I8,
+                               KILN_DTYPE_U8,  KILN_DTYPE_I32,  KILN_DTYPE_F32};
     for (int q = 0; q < 6; q++) {
         kiln_tensor *out = poison_tensor(KILN_DTYPE_F64, 1, ((int64_t[]){n}));
         kb b;
@@ -687,12 +696,19 @@ static void test_cast(int f64)
             double v = f64 ? hx[i] : (double)(float)hx[i];
             double w;
             switch (dts[q]) {
-            case KILN_DTYPE_F16: w = f64 ? kiln_f16_to_f32(kiln_f64_to_f16_rn(v)) : kiln_f16_to_f32(kiln_f32_to_f16_rn((float)v)); break;
-            case KILN_DTYPE_BF16: w = f64 ? kiln_bf16_to_f32(kiln_f64_to_bf16_rn(v)) : kiln_bf16_to_f32(kiln_f32_to_bf16_rn((float)v)); break;
+            case KILN_DTYPE_F16:
+                w = f64 ? kiln_f16_to_f32(kiln_f64_to_f16_rn(v)) : kiln_f16_to_f32(kiln_f32_to_f16_rn((float)v));
+                break;
+            case KILN_DTYPE_BF16:
+                w = f64 ? kiln_bf16_to_f32(kiln_f64_to_bf16_rn(v)) : kiln_bf16_to_f32(kiln_f32_to_bf16_rn((float)v));
+                break;
             case KILN_DTYPE_I8: w = isnan(v) ? 0 : v >= 127 ? 127 : v <= -128 ? -128 : trunc(v); break;
             case KILN_DTYPE_U8: w = isnan(v) ? 0 : v >= 255 ? 255 : v <= 0 ? 0 : trunc(v); break;
             case KILN_DTYPE_I32:
-                w = isnan(v) ? 0 : v >= 2147483647.0 ? (f64 ? 2147483647.0 : 2147483648.0) : v <= -2147483648.0 ? -2147483648.0 : trunc(v);
+                w = isnan(v)             ? 0
+                    : v >= 2147483647.0  ? (f64 ? 2147483647.0 : 2147483648.0)
+                    : v <= -2147483648.0 ? -2147483648.0
+                                         : trunc(v);
                 break;
             default: w = (float)v; break;
             }
@@ -726,7 +742,8 @@ static void test_store_rounding(void)
             kb b;
             kb_init(&b, 2, ((int64_t[]){R, C}), 0, 0);
             int lx = kb_op(&b, KILN_POP_LOAD, KILN_SPACE_FULL, kb_input(&b, X, ((int[]){0, 1})), 0, 0);
-            int r = kb_op(&b, KILN_POP_MUL, KILN_SPACE_FULL, lx, kb_op(&b, KILN_POP_CONST, KILN_SPACE_ROW, kb_const(&b, 1.0 / 3.0), 0, 0), 0);
+            int r = kb_op(&b, KILN_POP_MUL, KILN_SPACE_FULL, lx,
+                          kb_op(&b, KILN_POP_CONST, KILN_SPACE_ROW, kb_const(&b, 1.0 / 3.0), 0, 0), 0);
             kb_out(&b, out, ((int[]){0, 1}), 0, r);
             b.k.out.round = sr ? KILN_ROUND_STOCHASTIC : KILN_ROUND_NEAREST;
             b.k.out.sr_stream = stream;
@@ -744,7 +761,8 @@ static void test_store_rounding(void)
                 double g = dt16 ? kiln_bf16_to_f32(got[i]) : kiln_f16_to_f32(got[i]);
                 bias += g - (double)v;
             }
-            if (bad >= 0) fprintf(stderr, "store %s sr=%d: index %lld differs\n", kiln_dtype_name(dt), sr, (long long)bad);
+            if (bad >= 0)
+                fprintf(stderr, "store %s sr=%d: index %lld differs\n", kiln_dtype_name(dt), sr, (long long)bad);
             CHECK(bad < 0);
             /* SR is unbiased: the mean error is far below one ulp (f16 ulp at 1 is 2^-10). */
             if (sr) CHECK(fabs(bias / (double)n) < (dt16 ? 1e-3 : 1e-4));
@@ -788,7 +806,9 @@ static void test_row_sr(void)
                 kiln_u16 w = dt16 ? kiln_f32_to_bf16_sr((float)m, bits) : kiln_f32_to_f16_sr((float)m, bits);
                 if (got[i] != w && bad < 0) bad = i;
             }
-            if (bad >= 0) fprintf(stderr, "row SR colstyle=%d %s: index %lld differs\n", colstyle, kiln_dtype_name(dt), (long long)bad);
+            if (bad >= 0)
+                fprintf(stderr, "row SR colstyle=%d %s: index %lld differs\n", colstyle, kiln_dtype_name(dt),
+                        (long long)bad);
             CHECK(bad < 0);
             kiln_tensor_release(o);
         }

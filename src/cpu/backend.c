@@ -45,7 +45,10 @@ static kiln_status cpu_init(kiln_ctx *ctx, void **state)
     return KILN_OK;
 }
 
-static void cpu_fini(void *state) { (void)state; }
+static void cpu_fini(void *state)
+{
+    (void)state;
+}
 
 static kiln_status cpu_raw_alloc(kiln_ctx *ctx, size_t size, void **ptr)
 {

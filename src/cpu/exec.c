@@ -87,7 +87,7 @@ typedef struct xk {
     int *ready;     /* -1: computable before any pass; p: after pass p's reductions */
     int *redslot;   /* per instruction: index among the reductions, -1 otherwise */
     int nred;
-    int nwalks; /* EW: 1; else npasses + (FULL output ? 1 : 0) */
+    int nwalks;             /* EW: 1; else npasses + (FULL output ? 1 : 0) */
     int *full_list, *nfull; /* [walk][ninstr]: FULL instructions a walk evaluates, in order */
     int *exp_list, *nexp;   /* [walk][ninstr]: ROW instructions a walk reads (broadcast) */
     int *red_list, *nredw;  /* [walk][ninstr]: reductions of the walk's pass */
@@ -95,14 +95,17 @@ typedef struct xk {
     void *mem;
 } xk;
 
-#define ST(x, io, d) ((x)->st[(size_t)(io) * KILN_MAX_DIMS + (size_t)(d)])
+#define ST(x, io, d) ((x)->st[(size_t)(io)*KILN_MAX_DIMS + (size_t)(d)])
 
 static int64_t in_stride(const kiln_plan_kernel *k, int io, int a)
 {
     return io < k->ninputs ? k->inputs[io].strides[a] : k->out.strides[a];
 }
 
-static const char *pop_name(int op) { return op >= 0 && op < KILN_POP_COUNT ? pop_names[op] : "?"; }
+static const char *pop_name(int op)
+{
+    return op >= 0 && op < KILN_POP_COUNT ? pop_names[op] : "?";
+}
 
 /* ---- validation and normalization ----------------------------------------------------- */
 
@@ -126,7 +129,8 @@ static kiln_status check_kernel(xk *x)
     if (k->npasses < 0) return BAD("npasses %d is negative", k->npasses);
     if (k->reduce_mask == 0 && k->npasses != 0) return BAD("element-wise kernel with %d passes", k->npasses);
     for (int j = 0; j < k->ninputs; j++)
-        if (!kiln__dtype_valid(k->inputs[j].dtype)) return BAD("input %d has invalid dtype %d", j, (int)k->inputs[j].dtype);
+        if (!kiln__dtype_valid(k->inputs[j].dtype))
+            return BAD("input %d has invalid dtype %d", j, (int)k->inputs[j].dtype);
     return KILN_OK;
 }
 
@@ -259,10 +263,12 @@ static kiln_status analyse(xk *x)
                            ops[j]);
         switch (in->op) {
         case KILN_POP_LOAD:
-            if (in->a < 0 || in->a >= k->ninputs) return BAD("instruction %d (LOAD) reads input %d of %d", i, in->a, k->ninputs);
+            if (in->a < 0 || in->a >= k->ninputs)
+                return BAD("instruction %d (LOAD) reads input %d of %d", i, in->a, k->ninputs);
             break;
         case KILN_POP_CONST:
-            if (in->a < 0 || in->a >= k->nconsts) return BAD("instruction %d (CONST) reads constant %d of %d", i, in->a, k->nconsts);
+            if (in->a < 0 || in->a >= k->nconsts)
+                return BAD("instruction %d (CONST) reads constant %d of %d", i, in->a, k->nconsts);
             break;
         case KILN_POP_BERNOULLI:
             if (in->b < 0 || in->b >= k->nconsts)
@@ -274,7 +280,8 @@ static kiln_status analyse(xk *x)
                 return BAD("instruction %d (%s) uses stream %d of %d", i, pop_name(in->op), in->a, k->nstreams);
             break;
         case KILN_POP_CAST:
-            if (!kiln__dtype_valid((kiln_dtype)in->dtype)) return BAD("instruction %d (CAST) to invalid dtype %d", i, in->dtype);
+            if (!kiln__dtype_valid((kiln_dtype)in->dtype))
+                return BAD("instruction %d (CAST) to invalid dtype %d", i, in->dtype);
             break;
         default: break;
         }
@@ -423,9 +430,9 @@ static void odo_step(const xk *x, int64_t *idx, const int *ax, int na, int64_t b
 
 /* ---- the typed interpreter ------------------------------------------------------------ */
 
-#define T float
-#define SFX(name) name##_f32
-#define KF(fn) fn##f
+#define T             float
+#define SFX(name)     name##_f32
+#define KF(fn)        fn##f
 #define KILN_EXEC_F64 0
 #include "cpu/exec_impl.h"
 #undef T
@@ -433,9 +440,9 @@ static void odo_step(const xk *x, int64_t *idx, const int *ax, int na, int64_t b
 #undef KF
 #undef KILN_EXEC_F64
 
-#define T double
-#define SFX(name) name##_f64
-#define KF(fn) fn
+#define T             double
+#define SFX(name)     name##_f64
+#define KF(fn)        fn
 #define KILN_EXEC_F64 1
 #include "cpu/exec_impl.h"
 #undef T

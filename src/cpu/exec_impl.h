@@ -55,19 +55,19 @@ static inline T SFX(cast1)(T v, kiln_dtype dt)
 /* n values of dtype dt at p, stride s (elements), into dst. */
 static void SFX(load_seg)(T *restrict dst, const char *p, kiln_dtype dt, int64_t s, int64_t n)
 {
-#define LOAD_LOOP(CT, EXPR)                                                                     \
-    do {                                                                                        \
-        const CT *restrict q = (const CT *)(const void *)p;                                     \
-        if (s == 1)                                                                             \
-            for (int64_t j = 0; j < n; j++) {                                                   \
-                CT e = q[j];                                                                    \
-                dst[j] = (EXPR);                                                                \
-            }                                                                                   \
-        else                                                                                    \
-            for (int64_t j = 0; j < n; j++) {                                                   \
-                CT e = q[j * s];                                                                \
-                dst[j] = (EXPR);                                                                \
-            }                                                                                   \
+#define LOAD_LOOP(CT, EXPR)                                 \
+    do {                                                    \
+        const CT *restrict q = (const CT *)(const void *)p; \
+        if (s == 1)                                         \
+            for (int64_t j = 0; j < n; j++) {               \
+                CT e = q[j];                                \
+                dst[j] = (EXPR);                            \
+            }                                               \
+        else                                                \
+            for (int64_t j = 0; j < n; j++) {               \
+                CT e = q[j * s];                            \
+                dst[j] = (EXPR);                            \
+            }                                               \
     } while (0)
     switch (dt) {
     case KILN_DTYPE_F32: LOAD_LOOP(float, (T)e); break;
@@ -84,22 +84,22 @@ static void SFX(load_seg)(T *restrict dst, const char *p, kiln_dtype dt, int64_t
 
 /* n values of src into dtype dt at p, stride s. sr: stochastic rounding of f16/bf16 with
  * the bits of (seed, stream, lin + j). */
-static void SFX(store_seg)(char *p, kiln_dtype dt, int64_t s, const T *restrict src, int64_t n, int sr,
-                           uint64_t seed, uint64_t stream, int64_t lin)
+static void SFX(store_seg)(char *p, kiln_dtype dt, int64_t s, const T *restrict src, int64_t n, int sr, uint64_t seed,
+                           uint64_t stream, int64_t lin)
 {
-#define STORE_LOOP(CT, EXPR)                                                                    \
-    do {                                                                                        \
-        CT *restrict q = (CT *)(void *)p;                                                       \
-        if (s == 1)                                                                             \
-            for (int64_t j = 0; j < n; j++) {                                                   \
-                T v = src[j];                                                                   \
-                q[j] = (EXPR);                                                                  \
-            }                                                                                   \
-        else                                                                                    \
-            for (int64_t j = 0; j < n; j++) {                                                   \
-                T v = src[j];                                                                   \
-                q[j * s] = (EXPR);                                                              \
-            }                                                                                   \
+#define STORE_LOOP(CT, EXPR)                  \
+    do {                                      \
+        CT *restrict q = (CT *)(void *)p;     \
+        if (s == 1)                           \
+            for (int64_t j = 0; j < n; j++) { \
+                T v = src[j];                 \
+                q[j] = (EXPR);                \
+            }                                 \
+        else                                  \
+            for (int64_t j = 0; j < n; j++) { \
+                T v = src[j];                 \
+                q[j * s] = (EXPR);            \
+            }                                 \
     } while (0)
     switch (dt) {
     case KILN_DTYPE_F32: STORE_LOOP(float, (float)v); break;
@@ -133,8 +133,8 @@ static void SFX(store)(const xk *x, const seglist *sg, const T *src)
     const int sr = o->round == KILN_ROUND_STOCHASTIC && (o->dtype == KILN_DTYPE_F16 || o->dtype == KILN_DTYPE_BF16);
     for (int g = 0; g < sg->n; g++) {
         int64_t off = sg->off[(size_t)g * x->nio + (size_t)(x->nio - 1)];
-        SFX(store_seg)(o->base + (ptrdiff_t)(off * es), o->dtype, s, src, sg->len[g], sr, x->ctx->seed, o->sr_stream,
-                       sg->lin[g]);
+        SFX(store_seg)
+        (o->base + (ptrdiff_t)(off * es), o->dtype, s, src, sg->len[g], sr, x->ctx->seed, o->sr_stream, sg->lin[g]);
         src += sg->len[g];
     }
 }
@@ -154,17 +154,17 @@ static void SFX(eval)(const xk *x, int i, const seglist *sg, T *const *buf)
     const T *restrict b = na >= 2 ? buf[in->b] : NULL;
     const T *restrict c = na >= 3 ? buf[in->c] : NULL;
     const T one = 1, zero = 0;
-#define U(EXPR)                                                                                 \
-    for (int64_t j = 0; j < n; j++) {                                                           \
-        const T v = a[j];                                                                       \
-        o[j] = (EXPR);                                                                          \
-    }                                                                                           \
+#define U(EXPR)                       \
+    for (int64_t j = 0; j < n; j++) { \
+        const T v = a[j];             \
+        o[j] = (EXPR);                \
+    }                                 \
     break
-#define BIN(EXPR)                                                                               \
-    for (int64_t j = 0; j < n; j++) {                                                           \
-        const T v = a[j], w = b[j];                                                             \
-        o[j] = (EXPR);                                                                          \
-    }                                                                                           \
+#define BIN(EXPR)                     \
+    for (int64_t j = 0; j < n; j++) { \
+        const T v = a[j], w = b[j];   \
+        o[j] = (EXPR);                \
+    }                                 \
     break
     switch ((kiln_pop)in->op) {
     case KILN_POP_LOAD: {
@@ -409,7 +409,10 @@ static void SFX(red_final)(int op, int64_t nl, SFX(racc) r, T *restrict out)
 
 /* ---- the driver ----------------------------------------------------------------------- */
 
-static size_t SFX(rup)(size_t n) { return (n + 63) / 64 * 64; }
+static size_t SFX(rup)(size_t n)
+{
+    return (n + 63) / 64 * 64;
+}
 
 static kiln_status SFX(run)(xk *x)
 {
@@ -448,13 +451,13 @@ static kiln_status SFX(run)(xk *x)
     kiln_block *blk = NULL;
     KILN_TRY(kiln__mem_alloc(x->ctx, bytes, __FILE__, __LINE__, &blk));
     char *w = blk->ptr;
-#define CARVE(ptr, type, count)                                                                 \
-    do {                                                                                        \
-        ptr = (type *)(void *)w;                                                                \
-        w += SFX(rup)((size_t)(count) * sizeof(type));                                          \
+#define CARVE(ptr, type, count)                        \
+    do {                                               \
+        ptr = (type *)(void *)w;                       \
+        w += SFX(rup)((size_t)(count) * sizeof(type)); \
     } while (0)
     T **valp, **rowp;
-    SFX(racc) *acc;
+    SFX(racc) * acc;
     int64_t *lane_off, *lane_lin, *lane_olin;
     seglist fs, rs, ps;
     fs.ax = rs.ax = ps.ax = x->nd - 1;
