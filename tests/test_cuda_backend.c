@@ -70,7 +70,7 @@ static double max_rel(const double *a, const double *b, int64_t n)
 }
 
 /* view kinds applied to an input */
-enum { V_PLAIN, V_T, V_STEP, V_NEG };
+enum { V_PLAIN, V_T, V_STEP, V_NEG, V_OFF };
 
 /* Makes the same (possibly viewed) input on both contexts from one host array; base shape
  * is chosen so that the view has `shape`. */
@@ -85,6 +85,8 @@ static void make_pair(kiln_dtype dt, int nd, const int64_t *shape, int view, dou
         bshape[0] = shape[0] * 2;
     } else if (view == V_NEG && nd >= 1) {
         bshape[nd - 1] = shape[nd - 1] + 3;
+    } else if (view == V_OFF && nd >= 1) {
+        bshape[nd - 1] = shape[nd - 1] + 1;
     }
     int64_t n = 1;
     for (int i = 0; i < nd; i++) n *= bshape[i];
@@ -104,6 +106,11 @@ static void make_pair(kiln_dtype dt, int nd, const int64_t *shape, int view, dou
             kiln_slice s[KILN_MAX_DIMS];
             for (int i = 0; i < nd; i++) s[i] = KILN_SLICE_ALL;
             s[nd - 1] = KILN_SLICE_STEP(shape[nd - 1] + 1, 1, -1);
+            CHECK_OK(kiln_tensor_ctx(b), kiln_tensor_slice(b, nd, s, &outp[k]));
+        } else if (view == V_OFF && nd >= 1) { /* unit stride but misaligned: no vector path */
+            kiln_slice s[KILN_MAX_DIMS];
+            for (int i = 0; i < nd; i++) s[i] = KILN_SLICE_ALL;
+            s[nd - 1] = KILN_SLICE(1, KILN_NONE);
             CHECK_OK(kiln_tensor_ctx(b), kiln_tensor_slice(b, nd, s, &outp[k]));
         } else {
             outp[k] = kiln_tensor_retain(b);
@@ -174,10 +181,12 @@ static void test_elementwise(void)
                {"lt", kiln_lt}, {"le", kiln_le}, {"gt", kiln_gt}, {"ge", kiln_ge}};
     kiln_dtype dts[] = {KILN_DTYPE_F32, KILN_DTYPE_F16, KILN_DTYPE_F64, KILN_DTYPE_BF16};
     double tols[] = {2e-6, 2e-3, 1e-13, 8e-3};
-    int64_t shape[2] = {37, 129};
-    for (int d = 0; d < 4; d++) {
+    int64_t shapes[2][2] = {{37, 129}, {19, 256}}; /* odd: scalar path; 256: vector path */
+    for (int dd = 0; dd < 8; dd++) {
+        int64_t *shape = shapes[dd / 4];
+        int d = dd % 4;
         for (size_t u = 0; u < sizeof un / sizeof un[0]; u++) {
-            int view = (int)(u % 4);
+            int view = (int)(u % 5);
             kiln_tensor *c, *g;
             make_pair(dts[d], 2, shape, view, un[u].lo, un[u].hi, &c, &g);
             char what[96];

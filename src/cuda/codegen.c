@@ -480,6 +480,7 @@ typedef struct gen {
     const analysis *an;
     int f64;
     int elementwise;
+    int vec;        /* lanes per point: 1, or 2..8 consecutive elements along the last axis */
 } gen;
 
 static const char *fn_name(int f64, const char *base)
@@ -491,9 +492,25 @@ static const char *fn_name(int f64, const char *base)
     return s;
 }
 
-/* Emits "CT v<i> = <expr>;" for instruction i. `off` is the offset expression prefix of
- * tensor t ("o%d"), `lin` the Philox index expression of the instruction's space. */
-static void emit_instr(gen *g, int i, const char *lin, int kk_cache)
+/* Whether tensor t is read / written VEC elements at a time. */
+static int is_vec(const gen *g, int t) { return g->vec > 1 && g->l->nd > 0 && g->l->st[t][g->l->nd - 1] == 1; }
+
+/* The unsigned type of n bytes (a vector of VEC elements). */
+static const char *vec_type(size_t n)
+{
+    switch (n) {
+    case 1: return "unsigned char";
+    case 2: return "unsigned short";
+    case 4: return "unsigned int";
+    case 8: return "uint2";
+    case 16: return "uint4";
+    default: return NULL;
+    }
+}
+
+/* Emits "CT v<i> = <expr>;" for instruction i; `lin` is the Philox index expression of the
+ * instruction's space. LOADs other than vector lanes are emitted by emit_loads. */
+static void emit_instr(gen *g, int i, const char *lin)
 {
     kiln_sbuf *b = g->b;
     const kiln_plan_kernel *k = g->k;
@@ -503,14 +520,9 @@ static void emit_instr(gen *g, int i, const char *lin, int kk_cache)
     kiln__sbuf_printf(b, "      CT v%d = ", i);
     switch ((kiln_pop)in->op) {
     case KILN_POP_LOAD: {
-        char x[96];
-        if (in->space == KILN_SPACE_ROW || g->elementwise)
-            snprintf(x, sizeof x, "in%d[ro%d]", A, A);
-        else
-            snprintf(x, sizeof x, "in%d[ro%d + io%d]", A, A, A);
-        if (kk_cache == 2) { /* cached and not the first use: read the register */
-            kiln__sbuf_printf(b, "fits ? cc%d[kk] : ", i);
-        }
+        /* loads are emitted by emit_loads; here only the lane of a vector load */
+        char x[64];
+        snprintf(x, sizeof x, "u%d.e[l]", i);
         emit_load_conv(b, k->inputs[A].dtype, x);
         break;
     }
@@ -577,20 +589,17 @@ static void emit_instr(gen *g, int i, const char *lin, int kk_cache)
     kiln__sbuf_puts(b, ";\n");
 }
 
-/* Emits the store of value `v` (text) into the output at offset `off` with Philox index
- * `lin` for stochastic rounding. */
-static void emit_store(gen *g, const char *v, const char *off, const char *lin)
+/* The value to store for CT value `v` (text), Philox index `lin` for stochastic rounding. */
+static void emit_store_value(gen *g, const char *v, const char *lin)
 {
     kiln_sbuf *b = g->b;
     const kiln_plan_output *o = &g->k->out;
-    kiln__sbuf_printf(b, "      outp[%s] = ", off);
     if (o->round == KILN_ROUND_STOCHASTIC && (o->dtype == KILN_DTYPE_F16 || o->dtype == KILN_DTYPE_BF16)) {
         kiln__sbuf_printf(b, "(unsigned short)kiln_f32_to_%s_sr((float)(%s), kiln_rng_bits(seed, srs, (kiln_w64)(%s)))",
                           o->dtype == KILN_DTYPE_F16 ? "f16" : "bf16", v, lin);
     } else {
         emit_store_conv(b, o->dtype, g->f64, v);
     }
-    kiln__sbuf_puts(b, ";\n");
 }
 
 /* Declarations at kernel start: sizes, pointers, strides, constants, streams. */
@@ -643,9 +652,11 @@ static void emit_offsets(gen *g, const char *idx, int want, const char *pre, con
     kiln__sbuf_printf(b, "%sIDX %st_ = %s;\n", indent, pre, idx);
     for (int j = na - 1; j >= 1; j--) {
         int a = axes[j];
-        kiln__sbuf_printf(b, "%sconst IDX %sc%d = %st_ %% S%d; %st_ /= S%d;\n", indent, pre, a, pre, a, pre, a);
+        kiln__sbuf_printf(b, "%sconst IDX %sc%d = (%st_ %% S%d)%s; %st_ /= S%d;\n", indent, pre, a, pre, a,
+                          (a == l->nd - 1 && g->vec > 1) ? " * VEC" : "", pre, a);
     }
-    kiln__sbuf_printf(b, "%sconst IDX %sc%d = %st_;\n", indent, pre, axes[0], pre);
+    kiln__sbuf_printf(b, "%sconst IDX %sc%d = %st_%s;\n", indent, pre, axes[0], pre,
+                      (na == 1 && axes[0] == l->nd - 1 && g->vec > 1) ? " * VEC" : "");
     for (int t = 0; t < l->nt; t++) {
         kiln__sbuf_printf(b, "%sconst IDX %s%d = 0", indent, pre, t);
         for (int j = 0; j < na; j++) {
@@ -653,6 +664,84 @@ static void emit_offsets(gen *g, const char *idx, int want, const char *pre, con
             if (l->w_st[t][a] >= 0) kiln__sbuf_printf(b, " + %sc%d * T%d_%d", pre, a, t, a);
         }
         kiln__sbuf_printf(b, "; (void)%s%d;\n", pre, t);
+    }
+}
+
+/* Union types of the vector loads / stores: U<t> { VT v; ST e[VEC]; } for each tensor. */
+static void emit_unions(gen *g)
+{
+    const kiln_plan_kernel *k = g->k;
+    int ni = k->ninputs;
+    kiln__sbuf_printf(g->b, "#define VEC %d\n", g->vec);
+    for (int t = 0; t <= ni; t++) {
+        kiln_dtype dt = t < ni ? k->inputs[t].dtype : k->out.dtype;
+        size_t es = kiln_dtype_size(dt);
+        int vec = is_vec(g, t) ? g->vec : 1;
+        kiln__sbuf_printf(g->b, "union U%d { %s v; %s e[%d]; };\n", t, vec_type(es * (size_t)vec), storage_type(dt), vec);
+    }
+}
+
+/* Loads of the FULL (or, element-wise, every) LOAD instruction marked in need[], at point
+ * offsets "<ro>%d + <io>%d". cache: analysis-driven register caching across passes
+ * (reductions), with `phase` the current phase. */
+static void emit_loads(gen *g, const char *need, int phase, int reduction)
+{
+    kiln_sbuf *b = g->b;
+    const kiln_plan_kernel *k = g->k;
+    const analysis *an = g->an;
+    for (int i = 0; i < k->ninstr; i++) {
+        const kiln_plan_instr *in = &k->instr[i];
+        if (!need[i] || in->op != KILN_POP_LOAD) continue;
+        if (reduction && in->space != KILN_SPACE_FULL) continue;
+        int t = in->a;
+        char off[64];
+        if (reduction)
+            snprintf(off, sizeof off, "ro%d + io%d", t, t);
+        else
+            snprintf(off, sizeof off, "ro%d", t);
+        int cache = reduction && an->multi[i] ? (an->first[i] == phase ? 1 : 2) : 0;
+        if (is_vec(g, t)) {
+            kiln_dtype dt = k->inputs[t].dtype;
+            const char *vt = vec_type(kiln_dtype_size(dt) * (size_t)g->vec);
+            kiln__sbuf_printf(b, "      U%d u%d; u%d.v = ", t, i, i);
+            if (cache == 2) kiln__sbuf_printf(b, "fits ? cc%d[kk] : ", i);
+            kiln__sbuf_printf(b, "*(const %s *)(in%d + %s);\n", vt, t, off);
+        } else {
+            char x[96];
+            snprintf(x, sizeof x, "in%d[%s]", t, off);
+            kiln__sbuf_printf(b, "      U%d u%d; u%d.e[0] = ", t, i, i);
+            if (cache == 2) kiln__sbuf_printf(b, "fits ? cc%d[kk].e[0] : ", i);
+            kiln__sbuf_printf(b, "%s;\n", x);
+        }
+        if (cache == 1) kiln__sbuf_printf(b, "      if (fits) cc%d[kk] = u%d%s;\n", i, i, is_vec(g, t) ? ".v" : "");
+    }
+}
+
+/* Per-lane scalar value of a non-vector load (the same for every lane). */
+static void emit_lane_loads(gen *g, const char *need, int reduction)
+{
+    const kiln_plan_kernel *k = g->k;
+    for (int i = 0; i < k->ninstr; i++) {
+        const kiln_plan_instr *in = &k->instr[i];
+        if (!need[i] || in->op != KILN_POP_LOAD) continue;
+        if (reduction && in->space != KILN_SPACE_FULL) continue;
+        char x[64];
+        snprintf(x, sizeof x, is_vec(g, in->a) ? "u%d.e[l]" : "u%d.e[0]", i);
+        kiln__sbuf_printf(g->b, "      CT v%d = ", i);
+        emit_load_conv(g->b, k->inputs[in->a].dtype, x);
+        kiln__sbuf_puts(g->b, ";\n");
+    }
+}
+
+/* The store of rs[u] at outp + oo[u] (vector or scalar). */
+static void emit_final_store(gen *g, const char *u)
+{
+    int ni = g->k->ninputs;
+    if (is_vec(g, ni)) {
+        size_t es = kiln_dtype_size(g->k->out.dtype);
+        kiln__sbuf_printf(g->b, "      *(%s *)(outp + oo[%s]) = rs[%s].v;\n", vec_type(es * (size_t)g->vec), u, u);
+    } else {
+        kiln__sbuf_printf(g->b, "      outp[oo[%s]] = rs[%s].e[0];\n", u, u);
     }
 }
 
@@ -664,31 +753,47 @@ static void gen_elementwise(gen *g)
 {
     kiln_sbuf *b = g->b;
     const kiln_plan_kernel *k = g->k;
-    const layout *l = g->l;
     int ni = k->ninputs;
+    char *need = g->an->need;
+    memset(need, 1, (size_t)k->ninstr);
     emit_header(g);
     kiln__sbuf_puts(b, "  const IDX nth = (IDX)gridDim.x * blockDim.x;\n");
     kiln__sbuf_printf(b, "  for (IDX i0 = (IDX)blockIdx.x * blockDim.x + threadIdx.x; i0 < R; i0 += %d * nth) {\n", EW_UNR);
-    kiln__sbuf_printf(b, "    CT res[%d]; IDX oo[%d];\n", EW_UNR, EW_UNR);
+    kiln__sbuf_printf(b, "    U%d rs[%d]; IDX oo[%d];\n", ni, EW_UNR, EW_UNR);
     kiln__sbuf_printf(b, "#pragma unroll\n    for (int u = 0; u < %d; u++) {\n", EW_UNR);
     kiln__sbuf_puts(b, "     const IDX i = i0 + u * nth;\n     if (i < R) {\n");
     emit_offsets(g, "i", 0, "ro", "      ");
-    for (int i = 0; i < k->ninstr; i++) emit_instr(g, i, "i", 0);
-    kiln__sbuf_printf(b, "      res[u] = v%d; oo[u] = ro%d;\n     }\n    }\n", k->out_instr, ni);
+    emit_loads(g, need, 0, 0);
+    kiln__sbuf_printf(b, "#pragma unroll\n      for (int l = 0; l < %d; l++) {\n", is_vec(g, ni) ? g->vec : 1);
+    emit_lane_loads(g, need, 0);
+    char lin[48];
+    snprintf(lin, sizeof lin, "ro%d + l", ni + 1);
+    for (int i = 0; i < k->ninstr; i++)
+        if (k->instr[i].op != KILN_POP_LOAD) emit_instr(g, i, lin);
+    char v[32];
+    snprintf(v, sizeof v, "v%d", k->out_instr);
+    kiln__sbuf_puts(b, "      rs[u].e[l] = ");
+    emit_store_value(g, v, lin);
+    kiln__sbuf_printf(b, ";\n      }\n      oo[u] = ro%d;\n     }\n    }\n", ni);
     kiln__sbuf_printf(b, "#pragma unroll\n    for (int u = 0; u < %d; u++) {\n", EW_UNR);
-    kiln__sbuf_puts(b, "     const IDX i = i0 + u * nth;\n     if (i < R) {\n");
-    emit_store(g, "res[u]", "oo[u]", "i");
+    kiln__sbuf_puts(b, "     if (i0 + u * nth < R) {\n");
+    emit_final_store(g, "u");
     kiln__sbuf_puts(b, "     }\n    }\n  }\n");
-    (void)l;
 }
 
 /* ---- reduction kernels ------------------------------------------------------------------- */
 
-static int kmax_for(const analysis *an)
+static int kmax_for(const analysis *an, int vec)
 {
-    if (an->ncached <= 1) return 16;
-    int k = 24 / an->ncached;
-    return k < 1 ? 1 : k > 8 ? 8 : k;
+    int k;
+    if (an->ncached <= 1)
+        k = 16;
+    else {
+        k = 24 / an->ncached;
+        k = k < 1 ? 1 : k > 8 ? 8 : k;
+    }
+    k /= vec;
+    return k < 1 ? 1 : k;
 }
 
 static const char *red_opname(kiln_pop op)
@@ -708,7 +813,15 @@ static void emit_row_level(gen *g, int level)
         const kiln_plan_instr *in = &k->instr[i];
         if (in->space != KILN_SPACE_ROW || kiln__pop_is_reduction((kiln_pop)in->op)) continue;
         if (g->an->level[i] != level) continue;
-        emit_instr(g, i, "rr", 0);
+        if (in->op == KILN_POP_LOAD) {
+            kiln__sbuf_printf(g->b, "  CT v%d = ", i);
+            char x[64];
+            snprintf(x, sizeof x, "in%d[ro%d]", in->a, in->a);
+            emit_load_conv(g->b, k->inputs[in->a].dtype, x);
+            kiln__sbuf_puts(g->b, ";\n");
+        } else {
+            emit_instr(g, i, "rr");
+        }
     }
 }
 
@@ -731,11 +844,20 @@ static void gen_reduction(gen *g, int colmode, int kmax)
     emit_offsets(g, "rr", 0, "ro", "  ");
     kiln__sbuf_printf(b, "  const bool fits = L <= (IDX)nw * %d; (void)fits;\n", kmax);
     for (int i = 0; i < k->ninstr; i++)
-        if (an->multi[i]) kiln__sbuf_printf(b, "  CT cc%d[%d];\n", i, kmax);
+        if (an->multi[i]) {
+            int t = k->instr[i].a;
+            if (is_vec(g, t))
+                kiln__sbuf_printf(b, "  %s cc%d[%d];\n",
+                                  vec_type(kiln_dtype_size(k->inputs[t].dtype) * (size_t)g->vec), i, kmax);
+            else
+                kiln__sbuf_printf(b, "  U%d cc%d[%d];\n", t, i, kmax);
+        }
     const char *red = colmode ? "col" : "row";
     for (int i = 0; i < k->ninstr; i++)
         if (kiln__pop_is_reduction((kiln_pop)k->instr[i].op)) kiln__sbuf_printf(b, "  CT v%d;\n", i);
     emit_row_level(g, 0);
+    char lin[64];
+    snprintf(lin, sizeof lin, "ro%d + io%d + l", ni + 1, ni + 1);
     for (int ph = 0; ph <= k->npasses; ph++) {
         int out_phase = ph == k->npasses;
         if (out_phase && k->out.is_row) break;
@@ -757,33 +879,29 @@ static void gen_reduction(gen *g, int colmode, int kmax)
             }
         } else {
             mark_full(k, k->out_instr, need);
-            kiln__sbuf_printf(b, "  CT res[%d]; IDX oo[%d]; IDX li[%d];\n", kmax, kmax, kmax);
+            kiln__sbuf_printf(b, "  U%d rs[%d]; IDX oo[%d];\n", ni, kmax, kmax);
         }
         kiln__sbuf_printf(b, "  for (IDX j0 = 0; j0 < L; j0 += (IDX)nw * %d) {\n", kmax);
         kiln__sbuf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++) {\n", kmax);
         kiln__sbuf_puts(b, "     const IDX j = j0 + (IDX)kk * nw + wk;\n     if (act && j < L) {\n");
         emit_offsets(g, "j", 1, "io", "      ");
-        char lin[64];
-        snprintf(lin, sizeof lin, "ro%d + io%d", ni + 1, ni + 1);
-        for (int i = 0; i < k->ninstr; i++) {
-            if (!need[i]) continue;
-            int cache = 0;
-            if (an->multi[i]) cache = (an->first[i] == ph) ? 1 : 2;
-            emit_instr(g, i, lin, cache);
-            if (cache == 1) kiln__sbuf_printf(b, "      if (fits) cc%d[kk] = v%d;\n", i, i);
-        }
+        emit_loads(g, need, ph, 1);
+        kiln__sbuf_printf(b, "#pragma unroll\n      for (int l = 0; l < %d; l++) {\n", g->vec);
+        emit_lane_loads(g, need, 1);
+        for (int i = 0; i < k->ninstr; i++)
+            if (need[i] && k->instr[i].op != KILN_POP_LOAD) emit_instr(g, i, lin);
         if (!out_phase) {
             for (int i = 0; i < k->ninstr; i++) {
                 const kiln_plan_instr *in = &k->instr[i];
                 if (!kiln__pop_is_reduction((kiln_pop)in->op) || in->pass != ph) continue;
                 kiln_pop op = (kiln_pop)in->op;
                 if (op == KILN_POP_RED_ARGMAX || op == KILN_POP_RED_ARGMIN)
-                    kiln__sbuf_printf(b, "      kiln_arg_comb<%d>(a%d, x%d, v%d, (long long)j);\n",
+                    kiln__sbuf_printf(b, "      kiln_arg_comb<%d>(a%d, x%d, v%d, (long long)j * VEC + l);\n",
                                       op == KILN_POP_RED_ARGMAX, i, i, in->a);
                 else
                     kiln__sbuf_printf(b, "      a%d = %s::f(a%d, v%d);\n", i, red_opname(op), i, in->a);
             }
-            kiln__sbuf_puts(b, "     }\n    }\n  }\n");
+            kiln__sbuf_puts(b, "      }\n     }\n    }\n  }\n");
             for (int i = 0; i < k->ninstr; i++) {
                 const kiln_plan_instr *in = &k->instr[i];
                 if (!kiln__pop_is_reduction((kiln_pop)in->op) || in->pass != ph) continue;
@@ -795,32 +913,28 @@ static void gen_reduction(gen *g, int colmode, int kmax)
                 } else {
                     kiln__sbuf_printf(b, "  a%d = kiln_%s_red<%s>(a%d, kiln_sm);\n", i, red, red_opname(op), i);
                 }
-            }
-            /* publish this pass's reductions at row scope, then the ROW values they enable */
-            for (int i = 0; i < k->ninstr; i++) {
-                const kiln_plan_instr *in = &k->instr[i];
-                if (!kiln__pop_is_reduction((kiln_pop)in->op) || in->pass != ph) continue;
                 kiln__sbuf_printf(b, "  v%d = a%d;\n", i, i);
             }
             kiln__sbuf_puts(b, "  }\n");
             emit_row_level(g, ph + 1);
         } else {
-            kiln__sbuf_printf(b, "      res[kk] = v%d; oo[kk] = ro%d + io%d; li[kk] = %s;\n", k->out_instr, ni, ni,
-                              lin);
-            kiln__sbuf_puts(b, "     }\n    }\n");
+            char v[32];
+            snprintf(v, sizeof v, "v%d", k->out_instr);
+            kiln__sbuf_puts(b, "      rs[kk].e[l] = ");
+            emit_store_value(g, v, lin);
+            kiln__sbuf_printf(b, ";\n      }\n      oo[kk] = ro%d + io%d;\n     }\n    }\n", ni, ni);
             kiln__sbuf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++) {\n", kmax);
-            kiln__sbuf_puts(b, "     const IDX j = j0 + (IDX)kk * nw + wk;\n     if (act && j < L) {\n");
-            emit_store(g, "res[kk]", "oo[kk]", "li[kk]");
-            kiln__sbuf_puts(b, "     }\n    }\n  }\n  (void)li;\n  }\n");
+            kiln__sbuf_puts(b, "     if (act && j0 + (IDX)kk * nw + wk < L) {\n");
+            emit_final_store(g, "kk");
+            kiln__sbuf_puts(b, "     }\n    }\n  }\n  }\n");
         }
     }
     if (k->out.is_row) {
-        kiln__sbuf_puts(b, "  if (act && wk == 0) {\n");
-        char v[32], off[32];
+        kiln__sbuf_printf(b, "  if (act && wk == 0) {\n    outp[ro%d] = ", ni);
+        char v[32];
         snprintf(v, sizeof v, "v%d", k->out_instr);
-        snprintf(off, sizeof off, "ro%d", ni);
-        emit_store(g, v, off, "r");
-        kiln__sbuf_puts(b, "  }\n");
+        emit_store_value(g, v, "r");
+        kiln__sbuf_puts(b, ";\n  }\n");
     }
 }
 
@@ -873,15 +987,63 @@ static unsigned pow2ceil(int64_t x)
 /* Everything about one kernel that the launch needs besides the source. */
 typedef struct kplan {
     layout l;
-    int elementwise, colmode, kmax;
+    analysis an;
+    int elementwise, colmode, kmax, vec;
 } kplan;
 
-/* Generates the source of kernel k into *src (malloc'd) and fills kp. */
-static kiln_status generate(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp, char **src_out)
+static void kplan_free(kplan *kp)
 {
+    layout_free(&kp->l);
+    analysis_free(&kp->an);
+}
+
+static int aligned_to(const void *p, size_t n) { return ((uintptr_t)p % n) == 0; }
+
+/* Lanes per point: 16-byte accesses along the last (contiguous) axis when every tensor
+ * that moves along it does so with stride 1, sizes and pointers allow it. 1 otherwise. */
+static int choose_vec(const kiln_plan_kernel *k, const kplan *kp)
+{
+    const layout *l = &kp->l;
+    int ni = k->ninputs;
+    if (l->nd == 0 || kp->colmode) return 1;
+    int a = l->nd - 1;
+    if (!kp->elementwise && !l->red[a]) return 1;
+    size_t maxes = 0;
+    int any = 0;
+    for (int t = 0; t <= ni; t++) {
+        if (t == ni && !kp->elementwise && k->out.is_row) continue;
+        int64_t s = l->st[t][a];
+        if (s != 0 && s != 1) return 1;
+        if (t == ni && s != 1) return 1;
+        if (s == 1) {
+            size_t es = kiln_dtype_size(t < ni ? k->inputs[t].dtype : k->out.dtype);
+            if (es > maxes) maxes = es;
+            any = 1;
+        }
+    }
+    if (!any) return 1;
+    int vec = (int)(16 / maxes);
+    if (vec > 8) vec = 8;
+    if (vec < 2) return 1;
+    if (l->size[a] % vec) return 1;
+    for (int t = 0; t <= ni; t++) {
+        if (t == ni && !kp->elementwise && k->out.is_row) continue;
+        if (l->st[t][a] != 1) continue;
+        size_t es = kiln_dtype_size(t < ni ? k->inputs[t].dtype : k->out.dtype);
+        const char *base = t < ni ? k->inputs[t].base : k->out.base;
+        if (!aligned_to(base, es * (size_t)vec)) return 1;
+        for (int b = 0; b < a; b++)
+            if (l->st[t][b] % vec) return 1;
+    }
+    return vec;
+}
+
+/* Layout, analysis and launch choices of kernel k. */
+static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
+{
+    memset(kp, 0, sizeof *kp);
     KILN_TRY(layout_build(ctx, k, &kp->l));
-    analysis an;
-    kiln_status s = analyse(ctx, k, &an);
+    kiln_status s = analyse(ctx, k, &kp->an);
     if (s != KILN_OK) {
         layout_free(&kp->l);
         return s;
@@ -889,31 +1051,77 @@ static kiln_status generate(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp,
     const layout *l = &kp->l;
     kp->elementwise = k->reduce_mask == 0;
     kp->colmode = !kp->elementwise && l->nd > 0 && !l->red[l->nd - 1] && l->R > 1;
-    kp->kmax = kp->elementwise ? 1 : kmax_for(&an);
+    kp->vec = choose_vec(k, kp);
+    kp->kmax = kp->elementwise ? 1 : kmax_for(&kp->an, kp->vec);
+    return KILN_OK;
+}
+
+/* The structural signature: everything the generated source depends on. */
+static void signature(const kiln_plan_kernel *k, const kplan *kp, kiln_sbuf *sig)
+{
+    const layout *l = &kp->l;
+    int hdr[16] = {k->ninstr, k->ninputs, k->nconsts, k->nstreams, (int)k->out.dtype,
+                   (int)(k->out.round == KILN_ROUND_STOCHASTIC), k->out.is_row, k->compute_f64 != 0,
+                   k->npasses, k->out_instr, l->nd, l->idx32, kp->elementwise, kp->colmode, kp->kmax, kp->vec};
+    kiln__sbuf_printf(sig, "%d", 0); /* make sure the buffer exists */
+    sig->len = 0;
+    char tmp[64];
+#define PUT(src_, n)                                                                               \
+    do {                                                                                        \
+        if (sbuf_reserve(sig, (n))) {                                                           \
+            memcpy(sig->p + sig->len, (src_), (n));                                                \
+            sig->len += (n);                                                                    \
+        }                                                                                       \
+    } while (0)
+    PUT(hdr, sizeof hdr);
+    for (int i = 0; i < k->ninstr; i++) {
+        const kiln_plan_instr *in = &k->instr[i];
+        int32_t w[7] = {in->op, in->space, in->dtype, in->pass, in->a, in->b, in->c};
+        PUT(w, sizeof w);
+    }
+    for (int t = 0; t < k->ninputs; t++) {
+        int d = (int)k->inputs[t].dtype;
+        PUT(&d, sizeof d);
+    }
+    for (int a = 0; a < l->nd; a++) {
+        tmp[0] = (char)l->red[a];
+        PUT(tmp, 1);
+        for (int t = 0; t < l->nt; t++) {
+            tmp[0] = (char)(l->st[t][a] == 0 ? 0 : l->st[t][a] == 1 ? 1 : 2);
+            PUT(tmp, 1);
+        }
+    }
+#undef PUT
+}
+
+/* Generates the source of kernel k into *src (malloc'd). */
+static kiln_status generate(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp, char **src_out)
+{
+    const layout *l = &kp->l;
     gen g = {0};
     kiln_sbuf src = {0};
     g.b = &src;
     g.k = k;
     g.l = l;
-    g.an = &an;
+    g.an = &kp->an;
     g.f64 = k->compute_f64 != 0;
     g.elementwise = kp->elementwise;
+    g.vec = kp->vec;
     kiln__cuda_prelude(&src);
     kiln__sbuf_printf(&src, "typedef %s IDX;\ntypedef %s CT;\n", l->idx32 ? "int" : "long long",
                       g.f64 ? "double" : "float");
+    emit_unions(&g);
     kiln__sbuf_printf(&src, "struct kiln_args { kiln_w64 w[%d]; };\n", l->nwords);
     kiln__sbuf_printf(&src,
                       "extern \"C\" __global__ void __launch_bounds__(%d) kiln_kernel(const __grid_constant__ kiln_args p) {\n",
-                      kp->elementwise ? 256 : 1024);
+                      kp->elementwise || kp->colmode ? 256 : 1024);
     if (kp->elementwise)
         gen_elementwise(&g);
     else
         gen_reduction(&g, kp->colmode, kp->kmax);
     kiln__sbuf_puts(&src, "}\n");
-    analysis_free(&an);
     if (src.oom) {
         kiln__sbuf_free(&src);
-        layout_free(&kp->l);
         return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'plan': no host memory for the kernel source");
     }
     *src_out = src.p;
@@ -924,9 +1132,62 @@ kiln_status kiln__cuda_kernel_source(kiln_ctx *ctx, const kiln_plan_kernel *k, c
 {
     KILN_TRY(check_plan_kernel(ctx, k));
     kplan kp;
-    KILN_TRY(generate(ctx, k, &kp, source));
-    layout_free(&kp.l);
-    return KILN_OK;
+    KILN_TRY(prepare(ctx, k, &kp));
+    kiln_status s = generate(ctx, k, &kp, source);
+    kplan_free(&kp);
+    return s;
+}
+
+static uint64_t fnv(const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= c[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* The kernel of k: from the structural fast map, else generated and fetched through the
+ * source-keyed cache (memory, disk, NVRTC) and remembered in the fast map. */
+static kiln_status get_function(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp, CUfunction *fn)
+{
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    kiln_sbuf sig = {0};
+    signature(k, kp, &sig);
+    if (sig.oom) {
+        kiln__sbuf_free(&sig);
+        return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'plan': no host memory for a kernel signature");
+    }
+    uint64_t h = fnv(sig.p, sig.len);
+    unsigned bucket = (unsigned)(h % KILN_CUDA_KBUCKETS);
+    for (kiln_cuda_fentry *e = st->fast[bucket]; e; e = e->next) {
+        if (e->hash == h && e->len == sig.len && memcmp(e->sig, sig.p, sig.len) == 0) {
+            *fn = e->fn;
+            st->stats.mem_hits++;
+            kiln__sbuf_free(&sig);
+            return KILN_OK;
+        }
+    }
+    char *src = NULL;
+    kiln_status s = generate(ctx, k, kp, &src);
+    if (s == KILN_OK) s = kiln__cuda_get_kernel(ctx, src, "kiln_kernel", fn);
+    free(src);
+    if (s == KILN_OK) {
+        kiln_cuda_fentry *e = malloc(sizeof *e);
+        if (e) {
+            e->hash = h;
+            e->len = sig.len;
+            e->sig = (unsigned char *)sig.p; /* owned by the entry */
+            sig.p = NULL;
+            e->fn = *fn;
+            e->next = st->fast[bucket];
+            st->fast[bucket] = e;
+        }
+    }
+    kiln__sbuf_free(&sig);
+    return s;
 }
 
 kiln_status kiln__cuda_run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
@@ -936,60 +1197,69 @@ kiln_status kiln__cuda_run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
     for (int a = 0; a < k->ndim; a++) /* nothing to store: an empty outer space */
         if (k->shape[a] == 0 && !((k->reduce_mask >> a) & 1u)) return KILN_OK;
     kplan kp;
-    char *src = NULL;
-    KILN_TRY(generate(ctx, k, &kp, &src));
+    KILN_TRY(prepare(ctx, k, &kp));
     const layout *l = &kp.l;
     CUfunction fn;
-    kiln_status s = kiln__cuda_get_kernel(ctx, src, "kiln_kernel", &fn);
-    free(src);
+    kiln_status s = get_function(ctx, k, &kp, &fn);
     if (s != KILN_OK) {
-        layout_free(&kp.l);
+        kplan_free(&kp);
         return s;
     }
     uint64_t wstack[256];
     uint64_t *words = l->nwords <= 256 ? wstack : malloc((size_t)l->nwords * 8);
     if (!words) {
-        layout_free(&kp.l);
+        kplan_free(&kp);
         return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'plan': no host memory for kernel arguments");
     }
     layout_fill(ctx, k, l, words);
+    int vec = kp.vec;
+    int64_t R = l->R, L = l->L;
+    if (vec > 1) { /* sizes in vectors along the last axis */
+        words[l->w_size[l->nd - 1]] = (uint64_t)(l->size[l->nd - 1] / vec);
+        if (kp.elementwise)
+            R /= vec;
+        else
+            L /= vec;
+        words[1] = (uint64_t)R;
+        words[2] = (uint64_t)L;
+    }
     unsigned gx, bx, by, smem = 0;
     int kmax = kp.kmax;
     if (kp.elementwise) {
         bx = 256;
         by = 1;
-        int64_t blocks = (l->R + (int64_t)bx * EW_UNR - 1) / ((int64_t)bx * EW_UNR);
+        int64_t blocks = (R + (int64_t)bx * EW_UNR - 1) / ((int64_t)bx * EW_UNR);
         int64_t cap = (int64_t)st->sm_count * 16;
         if (blocks > cap) blocks = cap;
         if (blocks < 1) blocks = 1;
         gx = (unsigned)blocks;
     } else if (!kp.colmode) {
-        int64_t need = (l->L + kmax - 1) / kmax;
+        int64_t need = (L + kmax - 1) / kmax;
         unsigned t = pow2ceil(need);
         if (t < 32) t = 32;
         if (t > 1024) t = 1024;
         unsigned rb = t >= 256 ? 1 : 256 / t;
-        if ((int64_t)rb > l->R) rb = (unsigned)pow2ceil(l->R);
+        if ((int64_t)rb > R) rb = (unsigned)pow2ceil(R);
         bx = t;
         by = rb;
-        gx = (unsigned)((l->R + rb - 1) / rb);
+        gx = (unsigned)((R + rb - 1) / rb);
         smem = bx * by * 16;
     } else {
         unsigned tx = 32;
-        while (tx > 8 && (l->R + tx - 1) / tx < 2 * (int64_t)st->sm_count) tx /= 2;
-        if ((int64_t)tx > l->R) tx = pow2ceil(l->R);
-        int64_t need = (l->L + kmax - 1) / kmax;
+        while (tx > 8 && (R + tx - 1) / tx < 2 * (int64_t)st->sm_count) tx /= 2;
+        if ((int64_t)tx > R) tx = pow2ceil(R);
+        int64_t need = (L + kmax - 1) / kmax;
         unsigned ty = pow2ceil(need);
         unsigned tymax = 256 / tx;
         if (ty > tymax) ty = tymax;
         if (ty < 1) ty = 1;
         bx = tx;
         by = ty;
-        gx = (unsigned)((l->R + tx - 1) / tx);
+        gx = (unsigned)((R + tx - 1) / tx);
         smem = bx * by * 16;
     }
     s = kiln__cuda_launch(ctx, fn, gx, 1, bx, by, smem, words, l->nwords);
     if (words != wstack) free(words);
-    layout_free(&kp.l);
+    kplan_free(&kp);
     return s;
 }

@@ -43,6 +43,16 @@ typedef struct kiln_cuda_kentry {
 
 #define KILN_CUDA_KBUCKETS 256
 
+/* The structural fast map: a kernel's structural signature (codegen.c) -> its function,
+ * so that a plan seen before skips source generation and hashing. */
+typedef struct kiln_cuda_fentry {
+    uint64_t hash;
+    size_t len;
+    unsigned char *sig;
+    CUfunction fn;
+    struct kiln_cuda_fentry *next;
+} kiln_cuda_fentry;
+
 /* Driver API entry points, fetched through the runtime (cudaGetDriverEntryPointByVersion)
  * so that libkiln does not link libcuda.so.1: a machine without a driver then still loads
  * the library, and the backend's init reports KILN_ERR_NO_DEVICE. */
@@ -72,6 +82,7 @@ typedef struct kiln_cuda_state {
     char cache_dir[1024];     /* "" = no disk cache */
     int sync_each;            /* KILN_CUDA_SYNC set: synchronize after every launch (debugging) */
     kiln_cuda_kentry *buckets[KILN_CUDA_KBUCKETS];
+    kiln_cuda_fentry *fast[KILN_CUDA_KBUCKETS];
     kiln_cuda_stats stats;
     cudaEvent_t ev0, ev1;     /* benchmark timer (created on first use) */
 } kiln_cuda_state;

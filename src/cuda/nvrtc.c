@@ -348,6 +348,14 @@ kiln_status kiln__cuda_get_kernel(kiln_ctx *ctx, const char *src, const char *na
 void kiln__cuda_cache_clear(kiln_cuda_state *st)
 {
     for (int b = 0; b < KILN_CUDA_KBUCKETS; b++) {
+        kiln_cuda_fentry *f = st->fast[b];
+        while (f) {
+            kiln_cuda_fentry *n = f->next;
+            free(f->sig);
+            free(f);
+            f = n;
+        }
+        st->fast[b] = NULL;
         kiln_cuda_kentry *e = st->buckets[b];
         while (e) {
             kiln_cuda_kentry *n = e->next;
