@@ -879,6 +879,286 @@ static void test_rand(void)
     kiln_tensor_release(rowo);
 }
 
+/* ---- random kernels against a point-by-point reference ---------------------------------- */
+
+/* The reference evaluates instruction i at the domain point P (int64[ndim]) in double,
+ * straight from the plan's meaning in src/expr/plan.h: reductions walk the row's inner
+ * points in row-major order (memoized per row). */
+typedef struct fuzz_ref {
+    const kiln_plan_kernel *k;
+    int64_t olin_of[KILN_MAX_DIMS], lin_of[KILN_MAX_DIMS];
+    int64_t outer_n;
+    double *memo; /* [ninstr][outer_n] */
+    char *have;
+} fuzz_ref;
+
+static int64_t fz_outer_index(const fuzz_ref *f, const int64_t *P)
+{
+    int64_t o = 0;
+    for (int d = 0; d < f->k->ndim; d++) o += P[d] * f->olin_of[d];
+    return o;
+}
+
+static double fz_eval(fuzz_ref *f, int i, const int64_t *P)
+{
+    const kiln_plan_kernel *k = f->k;
+    const kiln_plan_instr *in = &k->instr[i];
+    int64_t lin = 0;
+    for (int d = 0; d < k->ndim; d++) lin += P[d] * f->lin_of[d];
+    int row_space = in->space == KILN_SPACE_ROW && k->reduce_mask != 0;
+    int64_t rng_index = row_space ? fz_outer_index(f, P) : lin;
+    switch ((kiln_pop)in->op) {
+    case KILN_POP_LOAD: {
+        const kiln_plan_input *x = &k->inputs[in->a];
+        int64_t off = 0;
+        for (int d = 0; d < k->ndim; d++) off += P[d] * x->strides[d];
+        return kiln__load_f64(x->base + off * (int64_t)kiln_dtype_size(x->dtype), x->dtype);
+    }
+    case KILN_POP_CONST: return k->consts[in->a];
+    case KILN_POP_RAND: return kiln_rng_uniform(g_ctx->seed, k->streams[in->a], (uint64_t)rng_index);
+    case KILN_POP_WHERE: return fz_eval(f, in->a, P) != 0 ? fz_eval(f, in->b, P) : fz_eval(f, in->c, P);
+    case KILN_POP_RED_SUM:
+    case KILN_POP_RED_MAX:
+    case KILN_POP_RED_MIN:
+    case KILN_POP_RED_ARGMAX:
+    case KILN_POP_RED_ARGMIN: {
+        int64_t o = fz_outer_index(f, P);
+        size_t key = (size_t)i * (size_t)f->outer_n + (size_t)o;
+        if (f->have[key]) return f->memo[key];
+        int64_t Q[KILN_MAX_DIMS];
+        for (int d = 0; d < k->ndim; d++) Q[d] = (k->reduce_mask >> d & 1u) ? 0 : P[d];
+        double acc = in->op == KILN_POP_RED_SUM                                      ? 0
+                     : (in->op == KILN_POP_RED_MAX || in->op == KILN_POP_RED_ARGMAX) ? -INFINITY
+                                                                                     : INFINITY;
+        int64_t best = 0, kidx = 0;
+        int nan = 0;
+        for (;;) {
+            double v = fz_eval(f, in->a, Q);
+            switch (in->op) {
+            case KILN_POP_RED_SUM: acc += v; break;
+            case KILN_POP_RED_MAX:
+                if (isnan(v))
+                    nan = 1;
+                else if (v > acc)
+                    acc = v;
+                break;
+            case KILN_POP_RED_MIN:
+                if (isnan(v))
+                    nan = 1;
+                else if (v < acc)
+                    acc = v;
+                break;
+            default:
+                if (!nan && (isnan(v) || (in->op == KILN_POP_RED_ARGMAX ? v > acc : v < acc))) {
+                    acc = v;
+                    best = kidx;
+                    nan = isnan(v);
+                }
+                break;
+            }
+            kidx++;
+            int d = k->ndim - 1;
+            for (; d >= 0; d--) {
+                if (!(k->reduce_mask >> d & 1u)) continue;
+                if (++Q[d] < k->shape[d]) break;
+                Q[d] = 0;
+            }
+            if (d < 0) break;
+        }
+        double r = (in->op == KILN_POP_RED_ARGMAX || in->op == KILN_POP_RED_ARGMIN) ? (double)best : (nan ? NAN : acc);
+        f->have[key] = 1;
+        f->memo[key] = r;
+        return r;
+    }
+    default: break;
+    }
+    double a = fz_eval(f, in->a, P);
+    if (kiln__pop_nargs((kiln_pop)in->op) == 1) return ref_unary((kiln_pop)in->op, a);
+    return ref_binary((kiln_pop)in->op, a, fz_eval(f, in->b, P));
+}
+
+static int fz_pick(uint64_t *s, int n)
+{
+    return (int)(check_rand_u64(s) % (uint64_t)n);
+}
+
+/* One random kernel: shape, reduced axes, inputs (broadcast, transposed, sliced; some
+ * row-valued), a random SSA program with reductions in several passes, a FULL or ROW output. */
+static void fuzz_one(int iter)
+{
+    static const int64_t sizes[] = {1, 2, 3, 5, 7, 13, 33};
+    uint64_t *s = &g_seed;
+    kb b;
+    int ndim = 1 + fz_pick(s, 4);
+    int64_t shape[KILN_MAX_DIMS];
+    int64_t numel = 1;
+    for (int d = 0; d < ndim; d++) {
+        shape[d] = sizes[fz_pick(s, 7)];
+        if (numel * shape[d] > 3000) shape[d] = 1;
+        numel *= shape[d];
+    }
+    uint32_t mask = fz_pick(s, 4) == 0 ? 0u : (uint32_t)fz_pick(s, 1 << ndim);
+    kb_init(&b, ndim, shape, mask, 1);
+    kiln_tensor *keep[8];
+    int nkeep = 0;
+    int ninputs = 1 + fz_pick(s, 3);
+    int full_loads[4], nfull_loads = 0, row_loads[4], nrow_loads = 0;
+    for (int j = 0; j < ninputs; j++) {
+        int rowin = mask != 0 && fz_pick(s, 3) == 0;
+        int64_t ishape[KILN_MAX_DIMS];
+        for (int d = 0; d < ndim; d++) ishape[d] = ((rowin && (mask >> d & 1u)) || fz_pick(s, 6) == 0) ? 1 : shape[d];
+        /* storage: axes in a random order, one axis maybe twice as long (then sliced ::2) */
+        int perm[KILN_MAX_DIMS], inv[KILN_MAX_DIMS];
+        for (int d = 0; d < ndim; d++) perm[d] = d;
+        for (int d = ndim - 1; d > 0; d--) {
+            int e = fz_pick(s, d + 1), t = perm[d];
+            perm[d] = perm[e];
+            perm[e] = t;
+        }
+        for (int d = 0; d < ndim; d++) inv[perm[d]] = d;
+        int sliced = fz_pick(s, 3) == 0 ? fz_pick(s, ndim) : -1;
+        int64_t sshape[KILN_MAX_DIMS];
+        for (int d = 0; d < ndim; d++) sshape[d] = ishape[perm[d]] * (perm[d] == sliced ? 2 : 1);
+        const kiln_dtype dts[4] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_F16, KILN_DTYPE_BF16};
+        kiln_tensor *st = rand_tensor(dts[fz_pick(s, 4)], ndim, sshape, -2, 2, NULL), *pv = NULL, *v = NULL;
+        CHECK_OK(g_ctx, kiln_tensor_permute(st, inv, &pv));
+        if (sliced >= 0) {
+            kiln_slice sl[KILN_MAX_DIMS];
+            for (int d = 0; d < ndim; d++) sl[d] = d == sliced ? KILN_SLICE_STEP(1, KILN_NONE, 2) : KILN_SLICE_ALL;
+            CHECK_OK(g_ctx, kiln_tensor_slice(pv, ndim, sl, &v));
+            kiln_tensor_release(pv);
+        } else {
+            v = pv;
+        }
+        kiln_tensor_release(st);
+        keep[nkeep++] = v;
+        int map[KILN_MAX_DIMS];
+        for (int d = 0; d < ndim; d++) map[d] = d;
+        int ix = kb_input(&b, v, map);
+        int li = kb_op(&b, KILN_POP_LOAD, rowin ? KILN_SPACE_ROW : KILN_SPACE_FULL, ix, 0, 0);
+        if (rowin)
+            row_loads[nrow_loads++] = li;
+        else
+            full_loads[nfull_loads++] = li;
+    }
+    (void)full_loads;
+    (void)row_loads;
+    int ready[64];
+    for (int i = 0; i < b.k.ninstr; i++) ready[i] = -1;
+    int nsteps = 3 + fz_pick(s, 10);
+    static const kiln_pop un[] = {KILN_POP_NEG,  KILN_POP_ABS,  KILN_POP_SQR, KILN_POP_SIGMOID,
+                                  KILN_POP_TANH, KILN_POP_RELU, KILN_POP_SIGN};
+    static const kiln_pop bin[] = {KILN_POP_ADD, KILN_POP_SUB, KILN_POP_MUL, KILN_POP_MAX,
+                                   KILN_POP_MIN, KILN_POP_LT,  KILN_POP_GE};
+    static const kiln_pop red[] = {KILN_POP_RED_SUM, KILN_POP_RED_MAX, KILN_POP_RED_MIN, KILN_POP_RED_ARGMAX,
+                                   KILN_POP_RED_ARGMIN};
+    for (int step = 0; step < nsteps && b.k.ninstr < 40; step++) {
+        int n = b.k.ninstr;
+        int a = n - 1 - fz_pick(s, n < 4 ? n : 4), bb = fz_pick(s, n), c = fz_pick(s, n);
+        int kind = fz_pick(s, 10);
+        int i;
+        if (kind < 3) {
+            i = kb_op(&b, un[fz_pick(s, 7)], b.ins[a].space, a, 0, 0);
+        } else if (kind < 6) {
+            i = kb_op(&b, bin[fz_pick(s, 7)],
+                      (b.ins[a].space == KILN_SPACE_ROW && b.ins[bb].space == KILN_SPACE_ROW) ? KILN_SPACE_ROW
+                                                                                              : KILN_SPACE_FULL,
+                      a, bb, 0);
+        } else if (kind == 6) {
+            kiln_space sp = (b.ins[a].space == KILN_SPACE_ROW && b.ins[bb].space == KILN_SPACE_ROW &&
+                             b.ins[c].space == KILN_SPACE_ROW)
+                                ? KILN_SPACE_ROW
+                                : KILN_SPACE_FULL;
+            i = kb_op(&b, KILN_POP_WHERE, sp, a, bb, c);
+        } else if (kind == 7) {
+            int si = b.k.nstreams < 4 ? kb_stream(&b, 100 + (uint64_t)step) : fz_pick(s, 4);
+            i = kb_op(&b, KILN_POP_RAND, fz_pick(s, 2) && mask ? KILN_SPACE_ROW : KILN_SPACE_FULL, si, 0, 0);
+        } else if (kind == 8) {
+            int ci = b.k.nconsts < 16 ? kb_const(&b, check_uniform(s, -1, 1)) : fz_pick(s, 16);
+            i = kb_op(&b, KILN_POP_CONST, KILN_SPACE_ROW, ci, 0, 0);
+        } else {
+            if (!mask) continue;
+            i = kb_red(&b, red[fz_pick(s, 5)], a, ready[a] + 1);
+        }
+        int r = -1;
+        if (kiln__pop_is_reduction((kiln_pop)b.ins[i].op)) {
+            r = b.ins[i].pass;
+        } else {
+            int na = kiln__pop_nargs((kiln_pop)b.ins[i].op);
+            const int ops[3] = {b.ins[i].a, b.ins[i].b, b.ins[i].c};
+            for (int q = 0; q < na; q++) r = ready[ops[q]] > r ? ready[ops[q]] : r;
+        }
+        ready[i] = r;
+    }
+    /* output: ROW (the last ROW instruction) or FULL (the last instruction) */
+    int out_i = b.k.ninstr - 1, is_row = 0;
+    if (mask && fz_pick(s, 2)) {
+        for (int i = b.k.ninstr - 1; i >= 0; i--)
+            if (b.ins[i].space == KILN_SPACE_ROW) {
+                out_i = i;
+                is_row = 1;
+                break;
+            }
+    }
+    int64_t oshape[KILN_MAX_DIMS];
+    int omap[KILN_MAX_DIMS], ond = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (is_row && (mask >> d & 1u)) {
+            omap[d] = -1;
+        } else {
+            omap[d] = ond;
+            oshape[ond++] = shape[d];
+        }
+    }
+    kiln_tensor *out = poison_tensor(KILN_DTYPE_F64, ond, oshape);
+    kb_out(&b, out, omap, is_row, out_i);
+    kiln_status st = kb_run(&b);
+    CHECK_OK(g_ctx, st);
+    if (st == KILN_OK) {
+        fuzz_ref f = {.k = &b.k};
+        int64_t l = 1, ol = 1;
+        for (int d = ndim - 1; d >= 0; d--) {
+            f.lin_of[d] = l;
+            l *= shape[d];
+            f.olin_of[d] = (mask >> d & 1u) ? 0 : ol;
+            if (!(mask >> d & 1u)) ol *= shape[d];
+        }
+        f.outer_n = ol;
+        f.memo = malloc(sizeof(double) * (size_t)b.k.ninstr * (size_t)ol);
+        f.have = calloc((size_t)b.k.ninstr * (size_t)ol, 1);
+        double *got = read_all(out);
+        int64_t on = kiln_tensor_numel(out);
+        double *want = malloc(sizeof(double) * (size_t)on);
+        for (int64_t q = 0; q < on; q++) want[q] = NAN;
+        int64_t P[KILN_MAX_DIMS] = {0};
+        for (int64_t p = 0; p < numel; p++) {
+            int64_t rem = p, oq = 0, om = 1;
+            int skip = 0;
+            for (int d = ndim - 1; d >= 0; d--) {
+                P[d] = rem % shape[d];
+                rem /= shape[d];
+                if (is_row && (mask >> d & 1u)) {
+                    if (P[d] != 0) skip = 1;
+                } else {
+                    oq += P[d] * om;
+                    om *= shape[d];
+                }
+            }
+            if (!skip) want[oq] = fz_eval(&f, out_i, P);
+        }
+        char what[64];
+        snprintf(what, sizeof what, "fuzz %d (rank %d mask 0x%x %s)", iter, ndim, (unsigned)mask,
+                 is_row ? "row" : "full");
+        check_array(what, got, want, on, 1e-9);
+        free(got);
+        free(want);
+        free(f.memo);
+        free(f.have);
+    }
+    kiln_tensor_release(out);
+    for (int j = 0; j < nkeep; j++) kiln_tensor_release(keep[j]);
+}
+
 /* ---- edge cases ----------------------------------------------------------------------- */
 
 static void test_edges(void)
@@ -1126,6 +1406,7 @@ int main(void)
     test_edges();
     test_errors();
     test_two_kernels();
+    for (int it = 0; it < 300; it++) fuzz_one(it);
     test_read_write();
     kiln_ctx_destroy(g_ctx);
     return check_finish();
