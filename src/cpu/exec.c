@@ -15,14 +15,24 @@
  *       inner points for all lanes, v[k * nl + lane], so memory is read with unit stride and
  *       the accumulators are vectors.
  * A block is a list of segments along the innermost axis of the domain (the typed code in
- * exec_impl.h loads and stores whole segments with strided or unit-stride loops).
+ * exec_impl.h loads and stores whole segments with strided or unit-stride loops). Blocks
+ * are sized to the domain (at most BLOCK values), and the workspace comes from the
+ * context's counting allocator.
+ *
+ * Numbers: f32 compute uses the f32 libm functions; SUM adds in the compute type within a
+ * block and in double across blocks; MAX/MIN propagate NaN; ARG* give the first index of
+ * the extreme (a NaN counts as the extreme). In f32 compute an ARG* index above 2^24 is
+ * not exact (the planner should pick f64 compute for such rows). Stochastic rounding from
+ * f64 compute rounds to f32 first (the recipe in core/numeric.h is defined on f32).
  *
  * Per row group: ROW-space instructions that need no reduction are computed first; then for
  * each pass p the row is walked, the FULL instructions the pass's reductions need are
  * evaluated block by block and accumulated; the pass's reductions are finalized and the ROW
  * instructions that became computable are evaluated; last the output pass stores (FULL
  * output: another walk; ROW output: one value per row). All of a row group's values are
- * complete before its output is written, so the destination may be an input.
+ * complete before its output is written, and a block is loaded whole before it is stored,
+ * so the destination may be an input read at the same points (in place). A destination
+ * that overlaps an input in any other way needs a temporary (the planner's job).
  *
  * Single-threaded. Threads would go around the row-group loop (ROW/COL) and the block loop
  * (EW) in exec_impl.h: groups and blocks are independent apart from the workspace.
