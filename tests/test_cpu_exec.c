@@ -1372,6 +1372,13 @@ static void test_read_write(void)
     kiln_tensor_release(v1);
     kiln_tensor_release(v2);
     kiln_tensor_release(t);
+    /* empty views read and write nothing */
+    kiln_tensor *e = poison_tensor(KILN_DTYPE_F32, 2, ((int64_t[]){3, 0}));
+    float dummy = 5.0f;
+    CHECK_OK(g_ctx, kiln_tensor_read(e, &dummy, KILN_DTYPE_F32));
+    CHECK_OK(g_ctx, kiln_tensor_write(e, &dummy, KILN_DTYPE_F32));
+    CHECK(dummy == 5.0f);
+    kiln_tensor_release(e);
     CHECK(strncmp(kiln_ctx_device_description(g_ctx), "cpu: ", 5) == 0);
     CHECK(strstr(kiln_ctx_device_description(g_ctx), "GEMM: ") != NULL);
 }
