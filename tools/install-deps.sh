@@ -7,9 +7,11 @@ need=()
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v cc >/dev/null 2>&1 || need+=(gcc)
 command -v make >/dev/null 2>&1 || need+=(make)
-if ! ls /usr/include/cblas.h /usr/include/*/cblas.h /usr/include/openblas/cblas.h /usr/include/*/openblas*/cblas.h >/dev/null 2>&1; then
-  need+=(libopenblas-dev)
-fi
+have_openblas=0
+for f in /usr/lib/libopenblas.so /usr/lib/*/libopenblas.so /usr/lib64/libopenblas.so; do
+  [ -e "$f" ] && have_openblas=1
+done
+[ $have_openblas = 1 ] || need+=(libopenblas-dev)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "kiln: installing ${need[*]} (apt-get)"
