@@ -1025,6 +1025,31 @@ static kiln_status node_status(kiln_expr *e, const char *needle)
     return s;
 }
 
+/* numpy's assignment rule: an expression with extra leading size-1 axes fits dst. */
+static void test_leading_ones(void)
+{
+    double host[6] = {1, 2, 3, 4, 5, 6}, got[3] = {0, 0, 0};
+    int64_t s3[3] = {1, 1, 3}, s23[2] = {2, 3}, s1[1] = {3};
+    kiln_tensor *e3 = NULL, *e23 = NULL, *d = NULL;
+    CHECK_OK(ctx, kiln_tensor_from_host(ctx, KILN_DTYPE_F32, 3, s3, host, KILN_DTYPE_F64, &e3));
+    CHECK_OK(ctx, kiln_tensor_from_host(ctx, KILN_DTYPE_F32, 2, s23, host, KILN_DTYPE_F64, &e23));
+    CHECK_OK(ctx, kiln_tensor_zeros(ctx, KILN_DTYPE_F32, 1, s1, &d));
+    CHECK_OK(ctx, kiln_assign(d, kiln_mul(kiln_t(e3), kiln_scalar(2))));
+    CHECK_OK(ctx, kiln_tensor_read(d, got, KILN_DTYPE_F64));
+    CHECK(got[0] == 2 && got[1] == 4 && got[2] == 6);
+    /* a sum over axis 0 with keepdims is (1, 3): it fits a (3,) destination */
+    CHECK_OK(ctx, kiln_assign(d, kiln_sum(kiln_t(e23), 0)));
+    CHECK_OK(ctx, kiln_tensor_read(d, got, KILN_DTYPE_F64));
+    CHECK(got[0] == 5 && got[1] == 7 && got[2] == 9);
+    /* a leading axis that is not 1 does not */
+    CHECK_FAILS(ctx, kiln_assign(d, kiln_t(e23)), KILN_ERR_SHAPE, "'dst'");
+    CHECK_OK(ctx, kiln_tensor_read(d, got, KILN_DTYPE_F64));
+    CHECK(got[0] == 5 && got[2] == 9);
+    kiln_tensor_release(e3);
+    kiln_tensor_release(e23);
+    kiln_tensor_release(d);
+}
+
 static void test_errors(void)
 {
     int64_t s[2] = {4, 5}, s2[2] = {3, 5};
@@ -1137,6 +1162,7 @@ int main(void)
     test_ownership();
     test_deep();
     test_errors();
+    test_leading_ones();
     kiln_ctx_destroy(ctx);
     return check_finish();
 }

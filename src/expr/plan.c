@@ -1001,9 +1001,14 @@ kiln_status kiln__plan_build(kiln_tensor *dst, const kiln_expr *e, kiln_round ro
     char sd[160], se[160];
     int bn;
     int64_t bs[KILN_MAX_DIMS];
-    int ok = kiln__broadcast_shapes(e->ndim, e->shape, dst->ndim, dst->shape, &bn, bs) && bn == dst->ndim;
+    /* numpy's assignment rule: e broadcasts to dst; extra leading axes of e must be 1. */
+    int extra = e->ndim > dst->ndim ? e->ndim - dst->ndim : 0;
+    int ok = kiln__broadcast_shapes(e->ndim - extra, e->shape + extra, dst->ndim, dst->shape, &bn, bs) &&
+             bn == dst->ndim;
     for (int i = 0; ok && i < bn; i++)
         if (bs[i] != dst->shape[i]) ok = 0;
+    for (int i = 0; ok && i < extra; i++)
+        if (e->shape[i] != 1) ok = 0;
     if (!ok)
         return KILN_ERROR(
             ctx, KILN_ERR_SHAPE,
@@ -1027,6 +1032,19 @@ kiln_status kiln__plan_build(kiln_tensor *dst, const kiln_expr *e, kiln_round ro
     if (root < 0) goto fail;
 
     kiln_tensor *target = dst;
+    if (extra > 0) { /* dst seen with e's leading size-1 axes */
+        int64_t shape[KILN_MAX_DIMS], strides[KILN_MAX_DIMS];
+        for (int i = 0; i < e->ndim; i++) {
+            shape[i] = i < extra ? 1 : dst->shape[i - extra];
+            strides[i] = i < extra ? 0 : dst->strides[i - extra];
+        }
+        kiln_tensor *v;
+        st = kiln__tensor_view(dst, e->ndim, shape, strides, dst->offset, &v);
+        if (st != KILN_OK) goto fail;
+        st = add_temp(&b, v);
+        if (st != KILN_OK) goto fail;
+        target = v;
+    }
     /* A squeeze at the root: write through a view of dst with the squeezed axes put back. */
     while (b.n[root].kind == KILN_EN_SQUEEZE) {
         const pnode *sq = &b.n[root];
