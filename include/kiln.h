@@ -380,7 +380,7 @@ KILN_API kiln_expr *kiln_cast(kiln_expr *x, kiln_dtype dtype);
 
 /* Random generators. They have no shape of their own: each takes the shape of what it is
  * broadcast against, and every element gets its own number. Streams come from the
- * context's seed and counter (Philox4x32-10, identical on CPU and GPU, see src/core/philox.h).
+ * context's seed and counter (Philox4x32-10, identical on CPU and GPU, see src/core/numeric.h).
  * rand: uniform in [0, 1); randn: standard normal; bernoulli(p): 1 with probability p,
  * else 0 (error node unless 0 <= p <= 1). A generator node used twice (kiln_expr_retain)
  * gives the same numbers at both uses within one evaluation. */

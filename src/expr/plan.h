@@ -26,7 +26,7 @@
  * Random numbers: RAND, RANDN and BERNOULLI draw from Philox4x32-10 with key = the
  * context seed and counter = (index, stream) where stream = streams[instr.a] and index is
  * the row-major linear index of the point in the instruction's space (FULL: in D; ROW: in
- * the outer space). The exact recipe is in src/core/philox.h, shared by both backends.
+ * the outer space). The exact recipe is in src/core/numeric.h, shared by both backends.
  * Stochastic rounding of the output uses stream out.sr_stream and the linear index of the
  * stored element in the output's space.
  */
