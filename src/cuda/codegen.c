@@ -21,12 +21,14 @@
  * flat array of 64-bit words passed by value. The source depends only on the structure
  * (which strides are 0 or 1, ops, dtypes, modes), so a new shape or eps does not recompile.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda/cuda.h"
 
@@ -148,20 +150,29 @@ static const char prelude_src[] =
     "template <class Op, class T> __device__ __forceinline__ T kiln_col_red(T v, void *smv) {\n"
     "  if (blockDim.y == 1) return v;\n"
     "  T *sm = (T *)smv;\n"
-    "  sm[threadIdx.y * blockDim.x + threadIdx.x] = v;\n"
+    "  const int me = threadIdx.y * blockDim.x + threadIdx.x;\n"
+    "  sm[me] = v;\n"
     "  __syncthreads();\n"
+    "  for (int s = blockDim.y >> 1; s > 0; s >>= 1) {\n"
+    "    if ((int)threadIdx.y < s) sm[me] = Op::f(sm[me], sm[me + s * blockDim.x]);\n"
+    "    __syncthreads();\n"
+    "  }\n"
     "  T r = sm[threadIdx.x];\n"
-    "  for (int w = 1; w < (int)blockDim.y; w++) r = Op::f(r, sm[w * blockDim.x + threadIdx.x]);\n"
     "  __syncthreads();\n"
     "  return r;\n"
     "}\n"
     "template <int MAXI, class T> __device__ __forceinline__ void kiln_col_arg(T &v, long long &i, void *smv) {\n"
     "  if (blockDim.y == 1) return;\n"
     "  T *sv = (T *)smv; long long *si = (long long *)(sv + blockDim.x * blockDim.y);\n"
-    "  sv[threadIdx.y * blockDim.x + threadIdx.x] = v; si[threadIdx.y * blockDim.x + threadIdx.x] = i;\n"
+    "  const int me = threadIdx.y * blockDim.x + threadIdx.x;\n"
+    "  sv[me] = v; si[me] = i;\n"
     "  __syncthreads();\n"
+    "  for (int s = blockDim.y >> 1; s > 0; s >>= 1) {\n"
+    "    if ((int)threadIdx.y < s) { T a = sv[me]; long long ia = si[me];\n"
+    "      kiln_arg_comb<MAXI>(a, ia, sv[me + s * blockDim.x], si[me + s * blockDim.x]); sv[me] = a; si[me] = ia; }\n"
+    "    __syncthreads();\n"
+    "  }\n"
     "  v = sv[threadIdx.x]; i = si[threadIdx.x];\n"
-    "  for (int w = 1; w < (int)blockDim.y; w++) kiln_arg_comb<MAXI>(v, i, sv[w * blockDim.x + threadIdx.x], si[w * blockDim.x + threadIdx.x]);\n"
     "  __syncthreads();\n"
     "}\n";
 
@@ -1053,6 +1064,7 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
     kp->colmode = !kp->elementwise && l->nd > 0 && !l->red[l->nd - 1] && l->R > 1;
     kp->vec = choose_vec(k, kp);
     kp->kmax = kp->elementwise ? 1 : kmax_for(&kp->an, kp->vec);
+    if (kp->colmode && kp->kmax > 8) kp->kmax = 8;
     return KILN_OK;
 }
 
@@ -1114,7 +1126,7 @@ static kiln_status generate(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp,
     kiln__sbuf_printf(&src, "struct kiln_args { kiln_w64 w[%d]; };\n", l->nwords);
     kiln__sbuf_printf(&src,
                       "extern \"C\" __global__ void __launch_bounds__(%d) kiln_kernel(const __grid_constant__ kiln_args p) {\n",
-                      kp->elementwise || kp->colmode ? 256 : 1024);
+                      kp->elementwise ? 256 : 1024);
     if (kp->elementwise)
         gen_elementwise(&g);
     else
@@ -1154,6 +1166,8 @@ static uint64_t fnv(const void *p, size_t n)
 static kiln_status get_function(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp, CUfunction *fn)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     kiln_sbuf sig = {0};
     signature(k, kp, &sig);
     if (sig.oom) {
@@ -1167,6 +1181,8 @@ static kiln_status get_function(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan 
             *fn = e->fn;
             st->stats.mem_hits++;
             kiln__sbuf_free(&sig);
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            st->stats.last_get_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
             return KILN_OK;
         }
     }
@@ -1250,7 +1266,7 @@ kiln_status kiln__cuda_run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
         if ((int64_t)tx > R) tx = pow2ceil(R);
         int64_t need = (L + kmax - 1) / kmax;
         unsigned ty = pow2ceil(need);
-        unsigned tymax = 256 / tx;
+        unsigned tymax = 1024 / tx;
         if (ty > tymax) ty = tymax;
         if (ty < 1) ty = 1;
         bx = tx;
