@@ -8,6 +8,8 @@
  * with the built-in blocked GEMM (KILN_CPU_GEMM=builtin). Then stochastic rounding (exact
  * bits against src/core/numeric.h, determinism, unbiasedness), empty sizes, every error
  * path (status, message naming the argument, C unchanged), and workspace accounting.
+ * When KILN_DEVICE names a device (make test-gpu), the numeric and rounding cases run once
+ * more on a context of that device.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "check.h"
@@ -748,6 +750,25 @@ int main(void)
 
     test_errors();
     test_backend_entry();
+
+    /* 3. the device named by KILN_DEVICE when it is not the CPU (make test-gpu sets cuda):
+     * the same numeric suite and stochastic-rounding checks through that backend's GEMM */
+    const char *dev = getenv("KILN_DEVICE");
+    if (dev && strcmp(dev, "cpu") != 0) {
+        kiln_ctx *cpu_ctx = ctx, *dctx = NULL;
+        if (kiln_ctx_create(&dctx, NULL) == KILN_OK && kiln_ctx_device(dctx) != KILN_DEVICE_CPU) {
+            ctx = dctx;
+            engine_name = "device";
+            printf("backend: %s\n", kiln_ctx_device_description(ctx));
+            run_numeric_suite();
+            test_sr_unbiased();
+            test_sr_bits();
+            ctx = cpu_ctx;
+        } else {
+            printf("KILN_DEVICE=%s gave no device context: the device pass is skipped\n", dev);
+        }
+        kiln_ctx_destroy(dctx);
+    }
     kiln_ctx_destroy(ctx);
     return check_finish();
 }

@@ -771,6 +771,21 @@ static int parse_dtypes(bench *b, const char *list)
     return b->ndtypes > 0;
 }
 
+/* On a GPU the expr cases are also timed by tools/kiln-gpu-bench (built next to this
+ * program): CUDA events, the ratio to a device-to-device copy of the same bytes measured in
+ * the same run, and the kernel compile latencies. Its failure is reported, not fatal. */
+static void run_gpu_bench(const char *self, int quick)
+{
+    char cmd[4096];
+    const char *slash = strrchr(self, '/');
+    int dirlen = slash ? (int)(slash - self) : 1;
+    snprintf(cmd, sizeof cmd, "'%.*s/kiln-gpu-bench'%s", dirlen, slash ? self : ".", quick ? " --quick" : "");
+    printf("\nexpr against a device-to-device copy (kiln-gpu-bench):\n");
+    fflush(stdout);
+    int rc = system(cmd);
+    if (rc != 0) printf("kiln-gpu-bench: exit status %d\n", rc);
+}
+
 int main(int argc, char **argv)
 {
     bench b = {0};
@@ -835,6 +850,7 @@ int main(int argc, char **argv)
 
     double t0 = now_ms();
     if (do_expr) st = run_expr(&b);
+    if (do_expr && st == KILN_OK && b.gpu) run_gpu_bench(argv[0], b.quick);
     if (do_gemm && st == KILN_OK) st = run_gemm(&b);
 
     kiln_mem_stats ms;

@@ -19,7 +19,8 @@ PY=${PYTHON:-python3}
 NUMPY_PIN=numpy==1.26.4
 PYTEST_PIN=pytest==8.3.3
 
-if [ ! -f "$BUILD/libkiln.so" ]; then
+case $BUILD in /*) BUILD_ABS=$BUILD ;; *) BUILD_ABS=$ROOT/$BUILD ;; esac
+if [ ! -f "$BUILD_ABS/libkiln.so" ]; then
   echo "python-test: $BUILD/libkiln.so is missing: run cmake --build $BUILD first" >&2
   exit 1
 fi
@@ -40,14 +41,14 @@ else
   fi
 fi
 
-STAGE="$ROOT/$BUILD/python"
+STAGE="$BUILD_ABS/python"
 rm -rf "$STAGE/kiln"
 mkdir -p "$STAGE/kiln"
 cp python/kiln/*.py "$STAGE/kiln/"
 EXT_SUFFIX=$("$VPY" -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
 PYINC=$("$VPY" -c "import sysconfig; print(sysconfig.get_paths()['include'])")
 ${CC:-cc} -shared -fPIC -O2 -std=c11 -Wall -Wextra -Werror -I"$PYINC" -Iinclude python/src/_kiln.c \
-  -L"$ROOT/$BUILD" -lkiln -Wl,-rpath,"$ROOT/$BUILD" -o "$STAGE/kiln/_kiln$EXT_SUFFIX"
+  -L"$BUILD_ABS" -lkiln -Wl,-rpath,"$BUILD_ABS" -o "$STAGE/kiln/_kiln$EXT_SUFFIX"
 if [ "${KILN_PY_VENV:-1}" != 0 ]; then
   SITE=$("$VPY" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
   echo "$STAGE" > "$SITE/kiln.pth"

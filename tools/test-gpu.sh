@@ -8,14 +8,15 @@
 # (the device machine's output folder) they are packed into $OUT/gpu-logs.tgz with the
 # table in $OUT/table.txt. Exit status 1 when anything failed.
 # Environment: BUILD_GPU (build dir, default build-gpu), MODES (default
-# "cpu cuda memcheck racecheck"), RACECHECK_TESTS (default "test_cuda_backend", its
+# "cuda python memcheck racecheck"; also "cpu"; python = the pytest suite on the CUDA
+# backend with the machine's python3), RACECHECK_TESTS (default "test_cuda_backend", its
 # RACECHECK_SECTIONS only: reductions,batchnorm),
-# JOBS (build parallelism), TEST_TIMEOUT (seconds per run, default 600).
+# TESTS (which test programs; default all), PAR (runs at once, default 8), JOBS (build parallelism), TEST_TIMEOUT (seconds per run, default 600).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD_GPU:-$ROOT/build-gpu}
 LOG=$BUILD/gpu-logs
-MODES=${MODES:-"cpu cuda memcheck racecheck"}
+MODES=${MODES:-"cuda python memcheck racecheck"}
 RACECHECK_TESTS=${RACECHECK_TESTS:-"test_cuda_backend"}
 # racecheck is slow: only the sections of test_cuda_backend that launch reduction kernels
 RACECHECK_SECTIONS=${RACECHECK_SECTIONS:-"reductions,batchnorm"}
@@ -38,14 +39,17 @@ echo "built in $BUILD (build failed: $build_failed)"
 
 # One shared kernel cache for the visit: the first run compiles, later runs hit the disk.
 export KILN_CACHE_DIR=${KILN_CACHE_DIR:-$BUILD/kernel-cache}
-TESTS=$(cd "$BUILD" && ls test_* 2>/dev/null | grep -v '\.' | sort)
+TESTS=${TESTS:-$(cd "$BUILD" && ls test_* 2>/dev/null | grep -v '\.' | sort)}
 SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-TABLE="$LOG/table.txt"
+TABLE="$LOG/table${TABLE_SUFFIX:-}.txt"
 printf '%-22s %-7s %-10s %-10s %8s\n' test backend mode result seconds >"$TABLE"
 [ "$build_failed" = 1 ] && printf '%-22s %-7s %-10s %-10s %8s\n' "(build)" - - FAIL - >>"$TABLE"
 fail=$build_failed
+# Runs go PAR at a time (default 8): most of a GPU test's time is NVRTC compiling its
+# kernels on the host, and the shared disk cache makes the second mode cheap.
+PAR=${PAR:-8}
 
-run_one() { # name backend mode cmd...
+run_one() { # name backend mode cmd... : one run; its table row goes to $LOG/name.mode.row
     local name=$1 backend=$2 mode=$3; shift 3
     local logf="$LOG/$name.$mode.log" t0 t1 rc res
     t0=$(date +%s.%N)
@@ -55,25 +59,52 @@ run_one() { # name backend mode cmd...
     case $rc in
         0) res=pass ;;
         77) res=skip ;;
-        124) res="TIMEOUT"; fail=1 ;;
-        *) res="FAIL($rc)"; fail=1 ;;
+        124) res="TIMEOUT" ;;
+        *) res="FAIL($rc)" ;;
     esac
-    printf '%-22s %-7s %-10s %-10s %8.1f\n' "$name" "$backend" "$mode" "$res" "$(awk "BEGIN{print $t1 - $t0}")" | tee -a "$TABLE"
-    if [ -n "${OUT:-}" ]; then cp "$TABLE" "$OUT/table.txt"; fi
+    printf '%-22s %-7s %-10s %-10s %8.1f\n' "$name" "$backend" "$mode" "$res" "$(awk "BEGIN{print $t1 - $t0}")" \
+        | tee "$LOG/$name.$mode.row"
+}
+launch() {
+    while [ "$(jobs -rp | wc -l)" -ge "$PAR" ]; do wait -n; done
+    run_one "$@" &
 }
 
+# --require-cuda-init no: tests that never touch the GPU (test_plan on the CPU parts,
+# test_cpu_exec) are not an error for the sanitizer
+MEMCHECK="$SAN --tool memcheck --require-cuda-init no --report-api-errors no --leak-check no --error-exitcode 99"
+RACECHECK="$SAN --tool racecheck --require-cuda-init no --racecheck-report all --error-exitcode 99"
+PYTEST_PAR=""
+if python3 -c "import xdist" 2>/dev/null; then PYTEST_PAR="-n $PAR"; fi
+rm -f "$LOG"/*.row
+ROWS=""
 for mode in $MODES; do
+    if [ "$mode" = python ]; then
+        # the Python package against this build, with the machine's own python3 (numpy,
+        # pytest, PyTorch and CuPy: the interop tests run), on the CUDA backend
+        launch pytest cuda python env BUILD="$BUILD" KILN_PY_VENV=0 KILN_DEVICE=cuda PYTEST_ARGS="$PYTEST_PAR" \
+            "$ROOT/tools/python-test.sh"
+        ROWS="$ROWS pytest.python"
+        continue
+    fi
     for t in $TESTS; do
         case $mode in
-            cpu) run_one "$t" cpu plain "./$t" ;;
-            cuda) run_one "$t" cuda plain "./$t" ;;
-            memcheck) run_one "$t" cuda memcheck "$SAN" --tool memcheck --report-api-errors no --leak-check no --error-exitcode 99 "./$t" ;;
+            cpu) launch "$t" cpu cpu "./$t"; ROWS="$ROWS $t.cpu" ;;
+            cuda) launch "$t" cuda plain "./$t"; ROWS="$ROWS $t.plain" ;;
+            memcheck) launch "$t" cuda memcheck $MEMCHECK "./$t"; ROWS="$ROWS $t.memcheck" ;;
             racecheck)
                 case " $RACECHECK_TESTS " in *" $t "*) ;; *) continue ;; esac
-                run_one "$t" cuda racecheck env KILN_CUDA_TEST="$RACECHECK_SECTIONS" "$SAN" --tool racecheck --racecheck-report all --error-exitcode 99 "./$t" ;;
+                launch "$t" cuda racecheck env KILN_CUDA_TEST="$RACECHECK_SECTIONS" $RACECHECK "./$t"
+                ROWS="$ROWS $t.racecheck" ;;
+            *) echo "test-gpu: unknown mode '$mode'" >&2; exit 2 ;;
         esac
     done
 done
+wait
+for r in $ROWS; do
+    if [ -f "$LOG/$r.row" ]; then cat "$LOG/$r.row" >>"$TABLE"; else printf '%-22s %-7s %-10s %-10s %8s\n' "${r%.*}" - "${r##*.}" "LOST" - >>"$TABLE"; fi
+done
+grep -q -E "FAIL|TIMEOUT|LOST" "$TABLE" && fail=1
 # the failing logs' tails, then the table last (it is what a reader sees first)
 for f in "$LOG"/*.log; do
     case $f in *configure.log|*build.log) continue ;; esac
@@ -82,8 +113,8 @@ for f in "$LOG"/*.log; do
     fi
 done
 if [ -n "${OUT:-}" ]; then
-    tar czf "$OUT/gpu-logs.tgz" -C "$BUILD" gpu-logs 2>/dev/null
-    cp "$TABLE" "$OUT/table.txt"
+    tar czf "$OUT/gpu-logs${TABLE_SUFFIX:-}.tgz" -C "$BUILD" gpu-logs 2>/dev/null
+    cp "$TABLE" "$OUT/$(basename "$TABLE")"
 fi
 echo
 cat "$TABLE"

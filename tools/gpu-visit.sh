@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# tools/gpu-visit.sh — one whole visit to the GPU machine in one command, with a deadline:
+#   1. the suite on the CUDA backend: C tests and the Python package (tools/test-gpu.sh,
+#      MODES="cuda python"; table in $OUT/table-run.txt)
+#   2. benchmarks: kiln-bench (expr + gemm; on a GPU it runs kiln-gpu-bench, the ratio to a
+#      device copy and the compile latencies), the PyTorch peer (bench/peers/torch_expr.py),
+#      bench/rbm.py, bench/overhead.py, and the Python examples on the GPU
+#   3. the suite under compute-sanitizer (MODES="memcheck racecheck"; $OUT/table-san.txt)
+# Each step gets what is left of VISIT_SECONDS (default 540) and is cut off at the deadline,
+# keeping its partial output. Logs: $OUT/*.txt (OUT defaults to ./gpu-out).
+# Environment: VISIT_SECONDS, STEPS (default "tests bench examples sanitizer"), BUILD_GPU.
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+export OUT=${OUT:-$ROOT/gpu-out}
+mkdir -p "$OUT"
+export BUILD_GPU=${BUILD_GPU:-$ROOT/build-gpu}
+STEPS=${STEPS:-"tests bench examples sanitizer"}
+T_END=$(($(date +%s) + ${VISIT_SECONDS:-540}))
+left() { echo $((T_END - $(date +%s))); }
+
+step() { # name limit-seconds cmd... : runs cmd with min(limit, time left) into $OUT/name.txt
+    local name=$1 lim=$2 rem rc t0
+    shift 2
+    rem=$(left)
+    [ "$lim" -gt "$rem" ] && lim=$rem
+    if [ "$lim" -lt 5 ]; then
+        echo "== $name: skipped (no time left)" | tee -a "$OUT/visit.txt"
+        return
+    fi
+    t0=$(date +%s)
+    timeout --kill-after=5 "$lim" "$@" >"$OUT/$name.txt" 2>&1
+    rc=$?
+    echo "== $name: rc $rc in $(($(date +%s) - t0)) s (limit $lim s)" | tee -a "$OUT/visit.txt"
+}
+
+{
+    date -u
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+    python3 -c 'import sys, numpy, torch; print(sys.version.split()[0], "numpy", numpy.__version__, "torch", torch.__version__)'
+    python3 -c 'import cupy; print("cupy", cupy.__version__)'
+    nvcc --version | tail -2
+} >"$OUT/visit.txt" 2>&1
+
+for s in $STEPS; do
+    case $s in
+        tests)
+            step tests 300 env MODES="cuda python" TABLE_SUFFIX=-run "$ROOT/tools/test-gpu.sh" ;;
+        bench)
+            step kiln-bench 120 "$BUILD_GPU/kiln-bench"
+            step torch-expr 150 python3 bench/peers/torch_expr.py
+            step rbm 90 env PYTHONPATH="$BUILD_GPU/python" python3 bench/rbm.py --device cuda
+            step overhead 40 env PYTHONPATH="$BUILD_GPU/python" python3 bench/overhead.py --device cuda ;;
+        examples)
+            for e in gemm_fp16 variance_batchnorm rbm_gnumpy; do
+                step "example-$e" 60 env KILN_DEVICE=cuda PYTHONPATH="$BUILD_GPU/python" python3 "examples/$e.py"
+            done ;;
+        sanitizer)
+            step sanitizer 600 env MODES="memcheck racecheck" TABLE_SUFFIX=-san TEST_TIMEOUT=240 "$ROOT/tools/test-gpu.sh" ;;
+        *) echo "gpu-visit: unknown step '$s'" >&2; exit 2 ;;
+    esac
+done
+cat "$OUT/visit.txt"
+cat "$OUT"/table*.txt 2>/dev/null
