@@ -1,6 +1,7 @@
 """kiln tensors against numpy: constructors, dtypes, attributes, views and indexing with
 numpy's view rules, host transfer, repr, len, iteration, pickling, numpy interop (buffer
-protocol, __array_interface__, DLPack) on the CPU backend."""
+protocol, __array_interface__, DLPack) on the CPU backend; on the GPU (make test-gpu) the
+same tests check the CUDA forms, the consumers being in test_interop_gpu.py."""
 import pickle
 
 import numpy as np
@@ -92,7 +93,7 @@ def test_attributes(rng):
     assert len(rows) == 3
     for i, r in enumerate(rows):
         np.testing.assert_array_equal(r.get(), ref[i])
-    assert t.device == "cpu"
+    assert t.device == DEVICE
     t.name = "weights"
     assert t.name == "weights"
 
@@ -129,6 +130,9 @@ def test_view_of_view_and_negative_strides(rng):
     np.testing.assert_array_equal(v.T.get(), e.T)
     np.testing.assert_array_equal(v.copy().get(), e)
     assert v.copy()._is_contiguous and not v._is_contiguous
+    if DEVICE != "cpu":          # GPU memory: __cuda_array_interface__ (test_interop_gpu.py)
+        assert v.__cuda_array_interface__["strides"] == (-80, -12)
+        return
     ai = v.__array_interface__
     assert ai["strides"] == np.asarray(v).strides and ai["data"][0] == v._data
 
@@ -262,6 +266,10 @@ def test_bf16_to_numpy(rng):
 @pytest.mark.parametrize("dt", ALL, ids=lambda d: d.name)
 def test_dlpack_export(rng, dt):
     t, ref = make(rng, (4, 6), dt)
+    if DEVICE != "cpu":          # kDLCUDA, device 0; the GPU consumers are in test_interop_gpu.py
+        assert t.__dlpack_device__() == (2, 0)
+        assert type(t[:, ::-2].__dlpack__()).__name__ == "PyCapsule"
+        return
     assert t.__dlpack_device__() == (1, 0)
     if dt is kn.bfloat16:
         cap = t.__dlpack__()          # numpy has no bf16; the capsule itself is fine
@@ -280,7 +288,7 @@ def test_from_dlpack(rng):
     np.testing.assert_array_equal(t.get(), a)
     t2, _ = make(rng, (2, 2), kn.float32)
     assert kn.from_dlpack(t2) is t2
-    assert not hasattr(t2, "__cuda_array_interface__")     # CPU backend
+    assert hasattr(t2, "__cuda_array_interface__") == (DEVICE != "cpu")
 
 
 def test_not_constructible():
