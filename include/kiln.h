@@ -180,6 +180,11 @@ KILN_API kiln_status kiln_ctx_set_round(kiln_ctx *ctx, kiln_round round);
 KILN_API kiln_status kiln_ctx_set_allow_tf32(kiln_ctx *ctx, int allow);
 /* Waits until all work queued in ctx is done. */
 KILN_API kiln_status kiln_ctx_synchronize(kiln_ctx *ctx);
+/* The stream kiln queues ctx's work on, for interop: a cudaStream_t on CUDA (a non-blocking
+ * stream of the context's own), NULL on the CPU (work runs in the call) and for NULL. A
+ * DLPack consumer passes it as __dlpack__'s stream so that the producer's pending writes
+ * are ordered before kiln's work. Valid while ctx lives; kiln owns it. */
+KILN_API void *kiln_ctx_stream(const kiln_ctx *ctx);
 
 /* ---------------------------------------------------------------------------------------
  * Memory accounting. One counting, caching allocator per context; every byte of tensor

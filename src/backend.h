@@ -41,6 +41,10 @@ typedef struct kiln_backend {
 
     /* Waits for queued work (optional: NULL = nothing is ever queued). */
     kiln_status (*synchronize)(kiln_ctx *ctx);
+
+    /* The stream work is queued on, as the API's handle (cudaStream_t on CUDA), for interop
+     * (kiln_ctx_stream). Optional: NULL = no stream, work runs in the call. */
+    void *(*stream)(const kiln_ctx *ctx);
 } kiln_backend;
 
 extern const kiln_backend kiln__cpu_backend;

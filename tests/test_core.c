@@ -63,8 +63,10 @@ static void test_ctx(void)
     CHECK_FAILS(c, kiln_ctx_set_round(c, KILN_ROUND_DEFAULT), KILN_ERR_ARG, "'round'");
     CHECK_OK(c, kiln_ctx_set_allow_tf32(c, 1));
     CHECK_OK(c, kiln_ctx_synchronize(c));
+    CHECK(kiln_ctx_stream(c) == NULL); /* the CPU backend queues nothing */
     kiln_ctx_destroy(c);
     kiln_ctx_destroy(NULL);
+    CHECK(kiln_ctx_stream(NULL) == NULL);
 
     CHECK_FAILS(NULL, kiln_ctx_set_seed(NULL, 1), KILN_ERR_NULL, "'ctx'");
     CHECK_FAILS(NULL, kiln_ctx_set_round(NULL, KILN_ROUND_NEAREST), KILN_ERR_NULL, "'ctx'");

@@ -146,6 +146,11 @@ kiln_status kiln_ctx_synchronize(kiln_ctx *ctx)
     return ctx->backend->synchronize ? ctx->backend->synchronize(ctx) : KILN_OK;
 }
 
+void *kiln_ctx_stream(const kiln_ctx *ctx)
+{
+    return ctx && ctx->backend && ctx->backend->stream ? ctx->backend->stream(ctx) : NULL;
+}
+
 uint64_t kiln__ctx_take_streams(kiln_ctx *ctx, uint64_t n)
 {
     uint64_t first = ctx->rng_counter;

@@ -164,4 +164,5 @@ const kiln_backend kiln__cpu_backend = {
     .run_plan = kiln__cpu_run_plan,
     .gemm = kiln__cpu_gemm,
     .synchronize = NULL,
+    .stream = NULL,
 };

@@ -291,6 +291,11 @@ static kiln_status cuda_synchronize(kiln_ctx *ctx)
     return KILN_OK;
 }
 
+static void *cuda_stream(const kiln_ctx *ctx)
+{
+    return (void *)kiln__cuda_state(ctx)->stream;
+}
+
 /* ---- benchmark hooks (cuda_hooks.h) ------------------------------------------------------ */
 
 static int is_cuda(const kiln_ctx *ctx) { return ctx && ctx->backend == &kiln__cuda_backend && ctx->backend_state; }
@@ -367,4 +372,5 @@ const kiln_backend kiln__cuda_backend = {
     .run_plan = cuda_run_plan,
     .gemm = cuda_gemm,
     .synchronize = cuda_synchronize,
+    .stream = cuda_stream,
 };
