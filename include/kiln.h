@@ -243,6 +243,33 @@ KILN_API kiln_status kiln_tensor_copy_at(const kiln_tensor *t, kiln_dtype dtype,
 /* t itself (a new reference) when it is already contiguous, otherwise a contiguous copy. */
 KILN_API kiln_status kiln_tensor_contiguous_at(kiln_tensor *t, kiln_tensor **out, const char *file, int line);
 
+/* Tensor over foreign memory, without a copy (zero-copy import from numpy, PyTorch, CuPy,
+ * DLPack). data is the address of element [0,...,0]; the view has ndim axes (0..8) of
+ * shape[i] >= 0 elements and strides[i] elements between neighbours along axis i (any sign,
+ * 0 included; strides NULL = row-major contiguous). Element (i0, i1, ...) is at
+ * data + (i0*strides[0] + i1*strides[1] + ...) * kiln_dtype_size(dtype).
+ * Where the memory must be: host memory on the CPU backend; on the CUDA backend device memory
+ * of the context's device (ctx's device_index). kiln cannot check this: the caller promises
+ * it. data must be aligned to the element size.
+ * Ownership: kiln does not own the memory. It is not counted in kiln_mem_stats (in_use, peak,
+ * live_blocks), the memory cap does not apply to it, and kiln_mem_report lists it apart, as
+ * "external", with the caller's file:line and the tensor's name. The memory must stay valid
+ * until release(user) is called (release may be NULL): once, when the last reference to the
+ * storage goes (the tensor, its views, expressions holding it), after the context's queued
+ * work has finished. On failure release is NOT called and the caller still owns the memory.
+ * Writes: the tensor is written like any other (assign, kiln_tensor_write, kiln_dot), and
+ * the writes land in the caller's memory. A stride 0 on an axis of size > 1 makes the view
+ * read-only as a broadcast view is; strides that may reach one element twice otherwise
+ * (overlapping, e.g. shape (3, 3) strides (1, 1)) make the tensor and every view of it
+ * read-only: writes fail with ALIAS. Reads work in every case. Two wraps of the same memory
+ * are known to overlap (assignments between them stay correct).
+ * Errors: NULL (ctx, out, shape when ndim > 0, data when there are elements), DTYPE, ARG
+ * (ndim, negative size, data not aligned), OVERFLOW (element count, or the extent the strides
+ * reach, past int64 or outside the address space), OOM (host memory for the handle). */
+KILN_API kiln_status kiln_tensor_wrap_at(kiln_ctx *ctx, void *data, kiln_dtype dtype, int ndim, const int64_t *shape,
+                                         const int64_t *strides, void (*release)(void *user), void *user,
+                                         kiln_tensor **out, const char *file, int line);
+
 #define kiln_tensor_empty(ctx, dtype, ndim, shape, out) \
     kiln_tensor_empty_at((ctx), (dtype), (ndim), (shape), (out), __FILE__, __LINE__)
 #define kiln_tensor_full(ctx, dtype, ndim, shape, value, out) \
@@ -257,6 +284,9 @@ KILN_API kiln_status kiln_tensor_contiguous_at(kiln_tensor *t, kiln_tensor **out
     kiln_tensor_from_host_at((ctx), (dtype), (ndim), (shape), (src), (src_dtype), (out), __FILE__, __LINE__)
 #define kiln_tensor_copy(t, dtype, out) kiln_tensor_copy_at((t), (dtype), (out), __FILE__, __LINE__)
 #define kiln_tensor_contiguous(t, out) kiln_tensor_contiguous_at((t), (out), __FILE__, __LINE__)
+#define kiln_tensor_wrap(ctx, data, dtype, ndim, shape, strides, release, user, out)                            \
+    kiln_tensor_wrap_at((ctx), (data), (dtype), (ndim), (shape), (strides), (release), (user), (out), __FILE__, \
+                        __LINE__)
 
 /* Takes one more reference (returns t); NULL-safe. */
 KILN_API kiln_tensor *kiln_tensor_retain(kiln_tensor *t);

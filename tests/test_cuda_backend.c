@@ -4,8 +4,9 @@
  * one block included) on random data and views, casts, the batch-norm expression in place,
  * bit identity of rand / randn / bernoulli / dropout / stochastic rounding, GEMM through
  * cuBLASLt and the fallback kernel, the disk kernel cache (hit from a fresh context,
- * corrupt-entry recovery), no recompilation for a new shape or eps, the memory cap, and an
- * NVRTC failure carrying the log and source.
+ * corrupt-entry recovery), no recompilation for a new shape or eps, the memory cap, an
+ * NVRTC failure carrying the log and source, and device memory wrapped by kiln_tensor_wrap
+ * (kiln's own, through a second handle: expressions, GEMM into it, the release callback).
  * Needs a CUDA device: exits 77 (skipped) without one.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -668,6 +669,72 @@ static void test_memory(void)
     kiln_ctx_destroy(g);
 }
 
+/* ---- wrapped device memory ---------------------------------------------------------------------- */
+
+static void count_release(void *user)
+{
+    ++*(int *)user;
+}
+
+static void test_wrap(void)
+{
+    CHECK(kiln_ctx_stream(gpu) != NULL);
+    enum { M = 33, K = 20, N = 47 };
+    double *ha = malloc(M * K * sizeof *ha), *hb = malloc(K * N * sizeof *hb);
+    check_fill(&rng, ha, M * K, -1, 1);
+    check_fill(&rng, hb, K * N, -1, 1);
+    int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+    kiln_tensor *a = from_f64(gpu, KILN_DTYPE_F32, 2, sa, ha), *b = from_f64(gpu, KILN_DTYPE_F32, 2, sb, hb);
+    kiln_tensor *c = NULL, *wa = NULL, *wc = NULL;
+    CHECK_OK(gpu, kiln_tensor_full(gpu, KILN_DTYPE_F32, 2, sc, 5.0, &c));
+    int ra = 0, rc = 0;
+    /* a seen as A^T (K, M) through strides (1, K) on the device pointer */
+    int64_t at_shape[2] = {K, M}, at_str[2] = {1, K};
+    CHECK_OK(gpu,
+             kiln_tensor_wrap(gpu, kiln_tensor_data(a), KILN_DTYPE_F32, 2, at_shape, at_str, count_release, &ra, &wa));
+    CHECK_OK(gpu, kiln_tensor_wrap(gpu, kiln_tensor_data(c), KILN_DTYPE_F32, 2, sc, NULL, count_release, &rc, &wc));
+    kiln_mem_stats s0, s1;
+    CHECK_OK(gpu, kiln_mem_get_stats(gpu, &s0));
+    /* C = (A^T)^T @ B through the wraps, on the GPU */
+    kiln_gemm_args ga = {.trans_a = 1};
+    CHECK_OK(gpu, kiln_dot(wc, wa, b, 1, 0, &ga));
+    double *got = read_f64(c);
+    double err = 0;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0;
+            for (int k = 0; k < K; k++) s += ha[i * K + k] * hb[k * N + j];
+            double e = fabs(got[i * N + j] - s);
+            if (e > err) err = e;
+        }
+    CHECK(err < 1e-3);
+    free(got);
+    /* an expression writing through a reversed wrap of c, reading c itself */
+    kiln_slice rev[2] = {KILN_SLICE_STEP(KILN_NONE, KILN_NONE, -1), KILN_SLICE_STEP(KILN_NONE, KILN_NONE, -1)};
+    kiln_tensor *wr = NULL;
+    CHECK_OK(gpu, kiln_tensor_slice(wc, 2, rev, &wr));
+    double *before = read_f64(c);
+    CHECK_OK(gpu, kiln_assign(wr, kiln_add(kiln_t(c), kiln_scalar(1))));
+    double *after = read_f64(c);
+    int ok = 1;
+    for (int i = 0; i < M * N; i++) ok &= after[i] == before[M * N - 1 - i] + 1;
+    CHECK(ok);
+    free(before);
+    free(after);
+    CHECK_OK(gpu, kiln_mem_get_stats(gpu, &s1));
+    CHECK_INT(s1.live_blocks, s0.live_blocks); /* the wraps count nothing */
+    kiln_tensor_release(wr);
+    kiln_tensor_release(wa);
+    kiln_tensor_release(wc);
+    CHECK_INT(ra, 1);
+    CHECK_INT(rc, 1);
+    kiln_tensor_release(a);
+    kiln_tensor_release(b);
+    kiln_tensor_release(c);
+    free(ha);
+    free(hb);
+}
+
 int main(void)
 {
     rng = check_seed();
@@ -683,9 +750,11 @@ int main(void)
     struct {
         const char *name;
         void (*fn)(void);
-    } sections[] = {{"copies", test_copies},     {"elementwise", test_elementwise}, {"chains", test_chains},
-                    {"reductions", test_reductions}, {"batchnorm", test_batchnorm},   {"rng", test_rng_bits},
-                    {"gemm", test_gemm},         {"cache", test_cache},             {"memory", test_memory}};
+    } sections[] = {{"copies", test_copies},       {"elementwise", test_elementwise},
+                    {"chains", test_chains},       {"reductions", test_reductions},
+                    {"batchnorm", test_batchnorm}, {"rng", test_rng_bits},
+                    {"gemm", test_gemm},           {"cache", test_cache},
+                    {"memory", test_memory},       {"wrap", test_wrap}};
     for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
         if (only && !strstr(only, sections[i].name)) continue;
         printf("section %s\n", sections[i].name);

@@ -1,8 +1,9 @@
 /*
  * tests/test_mem.c — memory accounting: in use, peak, cached, live blocks, the report by
  * file:line and tensor name, the cap turning into a clean KILN_ERR_OOM that names the
- * largest live allocations (also for temporaries of an evaluation), and two contexts
- * that do not see each other's numbers.
+ * largest live allocations (also for temporaries of an evaluation), two contexts that do
+ * not see each other's numbers, and wrapped foreign memory (kiln_tensor_wrap): listed in
+ * the report as external, never counted, capped or cached.
  */
 #include "check.h"
 
@@ -166,6 +167,87 @@ static void test_two_contexts(void)
     CHECK_FAILS(NULL, kiln_mem_set_limit(NULL, 1), KILN_ERR_NULL, "'ctx'");
 }
 
+static void count_release(void *user)
+{
+    ++*(int *)user;
+}
+
+static void test_external(void)
+{
+    /* host buffers go into a CPU context (wrapping them on CUDA would break the contract) */
+    kiln_ctx *cpu = NULL;
+    CHECK_OK(NULL, kiln_ctx_create(&cpu, &(kiln_ctx_args){.device = KILN_DEVICE_CPU}));
+    int64_t shape[1] = {250000}; /* 1 MB of f32 */
+    kiln_tensor *own = NULL;
+    CHECK_OK(cpu, kiln_tensor_full(cpu, KILN_DTYPE_F32, 1, shape, 1.0, &own));
+    kiln_mem_stats s0 = stats(cpu);
+    /* a cap already reached does not refuse foreign memory */
+    CHECK_OK(cpu, kiln_mem_set_limit(cpu, s0.in_use));
+    float *buf = malloc(250000 * sizeof *buf);
+    for (int i = 0; i < 250000; i++) buf[i] = (float)(i % 97) + 0.5f;
+    kiln_tensor *w = NULL, *v = NULL;
+    int released = 0;
+    CHECK_OK(cpu, kiln_tensor_wrap(cpu, buf, KILN_DTYPE_F32, 1, shape, NULL, count_release, &released, &w));
+    int line_w = __LINE__ - 1;
+    CHECK_OK(cpu, kiln_tensor_set_name(w, "foreign"));
+    kiln_mem_stats s1 = stats(cpu);
+    CHECK_INT(s1.in_use, s0.in_use);
+    CHECK_INT(s1.peak, s0.peak);
+    CHECK_INT(s1.live_blocks, s0.live_blocks);
+    CHECK_INT(s1.total_allocs, s0.total_allocs);
+    /* the report lists it apart, with its site and name */
+    size_t need = 0;
+    CHECK_OK(cpu, kiln_mem_report(cpu, NULL, 0, &need));
+    char *rep = malloc(need);
+    CHECK_OK(cpu, kiln_mem_report(cpu, rep, need, NULL));
+    char site[64];
+    snprintf(site, sizeof site, "test_mem.c:%d  'foreign'", line_w);
+    const char *ext = strstr(rep, "external");
+    CHECK(ext != NULL);
+    CHECK(ext && strstr(ext, site) != NULL);                    /* under the external heading */
+    CHECK(ext && strstr(ext, "976.6 KiB") != NULL);             /* 1,000,000 bytes */
+    CHECK(strstr(rep, "in use 976.6 KiB in 1 blocks") != NULL); /* only kiln's own block counts */
+    free(rep);
+    /* views are free; work on it needs at most kiln's usual workspace (so no cap now) */
+    CHECK_OK(cpu, kiln_mem_set_limit(cpu, 0));
+    kiln_slice half[1] = {KILN_SLICE(0, 125000)};
+    CHECK_OK(cpu, kiln_tensor_slice(w, 1, half, &v));
+    CHECK_OK(cpu, kiln_assign(v, kiln_add(kiln_t(v), kiln_t(v))));
+    CHECK(buf[3] == 7.0f && buf[200000] == (float)(200000 % 97) + 0.5f);
+    CHECK_INT(stats(cpu).in_use, s0.in_use);
+    kiln_tensor_release(w);
+    CHECK_INT(released, 0); /* the view keeps it */
+    kiln_tensor_release(v);
+    CHECK_INT(released, 1);
+    /* gone from the report, nothing cached: the foreign pointer never enters the cache */
+    kiln_mem_stats s2 = stats(cpu);
+    CHECK(s2.cached < s0.cached + 1000000); /* the workspace of the assignment at most */
+    CHECK_INT(s2.in_use, s0.in_use);
+    CHECK_OK(cpu, kiln_mem_report(cpu, NULL, 0, &need));
+    rep = malloc(need);
+    CHECK_OK(cpu, kiln_mem_report(cpu, rep, need, NULL));
+    CHECK(strstr(rep, "external") == NULL);
+    free(rep);
+    /* a new allocation of the same size cannot get the foreign buffer back */
+    kiln_tensor *fresh = NULL;
+    CHECK_OK(cpu, kiln_tensor_empty(cpu, KILN_DTYPE_F32, 1, shape, &fresh));
+    CHECK(kiln_tensor_data(fresh) != (void *)buf);
+    kiln_tensor_release(fresh);
+    kiln_tensor_release(own);
+    free(buf);
+    /* a wrapped tensor keeps its context alive, and the release runs at its end */
+    float small[4] = {1, 2, 3, 4};
+    int64_t four = 4;
+    released = 0;
+    CHECK_OK(cpu, kiln_tensor_wrap(cpu, small, KILN_DTYPE_F32, 1, &four, NULL, count_release, &released, &w));
+    kiln_ctx_destroy(cpu);
+    float back[4] = {0};
+    CHECK_OK(NULL, kiln_tensor_read(w, back, KILN_DTYPE_F32));
+    CHECK(back[3] == 4.0f);
+    kiln_tensor_release(w);
+    CHECK_INT(released, 1);
+}
+
 int main(void)
 {
     kiln_status st = kiln_ctx_create(&ctx, NULL);
@@ -177,6 +259,7 @@ int main(void)
     test_report();
     test_cap();
     test_two_contexts();
+    test_external();
     kiln_ctx_destroy(ctx);
     return check_finish();
 }

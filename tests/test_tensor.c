@@ -1,11 +1,15 @@
 /*
  * tests/test_tensor.c — tensors and views: constructors, dtype conversion through host
  * transfers, slicing (steps, negative steps, indices), permute/transpose, reshape (view or
- * LAYOUT error), broadcast_to, contiguous copies, names, and every bad-argument path.
+ * LAYOUT error), broadcast_to, contiguous copies, names, tensors over foreign memory
+ * (kiln_tensor_wrap: host buffers on a CPU context, kiln's own memory on the default
+ * backend), and every bad-argument path.
  */
 #include "check.h"
 
 static kiln_ctx *ctx;
+static kiln_ctx *cpu; /* a CPU context: host buffers are wrapped there whatever KILN_DEVICE says */
+static uint64_t seed;
 
 /* Reads t as f64 and checks element i (row-major in t's shape) == ref(i). */
 static void check_values(const kiln_tensor *t, const double *ref, int64_t n, double tol)
@@ -345,6 +349,334 @@ static void test_bad_args(void)
     kiln_tensor_release(NULL);
 }
 
+/* ---- kiln_tensor_wrap ------------------------------------------------------------------- */
+
+static const kiln_dtype all_dtypes[] = {KILN_DTYPE_F32, KILN_DTYPE_F16, KILN_DTYPE_BF16, KILN_DTYPE_F64,
+                                        KILN_DTYPE_I8,  KILN_DTYPE_U8,  KILN_DTYPE_I32};
+
+/* Counts release calls: the user pointer of every wrap below. */
+typedef struct released {
+    int calls;
+} released;
+static void on_release(void *user)
+{
+    ((released *)user)->calls++;
+}
+
+/* n random host values that hold exactly in dtype dt and are never 0, as f64 in *ref and as
+ * dt's bytes in buf (kiln's own conversion, through a tensor of the CPU context). */
+static void random_buffer(kiln_dtype dt, int64_t n, double *ref, void *buf)
+{
+    for (int64_t i = 0; i < n; i++) {
+        double v = dt == KILN_DTYPE_U8 ? (double)(1 + check_rand_u64(&seed) % 200)
+                   : dt == KILN_DTYPE_I8 || dt == KILN_DTYPE_I32
+                       ? (double)(1 + check_rand_u64(&seed) % 100) * (check_rand_u64(&seed) & 1 ? -1 : 1)
+                       : check_uniform(&seed, 0.25, 4.0) * (check_rand_u64(&seed) & 1 ? -1 : 1);
+        ref[i] = v;
+    }
+    kiln_tensor *t = NULL;
+    CHECK_OK(cpu, kiln_tensor_from_host(cpu, dt, 1, &n, ref, KILN_DTYPE_F64, &t));
+    CHECK_OK(cpu, kiln_tensor_read(t, buf, dt));             /* the rounded values ... */
+    CHECK_OK(cpu, kiln_tensor_read(t, ref, KILN_DTYPE_F64)); /* ... are the reference */
+    kiln_tensor_release(t);
+}
+
+static void test_wrap_dtypes(void)
+{
+    enum { N = 4 * 6 };
+    for (int k = 0; k < 7; k++) {
+        kiln_dtype dt = all_dtypes[k];
+        size_t es = kiln_dtype_size(dt);
+        double ref[N], got[N];
+        unsigned char *buf = malloc(N * es), *want = malloc(N * es), *before = malloc(N * es);
+        random_buffer(dt, N, ref, buf);
+        memcpy(before, buf, N * es);
+        int64_t shape[2] = {4, 6};
+        kiln_tensor *w = NULL;
+        released r = {0};
+        CHECK_OK(cpu, kiln_tensor_wrap(cpu, buf, dt, 2, shape, NULL, on_release, &r, &w));
+        CHECK(kiln_tensor_data(w) == buf);
+        CHECK(kiln_tensor_is_contiguous(w));
+        CHECK_INT(kiln_tensor_dtype(w), dt);
+        CHECK_INT(kiln_tensor_stride(w, 0), 6);
+        check_values(w, ref, N, 0);
+        /* a write through a view lands in the host buffer: rows 1..2 = 2*x + 1, the same
+         * assignment on a native copy gives the bytes expected */
+        kiln_tensor *native = NULL, *v = NULL, *nv = NULL;
+        CHECK_OK(cpu, kiln_tensor_copy(w, KILN_DTYPE_AUTO, &native));
+        kiln_slice rows[1] = {KILN_SLICE(1, 3)};
+        CHECK_OK(cpu, kiln_tensor_slice(w, 1, rows, &v));
+        CHECK_OK(cpu, kiln_tensor_slice(native, 1, rows, &nv));
+        CHECK_OK(cpu, kiln_assign(v, kiln_add(kiln_mul(kiln_t(v), kiln_scalar(2)), kiln_scalar(1))));
+        CHECK_OK(cpu, kiln_assign(nv, kiln_add(kiln_mul(kiln_t(nv), kiln_scalar(2)), kiln_scalar(1))));
+        CHECK_OK(cpu, kiln_tensor_read(native, want, dt));
+        CHECK(memcmp(buf, want, N * es) == 0);
+        CHECK(memcmp(buf + 6 * es, before + 6 * es, 12 * es) != 0); /* rows 1..2 did change */
+        CHECK_OK(cpu, kiln_tensor_read(w, got, KILN_DTYPE_F64));
+        CHECK(got[0] == ref[0] && got[23] == ref[23]); /* rows 0 and 3 untouched */
+        /* kiln_tensor_write through a transposed view */
+        kiln_tensor *wt = NULL;
+        CHECK_OK(cpu, kiln_tensor_transpose(w, 0, 1, &wt));
+        double src[N];
+        for (int i = 0; i < N; i++) src[i] = ref[(i % 4) * 6 + i / 4]; /* wt's row-major order of ref */
+        CHECK_OK(cpu, kiln_tensor_write(wt, src, KILN_DTYPE_F64));
+        check_values(w, ref, N, 0);
+        kiln_tensor_release(wt);
+        kiln_tensor_release(nv);
+        kiln_tensor_release(v);
+        kiln_tensor_release(native);
+        CHECK_INT(r.calls, 0);
+        kiln_tensor_release(w);
+        CHECK_INT(r.calls, 1);
+        free(buf);
+        free(want);
+        free(before);
+    }
+}
+
+static void test_wrap_strided(void)
+{
+    enum { N = 4 * 6 };
+    float h[N];
+    double ref[N], want[N];
+    random_buffer(KILN_DTYPE_F32, N, ref, h);
+    kiln_tensor *w = NULL;
+    /* transposed: (6, 4) with strides (1, 6) */
+    int64_t tshape[2] = {6, 4}, tstr[2] = {1, 6};
+    CHECK_OK(cpu, kiln_tensor_wrap(cpu, h, KILN_DTYPE_F32, 2, tshape, tstr, NULL, NULL, &w));
+    CHECK(!kiln_tensor_is_contiguous(w));
+    for (int i = 0; i < N; i++) want[i] = ref[(i % 4) * 6 + i / 4];
+    check_values(w, want, N, 0);
+    kiln_tensor_release(w);
+    /* every other column: (4, 3) with strides (6, 2) */
+    int64_t cshape[2] = {4, 3}, cstr[2] = {6, 2};
+    CHECK_OK(cpu, kiln_tensor_wrap(cpu, h, KILN_DTYPE_F32, 2, cshape, cstr, NULL, NULL, &w));
+    for (int i = 0; i < 12; i++) want[i] = ref[(i / 3) * 6 + (i % 3) * 2];
+    check_values(w, want, 12, 0);
+    kiln_tensor_release(w);
+    /* negative strides: data points at the last element, (4, 6) with strides (-6, -1) */
+    int64_t shape[2] = {4, 6}, rstr[2] = {-6, -1};
+    released r = {0};
+    CHECK_OK(cpu, kiln_tensor_wrap(cpu, &h[N - 1], KILN_DTYPE_F32, 2, shape, rstr, on_release, &r, &w));
+    CHECK(kiln_tensor_data(w) == &h[N - 1]);
+    for (int i = 0; i < N; i++) want[i] = ref[N - 1 - i];
+    check_values(w, want, N, 0);
+    CHECK_OK(cpu, kiln_assign(w, kiln_mul(kiln_t(w), kiln_scalar(-2))));
+    int ok = 1;
+    for (int i = 0; i < N; i++) ok &= h[i] == (float)(-2 * ref[i]);
+    CHECK(ok);
+    /* two wraps of the same memory overlap: a = reversed(a) needs (and gets) a temporary
+     * (the buffer spans several CPU blocks, so reading while writing would show) */
+    enum { BIG = 48 * 50 };
+    float *hb = malloc(BIG * sizeof *hb);
+    double *rb = malloc(BIG * sizeof *rb);
+    random_buffer(KILN_DTYPE_F32, BIG, rb, hb);
+    int64_t bigshape[2] = {48, 50}, bigrev[2] = {-50, -1};
+    kiln_tensor *a = NULL, *ar = NULL;
+    CHECK_OK(cpu, kiln_tensor_wrap(cpu, hb, KILN_DTYPE_F32, 2, bigshape, NULL, NULL, NULL, &a));
+    CHECK_OK(cpu, kiln_tensor_wrap(cpu, &hb[BIG - 1], KILN_DTYPE_F32, 2, bigshape, bigrev, NULL, NULL, &ar));
+    CHECK_OK(cpu, kiln_assign(a, kiln_t(ar)));
+    ok = 1;
+    for (int i = 0; i < BIG; i++) ok &= hb[i] == (float)rb[BIG - 1 - i];
+    CHECK(ok);
+    kiln_tensor_release(ar);
+    kiln_tensor_release(a);
+    free(hb);
+    free(rb);
+    /* a lazy expression keeps the storage alive after the tensor goes */
+    kiln_expr *e = kiln_t(w);
+    kiln_tensor_release(w);
+    CHECK_INT(r.calls, 0);
+    kiln_tensor *sum = NULL;
+    CHECK_OK(cpu, kiln_eval(cpu, kiln_reduce(KILN_REDUCE_SUM, e, 0, NULL, 0), KILN_DTYPE_F64, &sum));
+    CHECK_INT(r.calls, 1); /* kiln_eval consumed the last reference */
+    double total = 0, expect = 0;
+    CHECK_OK(cpu, kiln_tensor_read(sum, &total, KILN_DTYPE_F64));
+    for (int i = 0; i < N; i++) expect += h[i];
+    CHECK_NEAR(total, expect, 1e-5);
+    kiln_tensor_release(sum);
+
+    /* stride 0: reads broadcast, writes fail as for a broadcast view */
+    int64_t bshape[2] = {3, 6}, bstr[2] = {0, 1};
+    CHECK_OK(cpu, kiln_tensor_wrap(cpu, h, KILN_DTYPE_F32, 2, bshape, bstr, NULL, NULL, &w));
+    for (int i = 0; i < 18; i++) want[i] = h[i % 6];
+    check_values(w, want, 18, 0);
+    CHECK_FAILS(cpu, kiln_assign(w, kiln_scalar(1)), KILN_ERR_ALIAS, "broadcast");
+    CHECK_FAILS(cpu, kiln_tensor_write(w, want, KILN_DTYPE_F64), KILN_ERR_ALIAS, "'t'");
+    kiln_tensor *row = NULL;
+    kiln_slice first[1] = {KILN_INDEX(0)};
+    CHECK_OK(cpu, kiln_tensor_slice(w, 1, first, &row)); /* one row of it does not alias */
+    CHECK_OK(cpu, kiln_assign(row, kiln_add(kiln_t(row), kiln_scalar(1))));
+    CHECK(h[0] == (float)want[0] + 1);
+    kiln_tensor_release(row);
+    kiln_tensor_release(w);
+
+    /* overlapping strides: (3, 3) with strides (1, 1) reads h[i + j]; it and its views are
+     * read-only */
+    int64_t oshape[2] = {3, 3}, ostr[2] = {1, 1};
+    CHECK_OK(cpu, kiln_tensor_wrap(cpu, h, KILN_DTYPE_F32, 2, oshape, ostr, NULL, NULL, &w));
+    for (int i = 0; i < 9; i++) want[i] = h[i / 3 + i % 3];
+    check_values(w, want, 9, 0);
+    CHECK_FAILS(cpu, kiln_assign(w, kiln_scalar(1)), KILN_ERR_ALIAS, "wrapped memory");
+    CHECK_FAILS(cpu, kiln_tensor_write(w, want, KILN_DTYPE_F64), KILN_ERR_ALIAS, "'t'");
+    CHECK_OK(cpu, kiln_tensor_slice(w, 1, first, &row));
+    CHECK_FAILS(cpu, kiln_assign(row, kiln_scalar(1)), KILN_ERR_ALIAS, "'dst'");
+    kiln_tensor *sq = NULL;
+    int64_t s33[2] = {3, 3};
+    CHECK_OK(cpu, kiln_tensor_zeros(cpu, KILN_DTYPE_F32, 2, s33, &sq));
+    CHECK_FAILS(cpu, kiln_dot(w, sq, sq, 1, 0, NULL), KILN_ERR_ALIAS, "'C'");
+    kiln_tensor_release(sq);
+    kiln_tensor_release(row);
+    kiln_tensor_release(w);
+    CHECK(h[1] == (float)want[1]); /* nothing was written */
+    /* strides that interleave without overlap are writable: (2, 2) with strides (3, 2)
+     * reaches h[0], h[2], h[3], h[5] */
+    int64_t ishape[2] = {2, 2}, istr[2] = {3, 2};
+    CHECK_OK(cpu, kiln_tensor_wrap(cpu, h, KILN_DTYPE_F32, 2, ishape, istr, NULL, NULL, &w));
+    CHECK_OK(cpu, kiln_assign(w, kiln_scalar(7)));
+    CHECK(h[0] == 7 && h[2] == 7 && h[3] == 7 && h[5] == 7);
+    CHECK(h[1] != 7 && h[4] != 7 && h[6] != 7);
+    kiln_tensor_release(w);
+
+    /* rank 0 and empty wraps (an empty one may have a NULL pointer) */
+    double one = 0;
+    CHECK_OK(cpu, kiln_tensor_wrap(cpu, &h[3], KILN_DTYPE_F32, 0, NULL, NULL, NULL, NULL, &w));
+    CHECK_OK(cpu, kiln_tensor_read(w, &one, KILN_DTYPE_F64));
+    CHECK(one == h[3]);
+    kiln_tensor_release(w);
+    int64_t eshape[2] = {0, 5};
+    released re = {0};
+    CHECK_OK(cpu, kiln_tensor_wrap(cpu, NULL, KILN_DTYPE_F32, 2, eshape, NULL, on_release, &re, &w));
+    CHECK_INT(kiln_tensor_numel(w), 0);
+    CHECK(kiln_tensor_data(w) == NULL);
+    CHECK_OK(cpu, kiln_assign(w, kiln_scalar(1)));
+    kiln_tensor_release(w);
+    CHECK_INT(re.calls, 1);
+}
+
+static void test_wrap_dot(void)
+{
+    /* C = A @ B with all three wrapped (A transposed through its strides) */
+    double a[6], b[6];
+    float af[6], bf[6], c[4] = {9, 9, 9, 9};
+    random_buffer(KILN_DTYPE_F32, 6, a, af);
+    random_buffer(KILN_DTYPE_F32, 6, b, bf);
+    int64_t ashape[2] = {2, 3}, astr[2] = {1, 2}; /* A[i][k] = af[k*2 + i] */
+    int64_t bshape[2] = {3, 2}, cshape[2] = {2, 2};
+    kiln_tensor *A = NULL, *B = NULL, *C = NULL, *C2 = NULL;
+    CHECK_OK(cpu, kiln_tensor_wrap(cpu, af, KILN_DTYPE_F32, 2, ashape, astr, NULL, NULL, &A));
+    CHECK_OK(cpu, kiln_tensor_wrap(cpu, bf, KILN_DTYPE_F32, 2, bshape, NULL, NULL, NULL, &B));
+    CHECK_OK(cpu, kiln_tensor_wrap(cpu, c, KILN_DTYPE_F32, 2, cshape, NULL, NULL, NULL, &C));
+    CHECK_OK(cpu, kiln_dot(C, A, B, 1, 0, NULL));
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            double s = 0;
+            for (int k = 0; k < 3; k++) s += a[k * 2 + i] * b[k * 2 + j];
+            CHECK_NEAR(c[i * 2 + j], s, 1e-5);
+        }
+    /* C wrapping A's memory again is an overlap kiln sees */
+    CHECK_OK(cpu, kiln_tensor_wrap(cpu, af, KILN_DTYPE_F32, 2, cshape, NULL, NULL, NULL, &C2));
+    CHECK_FAILS(cpu, kiln_dot(C2, A, B, 1, 0, NULL), KILN_ERR_ALIAS, "overlaps 'A'");
+    kiln_tensor_release(C2);
+    kiln_tensor_release(C);
+    kiln_tensor_release(B);
+    kiln_tensor_release(A);
+}
+
+/* Wraps kiln's own memory of the default backend (a device pointer on CUDA): the same
+ * storage seen through two handles, on whichever backend the tests run. */
+static void test_wrap_backend_memory(void)
+{
+    enum { R = 40, C = 50, N = R * C }; /* several CPU blocks */
+    kiln_tensor *t = NULL;
+    CHECK_OK(ctx, kiln_tensor_arange(ctx, KILN_DTYPE_F32, 1, N + 1, 1, &t));
+    int64_t shape[2] = {R, C};
+    kiln_tensor *w = NULL;
+    released r = {0};
+    CHECK_OK(ctx, kiln_tensor_wrap(ctx, kiln_tensor_data(t), KILN_DTYPE_F32, 2, shape, NULL, on_release, &r, &w));
+    double *want = malloc(N * sizeof *want);
+    for (int i = 0; i < N; i++) want[i] = i + 1;
+    check_values(w, want, N, 0);
+    /* t = reversed(w) * 2 in place: t and w are two storages over one memory */
+    kiln_slice rev[2] = {KILN_SLICE_STEP(KILN_NONE, KILN_NONE, -1), KILN_SLICE_STEP(KILN_NONE, KILN_NONE, -1)};
+    kiln_tensor *wr = NULL, *t2 = NULL;
+    CHECK_OK(ctx, kiln_tensor_slice(w, 2, rev, &wr));
+    CHECK_OK(ctx, kiln_tensor_reshape(t, 2, shape, &t2));
+    CHECK_OK(ctx, kiln_assign(t2, kiln_mul(kiln_t(wr), kiln_scalar(2))));
+    for (int i = 0; i < N; i++) want[i] = 2.0 * (N - i);
+    check_values(t, want, N, 0);
+    check_values(w, want, N, 0);
+    kiln_tensor_release(t2);
+    kiln_tensor_release(wr);
+    kiln_tensor_release(w);
+    CHECK_INT(r.calls, 1);
+    kiln_tensor_release(t);
+    free(want);
+}
+
+static void test_wrap_errors(void)
+{
+    float h[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    int64_t shape[2] = {2, 4};
+    kiln_tensor *w = NULL;
+    released r = {0};
+    CHECK_FAILS(NULL, kiln_tensor_wrap(NULL, h, KILN_DTYPE_F32, 2, shape, NULL, on_release, &r, &w), KILN_ERR_NULL,
+                "'ctx'");
+    CHECK_FAILS(cpu, kiln_tensor_wrap(cpu, h, KILN_DTYPE_F32, 2, shape, NULL, on_release, &r, NULL), KILN_ERR_NULL,
+                "'out'");
+    CHECK_FAILS(cpu, kiln_tensor_wrap(cpu, h, (kiln_dtype)99, 2, shape, NULL, on_release, &r, &w), KILN_ERR_DTYPE,
+                "'dtype'");
+    CHECK_FAILS(cpu, kiln_tensor_wrap(cpu, h, KILN_DTYPE_AUTO, 2, shape, NULL, on_release, &r, &w), KILN_ERR_DTYPE,
+                "'dtype'");
+    CHECK_FAILS(cpu, kiln_tensor_wrap(cpu, h, KILN_DTYPE_F32, 9, shape, NULL, on_release, &r, &w), KILN_ERR_ARG,
+                "ndim");
+    CHECK_FAILS(cpu, kiln_tensor_wrap(cpu, h, KILN_DTYPE_F32, -1, shape, NULL, on_release, &r, &w), KILN_ERR_ARG,
+                "ndim");
+    CHECK_FAILS(cpu, kiln_tensor_wrap(cpu, h, KILN_DTYPE_F32, 2, NULL, NULL, on_release, &r, &w), KILN_ERR_NULL,
+                "'shape'");
+    int64_t neg[2] = {2, -4};
+    CHECK_FAILS(cpu, kiln_tensor_wrap(cpu, h, KILN_DTYPE_F32, 2, neg, NULL, on_release, &r, &w), KILN_ERR_ARG,
+                "negative");
+    CHECK_FAILS(cpu, kiln_tensor_wrap(cpu, NULL, KILN_DTYPE_F32, 2, shape, NULL, on_release, &r, &w), KILN_ERR_NULL,
+                "'data'");
+    CHECK_FAILS(cpu, kiln_tensor_wrap(cpu, (char *)h + 1, KILN_DTYPE_F32, 2, shape, NULL, on_release, &r, &w),
+                KILN_ERR_ARG, "'data'");
+    CHECK(strstr(kiln_last_error(cpu), "aligned") != NULL);
+    int64_t huge[3] = {1LL << 40, 1LL << 40, 1LL << 10};
+    CHECK_FAILS(cpu, kiln_tensor_wrap(cpu, h, KILN_DTYPE_F32, 3, huge, NULL, on_release, &r, &w), KILN_ERR_OVERFLOW,
+                "'shape'");
+    int64_t big[2] = {1LL << 31, 1LL << 31}; /* fits int64 elements, too many bytes for f64 */
+    CHECK_FAILS(cpu, kiln_tensor_wrap(cpu, h, KILN_DTYPE_F64, 2, big, NULL, on_release, &r, &w), KILN_ERR_OVERFLOW,
+                "'shape'");
+    /* strides: one axis past int64, the sum past int64, the bytes past int64, INT64_MIN,
+     * below address 0 */
+    int64_t s3 = 3, s2[2] = {2, 2};
+    int64_t st_axis[1] = {INT64_MAX / 2 + 1};
+    CHECK_FAILS(cpu, kiln_tensor_wrap(cpu, h, KILN_DTYPE_F32, 1, &s3, st_axis, on_release, &r, &w), KILN_ERR_OVERFLOW,
+                "'strides'");
+    int64_t st_sum[2] = {INT64_MAX / 2 + 1, INT64_MAX / 2 + 1};
+    CHECK_FAILS(cpu, kiln_tensor_wrap(cpu, h, KILN_DTYPE_F32, 2, s2, st_sum, on_release, &r, &w), KILN_ERR_OVERFLOW,
+                "'strides'");
+    int64_t st_bytes[1] = {INT64_MAX / 4};
+    CHECK_FAILS(cpu, kiln_tensor_wrap(cpu, h, KILN_DTYPE_F64, 1, &s3, st_bytes, on_release, &r, &w), KILN_ERR_OVERFLOW,
+                "'strides'");
+    int64_t st_min[1] = {INT64_MIN};
+    CHECK_FAILS(cpu, kiln_tensor_wrap(cpu, h, KILN_DTYPE_F32, 1, &s3, st_min, on_release, &r, &w), KILN_ERR_OVERFLOW,
+                "'strides'");
+    int64_t st_low[1] = {-(1LL << 58)}; /* 2^60 bytes below a user-space address */
+    CHECK_FAILS(cpu, kiln_tensor_wrap(cpu, h, KILN_DTYPE_F32, 1, &s3, st_low, on_release, &r, &w), KILN_ERR_OVERFLOW,
+                "'strides'");
+    CHECK(w == NULL);
+    CHECK_INT(r.calls, 0); /* a failed wrap never calls release: the caller still owns the memory */
+    /* any stride on a size-1 axis is fine (never used) */
+    int64_t one[2] = {1, 4}, anyst[2] = {INT64_MIN, 1};
+    CHECK_OK(cpu, kiln_tensor_wrap(cpu, h, KILN_DTYPE_F32, 2, one, anyst, on_release, &r, &w));
+    double want[4] = {1, 2, 3, 4};
+    check_values(w, want, 4, 0);
+    kiln_tensor_release(w);
+    CHECK_INT(r.calls, 1);
+}
+
 int main(void)
 {
     kiln_status st = kiln_ctx_create(&ctx, NULL);
@@ -353,6 +685,11 @@ int main(void)
         return st == KILN_ERR_NO_DEVICE ? CHECK_SKIP : 1;
     }
     printf("backend: %s\n", kiln_ctx_backend_name(ctx));
+    seed = check_seed();
+    if (kiln_ctx_create(&cpu, &(kiln_ctx_args){.device = KILN_DEVICE_CPU}) != KILN_OK) {
+        fprintf(stderr, "no CPU context: %s\n", kiln_last_error(NULL));
+        return 1;
+    }
     test_constructors();
     test_dtype_roundtrip();
     test_slices();
@@ -360,6 +697,12 @@ int main(void)
     test_broadcast();
     test_copy_names();
     test_bad_args();
+    test_wrap_dtypes();
+    test_wrap_strided();
+    test_wrap_dot();
+    test_wrap_backend_memory();
+    test_wrap_errors();
+    kiln_ctx_destroy(cpu);
     kiln_ctx_destroy(ctx);
     return check_finish();
 }

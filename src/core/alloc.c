@@ -3,6 +3,8 @@
  * memory (malloc on the CPU, cudaMalloc on CUDA); this layer rounds sizes to classes,
  * keeps freed blocks for reuse, counts bytes in use / peak / cached, enforces the cap and
  * remembers where each live block was made, for kiln_mem_report and OOM messages.
+ * It also keeps the records of external blocks (foreign memory wrapped by
+ * kiln_tensor_wrap): listed in the report, never counted, capped, cached or freed here.
  * Not thread-safe: a context is used by one thread at a time.
  */
 #include <stdio.h>
@@ -129,9 +131,56 @@ kiln_status kiln__mem_alloc(kiln_ctx *ctx, size_t size, const char *file, int li
     return KILN_OK;
 }
 
+kiln_status kiln__mem_wrap(kiln_ctx *ctx, void *ptr, size_t size, void (*release)(void *user), void *user,
+                           const char *file, int line, kiln_block **out)
+{
+    kiln_mem *m = &ctx->mem;
+    kiln_block *b = calloc(1, sizeof *b);
+    if (!b)
+        return kiln__error_at(ctx, KILN_ERR_OOM, file ? file : __FILE__, file ? line : __LINE__,
+                              "no host memory for the record of a wrapped block");
+    b->ptr = ptr;
+    b->size = size;
+    b->file = file;
+    b->line = line;
+    b->external = true;
+    b->release = release;
+    b->user = user;
+    b->next = m->external;
+    if (m->external) m->external->prev = b;
+    m->external = b;
+    m->external_blocks++;
+    m->external_bytes += size;
+    *out = b;
+    return KILN_OK;
+}
+
+/* Unlinks and frees an external block's record, then hands the memory back to its owner.
+ * Work queued on the context's stream may still use the memory: wait for it first. */
+static void free_external(kiln_ctx *ctx, kiln_block *b)
+{
+    kiln_mem *m = &ctx->mem;
+    if (b->prev)
+        b->prev->next = b->next;
+    else
+        m->external = b->next;
+    if (b->next) b->next->prev = b->prev;
+    m->external_blocks--;
+    m->external_bytes -= b->size;
+    void (*release)(void *) = b->release;
+    void *user = b->user;
+    free(b);
+    if (ctx->backend && ctx->backend->synchronize) (void)ctx->backend->synchronize(ctx);
+    if (release) release(user);
+}
+
 void kiln__mem_free(kiln_ctx *ctx, kiln_block *b)
 {
     if (!b) return;
+    if (b->external) {
+        free_external(ctx, b);
+        return;
+    }
     kiln_mem *m = &ctx->mem;
     if (b->prev) b->prev->next = b->next;
     else m->live = b->next;
@@ -230,18 +279,17 @@ static void emit(char *buf, size_t cap, size_t *len, const char *fmt, ...)
     *len += n;
 }
 
-kiln_status kiln_mem_report(const kiln_ctx *ctx, char *buf, size_t cap, size_t *needed)
+/* Groups the blocks of one list by site (file:line) and name, largest first, into *out
+ * (malloc'd, *n entries; NULL when the list is empty). false when out of host memory. */
+static bool group_sites(const kiln_block *list, int64_t count, site_total **out, size_t *n)
 {
-    if (!ctx) return KILN_ERROR(NULL, KILN_ERR_NULL, "kiln_mem_report: argument 'ctx' is NULL");
-    if (!buf && cap) return KILN_ERROR(ctx, KILN_ERR_NULL, "kiln_mem_report: argument 'buf' is NULL with cap %zu", cap);
-    const kiln_mem *m = &ctx->mem;
-    site_total *sites = NULL;
+    *out = NULL;
+    *n = 0;
+    if (count <= 0) return true;
+    site_total *sites = calloc((size_t)count, sizeof *sites);
+    if (!sites) return false;
     size_t nsites = 0;
-    if (m->live_blocks > 0) {
-        sites = calloc((size_t)m->live_blocks, sizeof *sites);
-        if (!sites) return KILN_ERROR(ctx, KILN_ERR_OOM, "kiln_mem_report: no host memory for the report");
-    }
-    for (const kiln_block *b = m->live; b; b = b->next) {
+    for (const kiln_block *b = list; b; b = b->next) {
         size_t i = 0;
         for (; i < nsites; i++)
             if (sites[i].line == b->line && strcmp(sites[i].name, b->name) == 0 &&
@@ -252,6 +300,33 @@ kiln_status kiln_mem_report(const kiln_ctx *ctx, char *buf, size_t cap, size_t *
         sites[i].count++;
     }
     qsort(sites, nsites, sizeof *sites, by_bytes_desc);
+    *out = sites;
+    *n = nsites;
+    return true;
+}
+
+static void emit_sites(char *buf, size_t cap, size_t *len, const site_total *sites, size_t n)
+{
+    char h[32];
+    for (size_t i = 0; i < n; i++) {
+        human(h, sizeof h, sites[i].bytes);
+        emit(buf, cap, len, "  %12s  %5lld x  %s:%d%s%s%s\n", h, (long long)sites[i].count, base_name(sites[i].file),
+             sites[i].line, sites[i].name[0] ? "  '" : "", sites[i].name, sites[i].name[0] ? "'" : "");
+    }
+}
+
+kiln_status kiln_mem_report(const kiln_ctx *ctx, char *buf, size_t cap, size_t *needed)
+{
+    if (!ctx) return KILN_ERROR(NULL, KILN_ERR_NULL, "kiln_mem_report: argument 'ctx' is NULL");
+    if (!buf && cap) return KILN_ERROR(ctx, KILN_ERR_NULL, "kiln_mem_report: argument 'buf' is NULL with cap %zu", cap);
+    const kiln_mem *m = &ctx->mem;
+    site_total *sites = NULL, *ext = NULL;
+    size_t nsites = 0, next = 0;
+    if (!group_sites(m->live, m->live_blocks, &sites, &nsites) ||
+        !group_sites(m->external, m->external_blocks, &ext, &next)) {
+        free(sites);
+        return KILN_ERROR(ctx, KILN_ERR_OOM, "kiln_mem_report: no host memory for the report");
+    }
     if (buf && cap) buf[0] = '\0';
     size_t len = 0;
     char h1[32], h2[32], h3[32], h4[32];
@@ -262,13 +337,15 @@ kiln_status kiln_mem_report(const kiln_ctx *ctx, char *buf, size_t cap, size_t *
     else snprintf(h4, sizeof h4, "none");
     emit(buf, cap, &len, "kiln memory (%s): in use %s in %lld blocks, peak %s, cached %s, limit %s\n",
          ctx->backend ? ctx->backend->name : "?", h1, (long long)m->live_blocks, h2, h3, h4);
-    for (size_t i = 0; i < nsites; i++) {
-        human(h1, sizeof h1, sites[i].bytes);
-        emit(buf, cap, &len, "  %12s  %5lld x  %s:%d%s%s%s\n", h1, (long long)sites[i].count,
-             base_name(sites[i].file), sites[i].line, sites[i].name[0] ? "  '" : "", sites[i].name,
-             sites[i].name[0] ? "'" : "");
+    emit_sites(buf, cap, &len, sites, nsites);
+    if (m->external_blocks > 0) {
+        human(h1, sizeof h1, m->external_bytes);
+        emit(buf, cap, &len, "external (wrapped foreign memory, not counted above): %s in %lld blocks\n", h1,
+             (long long)m->external_blocks);
+        emit_sites(buf, cap, &len, ext, next);
     }
     free(sites);
+    free(ext);
     if (needed) *needed = len + 1;
     return KILN_OK;
 }

@@ -71,15 +71,20 @@ int64_t kiln__numel(int ndim, const int64_t *shape);
 
 /* ---- memory --------------------------------------------------------------------------- */
 
-/* One live allocation of backend memory. */
+/* One live allocation of backend memory, or one external block: foreign memory that
+ * kiln_tensor_wrap made a tensor of. An external block is not counted, capped or cached;
+ * freeing it calls its release callback instead. */
 typedef struct kiln_block {
     void *ptr;          /* backend memory (host for cpu, device for cuda) */
-    size_t size;        /* bytes asked for */
-    size_t capacity;    /* bytes of the underlying block (size class) */
+    size_t size;        /* bytes asked for (external: bytes the wrapped view spans) */
+    size_t capacity;    /* bytes of the underlying block (size class); 0 when external */
     const char *file;   /* allocation site; static string or NULL */
     int line;
     char name[64];      /* tensor name, "" when unnamed */
-    struct kiln_block *prev, *next; /* the context's live list */
+    bool external;      /* foreign memory (kiln_tensor_wrap) */
+    void (*release)(void *user); /* external: called once when the block is freed; may be NULL */
+    void *user;
+    struct kiln_block *prev, *next; /* the context's live list (external: its external list) */
 } kiln_block;
 
 typedef struct kiln_cached_block {
@@ -93,12 +98,20 @@ typedef struct kiln_mem {
     int64_t live_blocks, total_allocs;
     kiln_block *live;            /* doubly linked list of live blocks */
     kiln_cached_block *free_list; /* cached blocks, any size */
+    kiln_block *external;         /* doubly linked list of live external blocks */
+    int64_t external_blocks;      /* their number */
+    size_t external_bytes;        /* sum of their sizes (for the report only) */
 } kiln_mem;
 
 /* Allocates size bytes (size 0 gives a block with ptr NULL) of backend memory through the
  * context's caching allocator, counted and capped. The site is recorded for the report. */
 kiln_status kiln__mem_alloc(kiln_ctx *ctx, size_t size, const char *file, int line, kiln_block **out);
-/* Returns a block to the cache; NULL is a no-op. */
+/* Records an external block over foreign memory at ptr spanning size bytes (for the report;
+ * nothing is allocated, counted or capped). release(user) runs once when the block is freed. */
+kiln_status kiln__mem_wrap(kiln_ctx *ctx, void *ptr, size_t size, void (*release)(void *user), void *user,
+                           const char *file, int line, kiln_block **out);
+/* Returns a block to the cache; NULL is a no-op. An external block never enters the cache:
+ * the context's queued work is waited for, the record is freed, then its release runs. */
 void kiln__mem_free(kiln_ctx *ctx, kiln_block *b);
 /* Frees everything cached (and, at context teardown, reports nothing: live blocks are owned
  * by tensors, which keep the context alive). */
@@ -134,6 +147,8 @@ typedef struct kiln_storage {
     int64_t refcount;
     kiln_ctx *ctx;       /* holds a context reference */
     kiln_block *block;   /* NULL-ptr block for zero bytes */
+    bool aliased;        /* wrapped with strides that may reach one element twice: every view
+                            of it is read-only (as a broadcast view is) */
 } kiln_storage;
 
 struct kiln_tensor {
@@ -156,11 +171,15 @@ kiln_status kiln__tensor_view(const kiln_tensor *t, int ndim, const int64_t *sha
                               int64_t offset, kiln_tensor **out);
 /* Address of element [0..0] in backend memory. */
 char *kiln__tensor_base(const kiln_tensor *t);
-/* true when some element is reachable through two indices (a stride 0 on an axis of size > 1). */
+/* true when some element may be reachable through two indices: a stride 0 on an axis of
+ * size > 1, or a view of wrapped memory whose strides overlap. Such views are read-only. */
 bool kiln__tensor_has_aliasing(const kiln_tensor *t);
+/* Why t has aliasing, for messages: "a broadcast view (...)" or "a view of wrapped memory ...". */
+const char *kiln__tensor_alias_reason(const kiln_tensor *t);
 /* The byte range [lo, hi) that t touches in its storage (lo == hi for an empty tensor). */
 void kiln__tensor_byte_range(const kiln_tensor *t, int64_t *lo, int64_t *hi);
-/* Whether two views may touch the same bytes (same storage and overlapping ranges). */
+/* Whether two views may touch the same bytes: overlapping ranges of one storage, or of two
+ * storages when one is wrapped memory (then the addresses are compared). */
 bool kiln__tensors_overlap(const kiln_tensor *a, const kiln_tensor *b);
 /* Human-readable "f32 (2, 3) 'name'" for messages. */
 const char *kiln__tensor_str(char *buf, size_t cap, const kiln_tensor *t);

@@ -1,7 +1,8 @@
 /*
- * src/core/tensor.c — tensor handles and their storage: constructors, reference counts,
- * host reads and writes, accessors, names, and the geometry helpers (aliasing, overlap)
- * the planner and ops use. Views are made in src/core/view.c.
+ * src/core/tensor.c — tensor handles and their storage: constructors (kiln_tensor_wrap
+ * included: a tensor over foreign memory), reference counts, host reads and writes,
+ * accessors, names, and the geometry helpers (aliasing, overlap) the planner and ops use.
+ * Views are made in src/core/view.c.
  */
 #include <math.h>
 #include <stdio.h>
@@ -86,8 +87,9 @@ void kiln_tensor_release(kiln_tensor *t)
     free(t);
     if (--st->refcount > 0) return;
     kiln_ctx *ctx = st->ctx;
-    kiln__mem_free(ctx, st->block);
+    kiln_block *b = st->block;
     free(st);
+    kiln__mem_free(ctx, b); /* a wrapped block's release callback runs here, once */
     kiln__ctx_release(ctx);
 }
 
@@ -98,11 +100,22 @@ char *kiln__tensor_base(const kiln_tensor *t)
     return p + t->offset * (int64_t)kiln_dtype_size(t->dtype);
 }
 
-bool kiln__tensor_has_aliasing(const kiln_tensor *t)
+static bool has_zero_stride(const kiln_tensor *t)
 {
     for (int i = 0; i < t->ndim; i++)
         if (t->strides[i] == 0 && t->shape[i] > 1) return true;
     return false;
+}
+
+bool kiln__tensor_has_aliasing(const kiln_tensor *t)
+{
+    return t->storage->aliased || has_zero_stride(t);
+}
+
+const char *kiln__tensor_alias_reason(const kiln_tensor *t)
+{
+    if (has_zero_stride(t)) return "a broadcast view (a stride 0 on an axis of size > 1)";
+    return "a view of wrapped memory whose strides may reach one element twice";
 }
 
 void kiln__tensor_byte_range(const kiln_tensor *t, int64_t *lo, int64_t *hi)
@@ -124,12 +137,17 @@ void kiln__tensor_byte_range(const kiln_tensor *t, int64_t *lo, int64_t *hi)
 
 bool kiln__tensors_overlap(const kiln_tensor *a, const kiln_tensor *b)
 {
-    if (a->storage != b->storage) return false;
     int64_t alo, ahi, blo, bhi;
     kiln__tensor_byte_range(a, &alo, &ahi);
     kiln__tensor_byte_range(b, &blo, &bhi);
     if (alo == ahi || blo == bhi) return false;
-    return alo < bhi && blo < ahi;
+    if (a->storage == b->storage) return alo < bhi && blo < ahi;
+    /* Two storages share bytes only when one wraps foreign memory (which may be another
+     * wrap of the same memory, or kiln's own): compare addresses. */
+    const kiln_block *ba = a->storage->block, *bb = b->storage->block;
+    if (!ba->external && !bb->external) return false;
+    uintptr_t pa = (uintptr_t)ba->ptr, pb = (uintptr_t)bb->ptr;
+    return pa + (uintptr_t)alo < pb + (uintptr_t)bhi && pb + (uintptr_t)blo < pa + (uintptr_t)ahi;
 }
 
 const char *kiln__tensor_str(char *buf, size_t cap, const kiln_tensor *t)
@@ -241,6 +259,121 @@ kiln_status kiln_tensor_contiguous_at(kiln_tensor *t, kiln_tensor **out, const c
     return kiln_tensor_copy_at(t, t->dtype, out, file, line);
 }
 
+/* ---- wrapped foreign memory ----------------------------------------------------------- */
+
+/* A sufficient test that no two indices reach one element: with the axes of size > 1 sorted
+ * by |stride|, each |stride| passes the reach of the axes inside it. Axes with stride 0 are
+ * left out (they alias plainly and kiln__tensor_has_aliasing sees them on every view). */
+static bool strides_may_overlap(int ndim, const int64_t *shape, const int64_t *strides)
+{
+    int64_t s[KILN_MAX_DIMS], n[KILN_MAX_DIMS];
+    int k = 0;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] <= 1 || strides[i] == 0) continue;
+        int64_t a = strides[i] < 0 ? -strides[i] : strides[i];
+        int j = k++;
+        while (j > 0 && s[j - 1] > a) {
+            s[j] = s[j - 1];
+            n[j] = n[j - 1];
+            j--;
+        }
+        s[j] = a;
+        n[j] = shape[i];
+    }
+    int64_t reach = 0; /* the largest offset the inner axes reach (no overflow: checked by the caller) */
+    for (int i = 0; i < k; i++) {
+        if (s[i] <= reach) return true;
+        reach += (n[i] - 1) * s[i];
+    }
+    return false;
+}
+
+kiln_status kiln_tensor_wrap_at(kiln_ctx *ctx, void *data, kiln_dtype dtype, int ndim, const int64_t *shape,
+                                const int64_t *strides, void (*release)(void *user), void *user, kiln_tensor **out,
+                                const char *file, int line)
+{
+    const char *fn = "kiln_tensor_wrap";
+    KILN_TRY(check_new(ctx, fn, dtype, out));
+    size_t es = kiln_dtype_size(dtype);
+    int64_t numel;
+    KILN_TRY(kiln__check_shape(ctx, "shape", ndim, shape, es, &numel));
+    int64_t st[KILN_MAX_DIMS];
+    if (strides) {
+        for (int i = 0; i < ndim; i++) st[i] = strides[i];
+    } else {
+        contiguous_strides(ndim, shape, st);
+    }
+    /* The elements reach from data - below to data + above (in elements). */
+    int64_t below = 0, above = 0;
+    bool aliased = false;
+    if (numel > 0) {
+        if (!data)
+            return KILN_ERROR(ctx, KILN_ERR_NULL, "%s: argument 'data' is NULL with %lld elements", fn,
+                              (long long)numel);
+        if ((uintptr_t)data % es != 0)
+            return KILN_ERROR(ctx, KILN_ERR_ARG,
+                              "%s: argument 'data' (%p) is not aligned to the %zu-byte elements of %s", fn, data, es,
+                              kiln_dtype_name(dtype));
+        for (int i = 0; i < ndim; i++) {
+            if (shape[i] == 1) continue; /* any stride, never used */
+            if (st[i] == INT64_MIN)
+                return KILN_ERROR(ctx, KILN_ERR_OVERFLOW, "%s: argument 'strides': strides[%d] = %lld overflows int64",
+                                  fn, i, (long long)st[i]);
+            int64_t a = st[i] < 0 ? -st[i] : st[i];
+            if (a > INT64_MAX / (shape[i] - 1))
+                return KILN_ERROR(ctx, KILN_ERR_OVERFLOW,
+                                  "%s: argument 'strides': axis %d reaches %lld x %lld elements, past int64", fn, i,
+                                  (long long)(shape[i] - 1), (long long)a);
+            int64_t span = (shape[i] - 1) * a, *side = st[i] < 0 ? &below : &above;
+            if (*side > INT64_MAX - span)
+                return KILN_ERROR(ctx, KILN_ERR_OVERFLOW,
+                                  "%s: argument 'strides': the extent overflows int64 at axis %d", fn, i);
+            *side += span;
+        }
+        if (below > INT64_MAX - above - 1 || below + above + 1 > INT64_MAX / (int64_t)es)
+            return KILN_ERROR(ctx, KILN_ERR_OVERFLOW, "%s: argument 'strides': the extent in bytes overflows int64",
+                              fn);
+        uintptr_t p = (uintptr_t)data, lo = (uintptr_t)below * es, hi = (uintptr_t)(above + 1) * es;
+        if (lo > p || hi - 1 > UINTPTR_MAX - p)
+            return KILN_ERROR(ctx, KILN_ERR_OVERFLOW,
+                              "%s: argument 'strides': the view reaches outside the address space from 'data' (%p)", fn,
+                              data);
+        aliased = strides_may_overlap(ndim, shape, st);
+    }
+    kiln_storage *sto = calloc(1, sizeof *sto);
+    kiln_tensor *t = calloc(1, sizeof *t);
+    if (!sto || !t) {
+        free(sto);
+        free(t);
+        return KILN_ERROR(ctx, KILN_ERR_OOM, "%s: no host memory for a tensor handle", fn);
+    }
+    /* The storage starts at the lowest byte the view touches, so offsets stay >= 0. */
+    char *start = numel > 0 ? (char *)data - below * (int64_t)es : (char *)data;
+    size_t bytes = numel > 0 ? (size_t)(below + above + 1) * es : 0;
+    kiln_status s = kiln__mem_wrap(ctx, start, bytes, release, user, file, line, &sto->block);
+    if (s != KILN_OK) {
+        free(sto);
+        free(t);
+        return s;
+    }
+    sto->refcount = 1;
+    sto->ctx = ctx;
+    sto->aliased = aliased;
+    kiln__ctx_retain(ctx);
+    t->refcount = 1;
+    t->ctx = ctx;
+    t->storage = sto;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    for (int i = 0; i < ndim; i++) {
+        t->shape[i] = shape[i];
+        t->strides[i] = st[i];
+    }
+    t->offset = numel > 0 ? below : 0;
+    *out = t;
+    return KILN_OK;
+}
+
 /* ---- host transfers ------------------------------------------------------------------- */
 
 kiln_status kiln_tensor_read(const kiln_tensor *t, void *dst, kiln_dtype dst_dtype)
@@ -263,9 +396,8 @@ kiln_status kiln_tensor_write(kiln_tensor *t, const void *src, kiln_dtype src_dt
                           (int)src_dtype);
     if (kiln__tensor_has_aliasing(t)) {
         char s[200];
-        return KILN_ERROR(t->ctx, KILN_ERR_ALIAS,
-                          "kiln_tensor_write: argument 't' (%s) is a broadcast view: its elements alias",
-                          kiln__tensor_str(s, sizeof s, t));
+        return KILN_ERROR(t->ctx, KILN_ERR_ALIAS, "kiln_tensor_write: argument 't' (%s) is %s: its elements alias",
+                          kiln__tensor_str(s, sizeof s, t), kiln__tensor_alias_reason(t));
     }
     int64_t n = kiln__numel(t->ndim, t->shape);
     if (n == 0) return KILN_OK;

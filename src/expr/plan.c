@@ -556,7 +556,10 @@ static kiln_status materialize(pbuild *b, int id);
 /* Whether view t read at the domain maps every point onto the element dst writes there. */
 static int same_mapping(const kst *k, const kiln_tensor *t)
 {
-    if (kiln__tensor_base(t) != kiln__tensor_base(k->out)) return 0;
+    /* (element sizes differ only between two wraps of one foreign buffer) */
+    if (kiln__tensor_base(t) != kiln__tensor_base(k->out) ||
+        kiln_dtype_size(t->dtype) != kiln_dtype_size(k->out->dtype))
+        return 0;
     int64_t s[KILN_MAX_DIMS];
     domain_strides(k, t, s);
     for (int i = 0; i < k->nd; i++)
@@ -1015,10 +1018,8 @@ kiln_status kiln__plan_build(kiln_tensor *dst, const kiln_expr *e, kiln_round ro
             "kiln_assign: argument 'dst' has shape %s, the expression's shape %s does not broadcast to it",
             kiln__shape_str(sd, sizeof sd, dst->ndim, dst->shape), kiln__shape_str(se, sizeof se, e->ndim, e->shape));
     if (kiln__tensor_has_aliasing(dst))
-        return KILN_ERROR(ctx, KILN_ERR_ALIAS,
-                          "kiln_assign: argument 'dst' (%s) is a broadcast view (a stride 0 on an axis of size > 1); "
-                          "its elements alias",
-                          kiln__tensor_str(sd, sizeof sd, dst));
+        return KILN_ERROR(ctx, KILN_ERR_ALIAS, "kiln_assign: argument 'dst' (%s) is %s; its elements alias",
+                          kiln__tensor_str(sd, sizeof sd, dst), kiln__tensor_alias_reason(dst));
     if (round == KILN_ROUND_DEFAULT) round = ctx->round;
     if (round != KILN_ROUND_STOCHASTIC) round = KILN_ROUND_NEAREST;
 

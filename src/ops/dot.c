@@ -119,8 +119,8 @@ kiln_status kiln_dot(kiln_tensor *C, const kiln_tensor *A, const kiln_tensor *B,
     /* ---- aliasing ---- */
     if (kiln__tensor_has_aliasing(C))
         return KILN_ERROR(ctx, KILN_ERR_ALIAS,
-                          "kiln_dot: argument 'C' (%s) is a broadcast view whose elements alias; it cannot be written",
-                          kiln__tensor_str(sc, sizeof sc, C));
+                          "kiln_dot: argument 'C' (%s) is %s: its elements alias, it cannot be written",
+                          kiln__tensor_str(sc, sizeof sc, C), kiln__tensor_alias_reason(C));
     if (kiln__tensors_overlap(C, A)) return KILN_ERROR(ctx, KILN_ERR_ALIAS, "kiln_dot: argument 'C' overlaps 'A'");
     if (kiln__tensors_overlap(C, B)) return KILN_ERROR(ctx, KILN_ERR_ALIAS, "kiln_dot: argument 'C' overlaps 'B'");
     if (bias && kiln__tensors_overlap(C, bias))
