@@ -188,7 +188,8 @@ KILN_API void *kiln_ctx_stream(const kiln_ctx *ctx);
 
 /* ---------------------------------------------------------------------------------------
  * Memory accounting. One counting, caching allocator per context; every byte of tensor
- * storage, temporary and workspace goes through it.
+ * storage, temporary and workspace kiln allocates goes through it. Foreign memory made a
+ * tensor by kiln_tensor_wrap is not kiln's: it is listed in the report, never counted.
  * ------------------------------------------------------------------------------------- */
 typedef struct kiln_mem_stats {
     size_t in_use;      /* bytes of live allocations (as asked for) */
@@ -208,8 +209,9 @@ KILN_API kiln_status kiln_mem_set_limit(kiln_ctx *ctx, size_t limit);
 /* Returns cached (freed but kept) blocks to the system or driver. */
 KILN_API kiln_status kiln_mem_release_cached(kiln_ctx *ctx);
 /* Writes a text report of live allocations grouped by site (file:line) and tensor name,
- * largest first, with totals, into buf (always NUL-terminated when cap > 0). *needed (may
- * be NULL) receives the length of the whole report plus one; a short buffer truncates. */
+ * largest first, with totals, then live wrapped memory (kiln_tensor_wrap) the same way under
+ * an "external" heading, into buf (always NUL-terminated when cap > 0). *needed (may be
+ * NULL) receives the length of the whole report plus one; a short buffer truncates. */
 KILN_API kiln_status kiln_mem_report(const kiln_ctx *ctx, char *buf, size_t cap, size_t *needed);
 
 /* ---------------------------------------------------------------------------------------

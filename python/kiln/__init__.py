@@ -723,7 +723,10 @@ def _shape_arg(shape):
 
 def array(obj, dtype=None, ctx=None, copy=True):
     """A new tensor with the values of obj (numpy array, list, scalar, kiln tensor,
-    DLPack / CUDA-array-interface object). dtype: kiln dtype, numpy dtype or name."""
+    DLPack / CUDA-array-interface object). dtype: kiln dtype, numpy dtype or name.
+    copy=False (kn.asarray): obj itself when it is a kiln tensor of that dtype, and a view of
+    obj's memory, without a copy, when obj is a DLPack producer (numpy, PyTorch, CuPy) whose
+    memory is where the context works and whose dtype kiln has (see from_dlpack)."""
     d = _to_dtype(dtype) if dtype is not None else None
     if _is_kiln(obj):
         v = _kiln.value(obj)
@@ -733,6 +736,10 @@ def array(obj, dtype=None, ctx=None, copy=True):
             return v._copy(d.code if d else 0)
         obj = v.get()
     c = _ctx(ctx)
+    if not copy and hasattr(obj, "__dlpack__"):
+        w = _wrap_dlpack(obj, c)
+        if not isinstance(w, str):
+            return w if d is None or d.code == w._dtype else w._copy(d.code)
     if not isinstance(obj, _np.ndarray):
         if hasattr(obj, "__cuda_array_interface__") and c.device() == 2:
             return _from_device(obj, d, c)
@@ -748,7 +755,8 @@ def array(obj, dtype=None, ctx=None, copy=True):
 
 
 def asarray(obj, dtype=None, ctx=None):
-    """obj itself when it is a kiln tensor of that dtype, else array(obj, dtype)."""
+    """obj itself when it is a kiln tensor of that dtype, a view of obj's memory when it is
+    a DLPack producer kiln can wrap (from_dlpack's rules), else array(obj, dtype)."""
     return array(obj, dtype=dtype, ctx=ctx, copy=False)
 
 
@@ -1220,8 +1228,8 @@ asnumpy = get
 
 def _from_device(obj, d, c):
     """Copy of a CUDA array (PyTorch, CuPy, anything with __cuda_array_interface__) into a
-    new kiln tensor, device to device. The C API has no call that wraps foreign memory, so
-    this is a copy, not a view."""
+    new kiln tensor, device to device: the path for producers from_dlpack cannot wrap
+    (__cuda_array_interface__ without __dlpack__, another GPU, a dtype kiln lacks)."""
     cai = obj.__cuda_array_interface__
     shape = tuple(cai["shape"])
     src_d = _to_dtype(_np.dtype(cai["typestr"]))
@@ -1238,17 +1246,69 @@ def _from_device(obj, d, c):
     return t if d is None or d is src_d else t._copy(d.code)
 
 
-def from_dlpack(obj, ctx=None):
-    """A kiln tensor from a DLPack producer (PyTorch, CuPy, numpy, kiln). kiln tensors come
-    back as themselves (zero copy); other producers are copied (see _from_device)."""
+def _wrap_dlpack(obj, c):
+    """A Tensor of context c over obj's memory (zero copy, through DLPack), or a str saying
+    why obj cannot be wrapped (then nothing was consumed)."""
+    try:
+        dev_type, dev_id = (int(v) for v in obj.__dlpack_device__())
+    except (AttributeError, TypeError, ValueError) as e:
+        return f"__dlpack_device__ failed ({e})"
+    if c.device() == 2:
+        if dev_type != 2 or dev_id != c.device_index():
+            return f"the memory is on DLPack device ({dev_type}, {dev_id}), the context on (2, {c.device_index()})"
+        # The producer orders its pending writes before kiln's stream (DLPack's stream argument).
+        kw = {"stream": c.stream()}
+    else:
+        if dev_type != 1:
+            return f"the memory is on DLPack device ({dev_type}, {dev_id}), the context on the CPU"
+        kw = {}
+    try:
+        cap = obj.__dlpack__(**kw)
+    except (BufferError, TypeError, ValueError, RuntimeError) as e:
+        return f"its __dlpack__ refused ({e})"
+    return _kiln.wrap_dlpack(c, cap)
+
+
+def from_dlpack(obj, ctx=None, copy=None):
+    """A kiln tensor from a DLPack producer (numpy, PyTorch, CuPy, kiln).
+    Zero copy when obj's memory is where the context works (host memory on the CPU backend,
+    the context's GPU on CUDA) and its dtype is a kiln dtype (float32/16/64, bfloat16, int8,
+    uint8, int32): the tensor is a view of obj's memory, so writes through either show in
+    the other, and it keeps that memory alive (after `del obj` too). On CUDA, kiln's work
+    is queued on its own stream: kn.synchronize() before another library reads what kiln
+    wrote. kiln tensors come back as themselves.
+    Otherwise a copy, as kn.array makes it (int64 becomes int32, bool uint8); a dtype that
+    cannot be copied either raises TypeError naming it. copy=True always copies;
+    copy=False raises BufferError instead of copying."""
     if _is_kiln(obj):
-        return _kiln.value(obj)
+        v = _kiln.value(obj)
+        return v._copy(0) if copy else v
     c = _ctx(ctx)
+    why = None
+    if copy is not True:
+        w = _wrap_dlpack(obj, c)
+        if not isinstance(w, str):
+            return w
+        why = w
+        if copy is False:
+            raise BufferError(f"argument 'obj': cannot be used without a copy: {why}")
     dev = obj.__dlpack_device__()[0] if hasattr(obj, "__dlpack_device__") else 1
     if dev == 1:
-        return array(_np.from_dlpack(obj), ctx=c)
+        if isinstance(obj, _np.ndarray):
+            return array(obj, ctx=c)
+        try:
+            a = _np.from_dlpack(obj)
+        except (BufferError, TypeError, ValueError, RuntimeError) as e:
+            if c.device() != 1:      # host memory numpy cannot read (bfloat16): through a CPU wrap
+                w = _wrap_dlpack(obj, _kiln.Context(device=1))
+                if not isinstance(w, str):
+                    return array(w.get(), dtype=w.dtype, ctx=c)
+            raise TypeError(f"argument 'obj': {why or e}") from None
+        return array(a, ctx=c)
     if c.device() != 2:
         raise Error("argument 'obj': a GPU array cannot come into a CPU context")
+    if not hasattr(obj, "__cuda_array_interface__"):
+        raise TypeError(f"argument 'obj': {why or 'a device array without __cuda_array_interface__ to copy from'}")
     return _from_device(obj, None, c)
 
 

@@ -6,8 +6,9 @@
  * What lives here (the hot path, so that building one lazy operation costs well under a
  * microsecond): the three handle types (Context, TensorBase, ExprBase) with their number
  * slots (+ - * / ** neg abs, comparisons, in-place forms on tensors), operand conversion,
- * the expression builders, evaluation, views, host transfer, the buffer protocol and DLPack
- * export. Everything else (numpy-like names, dtype objects, indexing rules) is the
+ * the expression builders, evaluation, views, host transfer, the buffer protocol, DLPack
+ * export and the zero-copy DLPack import (kiln_tensor_wrap over the producer's memory).
+ * Everything else (numpy-like names, dtype objects, indexing rules) is the
  * pure-Python layer in python/kiln/__init__.py, which subclasses the two base types.
  *
  * Ownership: a TensorBase owns one kiln_tensor reference; an ExprBase owns one kiln_expr
@@ -861,6 +862,12 @@ static PyObject *ctx_reset_peak(CtxObject *self, PyObject *unused)
     CTX_CHECK(self);
     CTX_STATUS_CALL(kiln_mem_reset_peak(self->ctx));
 }
+static PyObject *ctx_stream(CtxObject *self, PyObject *unused)
+{
+    (void)unused;
+    CTX_CHECK(self);
+    return PyLong_FromVoidPtr(kiln_ctx_stream(self->ctx)); /* 0 on the CPU */
+}
 static PyObject *ctx_stats(CtxObject *self, PyObject *unused)
 {
     (void)unused;
@@ -914,6 +921,7 @@ static PyMethodDef ctx_methods[] = {
     {"reset_peak", (PyCFunction)ctx_reset_peak, METH_NOARGS, "Resets the peak statistic."},
     {"stats", (PyCFunction)ctx_stats, METH_NOARGS, "Memory statistics as a dict."},
     {"report", (PyCFunction)ctx_report, METH_NOARGS, "The memory report as text."},
+    {"stream", (PyCFunction)ctx_stream, METH_NOARGS, "The cudaStream_t kiln queues work on (int; 0 on the CPU)."},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject CtxType = {
@@ -1315,6 +1323,52 @@ static PyObject *dlpack_export(TensorObject *self, kiln_tensor *t)
     return cap;
 }
 
+/* ---- DLPack import: a tensor over a producer's memory, without a copy ------------------------ */
+
+/* The kiln dtype of a DLPack dtype; otherwise -1 with the DLPack dtype named in buf
+ * ("int64 (code 0, bits 64, lanes 1)"). */
+static int dl_to_kiln(DLDataType d, kiln_dtype *out, char *buf, size_t cap)
+{
+    kiln_dtype k = KILN_DTYPE_AUTO;
+    if (d.lanes == 1) {
+        switch (d.code) {
+        case 0: k = d.bits == 8 ? KILN_DTYPE_I8 : d.bits == 32 ? KILN_DTYPE_I32 : k; break;
+        case 1: k = d.bits == 8 ? KILN_DTYPE_U8 : k; break;
+        case 2:
+            k = d.bits == 16 ? KILN_DTYPE_F16 : d.bits == 32 ? KILN_DTYPE_F32 : d.bits == 64 ? KILN_DTYPE_F64 : k;
+            break;
+        case 4: k = d.bits == 16 ? KILN_DTYPE_BF16 : k; break;
+        default: break;
+        }
+    }
+    if (k != KILN_DTYPE_AUTO) {
+        *out = k;
+        return 0;
+    }
+    /* DLPack's codes: 0 int, 1 uint, 2 float, 3 opaque handle, 4 bfloat, 5 complex, 6 bool,
+     * 7..14 float8 variants, 15..16 float6, 17 float4 */
+    static const char *const kinds[] = {"int", "uint", "float", "opaque", "bfloat", "complex", "bool"};
+    char kind[32];
+    if (d.code == 6) snprintf(kind, sizeof kind, "bool");
+    else if (d.code < 6) snprintf(kind, sizeof kind, "%s%u", kinds[d.code], (unsigned)d.bits);
+    else
+        snprintf(kind, sizeof kind, "%s",
+                 d.code <= 14 ? "float8" : d.code <= 16 ? "float6" : d.code == 17 ? "float4" : "unknown");
+    snprintf(buf, cap, "%s (code %u, bits %u, lanes %u)", kind, (unsigned)d.code, (unsigned)d.bits, (unsigned)d.lanes);
+    return -1;
+}
+
+/* kiln's release callback for an imported DLManagedTensor: hands it back to its producer.
+ * It may run where Python does not hold the GIL (a tensor released from C): take it. */
+static void dl_import_release(void *user)
+{
+    DLManagedTensor *m = user;
+    if (!m->deleter || !Py_IsInitialized()) return; /* interpreter gone: leak rather than crash */
+    PyGILState_STATE g = PyGILState_Ensure();
+    m->deleter(m);
+    PyGILState_Release(g);
+}
+
 static PyMethodDef tensor_methods[] = {
     {"_slice", (PyCFunction)t_slice, METH_O, "Basic slicing view."},
     {"_permute", (PyCFunction)t_permute, METH_O, "Permuted view (None reverses)."},
@@ -1652,6 +1706,54 @@ static PyObject *m_from_buffer(PyObject *self, PyObject *args)
     return wrap_tensor(out, c);
 }
 
+/* wrap_dlpack(ctx, capsule): a Tensor over the memory of an unconsumed "dltensor" capsule,
+ * which it consumes (renamed "used_dltensor"; kiln calls the producer's deleter when the last
+ * view goes). When the memory cannot be wrapped (a dtype kiln lacks, another device, an
+ * unaligned pointer) it returns a str saying why and leaves the capsule to its owner. */
+static PyObject *m_wrap_dlpack(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *c, *cap;
+    if (!PyArg_ParseTuple(args, "OO", &c, &cap)) return NULL;
+    if (!(c = get_ctx_arg(c))) return NULL;
+    if (!PyCapsule_IsValid(cap, "dltensor"))
+        return PyErr_Format(PyExc_TypeError, "argument 'capsule': %s is not an unconsumed DLPack capsule ('dltensor')",
+                            Py_TYPE(cap)->tp_name);
+    DLManagedTensor *m = PyCapsule_GetPointer(cap, "dltensor");
+    if (!m) return NULL;
+    const DLTensor *dl = &m->dl_tensor;
+    kiln_ctx *k = ctx_of(c);
+    kiln_dtype dt;
+    char name[96];
+    if (dl_to_kiln(dl->dtype, &dt, name, sizeof name) < 0)
+        return PyUnicode_FromFormat("DLPack dtype %s has no kiln dtype", name);
+    int cuda = kiln_ctx_device(k) == KILN_DEVICE_CUDA;
+    int want_type = cuda ? 2 : 1, want_id = cuda ? ((CtxObject *)c)->device_index : 0;
+    if (dl->device.device_type != want_type || (cuda && dl->device.device_id != want_id))
+        return PyUnicode_FromFormat("the memory is on DLPack device (%d, %d), the context works on (%d, %d)",
+                                    (int)dl->device.device_type, (int)dl->device.device_id, want_type, want_id);
+    if (dl->ndim < 0 || dl->ndim > KILN_MAX_DIMS)
+        return PyUnicode_FromFormat("%d axes, kiln allows at most %d", (int)dl->ndim, KILN_MAX_DIMS);
+    char *data = (char *)dl->data + dl->byte_offset;
+    if ((uintptr_t)data % kiln_dtype_size(dt) != 0)
+        return PyUnicode_FromFormat("the data pointer is not aligned to the %d-byte elements",
+                                    (int)kiln_dtype_size(dt));
+    const char *file;
+    int line;
+    get_site(&file, &line);
+    kiln_tensor *t = NULL;
+    kiln_status st = kiln_tensor_wrap_at(k, data, dt, (int)dl->ndim, dl->shape, dl->strides, dl_import_release, m, &t,
+                                         file, line);
+    if (st != KILN_OK) return raise_ctx(st, k); /* the capsule still owns m */
+    /* From here kiln owns m: the capsule must never call the deleter (DLPack's rename). */
+    if (PyCapsule_SetName(cap, "used_dltensor") < 0) {
+        PyErr_Clear();
+        PyCapsule_SetDestructor(cap, NULL);
+        PyErr_Clear();
+    }
+    return wrap_tensor(t, c);
+}
+
 /* dot(C, A, B, alpha, beta, relu, bias, trans_a, trans_b) on tensors. */
 static PyObject *m_dot(PyObject *self, PyObject *args)
 {
@@ -1712,6 +1814,7 @@ static PyMethodDef module_methods[] = {
     {"empty", m_empty, METH_VARARGS, "empty(ctx, dtype, shape[, fill, value])."},
     {"arange", m_arange, METH_VARARGS, "arange(ctx, dtype, start, stop, step)."},
     {"from_buffer", m_from_buffer, METH_VARARGS, "from_buffer(ctx, dtype, shape, buffer, src_dtype)."},
+    {"wrap_dlpack", m_wrap_dlpack, METH_VARARGS, "wrap_dlpack(ctx, capsule) -> Tensor over its memory, or str."},
     {"binary", m_binary, METH_VARARGS, "binary(op, a, b) -> Expr."},
     {"unary", m_unary, METH_VARARGS, "unary(op, x) -> Expr."},
     {"reduce", m_reduce, METH_VARARGS, "reduce(op, x, axes|None, keepdims) -> Expr."},
