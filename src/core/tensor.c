@@ -21,6 +21,26 @@ static void contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
     }
 }
 
+/* Fills a fresh storage (its block already set) and tensor handle: one reference each, the
+ * storage holding a reference on the context. */
+static void handle_init(kiln_ctx *ctx, kiln_storage *st, kiln_tensor *t, kiln_dtype dtype, int ndim,
+                        const int64_t *shape, const int64_t *strides, int64_t offset)
+{
+    st->refcount = 1;
+    st->ctx = ctx;
+    kiln__ctx_retain(ctx);
+    t->refcount = 1;
+    t->ctx = ctx;
+    t->storage = st;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    for (int i = 0; i < ndim; i++) {
+        t->shape[i] = shape[i];
+        t->strides[i] = strides[i];
+    }
+    t->offset = offset;
+}
+
 kiln_status kiln__tensor_new(kiln_ctx *ctx, kiln_dtype dtype, int ndim, const int64_t *shape, const char *file,
                              int line, kiln_tensor **out)
 {
@@ -39,16 +59,9 @@ kiln_status kiln__tensor_new(kiln_ctx *ctx, kiln_dtype dtype, int ndim, const in
         free(t);
         return s;
     }
-    st->refcount = 1;
-    st->ctx = ctx;
-    kiln__ctx_retain(ctx);
-    t->refcount = 1;
-    t->ctx = ctx;
-    t->storage = st;
-    t->dtype = dtype;
-    t->ndim = ndim;
-    for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
-    contiguous_strides(ndim, shape, t->strides);
+    int64_t strides[KILN_MAX_DIMS];
+    contiguous_strides(ndim, shape, strides);
+    handle_init(ctx, st, t, dtype, ndim, shape, strides, 0);
     *out = t;
     return KILN_OK;
 }
@@ -356,20 +369,8 @@ kiln_status kiln_tensor_wrap_at(kiln_ctx *ctx, void *data, kiln_dtype dtype, int
         free(t);
         return s;
     }
-    sto->refcount = 1;
-    sto->ctx = ctx;
     sto->aliased = aliased;
-    kiln__ctx_retain(ctx);
-    t->refcount = 1;
-    t->ctx = ctx;
-    t->storage = sto;
-    t->dtype = dtype;
-    t->ndim = ndim;
-    for (int i = 0; i < ndim; i++) {
-        t->shape[i] = shape[i];
-        t->strides[i] = st[i];
-    }
-    t->offset = numel > 0 ? below : 0;
+    handle_init(ctx, sto, t, dtype, ndim, shape, st, numel > 0 ? below : 0);
     *out = t;
     return KILN_OK;
 }
