@@ -3,7 +3,8 @@
  * API: every element-wise operator and reductions over each axis pattern (rows longer than
  * one block included) on random data and views, casts, the batch-norm expression in place,
  * bit identity of rand / randn / bernoulli / dropout / stochastic rounding, GEMM through
- * cuBLASLt and the fallback kernel, the disk kernel cache (hit from a fresh context,
+ * cuBLASLt and the fallback kernel (KILN_GEMM=vendor) and kiln's own kernel (=own), which
+ * path KILN_GEMM picks, the disk kernel cache (hit from a fresh context,
  * corrupt-entry recovery), no recompilation for a new shape or eps, the memory cap, an
  * NVRTC failure carrying the log and source, and device memory wrapped by kiln_tensor_wrap
  * (kiln's own, through a second handle: expressions, GEMM into it, the release callback).
@@ -473,8 +474,12 @@ static void test_copies(void)
 
 /* ---- GEMM ------------------------------------------------------------------------------------- */
 
-static void test_gemm(void)
+/* The GEMM cases with KILN_GEMM=engine (vendor: cuBLASLt and the reference kernel; own:
+ * kiln's own kernel for f16 / bf16, src/cuda/gemm_mma.c). */
+static void gemm_cases(const char *engine)
 {
+    setenv("KILN_GEMM", engine, 1);
+    printf("gemm cases with KILN_GEMM=%s\n", engine);
     struct {
         int64_t M, N, K, batch;
         int ta, tb, bias, relu;
@@ -483,7 +488,8 @@ static void test_gemm(void)
         {1, 1, 1, 0, 0, 0, 0, 0, 1, 0},        {7, 33, 129, 0, 0, 0, 0, 0, 1, 0},
         {64, 64, 64, 0, 1, 0, 1, 0, 0.5, 0},   {130, 65, 257, 0, 0, 1, 1, 1, 1, 0},
         {31, 17, 9, 3, 1, 1, 0, 0, 2, 0.5},    {16, 48, 32, 2, 0, 0, 1, 1, 1, 0.25},
-        {5, 3, 0, 0, 0, 0, 1, 0, 1, 1},
+        {5, 3, 0, 0, 0, 0, 1, 0, 1, 1},        {256, 256, 512, 0, 0, 0, 0, 0, 1, 0},
+        {130, 257, 1000, 0, 1, 1, 1, 1, -0.75, 0.5}, {136, 200, 72, 3, 1, 0, 1, 0, 1, 1},
     };
     kiln_dtype dts[] = {KILN_DTYPE_F32, KILN_DTYPE_F16, KILN_DTYPE_BF16, KILN_DTYPE_F64};
     double tols[] = {2e-5, 4e-3, 3e-2, 1e-12};
@@ -531,6 +537,52 @@ static void test_gemm(void)
             for (int i = 0; i < 8; i++) kiln_tensor_release(all[i]);
         }
     }
+}
+
+/* Which path ran: cuBLASLt launches nothing through kiln's launch counter, kiln's kernels
+ * one launch per call. An invalid KILN_GEMM is an error naming it. */
+static void gemm_dispatch(void)
+{
+    if (!kiln__cuda_cache_stats) return;
+    int64_t s[2] = {64, 64};
+    kiln_tensor *a16, *a16g, *b16, *b16g, *c16, *c16g, *a32, *a32g, *c32, *c32g;
+    make_pair(KILN_DTYPE_F16, 2, s, V_PLAIN, -1, 1, &a16, &a16g);
+    make_pair(KILN_DTYPE_F16, 2, s, V_PLAIN, -1, 1, &b16, &b16g);
+    make_pair(KILN_DTYPE_F16, 2, s, V_PLAIN, -1, 1, &c16, &c16g);
+    make_pair(KILN_DTYPE_F32, 2, s, V_PLAIN, -1, 1, &a32, &a32g);
+    make_pair(KILN_DTYPE_F32, 2, s, V_PLAIN, -1, 1, &c32, &c32g);
+    static const struct {
+        const char *env;
+        int f16_launches, f32_launches;
+    } want[] = {{"vendor", 0, 0}, {"own", 1, 0}, {"auto", 0, 0}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        setenv("KILN_GEMM", want[i].env, 1);
+        kiln_cuda_stats s0, s1, s2;
+        CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s0));
+        CHECK_OK(gpu, kiln_dot(c16g, a16g, b16g, 1.0, 0.0, NULL));
+        CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s1));
+        CHECK_OK(gpu, kiln_dot(c32g, a32g, a32g, 1.0, 0.0, NULL));
+        CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s2));
+        if (s1.launches - s0.launches != want[i].f16_launches || s2.launches - s1.launches != want[i].f32_launches)
+            fprintf(stderr, "  KILN_GEMM=%s: f16 launched %lld kernels (want %d), f32 %lld (want %d)\n", want[i].env,
+                    (long long)(s1.launches - s0.launches), want[i].f16_launches,
+                    (long long)(s2.launches - s1.launches), want[i].f32_launches);
+        CHECK_INT(s1.launches - s0.launches, want[i].f16_launches);
+        CHECK_INT(s2.launches - s1.launches, want[i].f32_launches);
+    }
+    setenv("KILN_GEMM", "cublas", 1);
+    CHECK_FAILS(gpu, kiln_dot(c16g, a16g, b16g, 1.0, 0.0, NULL), KILN_ERR_ARG, "KILN_GEMM='cublas'");
+    unsetenv("KILN_GEMM");
+    kiln_tensor *all[] = {a16, a16g, b16, b16g, c16, c16g, a32, a32g, c32, c32g};
+    for (int i = 0; i < 10; i++) kiln_tensor_release(all[i]);
+}
+
+static void test_gemm(void)
+{
+    gemm_cases("vendor");
+    gemm_cases("own");
+    unsetenv("KILN_GEMM");
+    gemm_dispatch();
 }
 
 /* ---- kernel cache ----------------------------------------------------------------------------- */

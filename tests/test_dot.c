@@ -8,8 +8,10 @@
  * with the built-in blocked GEMM (KILN_CPU_GEMM=builtin). Then stochastic rounding (exact
  * bits against src/core/numeric.h, determinism, unbiasedness), empty sizes, every error
  * path (status, message naming the argument, C unchanged), and workspace accounting.
+ * test_tiles and test_sr_tiles (exact stochastic-rounding bits across tiles and batches)
+ * walk the paths of the CUDA backend's own kernel and run on every engine.
  * When KILN_DEVICE names a device (make test-gpu), the numeric and rounding cases run once
- * more on a context of that device.
+ * more on a context of that device; on CUDA twice, with KILN_GEMM=vendor and =own.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "check.h"
@@ -20,8 +22,11 @@ static kiln_ctx *ctx;
 static uint64_t rng;
 static const char *engine_name = "default";
 
-enum { LAY_CONTIG, LAY_TVIEW, LAY_STRIDED, LAY_NEG, LAY_COUNT };
-static const char *lay_name[LAY_COUNT] = {"contig", "tview", "strided", "negstep"};
+/* The loops below walk the first LAY_COUNT layouts; LAY_PADDED (unit stride along the last
+ * axis, rows 16-byte aligned and longer than the view: a partial 16-byte chunk at the end
+ * of each row) is used by test_tiles. */
+enum { LAY_CONTIG, LAY_TVIEW, LAY_STRIDED, LAY_NEG, LAY_COUNT, LAY_PADDED = LAY_COUNT };
+static const char *lay_name[LAY_COUNT + 1] = {"contig", "tview", "strided", "negstep", "padded"};
 
 /* ---- operands ------------------------------------------------------------------------- */
 
@@ -39,6 +44,8 @@ static kiln_tensor *make_operand(kiln_dtype dt, int nd, const int64_t *shape, in
     } else if (lay == LAY_STRIDED) {
         if (nd >= 2) ps[nd - 2] = 2 * shape[nd - 2] + 1;
         ps[nd - 1] = shape[nd - 1] + 3;
+    } else if (lay == LAY_PADDED) {
+        ps[nd - 1] = (shape[nd - 1] + 7) / 8 * 8 + 8;
     }
     int64_t n = 1;
     for (int i = 0; i < nd; i++) n *= ps[i];
@@ -63,6 +70,10 @@ static kiln_tensor *make_operand(kiln_dtype dt, int nd, const int64_t *shape, in
         break;
     case LAY_NEG:
         s[nd - 1] = KILN_SLICE_STEP(KILN_NONE, KILN_NONE, -1);
+        CHECK_OK(ctx, kiln_tensor_slice(p, nd, s, &v));
+        break;
+    case LAY_PADDED:
+        s[nd - 1] = KILN_SLICE(0, shape[nd - 1]);
         CHECK_OK(ctx, kiln_tensor_slice(p, nd, s, &v));
         break;
     default: v = kiln_tensor_retain(p); break;
@@ -233,6 +244,11 @@ static int run_case(const gcase *g)
             int in_view = (rr % 2 == 1) && q >= 2 && q < 2 + N;
             if (!in_view && !same_value(p0[i], p1[i])) outside_changed++;
         }
+    } else if (g->lc == LAY_PADDED) {
+        /* parent (batch..., M, pn): view columns 0..N-1 */
+        int64_t pn = (N + 7) / 8 * 8 + 8;
+        for (int64_t i = 0; i < np; i++)
+            if (i % pn >= N && !same_value(p0[i], p1[i])) outside_changed++;
     }
     CHECK_INT(outside_changed, 0);
     (void)touched;
@@ -396,10 +412,79 @@ static void test_empty(void)
 
 static void test_broadcast_operands(void);
 
+/* Shapes and layouts that walk every path of the CUDA backend's own GEMM kernel
+ * (src/cuda/gemm_mma.c, KILN_GEMM=own): whole 128 x 128 x 32 tiles; ragged M, N and K
+ * (1, 7, 129, 1000); the four transposes with 16-byte aligned rows (16-byte cp.async into
+ * K-major and MN-major tiles); padded rows whose length is not a multiple of 8 (partial
+ * chunks); strided and negative-step views (element by element); strided and broadcast
+ * batches; bias, relu and beta. f16 and bf16 only (the kernel's dtypes); every engine runs
+ * them, so the CPU paths check the same shapes. */
+static void test_tiles(void)
+{
+    static const kiln_dtype dts[2] = {KILN_DTYPE_F16, KILN_DTYPE_BF16};
+    for (int d = 0; d < 2; d++) {
+        kiln_dtype dt = dts[d];
+        gcase g = base_case(dt, 256, 256, 512); /* whole tiles */
+        run_case(&g);
+        g = base_case(dt, 130, 257, 1000); /* ragged everywhere, the whole epilogue */
+        g.ta = d;
+        g.alpha = -0.75;
+        g.beta = 0.5;
+        g.bias = 1;
+        g.relu = 1;
+        run_case(&g);
+        for (int t = 0; t < 4; t++) {
+            g = base_case(dt, 136, 200, 72); /* rows of 72, 136 or 200 elements: 16-byte multiples */
+            g.ta = t & 1;
+            g.tb = t >> 1;
+            g.lc = t == 1 ? LAY_PADDED : LAY_CONTIG;
+            g.beta = t == 2 ? 1.0 : 0.0;
+            run_case(&g);
+            g = base_case(dt, 129, 135, 70); /* padded rows: partial 16-byte chunks */
+            g.ta = t & 1;
+            g.tb = t >> 1;
+            g.la = g.lb = LAY_PADDED;
+            g.lc = t == 3 ? LAY_PADDED : LAY_CONTIG;
+            g.bias = t == 0;
+            run_case(&g);
+        }
+        static const int64_t ragged[][3] = {{1, 1000, 7}, {1000, 7, 129}, {7, 129, 1000}, {129, 1, 33}, {1, 1, 1}};
+        for (size_t i = 0; i < sizeof ragged / sizeof ragged[0]; i++) {
+            g = base_case(dt, ragged[i][0], ragged[i][1], ragged[i][2]);
+            g.ta = (int)i & 1;
+            g.tb = (int)(i >> 1) & 1;
+            g.la = i == 2 ? LAY_STRIDED : LAY_CONTIG;
+            g.lb = i == 3 ? LAY_NEG : LAY_CONTIG;
+            run_case(&g);
+        }
+        g = base_case(dt, 40, 136, 64); /* A (3, M, K): batch stride a 16-byte multiple; B shared */
+        g.nba = 1;
+        g.ba[0] = 3;
+        g.bias = 1;
+        run_case(&g);
+        g = base_case(dt, 40, 136, 64); /* A (2, 1, K, M) with trans_a, B (3, K, N) padded */
+        g.nba = 2, g.ba[0] = 2, g.ba[1] = 1;
+        g.nbb = 1, g.bb[0] = 3;
+        g.ta = 1;
+        g.lb = LAY_PADDED;
+        g.beta = -0.5;
+        g.relu = 1;
+        run_case(&g);
+        g = base_case(dt, 200, 40, 33); /* strided batches of strided views */
+        g.nba = 1, g.ba[0] = 3;
+        g.nbb = 1, g.bb[0] = 3;
+        g.la = LAY_STRIDED;
+        g.lb = LAY_STRIDED;
+        g.lc = LAY_TVIEW;
+        run_case(&g);
+    }
+}
+
 static void run_numeric_suite(void)
 {
     int before = check_failed_;
     test_sizes();
+    test_tiles();
     test_transposes_and_layouts();
     test_outputs_and_epilogue();
     test_batches();
@@ -560,6 +645,76 @@ static void test_sr_bits(void)
         kiln_tensor_release(B);
         kiln_tensor_release(C);
     }
+}
+
+/* Exact bits across tiles and batches: with integer-valued operands (|x| <= 30, exact in
+ * f16 and bf16) every f32 sum is exact in any order, and so is alpha 1, an integer bias
+ * and beta 0.5 times an integer C; many results need more bits than f16 / bf16 keep, so
+ * C[b, m, n] = SR(t, philox(seed, stream 0 after set_seed, (b*M + m)*N + n)) is known
+ * here whatever the summation order or the tiling. M, N and the batch cross the CUDA own
+ * kernel's 128 x 128 tiles; trans_a = 1 makes A an MN-major operand with rows of 130
+ * elements (the element-by-element path), trans_a = 0 a K-major one (16-byte cp.async). */
+static void test_sr_tiles(void)
+{
+    enum { NB = 2, M = 130, N = 136, K = 96 };
+    double *ah = malloc(sizeof(double) * NB * M * K), *bh = malloc(sizeof(double) * K * N);
+    double *ch = malloc(sizeof(double) * NB * M * N), *biash = malloc(sizeof(double) * N);
+    uint16_t *got = malloc(sizeof(uint16_t) * NB * M * N);
+    for (int i = 0; i < NB * M * K; i++) ah[i] = (double)((int)(check_rand_u64(&rng) % 61) - 30);
+    for (int i = 0; i < K * N; i++) bh[i] = (double)((int)(check_rand_u64(&rng) % 61) - 30);
+    for (int i = 0; i < NB * M * N; i++) ch[i] = (double)((int)(check_rand_u64(&rng) % 61) - 30);
+    for (int i = 0; i < N; i++) biash[i] = (double)((int)(check_rand_u64(&rng) % 61) - 30);
+    for (int d = 0; d < 2; d++)
+        for (int ta = 0; ta < 2; ta++) {
+            kiln_dtype dt = d ? KILN_DTYPE_BF16 : KILN_DTYPE_F16;
+            /* A stored (NB, M, K) or, for trans_a, (NB, K, M); B stored (N, K), used with trans_b */
+            int64_t sa[3] = {NB, ta ? K : M, ta ? M : K}, sb[2] = {N, K}, sc[3] = {NB, M, N}, sbias[1] = {N};
+            double *at = malloc(sizeof(double) * NB * M * K), *bt = malloc(sizeof(double) * K * N);
+            for (int b = 0; b < NB; b++)
+                for (int m = 0; m < M; m++)
+                    for (int k = 0; k < K; k++)
+                        at[ta ? (b * K + k) * M + m : (b * M + m) * K + k] = ah[(b * M + m) * K + k];
+            for (int k = 0; k < K; k++)
+                for (int n = 0; n < N; n++) bt[n * K + k] = bh[k * N + n];
+            kiln_tensor *A = NULL, *B = NULL, *C = NULL, *bias = NULL;
+            CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, 3, sa, at, KILN_DTYPE_F64, &A));
+            CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, 2, sb, bt, KILN_DTYPE_F64, &B));
+            CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, 3, sc, ch, KILN_DTYPE_F64, &C));
+            CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, 1, sbias, biash, KILN_DTYPE_F64, &bias));
+            CHECK_OK(ctx, kiln_ctx_set_seed(ctx, 0x5eedULL + (uint64_t)d));
+            const kiln_gemm_args args = {.trans_a = ta, .trans_b = 1, .bias = bias, .round = KILN_ROUND_STOCHASTIC};
+            CHECK_OK(ctx, kiln_dot(C, A, B, 1.0, 0.5, &args));
+            CHECK_OK(ctx, kiln_tensor_read(C, got, dt));
+            int bad = 0, rounded = 0;
+            for (int b = 0; b < NB; b++)
+                for (int m = 0; m < M; m++)
+                    for (int n = 0; n < N; n++) {
+                        double acc = 0;
+                        for (int k = 0; k < K; k++) acc += ah[(b * M + m) * K + k] * bh[k * N + n];
+                        int idx = (b * M + m) * N + n;
+                        float t = (float)(acc + biash[n] + 0.5 * ch[idx]); /* exact */
+                        uint32_t bits = kiln_rng_bits(0x5eedULL + (uint64_t)d, 0, (uint64_t)idx);
+                        uint16_t want = d ? kiln_f32_to_bf16_sr(t, bits) : kiln_f32_to_f16_sr(t, bits);
+                        float back = d ? kiln_bf16_to_f32(want) : kiln_f16_to_f32(want);
+                        rounded += back != t;
+                        if (got[idx] != want && bad++ < 3)
+                            fprintf(stderr, "  SR tiles %s trans_a=%d [%d,%d,%d]: got %04x want %04x\n",
+                                    kiln_dtype_name(dt), ta, b, m, n, got[idx], want);
+                    }
+            CHECK_INT(bad, 0);
+            CHECK(rounded > 1000); /* the rounding is exercised, not only exact values */
+            free(at);
+            free(bt);
+            kiln_tensor_release(A);
+            kiln_tensor_release(B);
+            kiln_tensor_release(C);
+            kiln_tensor_release(bias);
+        }
+    free(ah);
+    free(bh);
+    free(ch);
+    free(biash);
+    free(got);
 }
 
 /* ---- errors --------------------------------------------------------------------------- */
@@ -737,6 +892,7 @@ int main(void)
     run_numeric_suite();
     test_sr_unbiased();
     test_sr_bits();
+    test_sr_tiles();
     test_memory();
 
     /* 2. the built-in blocked GEMM */
@@ -745,6 +901,7 @@ int main(void)
     run_numeric_suite();
     test_sr_unbiased();
     test_sr_bits();
+    test_sr_tiles();
     test_memory();
     unsetenv("KILN_CPU_GEMM");
 
@@ -752,17 +909,37 @@ int main(void)
     test_backend_entry();
 
     /* 3. the device named by KILN_DEVICE when it is not the CPU (make test-gpu sets cuda):
-     * the same numeric suite and stochastic-rounding checks through that backend's GEMM */
+     * the same numeric suite and stochastic-rounding checks through that backend's GEMM; on
+     * CUDA twice, with KILN_GEMM=vendor (cuBLASLt and the reference kernel) and
+     * KILN_GEMM=own (kiln's own kernels where they apply) */
     const char *dev = getenv("KILN_DEVICE");
     if (dev && strcmp(dev, "cpu") != 0) {
         kiln_ctx *cpu_ctx = ctx, *dctx = NULL;
         if (kiln_ctx_create(&dctx, NULL) == KILN_OK && kiln_ctx_device(dctx) != KILN_DEVICE_CPU) {
             ctx = dctx;
-            engine_name = "device";
             printf("backend: %s\n", kiln_ctx_device_description(ctx));
-            run_numeric_suite();
-            test_sr_unbiased();
-            test_sr_bits();
+            int cuda = kiln_ctx_device(dctx) == KILN_DEVICE_CUDA;
+            static const char *gemm_env[2] = {"vendor", "own"};
+            static const char *gemm_name[2] = {"device, KILN_GEMM=vendor", "device, KILN_GEMM=own"};
+            for (int i = 0; i < (cuda ? 2 : 1); i++) {
+                if (cuda) setenv("KILN_GEMM", gemm_env[i], 1);
+                engine_name = cuda ? gemm_name[i] : "device";
+                printf("GEMM on the %s engine\n", engine_name);
+                run_numeric_suite();
+                test_sr_unbiased();
+                test_sr_bits();
+                test_sr_tiles();
+            }
+            if (cuda) { /* a value that names nothing is an error naming the variable */
+                setenv("KILN_GEMM", "fastest", 1);
+                kiln_tensor *A = mk(KILN_DTYPE_F16, 2, 3, 4, 0), *B = mk(KILN_DTYPE_F16, 2, 4, 5, 0),
+                            *C = mk(KILN_DTYPE_F16, 2, 3, 5, 0);
+                DOT_FAILS(C, A, B, 1.0, 0.0, NULL, KILN_ERR_ARG, "KILN_GEMM='fastest'");
+                kiln_tensor_release(A);
+                kiln_tensor_release(B);
+                kiln_tensor_release(C);
+                unsetenv("KILN_GEMM");
+            }
             ctx = cpu_ctx;
         } else {
             printf("KILN_DEVICE=%s gave no device context: the device pass is skipped\n", dev);

@@ -8,7 +8,9 @@
  *       operator into temporaries, the way a numpy-style library runs it), printing ms, GB/s
  *       of the bytes that must move (inputs read once + output written once) and the ratio
  *       unfused/fused measured in the same run.
- * gemm: kiln_dot at a few sizes, GFLOP/s (2*M*N*K flops).
+ * gemm: kiln_dot at a few sizes, GFLOP/s (2*M*N*K flops). On a CUDA device each case runs
+ *       twice, KILN_GEMM=vendor (cuBLASLt) and KILN_GEMM=own (kiln's own kernel, f16 and bf16
+ *       only; src/cuda/gemm_mma.c), printing TFLOP/s of both and own/vendor.
  *
  * Timing: monotonic clock, warm-up runs, then the MEDIAN of N runs (N grows until about a
  * target time is spent), kiln_ctx_synchronize before every clock stop. Only the public API
@@ -116,6 +118,7 @@ typedef struct row {
     double flops;      /* for GFLOP/s */
     double unfused_ms; /* median time of the unfused way */
     double peer_ms;    /* median time of the peer (e.g. cuBLAS, a copy of the same bytes) */
+    double own_ms;     /* GPU gemm: median time with KILN_GEMM=own (ms is KILN_GEMM=vendor) */
     double err;        /* largest relative error the check found */
     double tol;        /* the check's tolerance */
 } row;
@@ -174,6 +177,29 @@ static void cell_gbs(const row *r, char *buf, size_t cap)
 static void cell_gflops(const row *r, char *buf, size_t cap)
 {
     snprintf(buf, cap, "%.1f", r->flops / (r->ms * 1e6));
+}
+static void cell_tflops(const row *r, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%.1f", r->flops / (r->ms * 1e9));
+}
+static void cell_own_ms(const row *r, char *buf, size_t cap)
+{
+    fmt_ms(r->own_ms, buf, cap);
+}
+static void cell_own_tflops(const row *r, char *buf, size_t cap)
+{
+    if (isnan(r->own_ms))
+        snprintf(buf, cap, "-");
+    else
+        snprintf(buf, cap, "%.1f", r->flops / (r->own_ms * 1e9));
+}
+/* own TFLOP/s / vendor TFLOP/s: above 1 means kiln's kernel is faster. */
+static void cell_own_ratio(const row *r, char *buf, size_t cap)
+{
+    if (isnan(r->own_ms))
+        snprintf(buf, cap, "-");
+    else
+        snprintf(buf, cap, "%.2fx", r->ms / r->own_ms);
 }
 static void cell_unfused_ms(const row *r, char *buf, size_t cap)
 {
@@ -246,7 +272,7 @@ static row row_new(const char *name, kiln_dtype dt)
     memset(&r, 0, sizeof r);
     snprintf(r.name, sizeof r.name, "%s", name);
     snprintf(r.dtype, sizeof r.dtype, "%s", kiln_dtype_name(dt));
-    r.ms = r.unfused_ms = r.peer_ms = NAN;
+    r.ms = r.unfused_ms = r.peer_ms = r.own_ms = NAN;
     r.bytes = r.flops = NAN;
     r.err = 0.0;
     r.tol = 0.0;
@@ -619,10 +645,18 @@ done:
     return st;
 }
 
+/* On a GPU: sets KILN_GEMM (read by kiln at every call) for the runs that follow. */
+static void gemm_engine(const bench *b, const char *engine)
+{
+    if (b->gpu) setenv("KILN_GEMM", engine, 1);
+}
+
 static kiln_status gemm_one(bench *b, const table *t, kiln_dtype dt, const gemm_case *gc)
 {
     kiln_status st = KILN_OK;
     gemm_run g = {0};
+    /* kiln's own kernels cover f16 and bf16 (other dtypes would time the vendor path twice) */
+    int own = b->gpu && (dt == KILN_DTYPE_F16 || dt == KILN_DTYPE_BF16);
     int64_t ashape[2] = {gc->m, gc->k}, cshape[2] = {gc->m, gc->n};
     int64_t bshape[2] = {gc->trans_b ? gc->n : gc->k, gc->trans_b ? gc->k : gc->n};
     row r = row_new(gc->name, dt);
@@ -633,13 +667,25 @@ static kiln_status gemm_one(bench *b, const table *t, kiln_dtype dt, const gemm_
     TRY(random_tensor(b, dt, 2, bshape, -1.0, 1.0, &g.b));
     TRY(kiln_tensor_full(b->ctx, dt, 2, cshape, NAN, &g.c));
     g.args.trans_b = gc->trans_b;
+    gemm_engine(b, "vendor");
     TRY(gemm_run_once(&g));
     TRY(gemm_check(b, gc, &g, &r.err));
     /* f32 products are exact in f64, so only the accumulation order and the output
      * rounding differ; 16-bit C is rounded once to 8 (bf16) or 11 (f16) bits. */
     r.tol = dt == KILN_DTYPE_F16 ? 2e-3 : dt == KILN_DTYPE_BF16 ? 1e-2 : dt == KILN_DTYPE_F64 ? 1e-12 : 1e-5;
-    if (!(r.err <= r.tol)) b->fails++;
     TRY(time_median(b, gemm_run_once, &g, &r.ms));
+    if (own) { /* the same case with KILN_GEMM=own, on a C full of NaN again */
+        double err = 0.0;
+        kiln_tensor_release(g.c);
+        g.c = NULL;
+        TRY(kiln_tensor_full(b->ctx, dt, 2, cshape, NAN, &g.c));
+        gemm_engine(b, "own");
+        TRY(gemm_run_once(&g));
+        TRY(gemm_check(b, gc, &g, &err));
+        if (!isnan(r.err) && !(err <= r.err)) r.err = err; /* the worse of the two (a NaN stays) */
+        TRY(time_median(b, gemm_run_once, &g, &r.own_ms));
+    }
+    if (!(r.err <= r.tol)) b->fails++;
     r.flops = 2.0 * (double)gc->m * (double)gc->n * (double)gc->k;
     table_print_row(t, &r);
 done:
@@ -673,10 +719,26 @@ static kiln_status run_gemm(bench *b)
     table_add(&t, "case", 14, 1, cell_name);
     table_add(&t, "dtype", 5, 1, cell_dtype);
     table_add(&t, "M x N x K", 20, 1, cell_shape);
-    table_add(&t, "ms", 9, 0, cell_ms);
-    table_add(&t, "GFLOP/s", 9, 0, cell_gflops);
+    if (b->gpu) { /* KILN_GEMM=vendor, then =own (f16 / bf16); the check covers both */
+        table_add(&t, "vendor ms", 9, 0, cell_ms);
+        table_add(&t, "TFLOP/s", 8, 0, cell_tflops);
+        table_add(&t, "own ms", 9, 0, cell_own_ms);
+        table_add(&t, "TFLOP/s", 8, 0, cell_own_tflops);
+        table_add(&t, "own/vendor", 10, 0, cell_own_ratio);
+    } else {
+        table_add(&t, "ms", 9, 0, cell_ms);
+        table_add(&t, "GFLOP/s", 9, 0, cell_gflops);
+    }
     table_add(&t, "check", 10, 1, cell_check);
-    table_print_header(&t, "gemm: kiln_dot, C = A @ B (alpha 1, beta 0), GFLOP/s = 2*M*N*K / time");
+    table_print_header(&t, b->gpu ? "gemm: kiln_dot, C = A @ B (alpha 1, beta 0), TFLOP/s = 2*M*N*K / time; "
+                                    "vendor = KILN_GEMM=vendor (cuBLASLt), own = KILN_GEMM=own (kiln's kernel)"
+                                  : "gemm: kiln_dot, C = A @ B (alpha 1, beta 0), GFLOP/s = 2*M*N*K / time");
+    /* KILN_GEMM is set per run below; the caller's value comes back at the end */
+    const char *prev_env = getenv("KILN_GEMM");
+    char prev[64] = "";
+    int had_prev = prev_env != NULL;
+    if (had_prev) snprintf(prev, sizeof prev, "%s", prev_env);
+    kiln_status result = KILN_OK;
 
     /* Default: f32 and f16 on every backend. */
     static const kiln_dtype gemm_default[] = {KILN_DTYPE_F32, KILN_DTYPE_F16};
@@ -697,12 +759,16 @@ static kiln_status run_gemm(bench *b)
             cases = cpu_cases;
             ncases = b->quick ? 2 : (int)(sizeof cpu_cases / sizeof cpu_cases[0]);
         }
-        for (int i = 0; i < ncases; i++) {
-            kiln_status st = gemm_one(b, &t, dt, &cases[i]);
-            if (st != KILN_OK) return st;
-        }
+        for (int i = 0; i < ncases && result == KILN_OK; i++) result = gemm_one(b, &t, dt, &cases[i]);
+        if (result != KILN_OK) break;
     }
-    return KILN_OK;
+    if (b->gpu) {
+        if (had_prev)
+            setenv("KILN_GEMM", prev, 1);
+        else
+            unsetenv("KILN_GEMM");
+    }
+    return result;
 }
 
 /* ---- main ---------------------------------------------------------------------------- */

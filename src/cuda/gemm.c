@@ -10,24 +10,22 @@
  * (rounded twice by cuBLASLt), stochastic rounding of 16-bit C, K = 0,
  * integer dtypes) goes to a simple NVRTC kernel with the same formula: one thread per
  * element of C, f32 (f64 for f64) accumulation. It is the reference, not the fast path.
+ * KILN_GEMM=own|vendor|auto (read at every call) puts kiln's own kernels (gemm_own.h:
+ * mma.sync tiles for f16 / bf16) in front of both; see read_choice below.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda/cuda.h"
+#include "cuda/gemm_own.h"
 
 #define LT_WORKSPACE (8u << 20)
 
 /* ---- batch axes -------------------------------------------------------------------------- */
 
-typedef struct batches {
-    int n;                       /* merged batch axes */
-    int64_t shape[KILN_MAX_DIMS];
-    int64_t sa[KILN_MAX_DIMS], sb[KILN_MAX_DIMS], sc[KILN_MAX_DIMS];
-} batches;
+typedef kiln_gemm_batches batches;
 
-static void merge_batches(const kiln_gemm_desc *d, batches *bt)
+void kiln__cuda_gemm_merge_batches(const kiln_gemm_desc *d, kiln_gemm_batches *bt)
 {
     bt->n = 0;
     for (int i = 0; i < d->nbatch; i++) {
@@ -421,13 +419,41 @@ static kiln_status fallback(kiln_ctx *ctx, const kiln_gemm_desc *d, const batche
     return KILN_OK;
 }
 
+/* ---- dispatch ---------------------------------------------------------------------------- */
+
+typedef enum gemm_choice { GEMM_AUTO, GEMM_VENDOR, GEMM_OWN } gemm_choice;
+
+/* KILN_GEMM, read at every call (tests and benchmarks switch it between calls):
+ *   vendor  cuBLASLt, the reference kernel for what cuBLASLt cannot take (as before issue 5);
+ *   own     kiln's kernels where they apply (gemm_own.h), the vendor path for the rest;
+ *   auto    (unset or empty too) the vendor path for now: the own kernels are unmeasured on
+ *           the H100; auto picks them per shape once bench/NOTES.md has the numbers. */
+static kiln_status read_choice(kiln_ctx *ctx, gemm_choice *out)
+{
+    const char *e = getenv("KILN_GEMM");
+    if (!e || !e[0] || strcmp(e, "auto") == 0)
+        *out = GEMM_AUTO;
+    else if (strcmp(e, "vendor") == 0)
+        *out = GEMM_VENDOR;
+    else if (strcmp(e, "own") == 0)
+        *out = GEMM_OWN;
+    else
+        return KILN_ERROR(ctx, KILN_ERR_ARG,
+                          "kiln_dot: environment variable KILN_GEMM='%s' is not one of own, vendor, auto", e);
+    return KILN_OK;
+}
+
 kiln_status kiln__cuda_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d)
 {
+    gemm_choice choice = GEMM_AUTO;
+    KILN_TRY(read_choice(ctx, &choice));
     if (d->M <= 0 || d->N <= 0) return KILN_OK;
     batches bt;
-    merge_batches(d, &bt);
+    kiln__cuda_gemm_merge_batches(d, &bt);
     for (int i = 0; i < bt.n; i++)
         if (bt.shape[i] == 0) return KILN_OK;
+    if (choice == GEMM_OWN && kiln__cuda_gemm_mma_eligible(kiln__cuda_state(ctx)->cc_major, d))
+        return kiln__cuda_gemm_mma(ctx, d, &bt);
     lt_plan p;
     if (!getenv("KILN_GEMM_FALLBACK") && lt_applicable(ctx, d, &p)) {
         int done = 0;

@@ -1,0 +1,68 @@
+/*
+ * src/cuda/gemm_own.h — kiln's own GEMM kernels on the GPU (issue 5), beside the cuBLASLt
+ * path and the reference kernel of gemm.c, which chooses between them (KILN_GEMM):
+ *   C_b = relu?(alpha * A_b @ B_b + bias) + beta * C_b   for every batch index b,
+ * with exactly the semantics of the reference kernel (src/ops/dot.h; one rounding of the
+ * f32 result, stochastic rounding keyed by the element's index, never by the tiling).
+ * Step 1 is gemm_mma.c: mma.sync tensor-core tiles for f16 / bf16 with f32 accumulation
+ * (sm_80 and later). Not here: split-K, wgmma, TMA (the next steps, bench/NOTES.md).
+ * Internal to src/cuda, like cuda.h.
+ */
+#ifndef KILN_CUDA_GEMM_OWN_H
+#define KILN_CUDA_GEMM_OWN_H
+
+#include "cuda/cuda.h"
+
+/* The batch axes of a GEMM with the size-1 axes dropped and neighbours merged where A, B
+ * and C all step through them as one (gemm.c). Strides in elements. */
+typedef struct kiln_gemm_batches {
+    int n;
+    int64_t shape[KILN_MAX_DIMS];
+    int64_t sa[KILN_MAX_DIMS], sb[KILN_MAX_DIMS], sc[KILN_MAX_DIMS];
+} kiln_gemm_batches;
+
+void kiln__cuda_gemm_merge_batches(const kiln_gemm_desc *d, kiln_gemm_batches *bt);
+
+/* ---- mma.sync kernel (gemm_mma.c) ------------------------------------------------------- */
+
+/* Everything the generated source depends on (at most 2 x 16 x 16 = 512 kernels, far
+ * fewer in use); sizes, strides, pointers, alpha, beta, ReLU, the batch axes, the seed and
+ * the stream are kernel arguments. An operand is either K-major in shared memory (its K
+ * axis contiguous there) or MN-major, and loaded either with 16-byte cp.async (vec: its
+ * contiguous axis has unit stride in memory, the other stride, the batch strides and the
+ * address are 16-byte multiples) or element by element through registers. The epilogue's
+ * options that cost registers are structure, so that the plain kernel has none to spare
+ * for them (ptxas spilled in the main loop when they were arguments). */
+typedef struct kiln_gemm_mma_cfg {
+    kiln_dtype dtype; /* F16 or BF16 */
+    int a_kmajor, a_vec;
+    int b_kmajor, b_vec;
+    int bias;   /* a bias is added */
+    int beta;   /* beta != 0: C is read */
+    int sr;     /* stochastic rounding of C (an out-of-line Philox call) */
+    int c_pair; /* two neighbouring elements of C stored as one 32-bit word */
+} kiln_gemm_mma_cfg;
+
+/* Argument words of every launch (room for KILN_MAX_DIMS batch axes). */
+#define KILN_GEMM_MMA_WORDS (23 + 4 * KILN_MAX_DIMS)
+
+/* One launch: the structure, the argument words and the grid (blocks of `threads`). */
+typedef struct kiln_gemm_mma_launch {
+    kiln_gemm_mma_cfg cfg;
+    uint64_t w[KILN_GEMM_MMA_WORDS];
+    int nw;
+    unsigned gx, gy, threads;
+} kiln_gemm_mma_launch;
+
+/* 1 when the kernel takes d on a device of compute capability cc_major.x: f16 or bf16,
+ * M, N, K > 0, K and the tile count within int. */
+int kiln__cuda_gemm_mma_eligible(int cc_major, const kiln_gemm_desc *d);
+/* Fills *l for an eligible d (seed: the context's seed for stochastic rounding). */
+void kiln__cuda_gemm_mma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, uint64_t seed,
+                                 kiln_gemm_mma_launch *l);
+/* Appends the CUDA C source of cfg's kernel ("kiln_gemm_mma") to b; b->oom on failure. */
+void kiln__cuda_gemm_mma_source(const kiln_gemm_mma_cfg *cfg, kiln_sbuf *b);
+/* Runs an eligible d on ctx's stream (kernel through the structural map and the cache). */
+kiln_status kiln__cuda_gemm_mma(kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt);
+
+#endif /* KILN_CUDA_GEMM_OWN_H */
