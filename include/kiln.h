@@ -127,8 +127,8 @@ KILN_API kiln_dtype kiln_dtype_from_name(const char *name);
 /* ---------------------------------------------------------------------------------------
  * Context: the backend, its stream, the RNG seed and counter, the stochastic-rounding
  * setting, the allocator with its statistics and cap, the kernel cache and the last error.
- * Two contexts share nothing; a context and the objects made in it are used by one
- * thread at a time.
+ * Two contexts share nothing (a CPU context has its own worker threads); a context and the
+ * objects made in it are used by one thread at a time.
  * ------------------------------------------------------------------------------------- */
 typedef struct kiln_ctx kiln_ctx;
 typedef struct kiln_tensor kiln_tensor;
@@ -155,11 +155,15 @@ typedef struct kiln_ctx_args {
     size_t memory_limit;    /* cap on bytes in use (cached bytes do not count); 0 = none */
     int allow_tf32;         /* CUDA: let f32 GEMM use TF32 tensor cores; default no */
     int device_index;       /* CUDA: which device; default 0 */
+    int threads;            /* CPU: threads that run the work, the caller's included (1..256);
+                               default: KILN_THREADS from the environment, else one per online
+                               core (at most 64). Results never depend on it. */
 } kiln_ctx_args;
 
 /* Creates a context. args may be NULL (all defaults). On success *out owns one reference;
  * kiln_ctx_destroy drops it, and the context is freed once no tensor of it is alive.
- * Errors: KILN_ERR_NULL (out), KILN_ERR_ARG (bad device value or KILN_DEVICE text),
+ * Errors: KILN_ERR_NULL (out), KILN_ERR_ARG (bad device value or KILN_DEVICE text, threads
+ * outside 0..256 or, when threads is 0, a KILN_THREADS text that is not such a number),
  * KILN_ERR_NO_DEVICE (cuda asked for and none answers, or backend not built in). */
 KILN_API kiln_status kiln_ctx_create(kiln_ctx **out, const kiln_ctx_args *args);
 /* Drops the caller's reference; NULL is a no-op. */
@@ -172,6 +176,12 @@ KILN_API kiln_device kiln_ctx_device(const kiln_ctx *ctx);
 /* The backend's name ("cpu", "cuda") and, for information, what it runs on. */
 KILN_API const char *kiln_ctx_backend_name(const kiln_ctx *ctx);
 KILN_API const char *kiln_ctx_device_description(const kiln_ctx *ctx);
+/* The number of threads the context's host work runs on, the calling thread included: on
+ * the CPU backend the count resolved at creation (args->threads, KILN_THREADS, or one per
+ * online core); 1 on CUDA, whose work runs on the GPU; 0 for NULL. The CPU backend starts
+ * its threads at the first piece of work big enough to share; every result is bit for bit
+ * the same for any thread count. */
+KILN_API int kiln_ctx_threads(const kiln_ctx *ctx);
 /* Reseeds the RNG and resets its counter to 0, so the same calls give the same numbers. */
 KILN_API kiln_status kiln_ctx_set_seed(kiln_ctx *ctx, uint64_t seed);
 /* Sets the default rounding of f16/bf16 outputs (KILN_ROUND_NEAREST or _STOCHASTIC). */

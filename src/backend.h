@@ -18,7 +18,8 @@ typedef struct kiln_backend {
 
     /* Sets up the backend for ctx (device, stream, handles); stores its private state in
      * *state. KILN_ERR_NO_DEVICE when there is nothing to run on. ctx->device_index,
-     * ctx->allow_tf32 are set before the call. May write ctx->description. */
+     * ctx->allow_tf32, ctx->threads are set before the call. May write ctx->description;
+     * the CPU backend writes ctx->threads (the count it resolved). */
     kiln_status (*init)(kiln_ctx *ctx, void **state);
     /* Tears down the state (NULL-safe). Called after every block has been freed. */
     void (*fini)(void *state);

@@ -1,6 +1,7 @@
 /*
  * src/core/ctx.c — contexts: backend choice (KILN_DEVICE=cpu|cuda|auto), RNG seed and
- * stream counter, rounding and TF32 settings, trace flags. The one place where backends
+ * stream counter, rounding and TF32 settings, the CPU thread count asked for (KILN_THREADS;
+ * the CPU backend resolves and owns the threads), trace flags. The one place where backends
  * are registered. A context lives until the user has destroyed it and its last tensor
  * storage is gone.
  */
@@ -23,6 +24,24 @@ static kiln_status parse_device_env(kiln_device *dev)
     else
         return KILN_ERROR(NULL, KILN_ERR_ARG,
                           "kiln_ctx_create: environment variable KILN_DEVICE='%s' is not one of cpu, cuda, auto", e);
+    return KILN_OK;
+}
+
+/* KILN_THREADS: unset or empty = 0 (automatic), else an integer 0..KILN_MAX_THREADS. */
+static kiln_status parse_threads_env(int *threads)
+{
+    const char *e = getenv("KILN_THREADS");
+    *threads = 0;
+    if (!e || !*e) return KILN_OK;
+    long v = 0;
+    const char *p = e;
+    for (; *p >= '0' && *p <= '9' && v <= KILN_MAX_THREADS; p++) v = v * 10 + (*p - '0');
+    if (*p != '\0' || v > KILN_MAX_THREADS)
+        return KILN_ERROR(NULL, KILN_ERR_ARG,
+                          "kiln_ctx_create: environment variable KILN_THREADS='%s' is not a thread count (an integer "
+                          "from 0 to %d; 0 = one per online core)",
+                          e, KILN_MAX_THREADS);
+    *threads = (int)v;
     return KILN_OK;
 }
 
@@ -56,6 +75,12 @@ kiln_status kiln_ctx_create(kiln_ctx **out, const kiln_ctx_args *args)
     if (a.device_index < 0)
         return KILN_ERROR(NULL, KILN_ERR_ARG, "kiln_ctx_create: argument 'args->device_index' is negative (%d)",
                           a.device_index);
+    if (a.threads < 0 || a.threads > KILN_MAX_THREADS)
+        return KILN_ERROR(NULL, KILN_ERR_ARG,
+                          "kiln_ctx_create: argument 'args->threads' is %d, not from 0 to %d (0 = automatic)",
+                          a.threads, KILN_MAX_THREADS);
+    int threads = a.threads;
+    if (threads == 0) KILN_TRY(parse_threads_env(&threads));
 
     kiln_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return KILN_ERROR(NULL, KILN_ERR_OOM, "kiln_ctx_create: no host memory for a context");
@@ -64,6 +89,7 @@ kiln_status kiln_ctx_create(kiln_ctx **out, const kiln_ctx_args *args)
     ctx->round = a.round == KILN_ROUND_DEFAULT ? KILN_ROUND_NEAREST : a.round;
     ctx->allow_tf32 = a.allow_tf32 != 0;
     ctx->device_index = a.device_index;
+    ctx->threads = threads;
     ctx->mem.limit = a.memory_limit;
     const char *trace = getenv("KILN_TRACE");
     ctx->trace_plan = trace && strstr(trace, "plan") != NULL;
@@ -112,6 +138,12 @@ kiln_device kiln_ctx_device(const kiln_ctx *ctx) { return ctx ? ctx->device : KI
 const char *kiln_ctx_backend_name(const kiln_ctx *ctx) { return ctx && ctx->backend ? ctx->backend->name : ""; }
 
 const char *kiln_ctx_device_description(const kiln_ctx *ctx) { return ctx ? ctx->description : ""; }
+
+int kiln_ctx_threads(const kiln_ctx *ctx)
+{
+    if (!ctx) return 0;
+    return ctx->backend == &kiln__cpu_backend ? ctx->threads : 1;
+}
 
 kiln_status kiln_ctx_set_seed(kiln_ctx *ctx, uint64_t seed)
 {

@@ -119,6 +119,9 @@ void kiln__mem_release_all_cached(kiln_ctx *ctx);
 
 /* ---- context -------------------------------------------------------------------------- */
 
+/* The most threads a context may be given (kiln_ctx_args.threads, KILN_THREADS). */
+#define KILN_MAX_THREADS 256
+
 struct kiln_ctx {
     int64_t refcount;                 /* the user's reference + one per live storage */
     const struct kiln_backend *backend;
@@ -129,11 +132,13 @@ struct kiln_ctx {
     kiln_round round;
     int allow_tf32;
     int device_index;
+    int threads;                      /* before init: threads asked for (0 = automatic); the CPU
+                                         backend's init writes the count it runs on */
     int trace_plan;                   /* KILN_TRACE contains "plan" */
     kiln_mem mem;
     kiln_status last_status;
     char *last_error;                 /* malloc'd, NUL-terminated; NULL = none */
-    char description[128];
+    char description[192];
 };
 
 void kiln__ctx_retain(kiln_ctx *ctx);

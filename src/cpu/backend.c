@@ -1,12 +1,17 @@
 /*
  * src/cpu/backend.c — the CPU backend's vtable (kiln__cpu_backend, see src/backend.h):
  * host memory with 256-byte alignment, host <-> view copies with dtype conversion, plan
- * execution (src/cpu/exec.c) and GEMM (src/cpu/gemm.c). The backend keeps no state: all
- * work runs synchronously on the calling thread, so there is nothing to synchronize.
+ * execution (src/cpu/exec.c) and GEMM (src/cpu/gemm.c). Its state per context is the thread
+ * count and the worker pool (src/cpu/pool.c). All work is done when a call returns (the
+ * workers only help the calling thread inside the call), so there is nothing to synchronize.
  */
+#define _POSIX_C_SOURCE 200809L /* sysconf */
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <unistd.h>
 
 #include "cpu/cpu.h"
 
@@ -35,19 +40,34 @@ static void cpu_model(char *buf, size_t cap)
     fclose(f);
 }
 
+/* Threads when none are asked for: one per online core, at most this many. */
+enum { AUTO_THREADS_MAX = 64 };
+
 static kiln_status cpu_init(kiln_ctx *ctx, void **state)
 {
+    int n = ctx->threads;
+    if (n <= 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        n = cores < 1 ? 1 : cores > AUTO_THREADS_MAX ? AUTO_THREADS_MAX : (int)cores;
+    }
+    kiln_cpu_state *s = calloc(1, sizeof *s);
+    if (!s) return KILN_ERROR(ctx, KILN_ERR_OOM, "no host memory for the CPU backend's state");
+    s->nthreads = n;
+    ctx->threads = n;
     char model[128];
     cpu_model(model, sizeof model);
-    snprintf(ctx->description, sizeof ctx->description, "cpu: %.48s, GEMM: %.64s", model[0] ? model : "unknown model",
-             KILN_GEMM_IMPL);
-    *state = NULL;
+    snprintf(ctx->description, sizeof ctx->description, "cpu: %.48s, %d thread%s, GEMM: %.64s",
+             model[0] ? model : "unknown model", n, n == 1 ? "" : "s", KILN_GEMM_IMPL);
+    *state = s;
     return KILN_OK;
 }
 
 static void cpu_fini(void *state)
 {
-    (void)state;
+    kiln_cpu_state *s = state;
+    if (!s) return;
+    kiln__cpu_pool_destroy(s->pool);
+    free(s);
 }
 
 static kiln_status cpu_raw_alloc(kiln_ctx *ctx, size_t size, void **ptr)

@@ -20,10 +20,10 @@
  * context's counting allocator.
  *
  * Numbers: f32 compute uses the f32 libm functions; SUM adds in the compute type within a
- * block and in double across blocks; MAX/MIN propagate NaN; ARG* give the first index of
- * the extreme (a NaN counts as the extreme). In f32 compute an ARG* index above 2^24 is
- * not exact (the planner should pick f64 compute for such rows). Stochastic rounding from
- * f64 compute rounds to f32 first (the recipe in core/numeric.h is defined on f32).
+ * block and in double across blocks (and across chunks, see Threads); MAX/MIN propagate NaN; ARG* give the first index
+ * of the extreme (a NaN counts as the extreme). In f32 compute an ARG* index above 2^24 is not exact (the planner
+ * should pick f64 compute for such rows). Stochastic rounding from f64 compute rounds to f32 first (the recipe in
+ * core/numeric.h is defined on f32).
  *
  * Per row group: ROW-space instructions that need no reduction are computed first; then for
  * each pass p the row is walked, the FULL instructions the pass's reductions need are
@@ -34,8 +34,28 @@
  * so the destination may be an input read at the same points (in place). A destination
  * that overlaps an input in any other way needs a temporary (the planner's job).
  *
- * Single-threaded. Threads would go around the row-group loop (ROW/COL) and the block loop
- * (EW) in exec_impl.h: groups and blocks are independent apart from the workspace.
+ * Threads (src/cpu/pool.c): the work is cut into tasks by the kernel's shape alone, never
+ * by the thread count, and each output element is computed by one task in the serial order,
+ * so results are bit for bit the same for 1 and N threads:
+ *   EW: a task is a run of TASK_POINTS consecutive points (whole blocks).
+ *   ROW/COL: a task is a run of whole row groups (the groups the serial walk makes, as many
+ *       as fill about TASK_POINTS points); each row is reduced by one task as it always was.
+ *   Few row groups (under GROUPS_FEW) with a long inner walk (a full reduction, a column
+ *       reduction of a narrow tensor, a few long rows): each group in turn, its walks cut
+ *       into chunks of CHUNK_BLOCKS whole blocks or more (at most CHUNKS_MAX chunks, from k
+ *       = 0; the chunk size depends on the shape only). Each chunk reduces into its own
+ *       partial accumulators, and the calling thread combines the partials in chunk order
+ *       after the walk (SUM: the chunks' double sums added in order; MAX/MIN/ARG*: the same
+ *       answers as one walk, ARG* the first index). Every pass ends before the next walk
+ *       starts. This changes the association of a long SUM against one walk (the chunk sums
+ *       are added, not the block sums one by one) and, with ties of -0 and +0, which zero a
+ *       MAX/MIN gives, the same way for every thread count.
+ * Each worker has its own block buffers (from the counting allocator, taken by the calling
+ * thread before any task runs); tasks write only their own output points, so the in-place
+ * rule above carries over: an element read in place is read and written by one task (and in
+ * chunked walks, written only in the output walk, after every pass has read it). A kernel
+ * that breaks the rule (split_ok) runs on the calling thread alone. Work under
+ * KILN_CPU_PAR_MIN points (src/cpu/pool.c) also stays on the calling thread.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -52,6 +72,11 @@
 #define BLOCK ((int64_t)KILN_CPU_BLOCK)
 
 enum { MODE_EW = 0, MODE_ROW = 1, MODE_COL = 2 };
+
+/* Task sizes (see Threads above): points of an EW task, and of a row-group task at least;
+ * blocks of a chunk at least, and chunks of a walk at most; below GROUPS_FEW row groups a
+ * long inner walk is cut into chunks. They depend on nothing but these constants. */
+enum { TASK_POINTS = 8 * KILN_CPU_BLOCK, CHUNK_BLOCKS = 16, CHUNKS_MAX = 128, GROUPS_FEW = 16 };
 
 static const int8_t pop_nargs[] = {
 #define X_NARGS(name, nargs) nargs,
@@ -103,6 +128,7 @@ typedef struct xk {
     int *red_list, *nredw;  /* [walk][ninstr]: reductions of the walk's pass */
     int *row_list, *nrow;   /* [stage][ninstr]: ROW instructions with ready == stage - 1 */
     void *mem;
+    int split_ok; /* the points may be shared among threads (see split_ok) */
 } xk;
 
 #define ST(x, io, d) ((x)->st[(size_t)(io)*KILN_MAX_DIMS + (size_t)(d)])
@@ -438,6 +464,53 @@ static void odo_step(const xk *x, int64_t *idx, const int *ax, int na, int64_t b
     }
 }
 
+/* ---- threads --------------------------------------------------------------------------- */
+
+/* The bytes [*lo, *hi) that io's view of the normalized domain touches. */
+static void io_range(const xk *x, int io, uintptr_t *lo, uintptr_t *hi)
+{
+    const kiln_plan_kernel *k = x->k;
+    const char *base = io < k->ninputs ? k->inputs[io].base : k->out.base;
+    const int64_t es = (int64_t)kiln_dtype_size(io < k->ninputs ? k->inputs[io].dtype : k->out.dtype);
+    int64_t a = 0, b = 0;
+    for (int d = 0; d < x->nd; d++) {
+        const int64_t e = (x->shape[d] - 1) * ST(x, io, d);
+        if (e < 0)
+            a += e;
+        else
+            b += e;
+    }
+    *lo = (uintptr_t)base + (uintptr_t)(a * es); /* wraps back for a < 0 */
+    *hi = (uintptr_t)base + (uintptr_t)((b + 1) * es);
+}
+
+/* Whether the kernel's points may be shared among threads. Threads own disjoint sets of
+ * output points (whole rows, or whole blocks of an element-wise domain, or, chunk by chunk,
+ * inner points of a row between barriers), so this holds when no two points store into one
+ * element (no stride 0 where the output varies) and every input that may touch the output's
+ * bytes reads them through the output's own mapping (in place, the rule above), i.e. each
+ * thread reads only elements it alone writes. Kernels from src/expr always pass; any other
+ * is run on the calling thread, in the serial order. */
+static int split_ok(const xk *x)
+{
+    const kiln_plan_kernel *k = x->k;
+    const int out = x->nio - 1;
+    for (int d = 0; d < x->nd; d++)
+        if (ST(x, out, d) == 0 && x->shape[d] > 1 && !(x->red[d] && k->out.is_row)) return 0;
+    uintptr_t olo, ohi;
+    io_range(x, out, &olo, &ohi);
+    for (int j = 0; j < k->ninputs; j++) {
+        uintptr_t lo, hi;
+        io_range(x, j, &lo, &hi);
+        if (hi <= olo || ohi <= lo) continue;
+        if (k->inputs[j].base != k->out.base || kiln_dtype_size(k->inputs[j].dtype) != kiln_dtype_size(k->out.dtype))
+            return 0;
+        for (int d = 0; d < x->nd; d++)
+            if (ST(x, j, d) != ST(x, out, d)) return 0;
+    }
+    return 1;
+}
+
 /* ---- the typed interpreter ------------------------------------------------------------ */
 
 #define T             float
@@ -484,6 +557,7 @@ kiln_status kiln__cpu_exec_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
                 st = KILN_ERROR(ctx, KILN_ERR_INTERNAL, "argument 'plan': input %d has no address", j);
     }
     if (!nothing && st == KILN_OK) st = analyse(&x);
+    if (!nothing && st == KILN_OK) x.split_ok = split_ok(&x);
     if (!nothing && st == KILN_OK) st = k->compute_f64 ? run_f64(&x) : run_f32(&x);
     free(x.mem);
     free(x.st);

@@ -407,11 +407,344 @@ static void SFX(red_final)(int op, int64_t nl, SFX(racc) r, T *restrict out)
     }
 }
 
+/* r = r followed by p, for nl lanes: p holds what one chunk of the inner points gave (its
+ * accumulators started from red_init), r what the chunks before it gave. Applied in chunk
+ * order, this gives every operation's meaning over the whole row: SUM adds the chunk sums in
+ * double in order; MAX/MIN keep NaN; ARG* keep the first index of the extreme (a later chunk
+ * wins only when strictly better or NaN, and nothing wins after a NaN). */
+static void SFX(red_combine)(int op, int64_t nl, SFX(racc) r, SFX(racc) p)
+{
+    for (int64_t l = 0; l < nl; l++) {
+        const T m = r.best[l], y = p.best[l];
+        switch (op) {
+        case KILN_POP_RED_SUM: r.sum[l] += p.sum[l]; break;
+        case KILN_POP_RED_MAX:
+        case KILN_POP_RED_MIN:
+            r.nans[l] += p.nans[l];
+            if (m == m && (y != y || (op == KILN_POP_RED_MAX ? y > m : y < m))) r.best[l] = y;
+            break;
+        case KILN_POP_RED_ARGMAX:
+        case KILN_POP_RED_ARGMIN:
+            if (m == m && (y != y || (op == KILN_POP_RED_ARGMAX ? y > m : y < m))) {
+                r.best[l] = y;
+                r.idx[l] = p.idx[l];
+            }
+            break;
+        default: break;
+        }
+    }
+}
+
 /* ---- the driver ----------------------------------------------------------------------- */
 
 static size_t SFX(rup)(size_t n)
 {
     return (n + 63) / 64 * 64;
+}
+
+/* One worker's scratch: a buffer per instruction (valp; rowp for ROW values), the
+ * reductions' accumulators, the block's and the row group's segments, the lanes' offsets
+ * and indices. */
+typedef struct SFX(wsp) {
+    T **valp, **rowp;
+    SFX(racc) * acc;
+    seglist fs, rs;
+    int64_t *lane_off, *lane_lin, *lane_olin;
+} SFX(wsp);
+
+/* One kernel's run, shared by its workers. Geometry is fixed before any task runs and
+ * depends on the kernel alone (never on the thread count). */
+typedef struct SFX(job) {
+    xk *x;
+    int64_t nl_max, kn_max, B; /* lanes per row group, inner points per block, values per block */
+    size_t wbytes;             /* one worker's scratch */
+    SFX(wsp) * ws;             /* [nworkers], carved before any task runs */
+    seglist ps;                /* short rows: the segments of one whole row, relative to its start */
+    int64_t ew_points;         /* EW: points per task */
+    int64_t ngroups, gpl, gpt; /* row groups; COL: per line of the innermost kept axis; per task */
+    /* chunked walks (few row groups, long inner walks): the group being run, in worker 0's
+     * scratch, and per chunk of inner points its partial accumulators */
+    SFX(wsp) * g;
+    int64_t nl;
+    int wk;
+    int64_t ch, nchunks;
+    SFX(racc) * part; /* [nchunks][nred] */
+} SFX(job);
+
+static void SFX(carve)(const SFX(job) * j, char *w, SFX(wsp) * s)
+{
+    const xk *x = j->x;
+    const int ni = x->k->ninstr, nio = x->nio;
+    const int64_t B = j->B;
+#define CARVE(ptr, type, count)                        \
+    do {                                               \
+        ptr = (type *)(void *)w;                       \
+        w += SFX(rup)((size_t)(count) * sizeof(type)); \
+    } while (0)
+    s->fs.ax = s->rs.ax = x->nd - 1;
+    CARVE(s->valp, T *, ni);
+    CARVE(s->rowp, T *, ni);
+    CARVE(s->acc, SFX(racc), x->nred);
+    for (int i = 0; i < ni; i++) CARVE(s->valp[i], T, B);
+    for (int i = 0; i < ni; i++) {
+        if (x->mode == MODE_EW)
+            s->rowp[i] = s->valp[i];
+        else
+            CARVE(s->rowp[i], T, B);
+    }
+    for (int r = 0; r < x->nred; r++) {
+        CARVE(s->acc[r].sum, double, B);
+        CARVE(s->acc[r].best, T, B);
+        CARVE(s->acc[r].idx, int64_t, B);
+        CARVE(s->acc[r].nans, T, B);
+    }
+    CARVE(s->fs.len, int32_t, B);
+    CARVE(s->fs.lin, int64_t, B);
+    CARVE(s->fs.off, int64_t, B * nio);
+    CARVE(s->rs.len, int32_t, B);
+    CARVE(s->rs.lin, int64_t, B);
+    CARVE(s->rs.off, int64_t, B * nio);
+    CARVE(s->lane_off, int64_t, B * nio);
+    CARVE(s->lane_lin, int64_t, B);
+    CARVE(s->lane_olin, int64_t, B);
+#undef CARVE
+}
+
+/* The bytes SFX(carve) takes. */
+static size_t SFX(wsp_bytes)(const xk *x, int64_t B)
+{
+    const int ni = x->k->ninstr, nio = x->nio;
+    const size_t vb = SFX(rup)((size_t)B * sizeof(T));
+    const size_t segb = SFX(rup)((size_t)B * sizeof(int32_t)) + SFX(rup)((size_t)B * sizeof(int64_t)) +
+                        SFX(rup)((size_t)B * (size_t)nio * sizeof(int64_t));
+    const size_t redb = SFX(rup)((size_t)B * sizeof(double)) + 2 * vb + SFX(rup)((size_t)B * sizeof(int64_t));
+    const int nrowbuf = x->mode == MODE_EW ? 0 : ni;
+    return (size_t)(ni + nrowbuf) * vb + (size_t)x->nred * redb + 2 * segb +
+           SFX(rup)((size_t)B * (size_t)nio * sizeof(int64_t)) + 2 * SFX(rup)((size_t)B * sizeof(int64_t)) +
+           2 * SFX(rup)((size_t)ni * sizeof(T *)) + SFX(rup)((size_t)x->nred * sizeof(SFX(racc)));
+}
+
+/* EW task t: the points [t * ew_points, ...) in blocks of B. */
+static void SFX(ew_task)(void *arg, int64_t t, int worker)
+{
+    const SFX(job) *j = arg;
+    const xk *x = j->x;
+    SFX(wsp) *s = &j->ws[worker];
+    int all[KILN_MAX_DIMS];
+    for (int d = 0; d < x->nd; d++) all[d] = d;
+    for (int io = 0; io < x->nio; io++) s->lane_off[io] = 0;
+    const int64_t end = (t + 1) * j->ew_points < x->numel ? (t + 1) * j->ew_points : x->numel;
+    for (int64_t start = t * j->ew_points; start < end; start += j->B) {
+        const int64_t n = end - start < j->B ? end - start : j->B;
+        s->fs.n = 0;
+        s->fs.total = 0;
+        gen_segs(x, all, x->nd, 0, s->lane_off, 0, start, n, &s->fs);
+        for (int q = 0; q < x->nfull[0]; q++) SFX(eval)(x, x->full_list[q], &s->fs, s->valp);
+        SFX(store)(x, &s->fs, s->valp[x->k->out_instr]);
+    }
+}
+
+/* Sets s's row group to the one whose first outer point is oidx (indexed by domain axis;
+ * advanced past the group): its lanes (offsets, indices) and row segments rs. first_row is
+ * the group's first row (ROW mode). Returns the group's lane count. */
+static int64_t SFX(group_at)(const SFX(job) * j, SFX(wsp) * s, int64_t *oidx, int64_t first_row)
+{
+    const xk *x = j->x;
+    const int nio = x->nio, last = x->nd - 1;
+    int64_t nl;
+    seglist *rs = &s->rs;
+    if (x->mode == MODE_COL) {
+        nl = x->shape[last] - oidx[last];
+        if (nl > j->nl_max) nl = j->nl_max;
+        point_at(x, oidx, x->outer, x->nouter, s->lane_off, &s->lane_lin[0], &s->lane_olin[0]);
+        odo_step(x, oidx, x->outer, x->nouter, nl);
+        rs->ax = last;
+        rs->n = 1;
+        rs->len[0] = (int32_t)nl;
+        rs->lin[0] = s->lane_olin[0];
+        for (int io = 0; io < nio; io++) rs->off[io] = s->lane_off[io];
+    } else {
+        nl = x->outer_n - first_row;
+        if (nl > j->nl_max) nl = j->nl_max;
+        const int lo = x->nouter > 0 ? x->outer[x->nouter - 1] : 0; /* the innermost kept axis */
+        rs->ax = lo;
+        rs->n = 0;
+        for (int64_t l = 0; l < nl; l++) {
+            int64_t *lof = s->lane_off + l * nio;
+            if (l > 0 && oidx[lo] != 0) { /* next point along the innermost kept axis */
+                for (int io = 0; io < nio; io++) lof[io] = lof[io - nio] + ST(x, io, lo);
+                s->lane_lin[l] = s->lane_lin[l - 1] + x->lin[lo];
+                s->lane_olin[l] = s->lane_olin[l - 1] + x->olin[lo];
+                rs->len[rs->n - 1]++; /* the row values continue the current segment */
+            } else {
+                point_at(x, oidx, x->outer, x->nouter, lof, &s->lane_lin[l], &s->lane_olin[l]);
+                rs->len[rs->n] = 1;
+                rs->lin[rs->n] = s->lane_olin[l];
+                for (int io = 0; io < nio; io++) rs->off[(size_t)rs->n * nio + io] = lof[io];
+                rs->n++;
+            }
+            odo_step(x, oidx, x->outer, x->nouter, 1);
+        }
+    }
+    rs->total = nl;
+    return nl;
+}
+
+/* Walk wk of the row group g (nl lanes; its lanes and ROW values) over the inner points
+ * [k_begin, k_end), block by block in s's buffers: evaluates the walk's FULL instructions and
+ * accumulates the pass's reductions into acc, or (the output walk) stores the output. Block
+ * boundaries are multiples of kn_max from k = 0, whatever k_begin is (it is one). */
+static void SFX(walk)(const SFX(job) * j, SFX(wsp) * s, const SFX(wsp) * g, int64_t nl, int wk, int64_t k_begin,
+                      int64_t k_end, SFX(racc) * acc)
+{
+    const xk *x = j->x;
+    const kiln_plan_kernel *k = x->k;
+    const int ni = k->ninstr, nio = x->nio, col = x->mode == MODE_COL;
+    const int is_out = wk >= k->npasses;
+    const int *reds = x->red_list + (size_t)wk * ni;
+    const int *fulls = x->full_list + (size_t)wk * ni;
+    const int *exps = x->exp_list + (size_t)wk * ni;
+    const int64_t kcap = j->kn_max;
+    seglist *fs = &s->fs;
+    /* ROW values read by this walk's FULL work, broadcast over the block layout. */
+    for (int t = 0; t < x->nexp[wk]; t++) {
+        const T *rv = g->rowp[exps[t]];
+        T *d = s->valp[exps[t]];
+        if (col) {
+            for (int64_t q = 0; q < kcap; q++)
+                for (int64_t l = 0; l < nl; l++) d[q * nl + l] = rv[l];
+        } else {
+            for (int64_t l = 0; l < nl; l++)
+                for (int64_t q = 0; q < kcap; q++) d[l * kcap + q] = rv[l];
+        }
+    }
+    for (int64_t k0 = k_begin; k0 < k_end;) {
+        const int64_t kn = k_end - k0 < j->kn_max ? k_end - k0 : j->kn_max;
+        fs->n = 0;
+        fs->total = 0;
+        if (col)
+            gen_segs(x, x->inner, x->ninner, nl, g->lane_off, g->lane_lin[0], k0, kn, fs);
+        else if (nl == 1)
+            gen_segs(x, x->inner, x->ninner, 0, g->lane_off, g->lane_lin[0], k0, kn, fs);
+        else /* whole short rows: the row's segment pattern shifted to each lane */
+            for (int64_t l = 0; l < nl; l++) {
+                const int64_t *lof = g->lane_off + l * nio;
+                for (int q = 0; q < j->ps.n; q++) {
+                    int sn = fs->n++;
+                    fs->len[sn] = j->ps.len[q];
+                    fs->lin[sn] = j->ps.lin[q] + g->lane_lin[l];
+                    for (int io = 0; io < nio; io++)
+                        fs->off[(size_t)sn * nio + io] = j->ps.off[(size_t)q * nio + io] + lof[io];
+                }
+                fs->total += j->ps.total;
+            }
+        for (int t = 0; t < x->nfull[wk]; t++) SFX(eval)(x, fulls[t], fs, s->valp);
+        if (is_out) {
+            SFX(store)(x, fs, s->valp[k->out_instr]);
+        } else {
+            for (int t = 0; t < x->nredw[wk]; t++) {
+                const int i = reds[t];
+                const T *v = s->valp[k->instr[i].a];
+                if (col)
+                    SFX(red_cols)(k->instr[i].op, v, nl, kn, k0, acc[x->redslot[i]]);
+                else
+                    SFX(red_rows)(k->instr[i].op, v, nl, kn, k0, acc[x->redslot[i]]);
+            }
+        }
+        k0 += kn;
+    }
+}
+
+/* Initializes acc for walk wk's reductions. */
+static void SFX(walk_init)(const xk *x, int wk, int64_t nl, SFX(racc) * acc)
+{
+    const int *reds = x->red_list + (size_t)wk * x->k->ninstr;
+    for (int t = 0; t < x->nredw[wk]; t++) {
+        const int i = reds[t];
+        SFX(red_init)(x->k->instr[i].op, nl, acc[x->redslot[i]]);
+    }
+}
+
+/* After walk wk (a pass): its reductions' results into the ROW buffers, then the ROW
+ * instructions that became computable. */
+static void SFX(walk_finish)(const xk *x, SFX(wsp) * s, int wk, int64_t nl)
+{
+    const int ni = x->k->ninstr;
+    const int *reds = x->red_list + (size_t)wk * ni;
+    for (int t = 0; t < x->nredw[wk]; t++) {
+        const int i = reds[t];
+        SFX(red_final)(x->k->instr[i].op, nl, s->acc[x->redslot[i]], s->rowp[i]);
+    }
+    const int *rows = x->row_list + (size_t)(wk + 1) * ni;
+    for (int t = 0; t < x->nrow[wk + 1]; t++) SFX(eval)(x, rows[t], &s->rs, s->rowp);
+}
+
+/* A pass that reduces nothing walks nothing. */
+static int SFX(walk_idle)(const xk *x, int wk)
+{
+    return wk < x->k->npasses && x->nredw[wk] == 0;
+}
+
+/* Runs the whole row group set up in s (nl lanes): ROW values, the passes, the output. */
+static void SFX(group_run)(const SFX(job) * j, SFX(wsp) * s, int64_t nl)
+{
+    const xk *x = j->x;
+    const kiln_plan_kernel *k = x->k;
+    for (int t = 0; t < x->nrow[0]; t++) SFX(eval)(x, x->row_list[t], &s->rs, s->rowp);
+    for (int wk = 0; wk < x->nwalks; wk++) {
+        const int is_out = wk >= k->npasses;
+        if (!is_out) SFX(walk_init)(x, wk, nl, s->acc);
+        if (!SFX(walk_idle)(x, wk)) SFX(walk)(j, s, s, nl, wk, 0, x->inner_n, s->acc);
+        if (!is_out) SFX(walk_finish)(x, s, wk, nl);
+    }
+    if (k->out.is_row) SFX(store)(x, &s->rs, s->rowp[k->out_instr]);
+}
+
+/* The first outer point of row group g (indexed by domain axis) into oidx. */
+static void SFX(group_start)(const SFX(job) * j, int64_t g, int64_t *oidx)
+{
+    const xk *x = j->x;
+    int64_t r;
+    int n = x->nouter;
+    for (int d = 0; d < KILN_MAX_DIMS; d++) oidx[d] = 0;
+    if (x->mode == MODE_COL) { /* lines of the innermost kept axis, gpl groups each */
+        oidx[x->nd - 1] = g % j->gpl * j->nl_max;
+        r = g / j->gpl;
+        n--; /* the innermost kept axis is the last outer axis */
+    } else {
+        r = g * j->nl_max;
+    }
+    for (int a = n - 1; a >= 0; a--) {
+        const int d = x->outer[a];
+        oidx[d] = r % x->shape[d];
+        r /= x->shape[d];
+    }
+}
+
+/* Row-group task t: groups [t * gpt, ...) one after the other, each whole. */
+static void SFX(rows_task)(void *arg, int64_t t, int worker)
+{
+    const SFX(job) *j = arg;
+    SFX(wsp) *s = &j->ws[worker];
+    int64_t oidx[KILN_MAX_DIMS];
+    const int64_t g0 = t * j->gpt, g1 = g0 + j->gpt < j->ngroups ? g0 + j->gpt : j->ngroups;
+    SFX(group_start)(j, g0, oidx);
+    for (int64_t g = g0; g < g1; g++) {
+        const int64_t nl = SFX(group_at)(j, s, oidx, g * j->nl_max);
+        SFX(group_run)(j, s, nl);
+    }
+}
+
+/* Chunk task t of the current walk of the current group: the inner points
+ * [t * ch, (t + 1) * ch), accumulated into the chunk's own partials (a pass) or stored. */
+static void SFX(chunk_task)(void *arg, int64_t t, int worker)
+{
+    const SFX(job) *j = arg;
+    const xk *x = j->x;
+    SFX(racc) *acc = j->part + (size_t)t * (size_t)x->nred;
+    const int64_t k0 = t * j->ch, k1 = k0 + j->ch < x->inner_n ? k0 + j->ch : x->inner_n;
+    if (j->wk < x->k->npasses) SFX(walk_init)(x, j->wk, j->nl, acc);
+    SFX(walk)(j, &j->ws[worker], j->g, j->nl, j->wk, k0, k1, acc);
 }
 
 static kiln_status SFX(run)(xk *x)
@@ -420,6 +753,9 @@ static kiln_status SFX(run)(xk *x)
     const int ni = k->ninstr, nio = x->nio, ew = x->mode == MODE_EW;
     const int col = x->mode == MODE_COL;
     const int last = x->nd - 1;
+    SFX(job) j;
+    memset(&j, 0, sizeof j);
+    j.x = x;
     /* Block geometry: nl_max lanes (rows) of at most kn_max inner points; B values. */
     int64_t nl_max = 1, kn_max = 1, B;
     if (ew) {
@@ -438,192 +774,128 @@ static kiln_status SFX(run)(xk *x)
         if (kn_max > x->inner_n) kn_max = x->inner_n;
         B = nl_max * (kn_max > 0 ? kn_max : 1);
     }
-    const int64_t kcap = kn_max; /* inner points per block */
-    /* Small domains get small buffers: B <= BLOCK, and B >= every lane count. */
-    const size_t vb = SFX(rup)((size_t)B * sizeof(T));
+    j.nl_max = nl_max;
+    j.kn_max = kn_max;
+    j.B = B; /* small domains get small buffers: B <= BLOCK, and B >= every lane count */
+    j.wbytes = SFX(wsp_bytes)(x, B);
+
+    /* Tasks. EW: runs of TASK_POINTS points. Else row groups (COL: gpl per line of the
+     * innermost kept axis), gpt per task; or, with few groups and long inner walks, each
+     * group alone with every walk cut into chunks of whole blocks. */
     const size_t segb = SFX(rup)((size_t)B * sizeof(int32_t)) + SFX(rup)((size_t)B * sizeof(int64_t)) +
                         SFX(rup)((size_t)B * (size_t)nio * sizeof(int64_t));
-    const size_t redb = SFX(rup)((size_t)B * sizeof(double)) + 2 * vb + SFX(rup)((size_t)B * sizeof(int64_t));
-    const int nrowbuf = ew ? 0 : ni;
-    size_t bytes = (size_t)(ni + nrowbuf) * vb + (size_t)x->nred * redb + 3 * segb +
-                   SFX(rup)((size_t)B * (size_t)nio * sizeof(int64_t)) + 2 * SFX(rup)((size_t)B * sizeof(int64_t)) +
-                   2 * SFX(rup)((size_t)ni * sizeof(T *)) + SFX(rup)((size_t)x->nred * sizeof(SFX(racc)));
+    int64_t ntasks;
+    int chunked = 0;
+    size_t shared = segb + SFX(rup)((size_t)nio * sizeof(int64_t)), partb = 0;
+    if (ew) {
+        j.ew_points = TASK_POINTS / B * B;
+        ntasks = (x->numel + j.ew_points - 1) / j.ew_points;
+    } else {
+        if (col) {
+            j.gpl = (x->shape[last] + nl_max - 1) / nl_max;
+            j.ngroups = x->outer_n / x->shape[last] * j.gpl;
+        } else {
+            j.ngroups = (x->outer_n + nl_max - 1) / nl_max;
+        }
+        const int64_t gpoints = nl_max * (x->inner_n > 0 ? x->inner_n : 1);
+        j.gpt = gpoints >= TASK_POINTS ? 1 : (TASK_POINTS + gpoints - 1) / gpoints;
+        ntasks = (j.ngroups + j.gpt - 1) / j.gpt;
+        if (j.ngroups < GROUPS_FEW && kn_max > 0) {
+            const int64_t nb = (x->inner_n + kn_max - 1) / kn_max; /* blocks per walk */
+            int64_t bpc = (nb + CHUNKS_MAX - 1) / CHUNKS_MAX;
+            if (bpc < CHUNK_BLOCKS) bpc = CHUNK_BLOCKS;
+            j.ch = bpc * kn_max;
+            j.nchunks = (nb + bpc - 1) / bpc;
+            chunked = j.nchunks > 1;
+        }
+        if (chunked) {
+            ntasks = j.nchunks;
+            partb = 2 * SFX(rup)((size_t)nl_max * sizeof(double)) + 2 * SFX(rup)((size_t)nl_max * sizeof(T));
+            shared += SFX(rup)((size_t)j.nchunks * (size_t)x->nred * sizeof(SFX(racc))) +
+                      (size_t)j.nchunks * (size_t)x->nred * partb;
+        }
+    }
+    const int64_t work = chunked ? nl_max * x->inner_n : x->numel;
+    int nw = x->split_ok ? kiln__cpu_workers(x->ctx, ntasks, work) : 1;
+
+    /* Under a memory limit the workers' scratch may not fit where one's does: then one. */
     kiln_block *blk = NULL;
-    KILN_TRY(kiln__mem_alloc(x->ctx, bytes, __FILE__, __LINE__, &blk));
-    char *w = blk->ptr;
-#define CARVE(ptr, type, count)                        \
-    do {                                               \
-        ptr = (type *)(void *)w;                       \
-        w += SFX(rup)((size_t)(count) * sizeof(type)); \
-    } while (0)
-    T **valp, **rowp;
-    SFX(racc) * acc;
-    int64_t *lane_off, *lane_lin, *lane_olin;
-    seglist fs, rs, ps;
-    fs.ax = rs.ax = ps.ax = x->nd - 1;
-    CARVE(valp, T *, ni);
-    CARVE(rowp, T *, ni);
-    CARVE(acc, SFX(racc), x->nred);
-    for (int i = 0; i < ni; i++) CARVE(valp[i], T, B);
-    for (int i = 0; i < ni; i++) {
-        if (ew)
-            rowp[i] = valp[i];
-        else
-            CARVE(rowp[i], T, B);
+#define RUN_BYTES(nw) ((size_t)(nw) * (j.wbytes + sizeof(SFX(wsp))) + 64 + shared)
+    kiln_status st = kiln__mem_alloc(x->ctx, RUN_BYTES(nw), __FILE__, __LINE__, &blk);
+    if (st == KILN_ERR_OOM && nw > 1) {
+        nw = 1;
+        st = kiln__mem_alloc(x->ctx, RUN_BYTES(1), __FILE__, __LINE__, &blk);
     }
-    for (int r = 0; r < x->nred; r++) {
-        CARVE(acc[r].sum, double, B);
-        CARVE(acc[r].best, T, B);
-        CARVE(acc[r].idx, int64_t, B);
-        CARVE(acc[r].nans, T, B);
+#undef RUN_BYTES
+    KILN_TRY(st);
+    char *w = (char *)blk->ptr + (size_t)nw * j.wbytes;
+    j.ws = (SFX(wsp) *)(void *)w;
+    w += SFX(rup)((size_t)nw * sizeof(SFX(wsp)));
+    for (int q = 0; q < nw; q++) SFX(carve)(&j, (char *)blk->ptr + (size_t)q * j.wbytes, &j.ws[q]);
+    j.ps.ax = last;
+    j.ps.len = (int32_t *)(void *)w;
+    w += SFX(rup)((size_t)B * sizeof(int32_t));
+    j.ps.lin = (int64_t *)(void *)w;
+    w += SFX(rup)((size_t)B * sizeof(int64_t));
+    j.ps.off = (int64_t *)(void *)w;
+    w += SFX(rup)((size_t)B * (size_t)nio * sizeof(int64_t));
+    if (chunked) {
+        j.part = (SFX(racc) *)(void *)w;
+        w += SFX(rup)((size_t)j.nchunks * (size_t)x->nred * sizeof(SFX(racc)));
+        for (int64_t c = 0; c < j.nchunks * x->nred; c++) {
+            SFX(racc) *r = &j.part[c];
+            r->sum = (double *)(void *)w;
+            w += SFX(rup)((size_t)nl_max * sizeof(double));
+            r->idx = (int64_t *)(void *)w;
+            w += SFX(rup)((size_t)nl_max * sizeof(int64_t));
+            r->best = (T *)(void *)w;
+            w += SFX(rup)((size_t)nl_max * sizeof(T));
+            r->nans = (T *)(void *)w;
+            w += SFX(rup)((size_t)nl_max * sizeof(T));
+        }
     }
-    CARVE(fs.len, int32_t, B);
-    CARVE(fs.lin, int64_t, B);
-    CARVE(fs.off, int64_t, B * nio);
-    CARVE(rs.len, int32_t, B);
-    CARVE(rs.lin, int64_t, B);
-    CARVE(rs.off, int64_t, B * nio);
-    CARVE(ps.len, int32_t, B);
-    CARVE(ps.lin, int64_t, B);
-    CARVE(ps.off, int64_t, B * nio);
-    CARVE(lane_off, int64_t, B * nio);
-    CARVE(lane_lin, int64_t, B);
-    CARVE(lane_olin, int64_t, B);
-#undef CARVE
+    /* Short rows (several per block): the segments of one whole row, relative to its start. */
+    j.ps.n = 0;
+    j.ps.total = 0;
+    if (!ew && !col && nl_max > 1) {
+        int64_t *zero = (int64_t *)(void *)w; /* offsets of the row's start: 0 */
+        for (int io = 0; io < nio; io++) zero[io] = 0;
+        gen_segs(x, x->inner, x->ninner, 0, zero, 0, 0, x->inner_n, &j.ps);
+    }
 
     if (ew) {
-        int all[KILN_MAX_DIMS];
-        for (int d = 0; d < x->nd; d++) all[d] = d;
-        for (int io = 0; io < nio; io++) lane_off[io] = 0;
-        /* (threads: split [0, numel) into chunks of whole blocks) */
-        for (int64_t start = 0; start < x->numel; start += B) {
-            int64_t n = x->numel - start < B ? x->numel - start : B;
-            fs.n = 0;
-            fs.total = 0;
-            gen_segs(x, all, x->nd, 0, lane_off, 0, start, n, &fs);
-            for (int t = 0; t < x->nfull[0]; t++) SFX(eval)(x, x->full_list[t], &fs, valp);
-            SFX(store)(x, &fs, valp[k->out_instr]);
-        }
-        kiln__mem_free(x->ctx, blk);
-        return KILN_OK;
-    }
-
-    int64_t oidx[KILN_MAX_DIMS] = {0};
-    int64_t rows_done = 0;
-    /* Short rows (several per block): the segments of one whole row, relative to its start. */
-    ps.n = 0;
-    ps.total = 0;
-    if (!col && nl_max > 1) {
-        for (int io = 0; io < nio; io++) lane_off[io] = 0;
-        gen_segs(x, x->inner, x->ninner, 0, lane_off, 0, 0, x->inner_n, &ps);
-    }
-    /* (threads: split the row groups) */
-    while (rows_done < x->outer_n) {
-        int64_t nl;
-        if (col) {
-            nl = x->shape[last] - oidx[last];
-            if (nl > nl_max) nl = nl_max;
-            point_at(x, oidx, x->outer, x->nouter, lane_off, &lane_lin[0], &lane_olin[0]);
-            odo_step(x, oidx, x->outer, x->nouter, nl);
-            rs.n = 1;
-            rs.len[0] = (int32_t)nl;
-            rs.lin[0] = lane_olin[0];
-            for (int io = 0; io < nio; io++) rs.off[io] = lane_off[io];
-        } else {
-            nl = x->outer_n - rows_done;
-            if (nl > nl_max) nl = nl_max;
-            const int lo = x->nouter > 0 ? x->outer[x->nouter - 1] : 0; /* the innermost kept axis */
-            rs.ax = lo;
-            rs.n = 0;
-            for (int64_t l = 0; l < nl; l++) {
-                int64_t *lof = lane_off + l * nio;
-                if (l > 0 && oidx[lo] != 0) { /* next point along the innermost kept axis */
-                    for (int io = 0; io < nio; io++) lof[io] = lof[io - nio] + ST(x, io, lo);
-                    lane_lin[l] = lane_lin[l - 1] + x->lin[lo];
-                    lane_olin[l] = lane_olin[l - 1] + x->olin[lo];
-                    rs.len[rs.n - 1]++; /* the row values continue the current segment */
-                } else {
-                    point_at(x, oidx, x->outer, x->nouter, lof, &lane_lin[l], &lane_olin[l]);
-                    rs.len[rs.n] = 1;
-                    rs.lin[rs.n] = lane_olin[l];
-                    for (int io = 0; io < nio; io++) rs.off[(size_t)rs.n * nio + io] = lof[io];
-                    rs.n++;
-                }
-                odo_step(x, oidx, x->outer, x->nouter, 1);
-            }
-        }
-        rs.total = nl;
-        rows_done += nl;
-
-        for (int t = 0; t < x->nrow[0]; t++) SFX(eval)(x, x->row_list[t], &rs, rowp);
-        for (int wk = 0; wk < x->nwalks; wk++) {
-            const int is_out = wk >= k->npasses;
-            const int *reds = x->red_list + (size_t)wk * ni;
-            const int *fulls = x->full_list + (size_t)wk * ni;
-            const int *exps = x->exp_list + (size_t)wk * ni;
-            for (int t = 0; t < x->nredw[wk]; t++) {
-                int i = reds[t];
-                SFX(red_init)(k->instr[i].op, nl, acc[x->redslot[i]]);
-            }
-            /* ROW values read by this walk's FULL work, broadcast over the block layout. */
-            for (int t = 0; t < x->nexp[wk]; t++) {
-                const T *rv = rowp[exps[t]];
-                T *d = valp[exps[t]];
-                if (col) {
-                    for (int64_t j = 0; j < kcap; j++)
-                        for (int64_t l = 0; l < nl; l++) d[j * nl + l] = rv[l];
-                } else {
-                    for (int64_t l = 0; l < nl; l++)
-                        for (int64_t j = 0; j < kcap; j++) d[l * kcap + j] = rv[l];
-                }
-            }
-            int64_t k0 = 0;
-            const int idle = !is_out && x->nredw[wk] == 0; /* a pass without reductions */
-            while (k0 < x->inner_n && !idle) {
-                int64_t kn = x->inner_n - k0 < kn_max ? x->inner_n - k0 : kn_max;
-                fs.n = 0;
-                fs.total = 0;
-                if (col)
-                    gen_segs(x, x->inner, x->ninner, nl, lane_off, lane_lin[0], k0, kn, &fs);
-                else if (nl == 1)
-                    gen_segs(x, x->inner, x->ninner, 0, lane_off, lane_lin[0], k0, kn, &fs);
-                else /* whole short rows: the row's segment pattern shifted to each lane */
-                    for (int64_t l = 0; l < nl; l++) {
-                        const int64_t *lof = lane_off + l * nio;
-                        for (int g = 0; g < ps.n; g++) {
-                            int sn = fs.n++;
-                            fs.len[sn] = ps.len[g];
-                            fs.lin[sn] = ps.lin[g] + lane_lin[l];
-                            for (int io = 0; io < nio; io++)
-                                fs.off[(size_t)sn * nio + io] = ps.off[(size_t)g * nio + io] + lof[io];
-                        }
-                        fs.total += ps.total;
-                    }
-                for (int t = 0; t < x->nfull[wk]; t++) SFX(eval)(x, fulls[t], &fs, valp);
-                if (is_out) {
-                    SFX(store)(x, &fs, valp[k->out_instr]);
-                } else {
-                    for (int t = 0; t < x->nredw[wk]; t++) {
-                        int i = reds[t];
-                        const T *v = valp[k->instr[i].a];
-                        if (col)
-                            SFX(red_cols)(k->instr[i].op, v, nl, kn, k0, acc[x->redslot[i]]);
-                        else
-                            SFX(red_rows)(k->instr[i].op, v, nl, kn, k0, acc[x->redslot[i]]);
+        kiln__cpu_parallel(x->ctx, nw, ntasks, work, SFX(ew_task), &j);
+    } else if (!chunked) {
+        kiln__cpu_parallel(x->ctx, nw, ntasks, work, SFX(rows_task), &j);
+    } else {
+        /* Few groups: each one on the calling thread, its walks cut into chunks run by every
+         * worker; a pass's chunk partials are combined here, in chunk order. The group's
+         * state is in worker 0's scratch: its ROW buffers, accumulators and lanes, which
+         * the chunk tasks only read (worker 0's tasks use its block buffers and fs). */
+        SFX(wsp) g = j.ws[0];
+        j.g = &g;
+        int64_t oidx[KILN_MAX_DIMS] = {0};
+        for (int64_t gi = 0; gi < j.ngroups; gi++) {
+            const int64_t nl = SFX(group_at)(&j, &g, oidx, gi * nl_max);
+            j.nl = nl;
+            for (int t = 0; t < x->nrow[0]; t++) SFX(eval)(x, x->row_list[t], &g.rs, g.rowp);
+            for (int wk = 0; wk < x->nwalks; wk++) {
+                const int is_out = wk >= k->npasses;
+                if (!is_out) SFX(walk_init)(x, wk, nl, g.acc);
+                if (!SFX(walk_idle)(x, wk)) {
+                    j.wk = wk;
+                    kiln__cpu_parallel(x->ctx, nw, j.nchunks, work, SFX(chunk_task), &j);
+                    const int *reds = x->red_list + (size_t)wk * ni;
+                    for (int t = 0; t < x->nredw[wk] && !is_out; t++) {
+                        const int i = reds[t], r = x->redslot[i];
+                        for (int64_t c = 0; c < j.nchunks; c++)
+                            SFX(red_combine)(k->instr[i].op, nl, g.acc[r], j.part[(size_t)c * x->nred + r]);
                     }
                 }
-                k0 += kn;
+                if (!is_out) SFX(walk_finish)(x, &g, wk, nl);
             }
-            if (!is_out) {
-                for (int t = 0; t < x->nredw[wk]; t++) {
-                    int i = reds[t];
-                    SFX(red_final)(k->instr[i].op, nl, acc[x->redslot[i]], rowp[i]);
-                }
-                const int *rows = x->row_list + (size_t)(wk + 1) * ni;
-                for (int t = 0; t < x->nrow[wk + 1]; t++) SFX(eval)(x, rows[t], &rs, rowp);
-            }
+            if (k->out.is_row) SFX(store)(x, &g.rs, g.rowp[k->out_instr]);
         }
-        if (k->out.is_row) SFX(store)(x, &rs, rowp[k->out_instr]);
     }
     kiln__mem_free(x->ctx, blk);
     return KILN_OK;

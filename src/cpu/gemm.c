@@ -9,11 +9,14 @@
  *    packed into a contiguous f32/f64 copy. BLAS writes C itself when C is f32/f64 with unit
  *    stride along N (or along M, through C^T = B^T A^T) and there is no bias and no relu;
  *    otherwise it writes alpha*A@B into a contiguous workspace and the epilogue finishes C.
- *  - Built-in: a cache-blocked GEMM in plain C. Panels of A (MC x KC, in MR-row strips) and
- *    B (KC x NC, in NR-column strips) are packed (and converted to the compute type) into
- *    contiguous buffers; an MR x NR register-blocked micro-kernel written so that gcc -O3
- *    vectorizes it accumulates into a workspace of at most MG x NC values; the epilogue then
- *    stores that block of C.
+ *  - Built-in: a cache-blocked GEMM in plain C. C is cut into tiles of about TM x NC, one
+ *    task each, run on the context's threads (src/cpu/pool.c). A task packs panels of A
+ *    (MC x KC, in MR-row strips) and B (KC x NC, in NR-column strips), converted to the
+ *    compute type, into its worker's contiguous buffers; an MR x NR register-blocked
+ *    micro-kernel written so that gcc -O3 vectorizes it accumulates into the worker's tile
+ *    workspace; the epilogue then stores the tile of C. Every element of C is computed by
+ *    one task, as the sum over k in K order (register sums within a KC block, the blocks
+ *    added in order into the tile), so C is bit for bit the same for any thread count.
  * The built-in engine runs when CBLAS is absent, when K is 0, when a size does not fit
  * BLAS's int, or when the environment has KILN_CPU_GEMM=builtin (read at every call; it lets
  * tests and benchmarks run both engines in one build).
@@ -25,8 +28,8 @@
  * (ctx->seed, d->sr_stream, index), index = row-major linear index of the element over
  * (batch..., M, N)).
  * Every workspace comes from the context's counting allocator and is taken before C is
- * written, so a failure (OOM) leaves C unchanged. Single-threaded apart from what BLAS does
- * itself (threads over batches or column blocks would go in kiln__cpu_gemm's batch loop).
+ * written, so a failure (OOM) leaves C unchanged. The CBLAS engine runs on the calling
+ * thread (OpenBLAS has threads of its own).
  */
 #include <limits.h>
 #include <stdint.h>
@@ -42,8 +45,9 @@
 #include <cblas.h>
 #endif
 
-/* Cache blocking (elements): A block MC x KC, B panel KC x NC, accumulator MG x NC. */
-enum { GEMM_MC = 96, GEMM_KC = 256, GEMM_NC = 512, GEMM_MG = 960 };
+/* Cache blocking (elements): A block MC x KC, B panel KC x NC, accumulator tile of about
+ * GEMM_TM x NC (the task of one thread, below). */
+enum { GEMM_MC = 96, GEMM_KC = 256, GEMM_NC = 512 };
 /* Register blocking of the micro-kernels: MR rows x NR columns of C per call. */
 enum { MR_S = 4, NR_S = 8, MR_D = 4, NR_D = 8 }; /* 4x8 measured best with baseline x86-64 (SSE2) code */
 
@@ -281,62 +285,107 @@ static int64_t round_up(int64_t a, int64_t m)
     return (a + m - 1) / m * m;
 }
 
-/* Workspace of the built-in engine: packed A block, packed B panel, accumulator block. */
-typedef struct builtin_ws {
-    kiln_block *ap, *bp, *acc;
-    int64_t ldt; /* leading dimension of acc: min(NC, N) rounded up to NR */
-} builtin_ws;
+/* The built-in engine's job: C of every batch cut into tiles of tm rows (a multiple of MR)
+ * and GEMM_NC columns, one task each. Tile sizes depend on the shape alone. A task packs its
+ * own A blocks and B panels and owns one workspace (worker w's: packed A block, packed B
+ * panel, accumulator tile), so tasks share nothing but the read-only A, B and bias. */
+typedef struct builtin_job {
+    const kiln_ctx *ctx;
+    const kiln_gemm_desc *d;
+    engine e;
+    int64_t tm, mt, nt; /* rows per tile; row tiles and column tiles per batch */
+    int64_t ldt;        /* leading dimension of the accumulator: min(NC, N) rounded up to NR */
+    size_t ab, bb, wb;  /* bytes of the packed A block, of the B panel, of one workspace */
+    char *ws;           /* nworkers workspaces */
+} builtin_job;
 
-static kiln_status builtin_alloc(kiln_ctx *ctx, const kiln_gemm_desc *d, const engine *e, builtin_ws *ws)
+/* Rows per tile: about GEMM_TM, the rows shared evenly among the tiles. */
+enum { GEMM_TM = 128 };
+
+static void builtin_plan(builtin_job *j, const kiln_ctx *ctx, const kiln_gemm_desc *d)
 {
-    int64_t mc = round_up(min64(GEMM_MC, d->M), e->mr), nc = round_up(min64(GEMM_NC, d->N), e->nr);
-    int64_t kc = min64(GEMM_KC, d->K), mg = min64(GEMM_MG, d->M);
-    memset(ws, 0, sizeof *ws);
-    ws->ldt = nc;
-    kiln_status s = kiln__mem_alloc(ctx, (size_t)(mc * kc * e->cs), __FILE__, __LINE__, &ws->ap);
-    if (s == KILN_OK) s = kiln__mem_alloc(ctx, (size_t)(kc * nc * e->cs), __FILE__, __LINE__, &ws->bp);
-    if (s == KILN_OK) s = kiln__mem_alloc(ctx, (size_t)(mg * nc * e->cs), __FILE__, __LINE__, &ws->acc);
-    return s;
+    memset(j, 0, sizeof *j);
+    j->ctx = ctx;
+    j->d = d;
+    j->e = engine_for(d->dtype);
+    const engine *e = &j->e;
+    const int64_t ntm = (d->M + GEMM_TM - 1) / GEMM_TM;
+    j->tm = round_up((d->M + ntm - 1) / ntm, e->mr);
+    j->mt = (d->M + j->tm - 1) / j->tm;
+    j->nt = (d->N + GEMM_NC - 1) / GEMM_NC;
+    j->ldt = round_up(min64(GEMM_NC, d->N), e->nr);
+    const int64_t mc = round_up(min64(GEMM_MC, j->tm), e->mr), kc = min64(GEMM_KC, d->K);
+    j->ab = (size_t)round_up(mc * kc * e->cs, 64);
+    j->bb = (size_t)round_up(kc * j->ldt * e->cs, 64);
+    j->wb = j->ab + j->bb + (size_t)round_up(j->tm * j->ldt * e->cs, 64);
 }
 
-static void builtin_free(kiln_ctx *ctx, builtin_ws *ws)
+/* Task t: tile (it, jt) of batch bi. Each element of C gets the K-blocks' partial sums in
+ * K order, so its value does not depend on the tiling or on the worker. */
+static void builtin_task(void *arg, int64_t t, int worker)
 {
-    kiln__mem_free(ctx, ws->ap);
-    kiln__mem_free(ctx, ws->bp);
-    kiln__mem_free(ctx, ws->acc);
-}
-
-/* One batch: C_b from A_b at a, B_b at b, into c. */
-static void builtin_batch(const kiln_ctx *ctx, const kiln_gemm_desc *d, const engine *e, const builtin_ws *ws,
-                          const char *a, const char *b, char *c, uint64_t idx0)
-{
+    const builtin_job *j = arg;
+    const kiln_gemm_desc *d = j->d;
+    const engine *e = &j->e;
     const int64_t es = (int64_t)kiln_dtype_size(d->dtype);
-    const int64_t M = d->M, N = d->N, K = d->K, ldt = ws->ldt;
-    char *ap = ws->ap->ptr, *bp = ws->bp->ptr, *acc = ws->acc->ptr;
-    for (int64_t mg = 0; mg < M; mg += GEMM_MG) {
-        const int64_t mgs = min64(GEMM_MG, M - mg);
-        for (int64_t jc = 0; jc < N; jc += GEMM_NC) {
-            const int64_t ncs = min64(GEMM_NC, N - jc);
-            memset(acc, 0, (size_t)(mgs * ldt * e->cs));
-            for (int64_t pc = 0; pc < K; pc += GEMM_KC) {
-                const int64_t kcs = min64(GEMM_KC, K - pc);
-                pack_b(e, bp, b + (pc * d->b_sk + jc * d->b_sn) * es, d->dtype, d->b_sk, d->b_sn, kcs, ncs);
-                for (int64_t ic = 0; ic < mgs; ic += GEMM_MC) {
-                    const int64_t mcs = min64(GEMM_MC, mgs - ic);
-                    pack_a(e, ap, a + ((mg + ic) * d->a_sm + pc * d->a_sk) * es, d->dtype, d->a_sm, d->a_sk, mcs, kcs);
-                    for (int64_t jr = 0; jr < ncs; jr += e->nr) {
-                        const int nr = (int)min64(e->nr, ncs - jr);
-                        for (int64_t ir = 0; ir < mcs; ir += e->mr) {
-                            const int mr = (int)min64(e->mr, mcs - ir);
-                            e->ukr(kcs, ap + ir * kcs * e->cs, bp + jr * kcs * e->cs,
-                                   acc + ((ic + ir) * ldt + jr) * e->cs, ldt, mr, nr);
-                        }
-                    }
+    const int64_t M = d->M, N = d->N, K = d->K, ldt = j->ldt;
+    const int64_t per = j->mt * j->nt, bi = t / per;
+    const int64_t m0 = (t % per) / j->nt * j->tm, n0 = (t % per) % j->nt * GEMM_NC;
+    const int64_t ms = min64(j->tm, M - m0), ns = min64(GEMM_NC, N - n0);
+    /* batch bi's operands */
+    int64_t ao = 0, bo = 0, co = 0, r = bi;
+    for (int i = d->nbatch - 1; i >= 0; i--) {
+        const int64_t q = r % d->batch_shape[i];
+        r /= d->batch_shape[i];
+        ao += q * d->a_bstride[i];
+        bo += q * d->b_bstride[i];
+        co += q * d->c_bstride[i];
+    }
+    /* A or B is empty (NULL) when K is 0: then nothing is packed or read. */
+    const char *a = d->a ? d->a + ao * es : NULL, *b = d->b ? d->b + bo * es : NULL;
+    char *ws = j->ws + (size_t)worker * j->wb;
+    char *ap = ws, *bp = ws + j->ab, *acc = ws + j->ab + j->bb;
+    memset(acc, 0, (size_t)(ms * ldt * e->cs));
+    for (int64_t pc = 0; pc < K; pc += GEMM_KC) {
+        const int64_t kcs = min64(GEMM_KC, K - pc);
+        pack_b(e, bp, b + (pc * d->b_sk + n0 * d->b_sn) * es, d->dtype, d->b_sk, d->b_sn, kcs, ns);
+        for (int64_t ic = 0; ic < ms; ic += GEMM_MC) {
+            const int64_t mcs = min64(GEMM_MC, ms - ic);
+            pack_a(e, ap, a + ((m0 + ic) * d->a_sm + pc * d->a_sk) * es, d->dtype, d->a_sm, d->a_sk, mcs, kcs);
+            for (int64_t jr = 0; jr < ns; jr += e->nr) {
+                const int nr = (int)min64(e->nr, ns - jr);
+                for (int64_t ir = 0; ir < mcs; ir += e->mr) {
+                    const int mr = (int)min64(e->mr, mcs - ir);
+                    e->ukr(kcs, ap + ir * kcs * e->cs, bp + jr * kcs * e->cs, acc + ((ic + ir) * ldt + jr) * e->cs, ldt,
+                           mr, nr);
                 }
             }
-            epilogue(ctx, d, e->ct, acc, ldt, mg, mgs, jc, ncs, c, idx0);
         }
     }
+    epilogue(j->ctx, d, e->ct, acc, ldt, m0, ms, n0, ns, d->c + co * es, (uint64_t)(bi * M * N));
+}
+
+/* Every batch through the built-in engine, on the context's threads. */
+static kiln_status builtin_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d, int64_t nb)
+{
+    builtin_job j;
+    builtin_plan(&j, ctx, d);
+    const int64_t ntasks = nb * j.mt * j.nt;
+    /* work in interpreter-element units: a multiply-add of the blocked kernel costs about a
+     * sixteenth of an interpreted element */
+    const int64_t work = nb * d->M * d->N * (d->K > 0 ? d->K : 1) / 16;
+    int nw = kiln__cpu_workers(ctx, ntasks, work);
+    kiln_block *blk = NULL;
+    kiln_status s = kiln__mem_alloc(ctx, (size_t)nw * j.wb, __FILE__, __LINE__, &blk);
+    if (s == KILN_ERR_OOM && nw > 1) { /* under a memory limit: one workspace may still fit */
+        nw = 1;
+        s = kiln__mem_alloc(ctx, j.wb, __FILE__, __LINE__, &blk);
+    }
+    KILN_TRY(s);
+    j.ws = blk->ptr;
+    kiln__cpu_parallel(ctx, nw, ntasks, work, builtin_task, &j);
+    kiln__mem_free(ctx, blk);
+    return KILN_OK;
 }
 
 /* ---- CBLAS engine --------------------------------------------------------------------- */
@@ -516,31 +565,5 @@ kiln_status kiln__cpu_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d)
     (void)builtin_forced;
 #endif
 
-    const engine e = engine_for(d->dtype);
-    const int64_t es = (int64_t)kiln_dtype_size(d->dtype);
-    builtin_ws ws;
-    kiln_status s = builtin_alloc(ctx, d, &e, &ws);
-    if (s != KILN_OK) {
-        builtin_free(ctx, &ws);
-        return s;
-    }
-    int64_t idx[KILN_MAX_DIMS] = {0}, ao = 0, bo = 0, co = 0;
-    for (int64_t bi = 0; bi < nb; bi++) {
-        /* A or B is empty (NULL) when K is 0: no offset on a NULL pointer then. */
-        builtin_batch(ctx, d, &e, &ws, d->a ? d->a + ao * es : NULL, d->b ? d->b + bo * es : NULL, d->c + co * es,
-                      (uint64_t)(bi * d->M * d->N));
-        for (int i = d->nbatch - 1; i >= 0; i--) {
-            idx[i]++;
-            ao += d->a_bstride[i];
-            bo += d->b_bstride[i];
-            co += d->c_bstride[i];
-            if (idx[i] < d->batch_shape[i]) break;
-            ao -= d->a_bstride[i] * d->batch_shape[i];
-            bo -= d->b_bstride[i] * d->batch_shape[i];
-            co -= d->c_bstride[i] * d->batch_shape[i];
-            idx[i] = 0;
-        }
-    }
-    builtin_free(ctx, &ws);
-    return KILN_OK;
+    return builtin_gemm(ctx, d, nb);
 }
