@@ -36,10 +36,12 @@ int kiln__cpu_workers(kiln_ctx *ctx, int64_t ntasks, int64_t work);
 
 /* Runs fn(arg, t, w) for every t in [0, ntasks) on up to nworkers workers (kiln__cpu_workers's
  * answer; the caller is worker 0) and returns when all are done; what the tasks wrote is
- * then visible to the caller. Which worker runs which task varies (threads that are asleep
- * are woken only for work of at least KILN_CPU_WAKE_MIN elements): a task's result must not
- * depend on w, and tasks must not write what other tasks read. Tasks cannot fail. */
-void kiln__cpu_parallel(kiln_ctx *ctx, int nworkers, int64_t ntasks, int64_t work, kiln_cpu_task_fn fn, void *arg);
+ * then visible to the caller. cost estimates the job in instruction-points (points times the
+ * cost of their instructions, about 0.1 ns each here); threads that are asleep are woken only
+ * for a cost of KILN_CPU_WAKE_MIN or more. Which worker runs which task varies: a task's
+ * result must not depend on w, and tasks must not write what other tasks read. Tasks
+ * cannot fail. */
+void kiln__cpu_parallel(kiln_ctx *ctx, int nworkers, int64_t ntasks, int64_t cost, kiln_cpu_task_fn fn, void *arg);
 
 /* Stops and joins the pool's threads (NULL-safe). */
 void kiln__cpu_pool_destroy(struct kiln_cpu_pool *pool);

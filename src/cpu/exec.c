@@ -466,6 +466,33 @@ static void odo_step(const xk *x, int64_t *idx, const int *ax, int na, int64_t b
 
 /* ---- threads --------------------------------------------------------------------------- */
 
+/* Rough relative cost of one instruction at one point, for the pool's decision to wake its
+ * threads (kiln__cpu_parallel): libm calls and random numbers count 8, the rest 1. */
+static int64_t op_cost(int op)
+{
+    switch (op) {
+    case KILN_POP_EXP:
+    case KILN_POP_EXP2:
+    case KILN_POP_LOG:
+    case KILN_POP_LOG2:
+    case KILN_POP_SIGMOID:
+    case KILN_POP_TANH:
+    case KILN_POP_POW:
+    case KILN_POP_RAND:
+    case KILN_POP_RANDN:
+    case KILN_POP_BERNOULLI: return 8;
+    default: return 1;
+    }
+}
+
+/* The cost of walk w at one point: its FULL instructions and, for the output walk, the store. */
+static int64_t walk_cost(const xk *x, int w)
+{
+    int64_t c = w == x->nwalks - 1 && !(x->mode != MODE_EW && x->k->out.is_row) ? 1 : 0;
+    for (int t = 0; t < x->nfull[w]; t++) c += op_cost(x->k->instr[x->full_list[(size_t)w * x->k->ninstr + t]].op);
+    return c;
+}
+
 /* The bytes [*lo, *hi) that io's view of the normalized domain touches. */
 static void io_range(const xk *x, int io, uintptr_t *lo, uintptr_t *hi)
 {

@@ -815,7 +815,12 @@ static kiln_status SFX(run)(xk *x)
                       (size_t)j.nchunks * (size_t)x->nred * partb;
         }
     }
+    /* work: points (whether to share at all); cost: points x instruction costs (whether to
+     * wake sleeping threads), per walk for a chunked one */
     const int64_t work = chunked ? nl_max * x->inner_n : x->numel;
+    int64_t cost = 0;
+    for (int wk = 0; wk < x->nwalks; wk++) cost += walk_cost(x, wk);
+    cost *= work;
     int nw = x->split_ok ? kiln__cpu_workers(x->ctx, ntasks, work) : 1;
 
     /* Under a memory limit the workers' scratch may not fit where one's does: then one. */
@@ -864,9 +869,9 @@ static kiln_status SFX(run)(xk *x)
     }
 
     if (ew) {
-        kiln__cpu_parallel(x->ctx, nw, ntasks, work, SFX(ew_task), &j);
+        kiln__cpu_parallel(x->ctx, nw, ntasks, cost, SFX(ew_task), &j);
     } else if (!chunked) {
-        kiln__cpu_parallel(x->ctx, nw, ntasks, work, SFX(rows_task), &j);
+        kiln__cpu_parallel(x->ctx, nw, ntasks, cost, SFX(rows_task), &j);
     } else {
         /* Few groups: each one on the calling thread, its walks cut into chunks run by every
          * worker; a pass's chunk partials are combined here, in chunk order. The group's
@@ -884,7 +889,7 @@ static kiln_status SFX(run)(xk *x)
                 if (!is_out) SFX(walk_init)(x, wk, nl, g.acc);
                 if (!SFX(walk_idle)(x, wk)) {
                     j.wk = wk;
-                    kiln__cpu_parallel(x->ctx, nw, j.nchunks, work, SFX(chunk_task), &j);
+                    kiln__cpu_parallel(x->ctx, nw, j.nchunks, work * walk_cost(x, wk), SFX(chunk_task), &j);
                     const int *reds = x->red_list + (size_t)wk * ni;
                     for (int t = 0; t < x->nredw[wk] && !is_out; t++) {
                         const int i = reds[t], r = x->redslot[i];

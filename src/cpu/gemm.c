@@ -371,10 +371,10 @@ static kiln_status builtin_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d, int64_t 
     builtin_job j;
     builtin_plan(&j, ctx, d);
     const int64_t ntasks = nb * j.mt * j.nt;
-    /* work in interpreter-element units: a multiply-add of the blocked kernel costs about a
-     * sixteenth of an interpreted element */
-    const int64_t work = nb * d->M * d->N * (d->K > 0 ? d->K : 1) / 16;
-    int nw = kiln__cpu_workers(ctx, ntasks, work);
+    /* work in interpreted points: a multiply-add of the blocked kernel costs about a sixteenth
+     * of an interpreted point (of a few instructions), and about one instruction's cost */
+    const int64_t macs = nb * d->M * d->N * (d->K > 0 ? d->K : 1);
+    int nw = kiln__cpu_workers(ctx, ntasks, macs / 16);
     kiln_block *blk = NULL;
     kiln_status s = kiln__mem_alloc(ctx, (size_t)nw * j.wb, __FILE__, __LINE__, &blk);
     if (s == KILN_ERR_OOM && nw > 1) { /* under a memory limit: one workspace may still fit */
@@ -383,7 +383,7 @@ static kiln_status builtin_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d, int64_t 
     }
     KILN_TRY(s);
     j.ws = blk->ptr;
-    kiln__cpu_parallel(ctx, nw, ntasks, work, builtin_task, &j);
+    kiln__cpu_parallel(ctx, nw, ntasks, macs, builtin_task, &j);
     kiln__mem_free(ctx, blk);
     return KILN_OK;
 }

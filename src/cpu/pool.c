@@ -10,8 +10,8 @@
  * what a small job takes, so both sides spin briefly before they sleep (SPIN_NS): a thread
  * that finished a job watches for the next one, and the caller watches for the threads that
  * joined its job to finish; kernels issued back to back then start without a wake-up. Jobs
- * under KILN_CPU_WAKE_MIN elements do not wake sleeping threads at all (they are shared with
- * spinning ones only). Which worker runs which task thus varies from run to run; the callers
+ * that cost less than KILN_CPU_WAKE_MIN do not wake sleeping threads at all (they are shared
+ * with spinning ones only). Which worker runs which task thus varies from run to run; the callers
  * (src/cpu/exec_impl.h, src/cpu/gemm.c) make every task's result independent of that: the
  * worker index only picks scratch memory, tasks write disjoint outputs, and anything
  * combined across tasks is combined by the caller in task order afterwards.
@@ -39,12 +39,12 @@
 #define KILN_CPU_PAR_MIN 32768
 #endif
 
-/* Threads asleep are woken only for jobs of at least this many elements; smaller jobs are
- * shared with the threads still spinning after the last job, if any. (On the 2-core VM of
- * bench/NOTES.md, pthread_cond_signal costs the caller about 13 us and the thread runs 30 to
- * 60 us later: the time of a 50K-element job.) */
+/* Threads asleep are woken only for jobs that cost at least this many instruction-points
+ * (about 100 us of work); smaller jobs are shared with the threads still spinning after the
+ * last job, if any. On the 2-core VM of bench/NOTES.md pthread_cond_signal costs the caller
+ * about 13 us and the thread runs 30 to 60 us later. */
 #ifndef KILN_CPU_WAKE_MIN
-#define KILN_CPU_WAKE_MIN 262144
+#define KILN_CPU_WAKE_MIN (1 << 20)
 #endif
 
 /* How long a thread spins (watching an atomic) before it sleeps on a condition variable. */
@@ -238,7 +238,7 @@ int kiln__cpu_workers(kiln_ctx *ctx, int64_t ntasks, int64_t work)
     return n < 1 ? 1 : (int)n;
 }
 
-void kiln__cpu_parallel(kiln_ctx *ctx, int nworkers, int64_t ntasks, int64_t work, kiln_cpu_task_fn fn, void *arg)
+void kiln__cpu_parallel(kiln_ctx *ctx, int nworkers, int64_t ntasks, int64_t cost, kiln_cpu_task_fn fn, void *arg)
 {
     kiln_cpu_state *s = cpu_state(ctx);
     struct kiln_cpu_pool *p = s ? s->pool : NULL;
@@ -257,7 +257,7 @@ void kiln__cpu_parallel(kiln_ctx *ctx, int nworkers, int64_t ntasks, int64_t wor
     p->shared_jobs++;
     atomic_store_explicit(&p->next, 0, memory_order_relaxed);
     atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
-    if (p->sleepers > 0 && work >= KILN_CPU_WAKE_MIN) pthread_cond_broadcast(&p->wake);
+    if (p->sleepers > 0 && cost >= KILN_CPU_WAKE_MIN) pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
 
     run_tasks(p, fn, arg, ntasks, 0);
