@@ -1150,17 +1150,6 @@ kiln_status kiln__cuda_kernel_source(kiln_ctx *ctx, const kiln_plan_kernel *k, c
     return s;
 }
 
-static uint64_t fnv(const void *p, size_t n)
-{
-    const unsigned char *c = p;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= c[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 /* The kernel of k: from the structural fast map, else generated and fetched through the
  * source-keyed cache (memory, disk, NVRTC) and remembered in the fast map. */
 static kiln_status get_function(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp, CUfunction *fn)
@@ -1174,7 +1163,7 @@ static kiln_status get_function(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan 
         kiln__sbuf_free(&sig);
         return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'plan': no host memory for a kernel signature");
     }
-    uint64_t h = fnv(sig.p, sig.len);
+    uint64_t h = kiln__cuda_fnv1a(KILN_FNV_INIT, sig.p, sig.len);
     unsigned bucket = (unsigned)(h % KILN_CUDA_KBUCKETS);
     for (kiln_cuda_fentry *e = st->fast[bucket]; e; e = e->next) {
         if (e->hash == h && e->len == sig.len && memcmp(e->sig, sig.p, sig.len) == 0) {

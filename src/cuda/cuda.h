@@ -112,6 +112,11 @@ void kiln__sbuf_free(kiln_sbuf *b);
  * dtype load/store helpers and the block reductions. Appended to b. */
 void kiln__cuda_prelude(kiln_sbuf *b);
 
+/* FNV-1a over n bytes, continuing from h (KILN_FNV_INIT to start): the hash of kernel
+ * signatures and cache entries. */
+#define KILN_FNV_INIT 0xcbf29ce484222325ull
+uint64_t kiln__cuda_fnv1a(uint64_t h, const void *p, size_t n);
+
 /* ---- kernel cache (nvrtc.c) ----------------------------------------------------------- */
 
 /* Returns the function `name` of source (compiled for the device, from the memory cache,

@@ -51,6 +51,32 @@ void kiln__cuda_gemm_merge_batches(const kiln_gemm_desc *d, kiln_gemm_batches *b
     }
 }
 
+/* Words 0..18 of a GEMM kernel's arguments, shared by the reference kernel below and the
+ * mma.sync kernel (gemm_mma.c): seed, stochastic-rounding stream, M, N, K, the pointers of
+ * A, B, C and bias, the element strides, alpha, beta (as doubles' bits), the batch count. */
+void kiln__cuda_gemm_words(const kiln_gemm_desc *d, uint64_t seed, int64_t nbatch, uint64_t *w)
+{
+    w[0] = seed;
+    w[1] = d->sr_stream;
+    w[2] = (uint64_t)d->M;
+    w[3] = (uint64_t)d->N;
+    w[4] = (uint64_t)d->K;
+    w[5] = (uint64_t)(uintptr_t)d->a;
+    w[6] = (uint64_t)(uintptr_t)d->b;
+    w[7] = (uint64_t)(uintptr_t)d->c;
+    w[8] = (uint64_t)(uintptr_t)d->bias;
+    w[9] = (uint64_t)d->a_sm;
+    w[10] = (uint64_t)d->a_sk;
+    w[11] = (uint64_t)d->b_sk;
+    w[12] = (uint64_t)d->b_sn;
+    w[13] = (uint64_t)d->c_sm;
+    w[14] = (uint64_t)d->c_sn;
+    w[15] = (uint64_t)d->bias_s;
+    memcpy(&w[16], &d->alpha, 8);
+    memcpy(&w[17], &d->beta, 8);
+    w[18] = (uint64_t)nbatch;
+}
+
 /* ---- cuBLASLt --------------------------------------------------------------------------- */
 
 /* A logical (rows x cols) matrix with element strides (sr, sc) as a column-major operand. */
@@ -382,25 +408,7 @@ static kiln_status fallback(kiln_ctx *ctx, const kiln_gemm_desc *d, const batche
     uint64_t w[19 + 4 * KILN_MAX_DIMS];
     int64_t nbt = 1;
     for (int i = 0; i < bt->n; i++) nbt *= bt->shape[i];
-    w[0] = ctx->seed;
-    w[1] = d->sr_stream;
-    w[2] = (uint64_t)d->M;
-    w[3] = (uint64_t)d->N;
-    w[4] = (uint64_t)d->K;
-    w[5] = (uint64_t)(uintptr_t)d->a;
-    w[6] = (uint64_t)(uintptr_t)d->b;
-    w[7] = (uint64_t)(uintptr_t)d->c;
-    w[8] = (uint64_t)(uintptr_t)d->bias;
-    w[9] = (uint64_t)d->a_sm;
-    w[10] = (uint64_t)d->a_sk;
-    w[11] = (uint64_t)d->b_sk;
-    w[12] = (uint64_t)d->b_sn;
-    w[13] = (uint64_t)d->c_sm;
-    w[14] = (uint64_t)d->c_sn;
-    w[15] = (uint64_t)d->bias_s;
-    memcpy(&w[16], &d->alpha, 8);
-    memcpy(&w[17], &d->beta, 8);
-    w[18] = (uint64_t)nbt;
+    kiln__cuda_gemm_words(d, ctx->seed, nbt, w);
     for (int i = 0; i < bt->n; i++) {
         w[19 + 4 * i] = (uint64_t)bt->shape[i];
         w[20 + 4 * i] = (uint64_t)bt->sa[i];

@@ -417,25 +417,7 @@ void kiln__cuda_gemm_mma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batche
     for (int i = 0; i < bt->n; i++) nb *= bt->shape[i];
     int64_t tm = (d->M + BM - 1) / BM, tn = (d->N + BN - 1) / BN;
     uint64_t *w = l->w;
-    w[0] = seed;
-    w[1] = d->sr_stream;
-    w[2] = (uint64_t)d->M;
-    w[3] = (uint64_t)d->N;
-    w[4] = (uint64_t)d->K;
-    w[5] = (uint64_t)(uintptr_t)d->a;
-    w[6] = (uint64_t)(uintptr_t)d->b;
-    w[7] = (uint64_t)(uintptr_t)d->c;
-    w[8] = (uint64_t)(uintptr_t)d->bias;
-    w[9] = (uint64_t)d->a_sm;
-    w[10] = (uint64_t)d->a_sk;
-    w[11] = (uint64_t)d->b_sk;
-    w[12] = (uint64_t)d->b_sn;
-    w[13] = (uint64_t)d->c_sm;
-    w[14] = (uint64_t)d->c_sn;
-    w[15] = (uint64_t)d->bias_s;
-    memcpy(&w[16], &d->alpha, 8);
-    memcpy(&w[17], &d->beta, 8);
-    w[18] = (uint64_t)nb;
+    kiln__cuda_gemm_words(d, seed, nb, w);
     w[19] = (uint64_t)tm;
     w[20] = (uint64_t)tn;
     w[21] = d->relu != 0;
@@ -466,17 +448,6 @@ void kiln__cuda_gemm_mma_source(const kiln_gemm_mma_cfg *c, kiln_sbuf *b)
 
 /* ---- the kernel of a structure ---------------------------------------------------------- */
 
-static uint64_t fnv(const void *p, size_t n)
-{
-    const unsigned char *c = p;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= c[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 /* From the context's structural map (shared with codegen.c; a tag word keeps the two kinds
  * of signature apart), else generated and fetched through the source-keyed cache. */
 static kiln_status get_function(kiln_ctx *ctx, const kiln_gemm_mma_cfg *c, CUfunction *fn)
@@ -487,7 +458,7 @@ static kiln_status get_function(kiln_ctx *ctx, const kiln_gemm_mma_cfg *c, CUfun
     /* a tag ("GKMM") and this kernel's version first: codegen.c's signatures never start so */
     const int32_t sig[11] = {0x4d4d4b47, 2,       (int32_t)c->dtype, c->a_kmajor, c->a_vec, c->b_kmajor,
                              c->b_vec,   c->bias, c->beta,           c->sr,       c->c_pair};
-    uint64_t h = fnv(sig, sizeof sig);
+    uint64_t h = kiln__cuda_fnv1a(KILN_FNV_INIT, sig, sizeof sig);
     unsigned bucket = (unsigned)(h % KILN_CUDA_KBUCKETS);
     for (kiln_cuda_fentry *e = st->fast[bucket]; e; e = e->next) {
         if (e->hash == h && e->len == sizeof sig && memcmp(e->sig, sig, sizeof sig) == 0) {

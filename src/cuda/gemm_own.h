@@ -22,6 +22,8 @@ typedef struct kiln_gemm_batches {
 } kiln_gemm_batches;
 
 void kiln__cuda_gemm_merge_batches(const kiln_gemm_desc *d, kiln_gemm_batches *bt);
+/* Words 0..18 of a GEMM kernel's argument array (layout in gemm.c). */
+void kiln__cuda_gemm_words(const kiln_gemm_desc *d, uint64_t seed, int64_t nbatch, uint64_t *w);
 
 /* ---- mma.sync kernel (gemm_mma.c) ------------------------------------------------------- */
 

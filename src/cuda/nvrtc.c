@@ -70,7 +70,7 @@ kiln_status kiln__cuda_check_lt(const kiln_ctx *ctx, int code, const char *expr,
 
 /* ---- hashing --------------------------------------------------------------------------- */
 
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+uint64_t kiln__cuda_fnv1a(uint64_t h, const void *p, size_t n)
 {
     const unsigned char *c = p;
     for (size_t i = 0; i < n; i++) {
@@ -79,7 +79,6 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
     }
     return h;
 }
-#define FNV_INIT 0xcbf29ce484222325ull
 
 static double now_ms(void)
 {
@@ -102,11 +101,11 @@ typedef struct entry_header {
 
 static uint64_t entry_checksum(const entry_header *h, const char *src, const void *bin)
 {
-    uint64_t c = fnv1a(FNV_INIT, &h->key, 8);
-    c = fnv1a(c, &h->src_len, 8);
-    c = fnv1a(c, &h->bin_len, 8);
-    c = fnv1a(c, src, (size_t)h->src_len);
-    return fnv1a(c, bin, (size_t)h->bin_len);
+    uint64_t c = kiln__cuda_fnv1a(KILN_FNV_INIT, &h->key, 8);
+    c = kiln__cuda_fnv1a(c, &h->src_len, 8);
+    c = kiln__cuda_fnv1a(c, &h->bin_len, 8);
+    c = kiln__cuda_fnv1a(c, src, (size_t)h->src_len);
+    return kiln__cuda_fnv1a(c, bin, (size_t)h->bin_len);
 }
 
 static int mkdir_p(const char *path)
@@ -267,10 +266,10 @@ static kiln_status compile(kiln_ctx *ctx, const char *src, void **bin, size_t *b
 
 static uint64_t kernel_key(const kiln_cuda_state *st, const char *src)
 {
-    uint64_t h = fnv1a(FNV_INIT, src, strlen(src));
-    h = fnv1a(h, st->arch, strlen(st->arch));
+    uint64_t h = kiln__cuda_fnv1a(KILN_FNV_INIT, src, strlen(src));
+    h = kiln__cuda_fnv1a(h, st->arch, strlen(st->arch));
     int v[2] = {st->nvrtc_major, st->nvrtc_minor};
-    return fnv1a(h, v, sizeof v);
+    return kiln__cuda_fnv1a(h, v, sizeof v);
 }
 
 kiln_status kiln__cuda_get_kernel(kiln_ctx *ctx, const char *src, const char *name, CUfunction *fn)
