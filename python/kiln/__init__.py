@@ -189,21 +189,26 @@ _stack = []
 
 class use:
     """Makes a new context current: kn.use(device="cuda"|"cpu"|"auto", seed=...,
-    stochastic_round=..., memory_limit=..., allow_tf32=..., device_index=...).
+    stochastic_round=..., memory_limit=..., allow_tf32=..., device_index=..., threads=...).
+    threads: CPU threads of the context (0 = KILN_THREADS, else one per core); results do
+    not depend on it.
     As a with-block, the previous context comes back at the end. Tensors keep the context
     they were made in; mixing contexts in one expression is an error."""
 
     def __init__(self, device="default", seed=0, stochastic_round=False, memory_limit=None, allow_tf32=False,
-                 device_index=0):
+                 device_index=0, threads=0):
         if not isinstance(device, str) or device.lower() not in _DEVICES:
             raise ValueError(f"argument 'device': {device!r} is not one of 'cpu', 'cuda', 'auto'")
         if memory_limit is not None and (not isinstance(memory_limit, _numbers.Integral) or memory_limit < 0):
             raise ValueError(f"argument 'memory_limit': {memory_limit!r} is not a byte count >= 0")
         if not isinstance(seed, _numbers.Integral):
             raise TypeError(f"argument 'seed': {seed!r} is not an int")
+        if not isinstance(threads, _numbers.Integral) or not 0 <= threads <= 256:
+            raise ValueError(f"argument 'threads': {threads!r} is not a thread count in 0..256")
         self.ctx = _kiln.Context(device=_DEVICES[device.lower()], seed=int(seed) & (2**64 - 1),
                                  round=2 if stochastic_round else 1, memory_limit=int(memory_limit or 0),
-                                 allow_tf32=bool(allow_tf32), device_index=int(device_index))
+                                 allow_tf32=bool(allow_tf32), device_index=int(device_index),
+                                 threads=int(threads))
         self.previous = _kiln.set_current(self.ctx)
 
     def __enter__(self):

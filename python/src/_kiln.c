@@ -742,10 +742,11 @@ static PyNumberMethods expr_as_number = {
 
 static int ctx_init(CtxObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"device", "seed", "round", "memory_limit", "allow_tf32", "device_index", NULL};
-    int device = 0, round = 0, tf32 = 0, index = 0;
+    static char *kwlist[] = {"device", "seed", "round", "memory_limit", "allow_tf32", "device_index", "threads", NULL};
+    int device = 0, round = 0, tf32 = 0, index = 0, threads = 0;
     unsigned long long seed = 0, limit = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|iKiKpi", kwlist, &device, &seed, &round, &limit, &tf32, &index))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|iKiKpii", kwlist, &device, &seed, &round, &limit, &tf32, &index,
+                                     &threads))
         return -1;
     if (self->ctx) {
         kiln_ctx_destroy(self->ctx);
@@ -756,7 +757,8 @@ static int ctx_init(CtxObject *self, PyObject *args, PyObject *kw)
                        .round = (kiln_round)round,
                        .memory_limit = (size_t)limit,
                        .allow_tf32 = tf32,
-                       .device_index = index};
+                       .device_index = index,
+                       .threads = threads};
     kiln_status s = kiln_ctx_create(&self->ctx, &a);
     if (s != KILN_OK) {
         raise_ctx(s, NULL);
@@ -830,6 +832,11 @@ static PyObject *ctx_set_round(CtxObject *self, PyObject *arg)
     if (v == -1 && PyErr_Occurred()) return NULL;
     CTX_STATUS_CALL(kiln_ctx_set_round(self->ctx, (kiln_round)v));
 }
+static PyObject *ctx_threads(CtxObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromLong(kiln_ctx_threads(self->ctx));
+}
+
 static PyObject *ctx_set_allow_tf32(CtxObject *self, PyObject *arg)
 {
     CTX_CHECK(self);
@@ -915,6 +922,7 @@ static PyMethodDef ctx_methods[] = {
     {"set_seed", (PyCFunction)ctx_set_seed, METH_O, "Reseeds the RNG."},
     {"set_round", (PyCFunction)ctx_set_round, METH_O, "Default rounding: 1 nearest, 2 stochastic."},
     {"set_allow_tf32", (PyCFunction)ctx_set_allow_tf32, METH_O, "TF32 for f32 GEMM on CUDA."},
+    {"threads", (PyCFunction)ctx_threads, METH_NOARGS, "Threads the context's host work runs on."},
     {"set_memory_limit", (PyCFunction)ctx_set_limit, METH_O, "Cap in bytes (0 = none)."},
     {"synchronize", (PyCFunction)ctx_synchronize, METH_NOARGS, "Waits for queued work."},
     {"release_cached", (PyCFunction)ctx_release_cached, METH_NOARGS, "Frees cached blocks."},
@@ -930,7 +938,7 @@ static PyTypeObject CtxType = {
     .tp_dealloc = (destructor)ctx_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = "A kiln context (backend, RNG, allocator). Context(device, seed, round, memory_limit, allow_tf32, "
-              "device_index)",
+              "device_index, threads)",
     .tp_methods = ctx_methods,
     .tp_init = (initproc)ctx_init,
     .tp_new = PyType_GenericNew,

@@ -67,3 +67,22 @@ def test_context_errors():
     assert "device" in str(e.value)
     with pytest.raises(TypeError):
         kn._kiln.set_current(5)
+
+
+def test_threads_do_not_change_results(rng):
+    """threads= picks the CPU context's thread count; the values are the same bit for bit."""
+    a = rng.uniform(-2, 2, size=(300, 700)).astype(np.float32)
+    outs = []
+    for n in (1, 3):
+        with kn.use(device="cpu", seed=5, threads=n) as c:
+            assert c.threads() == n
+            A = kn.array(a)
+            A[...] = kn.rsqrt(kn.var(A, axis=1, keepdims=True) + 1e-5) * (A - kn.mean(A, axis=1, keepdims=True))
+            r = kn.rand(300, 700)
+            outs.append((A.get(), kn.sum(A * r).get(), kn.evaluate(r).get()))
+    for x, y in zip(outs[0], outs[1]):
+        assert np.array_equal(x, y)
+    for bad in (-1, 257, 2.5):
+        with pytest.raises(ValueError) as e:
+            kn.use(device="cpu", threads=bad)
+        assert "threads" in str(e.value)
