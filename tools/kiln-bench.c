@@ -154,6 +154,15 @@ static void fmt_ms(double ms, char *buf, size_t cap)
         snprintf(buf, cap, "%.1f", ms);
 }
 
+/* value through fmt, or "-" when the measurement ms it comes from is missing (NaN). */
+static void fmt_measured(char *buf, size_t cap, double ms, const char *fmt, double value)
+{
+    if (isnan(ms))
+        snprintf(buf, cap, "-");
+    else
+        snprintf(buf, cap, fmt, value);
+}
+
 static void cell_name(const row *r, char *buf, size_t cap)
 {
     snprintf(buf, cap, "%s", r->name);
@@ -188,18 +197,12 @@ static void cell_own_ms(const row *r, char *buf, size_t cap)
 }
 static void cell_own_tflops(const row *r, char *buf, size_t cap)
 {
-    if (isnan(r->own_ms))
-        snprintf(buf, cap, "-");
-    else
-        snprintf(buf, cap, "%.1f", r->flops / (r->own_ms * 1e9));
+    fmt_measured(buf, cap, r->own_ms, "%.1f", r->flops / (r->own_ms * 1e9));
 }
 /* own TFLOP/s / vendor TFLOP/s: above 1 means kiln's kernel is faster. */
 static void cell_own_ratio(const row *r, char *buf, size_t cap)
 {
-    if (isnan(r->own_ms))
-        snprintf(buf, cap, "-");
-    else
-        snprintf(buf, cap, "%.2fx", r->ms / r->own_ms);
+    fmt_measured(buf, cap, r->own_ms, "%.2fx", r->ms / r->own_ms);
 }
 static void cell_unfused_ms(const row *r, char *buf, size_t cap)
 {
@@ -207,10 +210,7 @@ static void cell_unfused_ms(const row *r, char *buf, size_t cap)
 }
 static void cell_unfused_ratio(const row *r, char *buf, size_t cap)
 {
-    if (isnan(r->unfused_ms))
-        snprintf(buf, cap, "-");
-    else
-        snprintf(buf, cap, "%.2fx", r->unfused_ms / r->ms);
+    fmt_measured(buf, cap, r->unfused_ms, "%.2fx", r->unfused_ms / r->ms);
 }
 static void cell_peer_ms(const row *r, char *buf, size_t cap)
 {
@@ -219,10 +219,7 @@ static void cell_peer_ms(const row *r, char *buf, size_t cap)
 /* peer time / kiln time: above 1 means kiln is faster than the peer. */
 static void cell_peer_ratio(const row *r, char *buf, size_t cap)
 {
-    if (isnan(r->peer_ms))
-        snprintf(buf, cap, "-");
-    else
-        snprintf(buf, cap, "%.2fx", r->peer_ms / r->ms);
+    fmt_measured(buf, cap, r->peer_ms, "%.2fx", r->peer_ms / r->ms);
 }
 static void cell_check(const row *r, char *buf, size_t cap)
 {
