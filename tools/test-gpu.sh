@@ -82,7 +82,7 @@ for mode in $MODES; do
     if [ "$mode" = python ]; then
         # the Python package against this build, with the machine's own python3 (numpy,
         # pytest, PyTorch and CuPy: the interop tests run), on the CUDA backend
-        launch pytest cuda python env BUILD="$BUILD" KILN_PY_VENV=0 KILN_DEVICE=cuda PYTEST_ARGS="$PYTEST_PAR" \
+        launch pytest cuda python env BUILD="$BUILD" KILN_PY_VENV=0 KILN_DEVICE=cuda PYTEST_ARGS="-rs $PYTEST_PAR" \
             "$ROOT/tools/python-test.sh"
         ROWS="$ROWS pytest.python"
         continue
