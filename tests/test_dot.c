@@ -412,8 +412,10 @@ static void test_empty(void)
 
 static void test_broadcast_operands(void);
 
-/* Shapes and layouts that walk every path of the CUDA backend's own GEMM kernel
- * (src/cuda/gemm_mma.c, KILN_GEMM=own): whole 128 x 128 x 32 tiles; ragged M, N and K
+/* Shapes and layouts that walk every path of the CUDA backend's own GEMM kernels
+ * (src/cuda/gemm_wgmma.c and gemm_mma.c, KILN_GEMM=own and =mma): whole 128 x 128 x 32
+ * tiles; more work items than an H100 has SMs (the wgmma kernel's persistent loop, its ring
+ * of stages wrapping across items, 128- and 256-wide tiles); ragged M, N and K
  * (1, 7, 129, 1000); the four transposes with 16-byte aligned rows (16-byte cp.async into
  * K-major and MN-major tiles); padded rows whose length is not a multiple of 8 (partial
  * chunks); strided and negative-step views (element by element); strided and broadcast
@@ -468,6 +470,21 @@ static void test_tiles(void)
         g.ta = 1;
         g.lb = LAY_PADDED;
         g.beta = -0.5;
+        g.relu = 1;
+        run_case(&g);
+        g = base_case(dt, 2000, 2100, 8); /* 16 x 9 tiles of 128 x 256: 144 items */
+        g.tb = d;
+        g.bias = 1;
+        run_case(&g);
+        g = base_case(dt, 20000, 100, 16); /* 157 tiles of 128 x 128 */
+        g.ta = 1;
+        g.beta = 0.5;
+        run_case(&g);
+        g = base_case(dt, 260, 300, 70); /* 24 batches x 6 tiles, 2 k slices each */
+        g.nba = 1, g.ba[0] = 24;
+        g.nbb = 1, g.bb[0] = 24;
+        g.ta = d;
+        g.tb = 1 - d;
         g.relu = 1;
         run_case(&g);
         g = base_case(dt, 200, 40, 33); /* strided batches of strided views */
@@ -910,8 +927,9 @@ int main(void)
 
     /* 3. the device named by KILN_DEVICE when it is not the CPU (make test-gpu sets cuda):
      * the same numeric suite and stochastic-rounding checks through that backend's GEMM; on
-     * CUDA twice, with KILN_GEMM=vendor (cuBLASLt and the reference kernel) and
-     * KILN_GEMM=own (kiln's own kernels where they apply) */
+     * CUDA three times, with KILN_GEMM=vendor (cuBLASLt and the reference kernel),
+     * KILN_GEMM=own (kiln's own kernels where they apply: wgmma on an H100) and
+     * KILN_GEMM=mma (the mma.sync kernel where it applies) */
     const char *dev = getenv("KILN_DEVICE");
     if (dev && strcmp(dev, "cpu") != 0) {
         kiln_ctx *cpu_ctx = ctx, *dctx = NULL;
@@ -919,9 +937,10 @@ int main(void)
             ctx = dctx;
             printf("backend: %s\n", kiln_ctx_device_description(ctx));
             int cuda = kiln_ctx_device(dctx) == KILN_DEVICE_CUDA;
-            static const char *gemm_env[2] = {"vendor", "own"};
-            static const char *gemm_name[2] = {"device, KILN_GEMM=vendor", "device, KILN_GEMM=own"};
-            for (int i = 0; i < (cuda ? 2 : 1); i++) {
+            static const char *gemm_env[3] = {"vendor", "own", "mma"};
+            static const char *gemm_name[3] = {"device, KILN_GEMM=vendor", "device, KILN_GEMM=own",
+                                               "device, KILN_GEMM=mma"};
+            for (int i = 0; i < (cuda ? 3 : 1); i++) {
                 if (cuda) setenv("KILN_GEMM", gemm_env[i], 1);
                 engine_name = cuda ? gemm_name[i] : "device";
                 printf("GEMM on the %s engine\n", engine_name);

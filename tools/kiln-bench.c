@@ -63,6 +63,9 @@ typedef struct bench {
     const char *expr_peer_title, *expr_peer_ratio_title;
     char *copy_src, *copy_dst; /* buffers of the host memcpy peer */
     size_t copy_cap;
+    /* GPU gemm: sums of log(vendor ms / own ms) and counts, by [bf16][fully connected] */
+    double gemm_log_ratio[2][2];
+    int gemm_count[2][2];
 } bench;
 
 /* Prints a failed kiln call with the context's last error; returns its status. */
@@ -119,6 +122,7 @@ typedef struct row {
     double unfused_ms; /* median time of the unfused way */
     double peer_ms;    /* median time of the peer (e.g. cuBLAS, a copy of the same bytes) */
     double own_ms;     /* GPU gemm: median time with KILN_GEMM=own (ms is KILN_GEMM=vendor) */
+    char gpu_state[24]; /* GPU gemm: SM clock (MHz) and board power (W) read after the timings */
     double err;        /* largest relative error the check found */
     double tol;        /* the check's tolerance */
 } row;
@@ -221,6 +225,10 @@ static void cell_peer_ratio(const row *r, char *buf, size_t cap)
 {
     fmt_measured(buf, cap, r->peer_ms, "%.2fx", r->peer_ms / r->ms);
 }
+static void cell_gpu_state(const row *r, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s", r->gpu_state[0] ? r->gpu_state : "-");
+}
 static void cell_check(const row *r, char *buf, size_t cap)
 {
     snprintf(buf, cap, "%s %.0e", r->err <= r->tol ? "ok" : "FAIL", r->err);
@@ -297,18 +305,26 @@ static kiln_status time_median(bench *b, run_fn fn, void *arg, double *ms_out)
     double target = b->quick ? (b->gpu ? 50.0 : 60.0) : (b->gpu ? 300.0 : 400.0);
     int min_reps = b->quick ? 3 : 5;
 
+    double one = 0.0;
     for (int i = 0; i < warm; i++) {
+        double t0 = now_ms();
         TRY(fn(arg));
         TRY(kiln_ctx_synchronize(b->ctx));
+        one = now_ms() - t0;
     }
+    /* On a GPU a sample is `batch` calls back to back, then one synchronization: a
+     * kernel of tens of microseconds is then timed, not the host's launch-and-wait. */
+    int batch = 1;
+    if (b->gpu && one < 1.0) batch = one <= 0.01 ? 100 : (int)(1.0 / one) + 1;
     int reps = MAX_REPS;
     double spent = 0.0;
     int n = 0;
     for (; n < reps; n++) {
         double t0 = now_ms();
-        TRY(fn(arg));
+        for (int i = 0; i < batch; i++) TRY(fn(arg));
         TRY(kiln_ctx_synchronize(b->ctx));
-        t[n] = now_ms() - t0;
+        t[n] = (now_ms() - t0) / batch;
+        spent += t[n] * (batch - 1);
         spent += t[n];
         if (n + 1 >= min_reps && spent >= target) {
             n++;
@@ -576,6 +592,7 @@ typedef struct gemm_case {
     int64_t m, n, k;
     int trans_b; /* B is stored (n, k) and used as B^T */
     const char *name;
+    int fc;      /* one of the fully-connected shapes (their geometric mean is printed) */
 } gemm_case;
 
 typedef struct gemm_run {
@@ -642,6 +659,18 @@ done:
     return st;
 }
 
+/* The SM clock and the board power right now, "1980/512" (MHz/W), through nvidia-smi
+ * (the GPU machines have it; no NVML link needed); "" when it cannot be read. */
+static void read_gpu_state(char *buf, size_t cap)
+{
+    buf[0] = 0;
+    FILE *f = popen("nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader,nounits 2>/dev/null", "r");
+    if (!f) return;
+    double mhz = 0, w = 0;
+    if (fscanf(f, "%lf , %lf", &mhz, &w) == 2) snprintf(buf, cap, "%.0f/%.0f", mhz, w);
+    pclose(f);
+}
+
 /* On a GPU: sets KILN_GEMM (read by kiln at every call) for the runs that follow. */
 static void gemm_engine(const bench *b, const char *engine)
 {
@@ -682,6 +711,11 @@ static kiln_status gemm_one(bench *b, const table *t, kiln_dtype dt, const gemm_
         if (!isnan(r.err) && !(err <= r.err)) r.err = err; /* the worse of the two (a NaN stays) */
         TRY(time_median(b, gemm_run_once, &g, &r.own_ms));
     }
+    if (b->gpu) read_gpu_state(r.gpu_state, sizeof r.gpu_state);
+    if (own && r.own_ms > 0) {
+        b->gemm_log_ratio[dt == KILN_DTYPE_BF16][gc->fc] += log(r.ms / r.own_ms);
+        b->gemm_count[dt == KILN_DTYPE_BF16][gc->fc]++;
+    }
     if (!(r.err <= r.tol)) b->fails++;
     r.flops = 2.0 * (double)gc->m * (double)gc->n * (double)gc->k;
     table_print_row(t, &r);
@@ -697,19 +731,29 @@ static kiln_status run_gemm(bench *b)
 {
     /* CPU: small to mid squares, a fully-connected layer's shape (batch 128), C = A B^T. */
     static const gemm_case cpu_cases[] = {
-        {256, 256, 256, 0, "square"},
-        {1024, 1024, 1024, 0, "square"},
-        {128, 4096, 1024, 0, "fc fprop"},
-        {1024, 1024, 1024, 1, "square B^T"},
+        {256, 256, 256, 0, "square", 0},
+        {1024, 1024, 1024, 0, "square", 0},
+        {128, 4096, 1024, 0, "fc fprop", 0},
+        {1024, 1024, 1024, 1, "square B^T", 0},
     };
     static const gemm_case cpu_cases_16[] = {
-        {256, 256, 256, 0, "square"},
-        {512, 512, 512, 0, "square"},
+        {256, 256, 256, 0, "square", 0},
+        {512, 512, 512, 0, "square", 0},
     };
-    /* GPU: squares and the fc 9216->4096 layer of the convnet benchmarks (batch 128). */
+    /* GPU: the list of reference/PEERS-H100.md: the fully-connected layers of AlexNet,
+     * Overfeat and VGG at batch 128 (fprop m = 128, n = out, k = in; bprop m = 128, n = in,
+     * k = out; update m = in, n = out, k = 128), squares 1024-8192, and B^T at 8192. */
     static const gemm_case gpu_cases[] = {
-        {1024, 1024, 1024, 0, "square"},  {4096, 4096, 4096, 0, "square"},   {8192, 8192, 8192, 0, "square"},
-        {128, 4096, 9216, 0, "fc fprop"}, {9216, 4096, 128, 0, "fc update"}, {8192, 8192, 8192, 1, "square B^T"},
+        {4096, 4096, 4096, 0, "square", 0},         {8192, 8192, 8192, 0, "square", 0},
+        {128, 4096, 9216, 0, "fc9216 fprop", 1},    {128, 9216, 4096, 0, "fc9216 bprop", 1},
+        {9216, 4096, 128, 0, "fc9216 update", 1},   {128, 4096, 4096, 0, "fc4096 fprop", 1},
+        {128, 4096, 4096, 0, "fc4096 bprop", 1},    {4096, 4096, 128, 0, "fc4096 update", 1},
+        {128, 1000, 4096, 0, "fc1000 fprop", 1},    {128, 4096, 1000, 0, "fc1000 bprop", 1},
+        {4096, 1000, 128, 0, "fc1000 update", 1},   {128, 3072, 36864, 0, "fc36864 fprop", 1},
+        {128, 36864, 3072, 0, "fc36864 bprop", 1},  {36864, 3072, 128, 0, "fc36864 update", 1},
+        {128, 4096, 25088, 0, "fc25088 fprop", 1},  {128, 25088, 4096, 0, "fc25088 bprop", 1},
+        {25088, 4096, 128, 0, "fc25088 update", 1}, {1024, 1024, 1024, 0, "square", 0},
+        {2048, 2048, 2048, 0, "square", 0},         {8192, 8192, 8192, 1, "square B^T", 0},
     };
 
     table t = {0};
@@ -722,6 +766,7 @@ static kiln_status run_gemm(bench *b)
         table_add(&t, "own ms", 9, 0, cell_own_ms);
         table_add(&t, "TFLOP/s", 8, 0, cell_own_tflops);
         table_add(&t, "own/vendor", 10, 0, cell_own_ratio);
+        table_add(&t, "MHz/W", 9, 0, cell_gpu_state);
     } else {
         table_add(&t, "ms", 9, 0, cell_ms);
         table_add(&t, "GFLOP/s", 9, 0, cell_gflops);
@@ -738,9 +783,11 @@ static kiln_status run_gemm(bench *b)
     kiln_status result = KILN_OK;
 
     /* Default: f32 and f16 on every backend. */
+    /* Default: f32 and f16 on the CPU; f16, bf16 and f32 on a GPU. */
     static const kiln_dtype gemm_default[] = {KILN_DTYPE_F32, KILN_DTYPE_F16};
-    const kiln_dtype *dts = b->dtypes_given ? b->dtypes : gemm_default;
-    int ndts = b->dtypes_given ? b->ndtypes : 2;
+    static const kiln_dtype gemm_default_gpu[] = {KILN_DTYPE_F16, KILN_DTYPE_BF16, KILN_DTYPE_F32};
+    const kiln_dtype *dts = b->dtypes_given ? b->dtypes : b->gpu ? gemm_default_gpu : gemm_default;
+    int ndts = b->dtypes_given ? b->ndtypes : b->gpu ? 3 : 2;
     for (int di = 0; di < ndts; di++) {
         kiln_dtype dt = dts[di];
         const gemm_case *cases;
@@ -764,6 +811,12 @@ static kiln_status run_gemm(bench *b)
             setenv("KILN_GEMM", prev, 1);
         else
             unsetenv("KILN_GEMM");
+        for (int d = 0; d < 2; d++)
+            for (int fc = 1; fc >= 0; fc--)
+                if (b->gemm_count[d][fc])
+                    printf("own/vendor, geometric mean over the %d %s cases in %s: %.2fx\n", b->gemm_count[d][fc],
+                           fc ? "fully-connected" : "square", d ? "bf16" : "f16",
+                           exp(b->gemm_log_ratio[d][fc] / b->gemm_count[d][fc]));
     }
     return result;
 }

@@ -88,6 +88,21 @@ static kiln_status cuda_init(kiln_ctx *ctx, void **state)
             }
         }
     }
+    { /* optional entry points: the wgmma GEMM's tensor maps and its shared-memory size */
+        struct {
+            const char *name;
+            void **fn;
+        } opt[] = {{"cuFuncSetAttribute", (void **)&st->cu.FuncSetAttribute},
+                   {"cuTensorMapEncodeTiled", (void **)&st->cu.TensorMapEncodeTiled}};
+        for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++) {
+            enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+            if (cudaGetDriverEntryPointByVersion(opt[i].name, opt[i].fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+                q != cudaDriverEntryPointSuccess) {
+                (void)cudaGetLastError();
+                *opt[i].fn = NULL;
+            }
+        }
+    }
     INIT_CK(rt, cudaFree(0)); /* creates (or retains) the primary context */
     INIT_CK(rt, cudaDeviceGetAttribute(&st->cc_major, cudaDevAttrComputeCapabilityMajor, st->device));
     INIT_CK(rt, cudaDeviceGetAttribute(&st->cc_minor, cudaDevAttrComputeCapabilityMinor, st->device));
@@ -97,7 +112,10 @@ static kiln_status cuda_init(kiln_ctx *ctx, void **state)
     INIT_CK(lt, cublasLtCreate(&st->lt));
     INIT_CK(nvrtc, nvrtcVersion(&st->nvrtc_major, &st->nvrtc_minor));
 #undef INIT_CK
-    snprintf(st->arch, sizeof st->arch, "sm_%d%d", st->cc_major, st->cc_minor);
+    /* compute capability 9.0 compiles for sm_90a: the arch-specific target with wgmma and
+     * setmaxnreg (its cubins run on 9.0 devices only, which is what this context has) */
+    snprintf(st->arch, sizeof st->arch, "sm_%d%d%s", st->cc_major, st->cc_minor,
+             st->cc_major == 9 && st->cc_minor == 0 ? "a" : "");
     st->sync_each = getenv("KILN_CUDA_SYNC") != NULL;
     kiln__cuda_cache_init_dir(st);
     {

@@ -1163,34 +1163,19 @@ static kiln_status get_function(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan 
         kiln__sbuf_free(&sig);
         return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'plan': no host memory for a kernel signature");
     }
-    uint64_t h = kiln__cuda_fnv1a(KILN_FNV_INIT, sig.p, sig.len);
-    unsigned bucket = (unsigned)(h % KILN_CUDA_KBUCKETS);
-    for (kiln_cuda_fentry *e = st->fast[bucket]; e; e = e->next) {
-        if (e->hash == h && e->len == sig.len && memcmp(e->sig, sig.p, sig.len) == 0) {
-            *fn = e->fn;
-            st->stats.mem_hits++;
-            kiln__sbuf_free(&sig);
-            clock_gettime(CLOCK_MONOTONIC, &t1);
-            st->stats.last_get_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
-            return KILN_OK;
-        }
+    uint64_t h;
+    if (kiln__cuda_fast_find(st, sig.p, sig.len, &h, fn)) {
+        st->stats.mem_hits++;
+        kiln__sbuf_free(&sig);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        st->stats.last_get_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
+        return KILN_OK;
     }
     char *src = NULL;
     kiln_status s = generate(ctx, k, kp, &src);
     if (s == KILN_OK) s = kiln__cuda_get_kernel(ctx, src, "kiln_kernel", fn);
     free(src);
-    if (s == KILN_OK) {
-        kiln_cuda_fentry *e = malloc(sizeof *e);
-        if (e) {
-            e->hash = h;
-            e->len = sig.len;
-            e->sig = (unsigned char *)sig.p; /* owned by the entry */
-            sig.p = NULL;
-            e->fn = *fn;
-            e->next = st->fast[bucket];
-            st->fast[bucket] = e;
-        }
-    }
+    if (s == KILN_OK) kiln__cuda_fast_add(st, h, sig.p, sig.len, *fn);
     kiln__sbuf_free(&sig);
     return s;
 }

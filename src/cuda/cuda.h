@@ -67,6 +67,12 @@ typedef struct kiln_cuda_driver {
     CUresult (*DeviceGet)(CUdevice *, int);
     CUresult (*DeviceGetName)(char *, int, CUdevice);
     CUresult (*DeviceTotalMem)(size_t *, CUdevice);
+    /* optional (NULL when the driver lacks them; the wgmma GEMM then stays unused) */
+    CUresult (*FuncSetAttribute)(CUfunction, CUfunction_attribute, int);
+    CUresult (*TensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                     const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
+                                     CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                     CUtensorMapFloatOOBfill);
 } kiln_cuda_driver;
 
 typedef struct kiln_cuda_state {
@@ -78,7 +84,7 @@ typedef struct kiln_cuda_state {
     cudaStream_t stream;
     cublasLtHandle_t lt;
     int nvrtc_major, nvrtc_minor;
-    char arch[32];            /* "sm_90" */
+    char arch[32];            /* "sm_86"; "sm_90a" on compute capability 9.0 (wgmma, setmaxnreg) */
     char cache_dir[1024];     /* "" = no disk cache */
     int sync_each;            /* KILN_CUDA_SYNC set: synchronize after every launch (debugging) */
     kiln_cuda_kentry *buckets[KILN_CUDA_KBUCKETS];
@@ -126,6 +132,12 @@ kiln_status kiln__cuda_get_kernel(kiln_ctx *ctx, const char *source, const char 
 void kiln__cuda_cache_init_dir(kiln_cuda_state *st);
 /* Drops every cached module (at fini). */
 void kiln__cuda_cache_clear(kiln_cuda_state *st);
+/* The structural fast map (st->fast; plan kernels and GEMM kernels): find returns 1 and
+ * the function when sig (len bytes) is there, and always the hash of sig into *hash; add
+ * remembers fn under a copy of sig (on no host memory it remembers nothing: the next call
+ * generates the source again, slower but not wrong). */
+int kiln__cuda_fast_find(kiln_cuda_state *st, const void *sig, size_t len, uint64_t *hash, CUfunction *fn);
+void kiln__cuda_fast_add(kiln_cuda_state *st, uint64_t hash, const void *sig, size_t len, CUfunction fn);
 /* Launches fn with the flat argument words (a struct of nwords u64, passed by value). */
 kiln_status kiln__cuda_launch(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned by,
                               unsigned smem, const uint64_t *words, int nwords);

@@ -13,9 +13,11 @@
  * KILN_GEMM=own|vendor|auto (read at every call) puts kiln's own kernels (gemm_own.h:
  * mma.sync tiles for f16 / bf16) in front of both; see read_choice below.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda/gemm_own.h"
 
@@ -427,13 +429,49 @@ static kiln_status fallback(kiln_ctx *ctx, const kiln_gemm_desc *d, const batche
     return KILN_OK;
 }
 
+/* ---- own kernels: the function of a structure --------------------------------------------- */
+
+kiln_status kiln__cuda_gemm_kernel(kiln_ctx *ctx, const int32_t *sig, size_t n, void (*gen)(const void *, kiln_sbuf *),
+                                   const void *cfg, const char *name, unsigned smem, CUfunction *fn)
+{
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t h;
+    if (kiln__cuda_fast_find(st, sig, n * sizeof *sig, &h, fn)) {
+        st->stats.mem_hits++;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        st->stats.last_get_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
+        return KILN_OK;
+    }
+    kiln_sbuf src = {0};
+    gen(cfg, &src);
+    if (src.oom) {
+        kiln__sbuf_free(&src);
+        return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'C': no host memory for the GEMM kernel source");
+    }
+    kiln_status s = kiln__cuda_get_kernel(ctx, src.p, name, fn);
+    kiln__sbuf_free(&src);
+    if (s != KILN_OK) return s;
+    if (smem > 48u * 1024u) {
+        if (!st->cu.FuncSetAttribute)
+            return KILN_ERROR(ctx, KILN_ERR_DRIVER, "argument 'C': the CUDA driver lacks cuFuncSetAttribute");
+        KILN_CK(ctx, drv, st->cu.FuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem));
+    }
+    kiln__cuda_fast_add(st, h, sig, n * sizeof *sig, *fn);
+    return KILN_OK;
+}
+
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
-typedef enum gemm_choice { GEMM_AUTO, GEMM_VENDOR, GEMM_OWN } gemm_choice;
+typedef enum gemm_choice { GEMM_AUTO, GEMM_VENDOR, GEMM_OWN, GEMM_MMA, GEMM_WGMMA } gemm_choice;
 
 /* KILN_GEMM, read at every call (tests and benchmarks switch it between calls):
  *   vendor  cuBLASLt, the reference kernel for what cuBLASLt cannot take (as before issue 5);
- *   own     kiln's kernels where they apply (gemm_own.h), the vendor path for the rest;
+ *   own     kiln's kernels where they apply (gemm_own.h): wgmma on compute capability 9.0
+ *           where TMA can read A and B, else mma.sync; the vendor path for the rest;
+ *   wgmma, mma  that one of kiln's kernels where it applies, the vendor path for the rest
+ *           (tests and benchmarks of each kernel);
  *   auto    (unset or empty too) the vendor path for now: the own kernels are unmeasured on
  *           the H100; auto picks them per shape once bench/NOTES.md has the numbers. */
 static kiln_status read_choice(kiln_ctx *ctx, gemm_choice *out)
@@ -445,9 +483,14 @@ static kiln_status read_choice(kiln_ctx *ctx, gemm_choice *out)
         *out = GEMM_VENDOR;
     else if (strcmp(e, "own") == 0)
         *out = GEMM_OWN;
+    else if (strcmp(e, "mma") == 0)
+        *out = GEMM_MMA;
+    else if (strcmp(e, "wgmma") == 0)
+        *out = GEMM_WGMMA;
     else
         return KILN_ERROR(ctx, KILN_ERR_ARG,
-                          "kiln_dot: environment variable KILN_GEMM='%s' is not one of own, vendor, auto", e);
+                          "kiln_dot: environment variable KILN_GEMM='%s' is not one of own, vendor, auto, wgmma, mma",
+                          e);
     return KILN_OK;
 }
 
@@ -460,7 +503,9 @@ kiln_status kiln__cuda_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d)
     kiln__cuda_gemm_merge_batches(d, &bt);
     for (int i = 0; i < bt.n; i++)
         if (bt.shape[i] == 0) return KILN_OK;
-    if (choice == GEMM_OWN && kiln__cuda_gemm_mma_eligible(kiln__cuda_state(ctx)->cc_major, d))
+    if ((choice == GEMM_OWN || choice == GEMM_WGMMA) && kiln__cuda_gemm_wgmma_eligible(ctx, d, &bt))
+        return kiln__cuda_gemm_wgmma(ctx, d, &bt);
+    if ((choice == GEMM_OWN || choice == GEMM_MMA) && kiln__cuda_gemm_mma_eligible(kiln__cuda_state(ctx)->cc_major, d))
         return kiln__cuda_gemm_mma(ctx, d, &bt);
     lt_plan p;
     if (!getenv("KILN_GEMM_FALLBACK") && lt_applicable(ctx, d, &p)) {

@@ -28,12 +28,9 @@
  * source depends only on kiln_gemm_mma_cfg (gemm_own.h), so a new shape does not recompile.
  * Not here: split-K (a K-heavy GEMM with few tiles leaves SMs idle), wgmma / TMA.
  */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <limits.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cuda/gemm_own.h"
 
@@ -446,60 +443,17 @@ void kiln__cuda_gemm_mma_source(const kiln_gemm_mma_cfg *c, kiln_sbuf *b)
     kiln__sbuf_puts(b, kernel_src);
 }
 
-/* ---- the kernel of a structure ---------------------------------------------------------- */
-
-/* From the context's structural map (shared with codegen.c; a tag word keeps the two kinds
- * of signature apart), else generated and fetched through the source-keyed cache. */
-static kiln_status get_function(kiln_ctx *ctx, const kiln_gemm_mma_cfg *c, CUfunction *fn)
-{
-    kiln_cuda_state *st = kiln__cuda_state(ctx);
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    /* a tag ("GKMM") and this kernel's version first: codegen.c's signatures never start so */
-    const int32_t sig[11] = {0x4d4d4b47, 2,       (int32_t)c->dtype, c->a_kmajor, c->a_vec, c->b_kmajor,
-                             c->b_vec,   c->bias, c->beta,           c->sr,       c->c_pair};
-    uint64_t h = kiln__cuda_fnv1a(KILN_FNV_INIT, sig, sizeof sig);
-    unsigned bucket = (unsigned)(h % KILN_CUDA_KBUCKETS);
-    for (kiln_cuda_fentry *e = st->fast[bucket]; e; e = e->next) {
-        if (e->hash == h && e->len == sizeof sig && memcmp(e->sig, sig, sizeof sig) == 0) {
-            *fn = e->fn;
-            st->stats.mem_hits++;
-            clock_gettime(CLOCK_MONOTONIC, &t1);
-            st->stats.last_get_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
-            return KILN_OK;
-        }
-    }
-    kiln_sbuf src = {0};
-    kiln__cuda_gemm_mma_source(c, &src);
-    if (src.oom) {
-        kiln__sbuf_free(&src);
-        return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'C': no host memory for the GEMM kernel source");
-    }
-    kiln_status s = kiln__cuda_get_kernel(ctx, src.p, "kiln_gemm_mma", fn);
-    kiln__sbuf_free(&src);
-    if (s != KILN_OK) return s;
-    kiln_cuda_fentry *e = malloc(sizeof *e);
-    unsigned char *copy = malloc(sizeof sig);
-    if (e && copy) { /* else the next call generates the source again: slower, not wrong */
-        memcpy(copy, sig, sizeof sig);
-        e->hash = h;
-        e->len = sizeof sig;
-        e->sig = copy;
-        e->fn = *fn;
-        e->next = st->fast[bucket];
-        st->fast[bucket] = e;
-    } else {
-        free(e);
-        free(copy);
-    }
-    return KILN_OK;
-}
+static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_mma_source(cfg, b); }
 
 kiln_status kiln__cuda_gemm_mma(kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt)
 {
     kiln_gemm_mma_launch l;
     kiln__cuda_gemm_mma_prepare(d, bt, ctx->seed, &l);
+    /* a tag ("GKMM") and this kernel's version first: codegen.c's signatures never start so */
+    const kiln_gemm_mma_cfg *c = &l.cfg;
+    const int32_t sig[11] = {0x4d4d4b47, 2,       (int32_t)c->dtype, c->a_kmajor, c->a_vec, c->b_kmajor,
+                             c->b_vec,   c->bias, c->beta,           c->sr,       c->c_pair};
     CUfunction fn;
-    KILN_TRY(get_function(ctx, &l.cfg, &fn));
+    KILN_TRY(kiln__cuda_gemm_kernel(ctx, sig, 11, gen_source, c, "kiln_gemm_mma", 0, &fn));
     return kiln__cuda_launch(ctx, fn, l.gx, l.gy, l.threads, 1, 0, l.w, l.nw);
 }

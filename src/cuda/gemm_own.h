@@ -25,6 +25,13 @@ void kiln__cuda_gemm_merge_batches(const kiln_gemm_desc *d, kiln_gemm_batches *b
 /* Words 0..18 of a GEMM kernel's argument array (layout in gemm.c). */
 void kiln__cuda_gemm_words(const kiln_gemm_desc *d, uint64_t seed, int64_t nbatch, uint64_t *w);
 
+/* The function `name` of an own GEMM kernel whose source depends only on its structure:
+ * sig (n words, a tag first so that no plan-kernel signature collides) through the fast
+ * map, else gen(cfg) through the source-keyed cache; a kernel that needs more than 48 KiB
+ * of dynamic shared memory (smem) gets that limit raised when it is loaded. (gemm.c) */
+kiln_status kiln__cuda_gemm_kernel(kiln_ctx *ctx, const int32_t *sig, size_t n, void (*gen)(const void *, kiln_sbuf *),
+                                   const void *cfg, const char *name, unsigned smem, CUfunction *fn);
+
 /* ---- mma.sync kernel (gemm_mma.c) ------------------------------------------------------- */
 
 /* Everything the generated source depends on (at most 2 x 16 x 16 = 512 kernels, far
@@ -66,5 +73,26 @@ void kiln__cuda_gemm_mma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batche
 void kiln__cuda_gemm_mma_source(const kiln_gemm_mma_cfg *cfg, kiln_sbuf *b);
 /* Runs an eligible d on ctx's stream (kernel through the structural map and the cache). */
 kiln_status kiln__cuda_gemm_mma(kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt);
+
+/* ---- wgmma kernel (gemm_wgmma.c) -------------------------------------------------------- */
+
+/* The structure of a wgmma kernel: dtype, which operands are K-major in shared memory (TMA
+ * boxes along their unit-stride axis), the epilogue's costly options, the tile width. */
+typedef struct kiln_gemm_wgmma_cfg {
+    kiln_dtype dtype; /* F16 or BF16 */
+    int a_kmajor, b_kmajor;
+    int bias, beta, sr, c_pair;
+    int bn; /* 128 or 256 columns of C per tile (BM is 128) */
+} kiln_gemm_wgmma_cfg;
+
+/* 1 when the wgmma kernel takes d on ctx's device: compute capability 9.0 with the tensor-
+ * map entry points, f16 / bf16, A and B each with a unit-stride axis, 16-byte aligned
+ * addresses and 16-byte multiples for the other strides, at most one batch axis (after
+ * merging) with non-negative 16-byte-multiple strides, sizes within int. */
+int kiln__cuda_gemm_wgmma_eligible(const kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt);
+/* Appends the CUDA C source of cfg's kernel ("kiln_gemm_wgmma") to b. */
+void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *cfg, kiln_sbuf *b);
+/* Runs an eligible d on ctx's stream. */
+kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt);
 
 #endif /* KILN_CUDA_GEMM_OWN_H */

@@ -369,6 +369,38 @@ void kiln__cuda_cache_clear(kiln_cuda_state *st)
 
 void kiln__cuda_cache_init_dir(kiln_cuda_state *st) { pick_cache_dir(st); }
 
+int kiln__cuda_fast_find(kiln_cuda_state *st, const void *sig, size_t len, uint64_t *hash, CUfunction *fn)
+{
+    uint64_t h = kiln__cuda_fnv1a(KILN_FNV_INIT, sig, len);
+    *hash = h;
+    for (kiln_cuda_fentry *e = st->fast[h % KILN_CUDA_KBUCKETS]; e; e = e->next) {
+        if (e->hash == h && e->len == len && memcmp(e->sig, sig, len) == 0) {
+            *fn = e->fn;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void kiln__cuda_fast_add(kiln_cuda_state *st, uint64_t hash, const void *sig, size_t len, CUfunction fn)
+{
+    kiln_cuda_fentry *e = malloc(sizeof *e);
+    unsigned char *copy = malloc(len ? len : 1);
+    if (!e || !copy) {
+        free(e);
+        free(copy);
+        return;
+    }
+    memcpy(copy, sig, len);
+    e->hash = hash;
+    e->len = len;
+    e->sig = copy;
+    e->fn = fn;
+    unsigned bucket = (unsigned)(hash % KILN_CUDA_KBUCKETS);
+    e->next = st->fast[bucket];
+    st->fast[bucket] = e;
+}
+
 static int is_cuda_ctx(const kiln_ctx *ctx)
 {
     return ctx && ctx->backend == &kiln__cuda_backend && ctx->backend_state;

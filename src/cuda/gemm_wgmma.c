@@ -1,0 +1,446 @@
+/*
+ * src/cuda/gemm_wgmma.c — kiln's Hopper GEMM kernel (issue 5, step 2): wgmma tensor-core
+ * tiles fed by TMA, for f16 and bf16 inputs with f32 accumulation, on compute capability
+ * 9.0 (sm_90a):
+ *   C_b = relu?(alpha * A_b @ B_b + bias) + beta * C_b,  one rounding of the f32 result,
+ * the same semantics and epilogue as the mma.sync kernel (gemm_mma.c) and the reference.
+ *
+ * Design (bench/NOTES.md, "GEMM kernels (issue 5)", has the napkin math and the ladder):
+ *  - 384 threads = 3 warpgroups. Warpgroup 0 produces: after setmaxnreg.dec one thread
+ *    issues cp.async.bulk.tensor copies (TMA, 128-byte swizzle, zero fill past the edges)
+ *    of the next BK = 64 slice of A (128 rows) and B (BN = 128 or 256 columns) into a ring
+ *    of STAGES shared-memory stages, each guarded by a "full" mbarrier (transaction bytes)
+ *    and an "empty" one (one arrival per consumer). Warpgroups 1 and 2 consume (setmaxnreg
+ *    .inc): each runs wgmma.m64nBNk16 on its 64 rows of the tile with BN / 2 f32
+ *    accumulators per thread, keeps one wgmma group in flight and releases a stage when
+ *    the group that read it is done;
+ *  - transposes are tensor maps: an operand with unit stride along K is copied K-major
+ *    (boxes of 64 k x rows), one with unit stride along M (N) MN-major (boxes of 64 rows x
+ *    64 k, wgmma's transpose bit), so all four op(A) op(B) read memory along rows;
+ *  - persistent grid (one block per SM): block b takes work items b, b + grid, ... in
+ *    groups of 8 tile rows (L2 reuse); the ring's phases run on across items, so the
+ *    producer loads the next tile while the consumers store this one;
+ *  - the epilogue works from the accumulators in registers, like gemm_mma.c's: alpha, bias
+ *    (per column), ReLU, beta * C, one rounding (nearest, or stochastic keyed by the
+ *    element's index), stores of two neighbours as one word when C allows.
+ * Sizes, strides, pointers, alpha, beta, the seed and both tensor maps are arguments; the
+ * source depends only on kiln_gemm_wgmma_cfg (gemm_own.h).
+ * Not here yet: split-K / stream-K for few tiles, clusters with TMA multicast, a TMA-store
+ * epilogue.
+ */
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cuda/gemm_own.h"
+
+#define BM        128
+#define BK        64
+#define THREADS   384
+#define SMEM_MAX  (227 * 1024) /* dynamic shared memory a block may have on 9.0 */
+
+/* The fixed part of the kernel; kiln__cuda_gemm_wgmma_source puts the structure, kg_mma
+ * and kg_acc_fence (their operand lists depend on BN) and the prelude in front of it. */
+static const char kernel_src[] =
+    "/* Tiles: a block of 3 warpgroups computes BM x BN tiles of C. Warpgroup 0 is the producer:\n"
+    " * one thread issues the TMA copies of each BK-deep slice of A and B into a STAGES-deep\n"
+    " * ring of shared-memory stages; warpgroups 1 and 2 are the consumers: each owns 64 rows of\n"
+    " * the tile (m64nBNk16 wgmma, BN / 2 f32 accumulators per thread) and releases a stage when\n"
+    " * its wgmma groups that read it are done. The grid is persistent: block b takes the work\n"
+    " * items b, b + gridDim.x, ... (item = batch * tiles + tile), the ring's phases running on\n"
+    " * across items, so the producer fills the next tile's stages during the epilogue. */\n"
+    "constexpr int BM = 128, BK = 64, NT = 384;\n"
+    "constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;\n"
+    "constexpr int CHUNK = 64 * BK * 2; /* one 64-wide MN-major box: 64 k rows of 128 bytes */\n"
+    "constexpr int NACC = BN / 2;       /* accumulators per consumer thread: 64 x BN / 128 */\n"
+    "constexpr int GROUP_M = 8;         /* tile rows that walk the tile columns together (L2 reuse) */\n"
+    "static_assert(STAGE_BYTES % 1024 == 0, \"stages stay 1024-byte aligned (128-byte swizzle atoms)\");\n"
+    "\n"
+    "/* the kernel's one argument: the two tensor maps (cuTensorMapEncodeTiled's 128 opaque bytes)\n"
+    " * and the argument words (kiln__cuda_gemm_wgmma_prepare): 0 seed, 1 SR stream, 2-4 M N K,\n"
+    " * 5-8 A B C bias, 9-15 a_sm a_sk b_sk b_sn c_sm c_sn bias_s (elements), 16-17 alpha beta\n"
+    " * (f64 bits), 18 batch count, 19-20 tiles along M and N, 21 ReLU, 22 batch stride of C,\n"
+    " * 23-24 whether A and B have a batch coordinate in their maps, 25 k slices per item */\n"
+    "struct __align__(64) kg_tmap { kiln_w64 b[16]; };\n"
+    "struct __align__(64) kiln_args { kg_tmap ta, tb; kiln_w64 w[26]; };\n"
+    "\n"
+    "/* kg: PTX wrappers */\n"
+    "__device__ __forceinline__ unsigned kg_smem(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }\n"
+    "__device__ __forceinline__ void kg_bar_init(unsigned bar, unsigned count) {\n"
+    "  asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\\n\" :: \"r\"(bar), \"r\"(count) : \"memory\");\n"
+    "}\n"
+    "__device__ __forceinline__ void kg_bar_expect(unsigned bar, unsigned bytes) {\n"
+    "  asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\\n\" :: \"r\"(bar), \"r\"(bytes) : \"memory\");\n"
+    "}\n"
+    "__device__ __forceinline__ void kg_bar_arrive(unsigned bar) {\n"
+    "  asm volatile(\"mbarrier.arrive.shared::cta.b64 _, [%0];\\n\" :: \"r\"(bar) : \"memory\");\n"
+    "}\n"
+    "__device__ __forceinline__ void kg_bar_wait(unsigned bar, unsigned parity) {\n"
+    "  unsigned done;\n"
+    "  do {\n"
+    "    asm volatile(\"{\\n .reg .pred p;\\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\n selp.u32 %0, 1, 0, p;\\n}\\n\"\n"
+    "                 : \"=r\"(done) : \"r\"(bar), \"r\"(parity) : \"memory\");\n"
+    "  } while (!done);\n"
+    "}\n"
+    "/* TMA: the box at coordinates (c0, c1, c2) of map into shared memory at dst, completing\n"
+    " * its bytes on bar */\n"
+    "__device__ __forceinline__ void kg_tma(unsigned dst, const kg_tmap *map, int c0, int c1, int c2, unsigned bar) {\n"
+    "  asm volatile(\"cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes\"\n"
+    "               \" [%0], [%1, {%2, %3, %4}], [%5];\\n\"\n"
+    "               :: \"r\"(dst), \"l\"((unsigned long long)map), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(bar) : \"memory\");\n"
+    "}\n"
+    "__device__ __forceinline__ void kg_wg_fence() { asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\"); }\n"
+    "__device__ __forceinline__ void kg_wg_commit() { asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\"); }\n"
+    "template <int N> __device__ __forceinline__ void kg_wg_wait() {\n"
+    "  asm volatile(\"wgmma.wait_group.sync.aligned %0;\\n\" :: \"n\"(N) : \"memory\");\n"
+    "}\n"
+    "/* wgmma shared-memory descriptor: start address, leading and stride byte offsets, 128-byte\n"
+    " * swizzle */\n"
+    "__device__ __forceinline__ kiln_w64 kg_desc(unsigned addr, unsigned lbo, unsigned sbo) {\n"
+    "  return (kiln_w64)((addr & 0x3FFFF) >> 4) | ((kiln_w64)(lbo >> 4) << 16) | ((kiln_w64)(sbo >> 4) << 32) |\n"
+    "         (1ull << 62);\n"
+    "}\n"
+    "/* kg: end of PTX wrappers */\n"
+    "\n"
+    "__device__ __forceinline__ float kg_f32(ST h) {\n"
+    "  if constexpr (BF16) return kiln_bf2f(h); else return kiln_h2f(h);\n"
+    "}\n"
+    "__device__ __noinline__ ST kg_round_sr(float v, kiln_w64 seed, kiln_w64 stream, kiln_w64 idx) {\n"
+    "  const unsigned bits = kiln_rng_bits(seed, stream, idx);\n"
+    "  if constexpr (BF16) return (ST)kiln_f32_to_bf16_sr(v, bits); else return (ST)kiln_f32_to_f16_sr(v, bits);\n"
+    "}\n"
+    "\n"
+    "/* Work item -> (batch, tile row, tile column), tiles in groups of GROUP_M tile rows. */\n"
+    "__device__ __forceinline__ void kg_item(long long item, int tiles_m, int tiles_n, long long *bi, int *tm, int *tn) {\n"
+    "  const long long per_batch = (long long)tiles_m * tiles_n;\n"
+    "  *bi = item / per_batch;\n"
+    "  const int pid = (int)(item - *bi * per_batch), per_group = GROUP_M * tiles_n, group = pid / per_group;\n"
+    "  const int first_m = group * GROUP_M;\n"
+    "  const int gsize = tiles_m - first_m < GROUP_M ? tiles_m - first_m : GROUP_M;\n"
+    "  *tm = first_m + (pid % per_group) % gsize;\n"
+    "  *tn = (pid % per_group) / gsize;\n"
+    "}\n"
+    "\n"
+    "extern \"C\" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid_constant__ kiln_args p) {\n"
+    "  extern __shared__ unsigned char kg_dyn[];\n"
+    "  /* stages from the first 1024-byte boundary (the swizzle pattern repeats every 1024 bytes\n"
+    "   * and the descriptors assume it starts there); then full[STAGES], empty[STAGES] */\n"
+    "  const unsigned sbase = (kg_smem(kg_dyn) + 1023u) & ~1023u;\n"
+    "  const unsigned full0 = sbase + STAGES * STAGE_BYTES, empty0 = full0 + 8 * STAGES;\n"
+    "  const int tid = (int)threadIdx.x, wg = tid >> 7;\n"
+    "  if (tid == 0) {\n"
+    "    for (int s = 0; s < STAGES; s++) {\n"
+    "      kg_bar_init(full0 + 8 * s, 1);\n"
+    "      kg_bar_init(empty0 + 8 * s, 2);\n"
+    "    }\n"
+    "    asm volatile(\"fence.mbarrier_init.release.cluster;\\n\" ::: \"memory\");\n"
+    "  }\n"
+    "  __syncthreads();\n"
+    "\n"
+    "  const long long M = (long long)p.w[2], N = (long long)p.w[3];\n"
+    "  const long long NB = (long long)p.w[18];\n"
+    "  const int tiles_m = (int)p.w[19], tiles_n = (int)p.w[20];\n"
+    "  const int KT = (int)p.w[25];\n"
+    "  const long long items = NB * tiles_m * tiles_n;\n"
+    "\n"
+    "  if (wg == 0) {\n"
+    "    /* producer */\n"
+    "    asm volatile(\"setmaxnreg.dec.sync.aligned.u32 40;\\n\" ::: \"memory\");\n"
+    "    if (tid == 0) {\n"
+    "      const int a_bat = (int)p.w[23], b_bat = (int)p.w[24];\n"
+    "      unsigned it = 0;\n"
+    "      for (long long item = blockIdx.x; item < items; item += gridDim.x) {\n"
+    "        long long bi;\n"
+    "        int tm, tn;\n"
+    "        kg_item(item, tiles_m, tiles_n, &bi, &tm, &tn);\n"
+    "        const int m0 = tm * BM, n0 = tn * BN, ab = a_bat ? (int)bi : 0, bb = b_bat ? (int)bi : 0;\n"
+    "        for (int kt = 0; kt < KT; kt++, it++) {\n"
+    "          const unsigned s = it % STAGES, round = it / STAGES;\n"
+    "          if (round > 0) kg_bar_wait(empty0 + 8 * s, (round - 1) & 1);\n"
+    "          const unsigned full = full0 + 8 * s, sa = sbase + s * STAGE_BYTES, sb = sa + A_BYTES;\n"
+    "          kg_bar_expect(full, STAGE_BYTES);\n"
+    "          const int k0 = kt * BK;\n"
+    "          if constexpr (A_KMAJ) {\n"
+    "            kg_tma(sa, &p.ta, k0, m0, ab, full);\n"
+    "          } else {\n"
+    "#pragma unroll\n"
+    "            for (int c = 0; c < BM / 64; c++) kg_tma(sa + c * CHUNK, &p.ta, m0 + 64 * c, k0, ab, full);\n"
+    "          }\n"
+    "          if constexpr (B_KMAJ) {\n"
+    "            kg_tma(sb, &p.tb, k0, n0, bb, full);\n"
+    "          } else {\n"
+    "#pragma unroll\n"
+    "            for (int c = 0; c < BN / 64; c++) kg_tma(sb + c * CHUNK, &p.tb, n0 + 64 * c, k0, bb, full);\n"
+    "          }\n"
+    "        }\n"
+    "      }\n"
+    "    }\n"
+    "    return;\n"
+    "  }\n"
+    "\n"
+    "  /* consumers */\n"
+    "  asm volatile(\"setmaxnreg.inc.sync.aligned.u32 232;\\n\" ::: \"memory\");\n"
+    "  const int cw = wg - 1, ltid = tid & 127, warp = ltid >> 5, lane = tid & 31;\n"
+    "  const bool leader = ltid == 0;\n"
+    "  ST *C0 = (ST *)p.w[7];\n"
+    "  const ST *bias = (const ST *)p.w[8];\n"
+    "  const long long c_sm = (long long)p.w[13], c_sn = (long long)p.w[14], bias_s = (long long)p.w[15];\n"
+    "  const float alpha = (float)__longlong_as_double((long long)p.w[16]);\n"
+    "  const float beta = (float)__longlong_as_double((long long)p.w[17]);\n"
+    "  const bool relu = p.w[21] != 0;\n"
+    "  const long long c_bs = (long long)p.w[22];\n"
+    "  (void)bias; (void)bias_s; (void)beta;\n"
+    "  unsigned it = 0;\n"
+    "  for (long long item = blockIdx.x; item < items; item += gridDim.x) {\n"
+    "    long long bi;\n"
+    "    int tm, tn;\n"
+    "    kg_item(item, tiles_m, tiles_n, &bi, &tm, &tn);\n"
+    "    float acc[NACC];\n"
+    "#pragma unroll\n"
+    "    for (int i = 0; i < NACC; i++) acc[i] = 0.0f;\n"
+    "    unsigned prev = 0;\n"
+    "    for (int kt = 0; kt < KT; kt++, it++) {\n"
+    "      const unsigned s = it % STAGES;\n"
+    "      kg_bar_wait(full0 + 8 * s, (it / STAGES) & 1);\n"
+    "      const unsigned sa = sbase + s * STAGE_BYTES, sb = sa + A_BYTES;\n"
+    "      kg_wg_fence();\n"
+    "#pragma unroll\n"
+    "      for (int kk = 0; kk < BK / 16; kk++) {\n"
+    "        /* K-major: rows of 128 bytes, 8-row groups 1024 bytes apart, k16 = +32 bytes in the row;\n"
+    "         * MN-major: 64-wide chunks CHUNK bytes apart, k rows of 128 bytes, k16 = +2048 bytes */\n"
+    "        const kiln_w64 da = A_KMAJ ? kg_desc(sa + cw * 64 * 128 + kk * 32, 16, 1024)\n"
+    "                                   : kg_desc(sa + cw * CHUNK + kk * 2048, CHUNK, 1024);\n"
+    "        const kiln_w64 db = B_KMAJ ? kg_desc(sb + kk * 32, 16, 1024) : kg_desc(sb + kk * 2048, CHUNK, 1024);\n"
+    "        kg_mma(acc, da, db);\n"
+    "      }\n"
+    "      kg_wg_commit();\n"
+    "      /* one group stays in flight: the previous slice's group is done, release its stage */\n"
+    "      kg_wg_wait<1>();\n"
+    "      if (kt > 0 && leader) kg_bar_arrive(empty0 + 8 * prev);\n"
+    "      prev = s;\n"
+    "    }\n"
+    "    kg_wg_wait<0>();\n"
+    "    if (KT > 0 && leader) kg_bar_arrive(empty0 + 8 * prev);\n"
+    "    kg_acc_fence(acc);\n"
+    "\n"
+    "    /* epilogue from the accumulators: acc[4 j + 2 h + e] is C[m][n] with m = 16 warp + lane / 4\n"
+    "     * + 8 h of the consumer's 64 rows, n = 8 j + 2 (lane % 4) + e */\n"
+    "    ST *C = C0 + bi * c_bs;\n"
+    "    const long long mb = (long long)tm * BM + cw * 64 + warp * 16 + (lane >> 2);\n"
+    "    const long long nb = (long long)tn * BN + 2 * (lane & 3);\n"
+    "#pragma unroll\n"
+    "    for (int h = 0; h < 2; h++) {\n"
+    "      const long long m = mb + 8 * h;\n"
+    "      if (m >= M) continue;\n"
+    "#pragma unroll\n"
+    "      for (int j = 0; j < BN / 8; j++) {\n"
+    "        const long long n = nb + 8 * j;\n"
+    "        if (n >= N) continue;\n"
+    "        ST o[2];\n"
+    "#pragma unroll\n"
+    "        for (int e = 0; e < 2; e++) {\n"
+    "          if (e == 1 && n + 1 >= N) break;\n"
+    "          float v = alpha * acc[4 * j + 2 * h + e];\n"
+    "          if constexpr (HAS_BIAS) v = v + kg_f32(bias[(n + e) * bias_s]);\n"
+    "          if (relu) v = v < 0.0f ? 0.0f : v;\n"
+    "          if constexpr (HAS_BETA) v = v + beta * kg_f32(C[m * c_sm + (n + e) * c_sn]);\n"
+    "          if constexpr (SR) {\n"
+    "            o[e] = kg_round_sr(v, p.w[0], p.w[1], (kiln_w64)((bi * M + m) * N + n + e));\n"
+    "          } else {\n"
+    "            o[e] = BF16 ? (ST)kiln_f32_to_bf16_rn(v) : kiln_f2h(v);\n"
+    "          }\n"
+    "        }\n"
+    "        ST *dst = C + m * c_sm + n * c_sn;\n"
+    "        if (C_PAIR && n + 1 < N) {\n"
+    "          *(unsigned *)dst = (unsigned)o[0] | ((unsigned)o[1] << 16);\n"
+    "        } else {\n"
+    "          dst[0] = o[0];\n"
+    "          if (n + 1 < N) dst[c_sn] = o[1];\n"
+    "        }\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+/* ---- structure, source ------------------------------------------------------------------- */
+
+static int stages_for(int bn)
+{
+    int stage = (BM + bn) * BK * 2;
+    int n = (SMEM_MAX - 1024 - 256) / stage;
+    return n > 6 ? 6 : n;
+}
+
+static unsigned smem_for(int bn)
+{
+    int s = stages_for(bn);
+    return (unsigned)(1024 + s * (BM + bn) * BK * 2 + 16 * s);
+}
+
+void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
+{
+    kiln__cuda_prelude(b);
+    kiln__sbuf_puts(b, "\n/* ---- kiln_gemm_wgmma (src/cuda/gemm_wgmma.c) ---- */\n");
+    kiln__sbuf_puts(b, "typedef unsigned short ST; /* f16 or bf16 bits */\n");
+    kiln__sbuf_printf(b, "constexpr int BF16 = %d, A_KMAJ = %d, B_KMAJ = %d, BN = %d, STAGES = %d;\n",
+                      c->dtype == KILN_DTYPE_BF16, c->a_kmajor, c->b_kmajor, c->bn, stages_for(c->bn));
+    kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, SR = %d, C_PAIR = %d;\n", c->bias, c->beta,
+                      c->sr, c->c_pair);
+    /* d (64 x BN, f32, this warpgroup's fragment) += a (64 x 16) @ b (16 x BN), both from
+     * shared memory through descriptors; the transpose bits say which is MN-major */
+    int nacc = c->bn / 2;
+    const char *ty = c->dtype == KILN_DTYPE_BF16 ? "bf16" : "f16";
+    kiln__sbuf_puts(b, "__device__ __forceinline__ void kg_mma(float *d, kiln_w64 da, kiln_w64 db) {\n"
+                       "  asm volatile(\"{\\n\"\n");
+    kiln__sbuf_printf(b, "    \"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s\\n\"\n    \"  {", c->bn, ty, ty);
+    for (int i = 0; i < nacc; i++) kiln__sbuf_printf(b, "%%%d%s", i, i + 1 < nacc ? (i % 16 == 15 ? ",\"\n    \"   " : ", ") : "");
+    kiln__sbuf_printf(b, "},\\n\"\n    \"  %%%d, %%%d, 1, 1, 1, %d, %d;\\n}\\n\"\n    : ", nacc, nacc + 1, !c->a_kmajor,
+                      !c->b_kmajor);
+    for (int i = 0; i < nacc; i++) kiln__sbuf_printf(b, "\"+f\"(d[%d])%s", i, i + 1 < nacc ? (i % 8 == 7 ? ",\n      " : ", ") : "");
+    kiln__sbuf_puts(b, "\n    : \"l\"(da), \"l\"(db));\n}\n");
+    /* after wgmma.wait_group: the accumulators are final here, no read moves above it */
+    kiln__sbuf_puts(b, "__device__ __forceinline__ void kg_acc_fence(float *d) {\n#pragma unroll\n"
+                       "  for (int i = 0; i < BN / 2; i++) asm volatile(\"\" : \"+f\"(d[i]) :: \"memory\");\n}\n");
+    kiln__sbuf_puts(b, kernel_src);
+}
+
+static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_source(cfg, b); }
+
+/* ---- eligibility, tensor maps, the launch ------------------------------------------------- */
+
+static int aligned16(const void *p) { return ((uintptr_t)p % 16) == 0; }
+
+/* How one operand X (R rows of m or n by K, element (r, k) at x + r*s_r + k*s_k, batch
+ * stride s_b when batched) goes into tensor maps: K-major when its K axis has unit stride
+ * (or K is 1), MN-major when its R axis has, the other stride a positive 16-byte multiple
+ * (or its axis of size 1). 0 when neither. */
+static int operand_major(int64_t R, int64_t K, int64_t s_r, int64_t s_k, int *kmajor)
+{
+    /* rows that do not overlap: s_r >= K (K-major), s_k >= R (MN-major) */
+    if ((s_k == 1 || K == 1) && (R == 1 || (s_r >= K && s_r % 8 == 0))) {
+        *kmajor = 1;
+        return 1;
+    }
+    if ((s_r == 1 || R == 1) && (K == 1 || (s_k >= R && s_k % 8 == 0))) {
+        *kmajor = 0;
+        return 1;
+    }
+    return 0;
+}
+
+/* Elements from the first to one past the last of an R x K operand (positive strides). */
+static int64_t matrix_span(int64_t R, int64_t K, int64_t s_r, int64_t s_k)
+{
+    return (R - 1) * (R > 1 ? s_r : 0) + (K - 1) * (K > 1 ? s_k : 0) + 1;
+}
+
+int kiln__cuda_gemm_wgmma_eligible(const kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt)
+{
+    const kiln_cuda_state *st = kiln__cuda_state(ctx);
+    if (st->cc_major != 9 || st->cc_minor != 0 || !st->cu.TensorMapEncodeTiled || !st->cu.FuncSetAttribute) return 0;
+    if (d->dtype != KILN_DTYPE_F16 && d->dtype != KILN_DTYPE_BF16) return 0;
+    if (d->M <= 0 || d->N <= 0 || d->K <= 0) return 0;
+    if (d->M > INT_MAX - 256 || d->N > INT_MAX - 256 || d->K > INT_MAX - BK) return 0; /* TMA coordinates: int */
+    if (!aligned16(d->a) || !aligned16(d->b) || bt->n > 1) return 0;
+    int km;
+    if (!operand_major(d->M, d->K, d->a_sm, d->a_sk, &km) || !operand_major(d->N, d->K, d->b_sn, d->b_sk, &km))
+        return 0;
+    if (bt->n == 1) { /* batches that do not overlap (or broadcast: stride 0) */
+        if (bt->shape[0] > INT_MAX) return 0;
+        if (bt->sa[0] < 0 || bt->sa[0] % 8 != 0 || bt->sb[0] < 0 || bt->sb[0] % 8 != 0) return 0;
+        if (bt->sa[0] != 0 && bt->sa[0] < matrix_span(d->M, d->K, d->a_sm, d->a_sk)) return 0;
+        if (bt->sb[0] != 0 && bt->sb[0] < matrix_span(d->N, d->K, d->b_sn, d->b_sk)) return 0;
+    }
+    int64_t tm = (d->M + BM - 1) / BM, tn = (d->N + 127) / 128, nb = bt->n ? bt->shape[0] : 1;
+    if (tm * tn > INT_MAX / 8 || nb > INT64_MAX / (tm * tn)) return 0;
+    return 1;
+}
+
+/* The tensor map of one operand: dims (inner, outer, batch) in elements, byte strides of
+ * the outer and batch axes, the box. Axes of size 1 get a harmless stride (TMA wants
+ * positive 16-byte multiples even where it never steps). */
+static kiln_status encode_map(kiln_ctx *ctx, CUtensorMap *map, kiln_dtype dt, const char *x, int64_t inner,
+                              int64_t outer, int64_t s_outer, int64_t nb, int64_t s_b, unsigned box_inner,
+                              unsigned box_outer, const char *what)
+{
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    int64_t row = ((inner * 2 + 15) / 16) * 16;
+    if (outer == 1 || s_outer <= 0) s_outer = row / 2;
+    if (nb == 1 || s_b <= 0) s_b = ((outer * s_outer * 2 + 15) / 16) * 8;
+    cuuint64_t dims[3] = {(cuuint64_t)inner, (cuuint64_t)outer, (cuuint64_t)nb};
+    cuuint64_t strides[2] = {(cuuint64_t)s_outer * 2, (cuuint64_t)s_b * 2};
+    cuuint32_t box[3] = {box_inner, box_outer, 1}, estr[3] = {1, 1, 1};
+    CUresult r = st->cu.TensorMapEncodeTiled(map,
+                                             dt == KILN_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                                   : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                                             3, (void *)x, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return KILN_ERROR(ctx, KILN_ERR_DRIVER,
+                          "kiln_dot: argument '%s': cuTensorMapEncodeTiled failed (%d) for dims (%lld, %lld, %lld), "
+                          "strides (%lld, %lld) bytes",
+                          what, (int)r, (long long)inner, (long long)outer, (long long)nb, (long long)strides[0],
+                          (long long)strides[1]);
+    return KILN_OK;
+}
+
+/* The kernel's argument: two tensor maps, then the words (layout in the kernel source). */
+#define WORDS 26
+typedef struct wg_args {
+    CUtensorMap ta, tb;
+    uint64_t w[WORDS];
+} wg_args;
+
+kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt)
+{
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    kiln_gemm_wgmma_cfg c;
+    memset(&c, 0, sizeof c);
+    c.dtype = d->dtype;
+    operand_major(d->M, d->K, d->a_sm, d->a_sk, &c.a_kmajor);
+    operand_major(d->N, d->K, d->b_sn, d->b_sk, &c.b_kmajor);
+    c.bias = d->bias != NULL;
+    c.beta = d->beta != 0.0;
+    c.sr = d->round == KILN_ROUND_STOCHASTIC;
+    c.c_pair = d->c_sn == 1 && (d->M == 1 || d->c_sm % 2 == 0) && ((uintptr_t)d->c % 4) == 0 &&
+               (bt->n == 0 || bt->sc[0] % 2 == 0);
+    c.bn = d->N <= 128 ? 128 : 256; /* the tile rule (bench/NOTES.md) */
+
+    int64_t nb = bt->n ? bt->shape[0] : 1;
+    int a_bat = bt->n == 1 && bt->sa[0] != 0, b_bat = bt->n == 1 && bt->sb[0] != 0;
+    wg_args args; /* CUtensorMap is 64-byte aligned; the launch copies the whole struct */
+    wg_args *p = &args;
+    memset(p, 0, sizeof *p);
+    if (c.a_kmajor)
+        KILN_TRY(encode_map(ctx, &p->ta, d->dtype, d->a, d->K, d->M, d->a_sm, a_bat ? nb : 1, a_bat ? bt->sa[0] : 0,
+                            BK, BM, "A"));
+    else
+        KILN_TRY(encode_map(ctx, &p->ta, d->dtype, d->a, d->M, d->K, d->a_sk, a_bat ? nb : 1, a_bat ? bt->sa[0] : 0,
+                            64, BK, "A"));
+    if (c.b_kmajor)
+        KILN_TRY(encode_map(ctx, &p->tb, d->dtype, d->b, d->K, d->N, d->b_sn, b_bat ? nb : 1, b_bat ? bt->sb[0] : 0,
+                            BK, (unsigned)c.bn, "B"));
+    else
+        KILN_TRY(encode_map(ctx, &p->tb, d->dtype, d->b, d->N, d->K, d->b_sk, b_bat ? nb : 1, b_bat ? bt->sb[0] : 0,
+                            64, BK, "B"));
+    int64_t tm = (d->M + BM - 1) / BM, tn = (d->N + c.bn - 1) / c.bn;
+    kiln__cuda_gemm_words(d, ctx->seed, nb, p->w);
+    p->w[19] = (uint64_t)tm;
+    p->w[20] = (uint64_t)tn;
+    p->w[21] = d->relu != 0;
+    p->w[22] = (uint64_t)(bt->n ? bt->sc[0] : 0);
+    p->w[23] = (uint64_t)a_bat;
+    p->w[24] = (uint64_t)b_bat;
+    p->w[25] = (uint64_t)((d->K + BK - 1) / BK);
+
+    /* a tag ("GKWG") and this kernel's version first */
+    const int32_t sig[10] = {0x47574b47, 1, (int32_t)c.dtype, c.a_kmajor, c.b_kmajor, c.bias, c.beta, c.sr, c.c_pair,
+                             c.bn};
+    unsigned smem = smem_for(c.bn);
+    CUfunction fn;
+    KILN_TRY(kiln__cuda_gemm_kernel(ctx, sig, 10, gen_source, &c, "kiln_gemm_wgmma", smem, &fn));
+    int64_t items = nb * tm * tn;
+    unsigned grid = (unsigned)(items < st->sm_count ? items : st->sm_count);
+    return kiln__cuda_launch(ctx, fn, grid, 1, THREADS, 1, smem, (const uint64_t *)p, (int)(sizeof *p / 8));
+}
