@@ -141,6 +141,11 @@ void kiln__cuda_fast_add(kiln_cuda_state *st, uint64_t hash, const void *sig, si
 /* Launches fn with the flat argument words (a struct of nwords u64, passed by value). */
 kiln_status kiln__cuda_launch(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned by,
                               unsigned smem, const uint64_t *words, int nwords);
+/* Launches fn whose one parameter is the struct at arg. For parameters aligned to more
+ * than 8 bytes (a CUtensorMap's 64): the driver places them by the kernel's own parameter
+ * layout, which the flat buffer of kiln__cuda_launch does not (it landed 48 bytes off). */
+kiln_status kiln__cuda_launch_arg(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned by,
+                                  unsigned smem, void *arg);
 
 /* ---- code generation (codegen.c) ------------------------------------------------------ */
 

@@ -442,5 +442,5 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     KILN_TRY(kiln__cuda_gemm_kernel(ctx, sig, 10, gen_source, &c, "kiln_gemm_wgmma", smem, &fn));
     int64_t items = nb * tm * tn;
     unsigned grid = (unsigned)(items < st->sm_count ? items : st->sm_count);
-    return kiln__cuda_launch(ctx, fn, grid, 1, THREADS, 1, smem, (const uint64_t *)p, (int)(sizeof *p / 8));
+    return kiln__cuda_launch_arg(ctx, fn, grid, 1, THREADS, 1, smem, p);
 }

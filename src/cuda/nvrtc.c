@@ -440,15 +440,28 @@ const char *kiln__cuda_cache_dir(const kiln_ctx *ctx)
 
 /* ---- launching ------------------------------------------------------------------------- */
 
-kiln_status kiln__cuda_launch(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned by,
-                              unsigned smem, const uint64_t *words, int nwords)
+static kiln_status launch(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned by,
+                         unsigned smem, void **params, void **extra)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
-    size_t size = (size_t)nwords * 8;
-    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)words, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
-                     CU_LAUNCH_PARAM_END};
-    KILN_CK(ctx, drv, st->cu.LaunchKernel(fn, gx, gy, 1, bx, by, 1, smem, (CUstream)st->stream, NULL, extra));
+    KILN_CK(ctx, drv, st->cu.LaunchKernel(fn, gx, gy, 1, bx, by, 1, smem, (CUstream)st->stream, params, extra));
     st->stats.launches++;
     if (st->sync_each) KILN_CK(ctx, rt, cudaStreamSynchronize(st->stream));
     return KILN_OK;
+}
+
+kiln_status kiln__cuda_launch(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned by,
+                              unsigned smem, const uint64_t *words, int nwords)
+{
+    size_t size = (size_t)nwords * 8;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)words, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                     CU_LAUNCH_PARAM_END};
+    return launch(ctx, fn, gx, gy, bx, by, smem, NULL, extra);
+}
+
+kiln_status kiln__cuda_launch_arg(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned by,
+                                  unsigned smem, void *arg)
+{
+    void *params[1] = {arg};
+    return launch(ctx, fn, gx, gy, bx, by, smem, params, NULL);
 }
