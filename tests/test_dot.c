@@ -415,7 +415,8 @@ static void test_broadcast_operands(void);
 /* Shapes and layouts that walk every path of the CUDA backend's own GEMM kernels
  * (src/cuda/gemm_wgmma.c and gemm_mma.c, KILN_GEMM=own and =mma): whole 128 x 128 x 32
  * tiles; more work items than an H100 has SMs (the wgmma kernel's persistent loop, its ring
- * of stages wrapping across items, 128- and 256-wide tiles); ragged M, N and K
+ * of stages wrapping across items, 128- and 256-wide tiles; split-K with its workspace,
+ * arrival counters and ordered sums); ragged M, N and K
  * (1, 7, 129, 1000); the four transposes with 16-byte aligned rows (16-byte cp.async into
  * K-major and MN-major tiles); padded rows whose length is not a multiple of 8 (partial
  * chunks); strided and negative-step views (element by element); strided and broadcast
@@ -486,6 +487,16 @@ static void test_tiles(void)
         g.ta = d;
         g.tb = 1 - d;
         g.relu = 1;
+        run_case(&g);
+        g = base_case(dt, 130, 300, 3000); /* few tiles, long K: split-K (10 splits, the last short) */
+        g.ta = d;
+        g.bias = 1;
+        g.relu = 1;
+        g.beta = -0.5;
+        run_case(&g);
+        g = base_case(dt, 64, 72, 1000); /* split-K over 3 batches, B shared */
+        g.nba = 1, g.ba[0] = 3;
+        g.tb = 1;
         run_case(&g);
         g = base_case(dt, 200, 40, 33); /* strided batches of strided views */
         g.nba = 1, g.ba[0] = 3;

@@ -28,6 +28,7 @@ static void cuda_fini(void *state)
     kiln__cuda_cache_clear(st);
     if (st->ev0) cudaEventDestroy(st->ev0);
     if (st->ev1) cudaEventDestroy(st->ev1);
+    if (st->gemm_counters) cudaFree(st->gemm_counters);
     if (st->lt) cublasLtDestroy(st->lt);
     if (st->stream) cudaStreamDestroy(st->stream);
     free(st);

@@ -75,6 +75,8 @@ typedef struct kiln_cuda_driver {
                                      CUtensorMapFloatOOBfill);
 } kiln_cuda_driver;
 
+#define KILN_CUDA_COUNTERS 4096
+
 typedef struct kiln_cuda_state {
     kiln_cuda_driver cu;
     int device;
@@ -91,6 +93,8 @@ typedef struct kiln_cuda_state {
     kiln_cuda_fentry *fast[KILN_CUDA_KBUCKETS];
     kiln_cuda_stats stats;
     cudaEvent_t ev0, ev1;     /* benchmark timer (created on first use) */
+    int *gemm_counters;       /* split-K arrival counters of the wgmma GEMM (KILN_CUDA_COUNTERS
+                               * ints, zero between launches; cudaMalloc'd on first use) */
 } kiln_cuda_state;
 
 static inline kiln_cuda_state *kiln__cuda_state(const kiln_ctx *ctx) { return (kiln_cuda_state *)ctx->backend_state; }

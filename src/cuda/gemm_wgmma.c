@@ -25,8 +25,11 @@
  *    element's index), stores of two neighbours as one word when C allows.
  * Sizes, strides, pointers, alpha, beta, the seed and both tensor maps are arguments; the
  * source depends only on kiln_gemm_wgmma_cfg (gemm_own.h).
- * Not here yet: split-K / stream-K for few tiles, clusters with TMA multicast, a TMA-store
- * epilogue.
+ *  - split-K where there are few tiles (pick_tiles): the k slices of a tile split over
+ *    several work items whose f32 partials meet in a workspace; the last to arrive adds them
+ *    in split order, so the result does not depend on timing (it does on the split count,
+ *    which follows the shape and the SM count).
+ * Not here yet: stream-K, clusters with TMA multicast, a TMA-store epilogue.
  */
 #include <limits.h>
 #include <stdint.h>
@@ -47,8 +50,12 @@ static const char kernel_src[] =
     " * ring of shared-memory stages; warpgroups 1 and 2 are the consumers: each owns 64 rows of\n"
     " * the tile (m64nBNk16 wgmma, BN / 2 f32 accumulators per thread) and releases a stage when\n"
     " * its wgmma groups that read it are done. The grid is persistent: block b takes the work\n"
-    " * items b, b + gridDim.x, ... (item = batch * tiles + tile), the ring's phases running on\n"
-    " * across items, so the producer fills the next tile's stages during the epilogue. */\n"
+    " * items b, b + gridDim.x, ... (item = (batch * tiles + tile) * SPLITS + split), the ring's\n"
+    " * phases running on across items, so the producer fills the next tile's stages during the\n"
+    " * epilogue. With SPLITS > 1 (split-K, few tiles) item s of a tile sums k slices\n"
+    " * [s * kper, (s + 1) * kper) into an f32 partial in the workspace; the block that arrives\n"
+    " * last at the tile's counter adds the partials in split order (the same bits whatever the\n"
+    " * arrival order) and runs the epilogue. */\n"
     "constexpr int BM = 128, BK = 64, NT = 384;\n"
     "constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;\n"
     "constexpr int CHUNK = 64 * BK * 2; /* one 64-wide MN-major box: 64 k rows of 128 bytes */\n"
@@ -57,12 +64,13 @@ static const char kernel_src[] =
     "static_assert(STAGE_BYTES % 1024 == 0, \"stages stay 1024-byte aligned (128-byte swizzle atoms)\");\n"
     "\n"
     "/* the kernel's one argument: the two tensor maps (cuTensorMapEncodeTiled's 128 opaque bytes)\n"
-    " * and the argument words (kiln__cuda_gemm_wgmma_prepare): 0 seed, 1 SR stream, 2-4 M N K,\n"
-    " * 5-8 A B C bias, 9-15 a_sm a_sk b_sk b_sn c_sm c_sn bias_s (elements), 16-17 alpha beta\n"
-    " * (f64 bits), 18 batch count, 19-20 tiles along M and N, 21 ReLU, 22 batch stride of C,\n"
-    " * 23-24 whether A and B have a batch coordinate in their maps, 25 k slices per item */\n"
+    " * and the argument words (kiln__cuda_gemm_wgmma): 0 seed, 1 SR stream, 2-4 M N K, 5-8 A B C\n"
+    " * bias, 9-15 a_sm a_sk b_sk b_sn c_sm c_sn bias_s (elements), 16-17 alpha beta (f64 bits),\n"
+    " * 18 batch count, 19-20 tiles along M and N, 21 ReLU, 22 batch stride of C, 23-24 whether A\n"
+    " * and B have a batch coordinate in their maps, 25 k slices (of BK), 26 splits, 27 k slices\n"
+    " * per split, 28 f32 workspace (tiles x splits x BM x BN), 29 arrival counters (int per tile) */\n"
     "struct __align__(64) kg_tmap { kiln_w64 b[16]; };\n"
-    "struct __align__(64) kiln_args { kg_tmap ta, tb; kiln_w64 w[26]; };\n"
+    "struct __align__(64) kiln_args { kg_tmap ta, tb; kiln_w64 w[30]; };\n"
     "\n"
     "/* kg: PTX wrappers */\n"
     "__device__ __forceinline__ unsigned kg_smem(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }\n"
@@ -110,6 +118,39 @@ static const char kernel_src[] =
     "  if constexpr (BF16) return (ST)kiln_f32_to_bf16_sr(v, bits); else return (ST)kiln_f32_to_f16_sr(v, bits);\n"
     "}\n"
     "\n"
+    "/* C[m][n], C[m][n + 1] (the second only if n + 1 < N) of batch bi from the f32 sums v0, v1:\n"
+    " * alpha, bias (per column), ReLU, beta * C, one rounding, the store (one 32-bit word when C\n"
+    " * allows). The caller checks m < M and n < N. */\n"
+    "__device__ __forceinline__ void kg_out_pair(const kiln_args &p, long long bi, long long m, long long n, float v0,\n"
+    "                                            float v1) {\n"
+    "  const long long N = (long long)p.w[3], c_sm = (long long)p.w[13], c_sn = (long long)p.w[14];\n"
+    "  ST *C = (ST *)p.w[7] + bi * (long long)p.w[22];\n"
+    "  const float alpha = (float)__longlong_as_double((long long)p.w[16]);\n"
+    "  const bool two = n + 1 < N;\n"
+    "  ST o[2];\n"
+    "#pragma unroll\n"
+    "  for (int e = 0; e < 2; e++) {\n"
+    "    if (e == 1 && !two) break;\n"
+    "    float v = alpha * (e ? v1 : v0);\n"
+    "    if constexpr (HAS_BIAS) v = v + kg_f32(((const ST *)p.w[8])[(n + e) * (long long)p.w[15]]);\n"
+    "    if (p.w[21]) v = v < 0.0f ? 0.0f : v;\n"
+    "    if constexpr (HAS_BETA)\n"
+    "      v = v + (float)__longlong_as_double((long long)p.w[17]) * kg_f32(C[m * c_sm + (n + e) * c_sn]);\n"
+    "    if constexpr (SR) {\n"
+    "      o[e] = kg_round_sr(v, p.w[0], p.w[1], (kiln_w64)((bi * (long long)p.w[2] + m) * N + n + e));\n"
+    "    } else {\n"
+    "      o[e] = BF16 ? (ST)kiln_f32_to_bf16_rn(v) : kiln_f2h(v);\n"
+    "    }\n"
+    "  }\n"
+    "  ST *dst = C + m * c_sm + n * c_sn;\n"
+    "  if (C_PAIR && two) {\n"
+    "    *(unsigned *)dst = (unsigned)o[0] | ((unsigned)o[1] << 16);\n"
+    "  } else {\n"
+    "    dst[0] = o[0];\n"
+    "    if (two) dst[c_sn] = o[1];\n"
+    "  }\n"
+    "}\n"
+    "\n"
     "/* Work item -> (batch, tile row, tile column), tiles in groups of GROUP_M tile rows. */\n"
     "__device__ __forceinline__ void kg_item(long long item, int tiles_m, int tiles_n, long long *bi, int *tm, int *tn) {\n"
     "  const long long per_batch = (long long)tiles_m * tiles_n;\n"
@@ -127,6 +168,7 @@ static const char kernel_src[] =
     "   * and the descriptors assume it starts there); then full[STAGES], empty[STAGES] */\n"
     "  const unsigned sbase = (kg_smem(kg_dyn) + 1023u) & ~1023u;\n"
     "  const unsigned full0 = sbase + STAGES * STAGE_BYTES, empty0 = full0 + 8 * STAGES;\n"
+    "  __shared__ int kg_last; /* split-K: this block arrived last at the tile's counter */\n"
     "  const int tid = (int)threadIdx.x, wg = tid >> 7;\n"
     "  if (tid == 0) {\n"
     "    for (int s = 0; s < STAGES; s++) {\n"
@@ -140,8 +182,8 @@ static const char kernel_src[] =
     "  const long long M = (long long)p.w[2], N = (long long)p.w[3];\n"
     "  const long long NB = (long long)p.w[18];\n"
     "  const int tiles_m = (int)p.w[19], tiles_n = (int)p.w[20];\n"
-    "  const int KT = (int)p.w[25];\n"
-    "  const long long items = NB * tiles_m * tiles_n;\n"
+    "  const int KT = (int)p.w[25], splits = (int)p.w[26], kper = (int)p.w[27];\n"
+    "  const long long items = NB * tiles_m * tiles_n * splits;\n"
     "\n"
     "  if (wg == 0) {\n"
     "    /* producer */\n"
@@ -152,9 +194,10 @@ static const char kernel_src[] =
     "      for (long long item = blockIdx.x; item < items; item += gridDim.x) {\n"
     "        long long bi;\n"
     "        int tm, tn;\n"
-    "        kg_item(item, tiles_m, tiles_n, &bi, &tm, &tn);\n"
+    "        kg_item(item / splits, tiles_m, tiles_n, &bi, &tm, &tn);\n"
     "        const int m0 = tm * BM, n0 = tn * BN, ab = a_bat ? (int)bi : 0, bb = b_bat ? (int)bi : 0;\n"
-    "        for (int kt = 0; kt < KT; kt++, it++) {\n"
+    "        const int kb = (int)(item % splits) * kper, ke = kb + kper < KT ? kb + kper : KT;\n"
+    "        for (int kt = kb; kt < ke; kt++, it++) {\n"
     "          const unsigned s = it % STAGES, round = it / STAGES;\n"
     "          if (round > 0) kg_bar_wait(empty0 + 8 * s, (round - 1) & 1);\n"
     "          const unsigned full = full0 + 8 * s, sa = sbase + s * STAGE_BYTES, sb = sa + A_BYTES;\n"
@@ -182,24 +225,22 @@ static const char kernel_src[] =
     "  asm volatile(\"setmaxnreg.inc.sync.aligned.u32 232;\\n\" ::: \"memory\");\n"
     "  const int cw = wg - 1, ltid = tid & 127, warp = ltid >> 5, lane = tid & 31;\n"
     "  const bool leader = ltid == 0;\n"
-    "  ST *C0 = (ST *)p.w[7];\n"
-    "  const ST *bias = (const ST *)p.w[8];\n"
-    "  const long long c_sm = (long long)p.w[13], c_sn = (long long)p.w[14], bias_s = (long long)p.w[15];\n"
-    "  const float alpha = (float)__longlong_as_double((long long)p.w[16]);\n"
-    "  const float beta = (float)__longlong_as_double((long long)p.w[17]);\n"
-    "  const bool relu = p.w[21] != 0;\n"
-    "  const long long c_bs = (long long)p.w[22];\n"
-    "  (void)bias; (void)bias_s; (void)beta;\n"
+    "  float *ws = (float *)p.w[28];\n"
+    "  int *counters = (int *)p.w[29];\n"
+    "  const int ct = tid - 128; /* 0 .. 255 over both consumers */\n"
     "  unsigned it = 0;\n"
     "  for (long long item = blockIdx.x; item < items; item += gridDim.x) {\n"
     "    long long bi;\n"
     "    int tm, tn;\n"
-    "    kg_item(item, tiles_m, tiles_n, &bi, &tm, &tn);\n"
+    "    const long long tile = item / splits;\n"
+    "    const int split = (int)(item % splits);\n"
+    "    kg_item(tile, tiles_m, tiles_n, &bi, &tm, &tn);\n"
+    "    const int kb = split * kper, ke = kb + kper < KT ? kb + kper : KT;\n"
     "    float acc[NACC];\n"
     "#pragma unroll\n"
     "    for (int i = 0; i < NACC; i++) acc[i] = 0.0f;\n"
     "    unsigned prev = 0;\n"
-    "    for (int kt = 0; kt < KT; kt++, it++) {\n"
+    "    for (int kt = kb; kt < ke; kt++, it++) {\n"
     "      const unsigned s = it % STAGES;\n"
     "      kg_bar_wait(full0 + 8 * s, (it / STAGES) & 1);\n"
     "      const unsigned sa = sbase + s * STAGE_BYTES, sb = sa + A_BYTES;\n"
@@ -216,16 +257,48 @@ static const char kernel_src[] =
     "      kg_wg_commit();\n"
     "      /* one group stays in flight: the previous slice's group is done, release its stage */\n"
     "      kg_wg_wait<1>();\n"
-    "      if (kt > 0 && leader) kg_bar_arrive(empty0 + 8 * prev);\n"
+    "      if (kt > kb && leader) kg_bar_arrive(empty0 + 8 * prev);\n"
     "      prev = s;\n"
     "    }\n"
     "    kg_wg_wait<0>();\n"
-    "    if (KT > 0 && leader) kg_bar_arrive(empty0 + 8 * prev);\n"
+    "    if (ke > kb && leader) kg_bar_arrive(empty0 + 8 * prev);\n"
     "    kg_acc_fence(acc);\n"
+    "\n"
+    "    if (splits > 1) {\n"
+    "      /* split-K: publish this partial (element i of consumer thread ct at i * 256 + ct),\n"
+    "       * count the arrival; the last block adds all partials in split order */\n"
+    "      float *part = ws + (size_t)tile * splits * (BM * BN);\n"
+    "#pragma unroll\n"
+    "      for (int i = 0; i < NACC; i++) part[(size_t)split * (BM * BN) + i * 256 + ct] = acc[i];\n"
+    "      __threadfence();\n"
+    "      asm volatile(\"bar.sync 1, 256;\\n\" ::: \"memory\");\n"
+    "      if (ct == 0) {\n"
+    "        const int old = atomicAdd(&counters[tile], 1);\n"
+    "        kg_last = old == splits - 1;\n"
+    "        if (old == splits - 1) counters[tile] = 0; /* zero again for the next launch */\n"
+    "      }\n"
+    "      asm volatile(\"bar.sync 1, 256;\\n\" ::: \"memory\");\n"
+    "      if (!kg_last) continue;\n"
+    "      __threadfence();\n"
+    "      /* the sums in split order, element pair by element pair (the accumulators are dead) */\n"
+    "      const float *own = ws + (size_t)tile * splits * (BM * BN) + ct;\n"
+    "#pragma unroll 1\n"
+    "      for (int i = 0; i < NACC; i += 2) {\n"
+    "        float v0 = 0.0f, v1 = 0.0f;\n"
+    "        for (int q = 0; q < splits; q++) {\n"
+    "          v0 += __ldcg(own + (size_t)q * (BM * BN) + i * 256);\n"
+    "          v1 += __ldcg(own + (size_t)q * (BM * BN) + (i + 1) * 256);\n"
+    "        }\n"
+    "        const int j = i >> 2, h = (i >> 1) & 1;\n"
+    "        const long long m = (long long)tm * BM + cw * 64 + warp * 16 + (lane >> 2) + 8 * h;\n"
+    "        const long long n = (long long)tn * BN + 8 * j + 2 * (lane & 3);\n"
+    "        if (m < M && n < N) kg_out_pair(p, bi, m, n, v0, v1);\n"
+    "      }\n"
+    "      continue;\n"
+    "    }\n"
     "\n"
     "    /* epilogue from the accumulators: acc[4 j + 2 h + e] is C[m][n] with m = 16 warp + lane / 4\n"
     "     * + 8 h of the consumer's 64 rows, n = 8 j + 2 (lane % 4) + e */\n"
-    "    ST *C = C0 + bi * c_bs;\n"
     "    const long long mb = (long long)tm * BM + cw * 64 + warp * 16 + (lane >> 2);\n"
     "    const long long nb = (long long)tn * BN + 2 * (lane & 3);\n"
     "#pragma unroll\n"
@@ -235,31 +308,11 @@ static const char kernel_src[] =
     "#pragma unroll\n"
     "      for (int j = 0; j < BN / 8; j++) {\n"
     "        const long long n = nb + 8 * j;\n"
-    "        if (n >= N) continue;\n"
-    "        ST o[2];\n"
-    "#pragma unroll\n"
-    "        for (int e = 0; e < 2; e++) {\n"
-    "          if (e == 1 && n + 1 >= N) break;\n"
-    "          float v = alpha * acc[4 * j + 2 * h + e];\n"
-    "          if constexpr (HAS_BIAS) v = v + kg_f32(bias[(n + e) * bias_s]);\n"
-    "          if (relu) v = v < 0.0f ? 0.0f : v;\n"
-    "          if constexpr (HAS_BETA) v = v + beta * kg_f32(C[m * c_sm + (n + e) * c_sn]);\n"
-    "          if constexpr (SR) {\n"
-    "            o[e] = kg_round_sr(v, p.w[0], p.w[1], (kiln_w64)((bi * M + m) * N + n + e));\n"
-    "          } else {\n"
-    "            o[e] = BF16 ? (ST)kiln_f32_to_bf16_rn(v) : kiln_f2h(v);\n"
-    "          }\n"
-    "        }\n"
-    "        ST *dst = C + m * c_sm + n * c_sn;\n"
-    "        if (C_PAIR && n + 1 < N) {\n"
-    "          *(unsigned *)dst = (unsigned)o[0] | ((unsigned)o[1] << 16);\n"
-    "        } else {\n"
-    "          dst[0] = o[0];\n"
-    "          if (n + 1 < N) dst[c_sn] = o[1];\n"
-    "        }\n"
+    "        if (n < N) kg_out_pair(p, bi, m, n, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);\n"
     "      }\n"
     "    }\n"
     "  }\n"
+    "\n"
     "}\n";
 
 /* ---- structure, source ------------------------------------------------------------------- */
@@ -274,7 +327,7 @@ static int stages_for(int bn)
 static unsigned smem_for(int bn)
 {
     int s = stages_for(bn);
-    return (unsigned)(1024 + s * (BM + bn) * BK * 2 + 16 * s);
+    return (unsigned)(1024 + s * (BM + bn) * BK * 2 + 16 * s); /* + 4 static bytes (kg_last) */
 }
 
 void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
@@ -385,8 +438,37 @@ static kiln_status encode_map(kiln_ctx *ctx, CUtensorMap *map, kiln_dtype dt, co
     return KILN_OK;
 }
 
+/* The tile rule: the tile width BN (128 or 256) and the number of k splits for an M x N
+ * GEMM of kt slices in nb batches on sms SMs, by a cost model in units of one 128 x 256 x 64
+ * step of one block: the waves of work items (one block per SM at a time) times each item's
+ * slices, plus two slices of fill and epilogue per item and, for a split, about one slice
+ * per partial written or read (a 128 x 256 f32 partial through L2 takes about as long as a
+ * slice of wgmma). Ties keep 256 and fewer splits. bench/NOTES.md has the numbers. */
+static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int *splits_out)
+{
+    double best = 0;
+    int best_bn = 256, best_s = 1;
+    for (int bn = 256; bn >= 128; bn -= 128) {
+        if (bn == 256 && N <= 128) continue;
+        int64_t tiles = nb * ((M + BM - 1) / BM) * ((N + bn - 1) / bn);
+        int smax = tiles >= KILN_CUDA_COUNTERS ? 1 : (int)(kt / 4 < 32 ? kt / 4 : 32);
+        if (smax < 1) smax = 1;
+        for (int sp = 1; sp <= smax; sp++) {
+            int64_t items = tiles * sp, waves = (items + sms - 1) / sms, per = (kt + sp - 1) / sp;
+            double cost = (double)waves * (double)(per + 2 + (sp > 1 ? sp : 0)) * bn / 256.0;
+            if (best == 0 || cost < best * 0.98) {
+                best = cost;
+                best_bn = bn;
+                best_s = sp;
+            }
+        }
+    }
+    *splits_out = best_s;
+    return best_bn;
+}
+
 /* The kernel's argument: two tensor maps, then the words (layout in the kernel source). */
-#define WORDS 26
+#define WORDS 30
 typedef struct wg_args {
     CUtensorMap ta, tb;
     uint64_t w[WORDS];
@@ -405,9 +487,10 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     c.sr = d->round == KILN_ROUND_STOCHASTIC;
     c.c_pair = d->c_sn == 1 && (d->M == 1 || d->c_sm % 2 == 0) && ((uintptr_t)d->c % 4) == 0 &&
                (bt->n == 0 || bt->sc[0] % 2 == 0);
-    c.bn = d->N <= 128 ? 128 : 256; /* the tile rule (bench/NOTES.md) */
-
     int64_t nb = bt->n ? bt->shape[0] : 1;
+    int64_t kt = (d->K + BK - 1) / BK;
+    int splits = 1;
+    c.bn = pick_tiles(d->M, d->N, kt, nb, st->sm_count, &splits);
     int a_bat = bt->n == 1 && bt->sa[0] != 0, b_bat = bt->n == 1 && bt->sb[0] != 0;
     wg_args args; /* CUtensorMap is 64-byte aligned; the launch copies the whole struct */
     wg_args *p = &args;
@@ -432,15 +515,38 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     p->w[22] = (uint64_t)(bt->n ? bt->sc[0] : 0);
     p->w[23] = (uint64_t)a_bat;
     p->w[24] = (uint64_t)b_bat;
-    p->w[25] = (uint64_t)((d->K + BK - 1) / BK);
+    p->w[25] = (uint64_t)kt;
+    int64_t kper = (kt + splits - 1) / splits;
+    splits = (int)((kt + kper - 1) / kper); /* every split gets at least one slice */
+    p->w[26] = (uint64_t)splits;
+    p->w[27] = (uint64_t)kper;
+    kiln_block *ws = NULL;
+    if (splits > 1) {
+        if (!st->gemm_counters) {
+            KILN_CK(ctx, rt, cudaMalloc((void **)&st->gemm_counters, KILN_CUDA_COUNTERS * sizeof(int)));
+            KILN_CK(ctx, rt, cudaMemsetAsync(st->gemm_counters, 0, KILN_CUDA_COUNTERS * sizeof(int), st->stream));
+        }
+        /* stream-ordered: the block goes back to the cache after the launch, and whatever
+         * reuses it next runs after this kernel on the same stream */
+        KILN_TRY(kiln__mem_alloc(ctx, (size_t)(nb * tm * tn) * (size_t)splits * BM * (size_t)c.bn * sizeof(float),
+                                 __FILE__, __LINE__, &ws));
+        p->w[28] = (uint64_t)(uintptr_t)ws->ptr;
+        p->w[29] = (uint64_t)(uintptr_t)st->gemm_counters;
+    }
 
     /* a tag ("GKWG") and this kernel's version first */
-    const int32_t sig[10] = {0x47574b47, 1, (int32_t)c.dtype, c.a_kmajor, c.b_kmajor, c.bias, c.beta, c.sr, c.c_pair,
+    const int32_t sig[10] = {0x47574b47, 2, (int32_t)c.dtype, c.a_kmajor, c.b_kmajor, c.bias, c.beta, c.sr, c.c_pair,
                              c.bn};
     unsigned smem = smem_for(c.bn);
     CUfunction fn;
-    KILN_TRY(kiln__cuda_gemm_kernel(ctx, sig, 10, gen_source, &c, "kiln_gemm_wgmma", smem, &fn));
-    int64_t items = nb * tm * tn;
+    kiln_status ks = kiln__cuda_gemm_kernel(ctx, sig, 10, gen_source, &c, "kiln_gemm_wgmma", smem, &fn);
+    if (ks != KILN_OK) {
+        kiln__mem_free(ctx, ws);
+        return ks;
+    }
+    int64_t items = nb * tm * tn * splits;
     unsigned grid = (unsigned)(items < st->sm_count ? items : st->sm_count);
-    return kiln__cuda_launch_arg(ctx, fn, grid, 1, THREADS, 1, smem, p);
+    kiln_status r = kiln__cuda_launch_arg(ctx, fn, grid, 1, THREADS, 1, smem, p);
+    kiln__mem_free(ctx, ws);
+    return r;
 }
