@@ -488,13 +488,13 @@ static void test_tiles(void)
         g.tb = 1 - d;
         g.relu = 1;
         run_case(&g);
-        g = base_case(dt, 130, 300, 3000); /* few tiles, long K: split-K (10 splits, the last short) */
+        g = base_case(dt, 130, 300, 3380); /* few tiles, long K (53 slices): split-K, the last split short */
         g.ta = d;
         g.bias = 1;
         g.relu = 1;
         g.beta = -0.5;
         run_case(&g);
-        g = base_case(dt, 64, 72, 1000); /* split-K over 3 batches, B shared */
+        g = base_case(dt, 64, 72, 3100); /* split-K over 3 batches, B shared */
         g.nba = 1, g.ba[0] = 3;
         g.tb = 1;
         run_case(&g);

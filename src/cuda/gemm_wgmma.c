@@ -280,19 +280,30 @@ static const char kernel_src[] =
     "      asm volatile(\"bar.sync 1, 256;\\n\" ::: \"memory\");\n"
     "      if (!kg_last) continue;\n"
     "      __threadfence();\n"
-    "      /* the sums in split order, element pair by element pair (the accumulators are dead) */\n"
+    "      /* the sums in split order (the accumulators are dead), RCH elements at a time: the RCH\n"
+    "       * loads of one partial are in flight together, so the wait is one L2 latency per partial\n"
+    "       * and chunk, not per element */\n"
+    "      constexpr int RCH = 32;\n"
     "      const float *own = ws + (size_t)tile * splits * (BM * BN) + ct;\n"
     "#pragma unroll 1\n"
-    "      for (int i = 0; i < NACC; i += 2) {\n"
-    "        float v0 = 0.0f, v1 = 0.0f;\n"
+    "      for (int i0 = 0; i0 < NACC; i0 += RCH) {\n"
+    "        float v[RCH], t[RCH];\n"
+    "#pragma unroll\n"
+    "        for (int k = 0; k < RCH; k++) v[k] = 0.0f;\n"
     "        for (int q = 0; q < splits; q++) {\n"
-    "          v0 += __ldcg(own + (size_t)q * (BM * BN) + i * 256);\n"
-    "          v1 += __ldcg(own + (size_t)q * (BM * BN) + (i + 1) * 256);\n"
+    "          const float *src = own + (size_t)q * (BM * BN) + i0 * 256;\n"
+    "#pragma unroll\n"
+    "          for (int k = 0; k < RCH; k++) t[k] = __ldcg(src + k * 256);\n"
+    "#pragma unroll\n"
+    "          for (int k = 0; k < RCH; k++) v[k] += t[k];\n"
     "        }\n"
-    "        const int j = i >> 2, h = (i >> 1) & 1;\n"
-    "        const long long m = (long long)tm * BM + cw * 64 + warp * 16 + (lane >> 2) + 8 * h;\n"
-    "        const long long n = (long long)tn * BN + 8 * j + 2 * (lane & 3);\n"
-    "        if (m < M && n < N) kg_out_pair(p, bi, m, n, v0, v1);\n"
+    "#pragma unroll\n"
+    "        for (int k = 0; k < RCH; k += 2) {\n"
+    "          const int i = i0 + k, j = i >> 2, h = (i >> 1) & 1;\n"
+    "          const long long m = (long long)tm * BM + cw * 64 + warp * 16 + (lane >> 2) + 8 * h;\n"
+    "          const long long n = (long long)tn * BN + 8 * j + 2 * (lane & 3);\n"
+    "          if (m < M && n < N) kg_out_pair(p, bi, m, n, v[k], v[k + 1]);\n"
+    "        }\n"
     "      }\n"
     "      continue;\n"
     "    }\n"
@@ -439,23 +450,27 @@ static kiln_status encode_map(kiln_ctx *ctx, CUtensorMap *map, kiln_dtype dt, co
 }
 
 /* The tile rule: the tile width BN (128 or 256) and the number of k splits for an M x N
- * GEMM of kt slices in nb batches on sms SMs, by a cost model in units of one 128 x 256 x 64
- * step of one block: the waves of work items (one block per SM at a time) times each item's
- * slices, plus two slices of fill and epilogue per item and, for a split, about one slice
- * per partial written or read (a 128 x 256 f32 partial through L2 takes about as long as a
- * slice of wgmma). Ties keep 256 and fewer splits. bench/NOTES.md has the numbers. */
+ * GEMM of kt slices in nb batches on sms SMs. Without a split BN is 256 unless N <= 128
+ * (measured best on the H100 for the squares and the long-K fully-connected shapes with
+ * many tiles). A split only where the 256-wide tiles would leave three quarters of the SMs
+ * idle and K is long (kt >= 48: the fprop shapes of fully-connected layers): then BN and
+ * the split count come from a cost model in units of one 128 x 256 x 64 step of one block,
+ * the waves of work items times each item's slices, plus two slices of fill and epilogue
+ * per item and two per partial written or read, a 128-wide tile costing 0.7 of a 256-wide
+ * one. bench/NOTES.md has the measurements behind the constants. */
 static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int *splits_out)
 {
+    int best_bn = N <= 128 ? 128 : 256, best_s = 1;
+    *splits_out = 1;
+    int64_t tiles256 = nb * ((M + BM - 1) / BM) * ((N + 255) / 256);
+    if (tiles256 * 4 > sms || kt < 48) return best_bn;
     double best = 0;
-    int best_bn = 256, best_s = 1;
     for (int bn = 256; bn >= 128; bn -= 128) {
-        if (bn == 256 && N <= 128) continue;
         int64_t tiles = nb * ((M + BM - 1) / BM) * ((N + bn - 1) / bn);
-        int smax = tiles >= KILN_CUDA_COUNTERS ? 1 : (int)(kt / 4 < 32 ? kt / 4 : 32);
-        if (smax < 1) smax = 1;
+        int smax = tiles >= KILN_CUDA_COUNTERS ? 1 : (int)(kt / 8 < 32 ? kt / 8 : 32);
         for (int sp = 1; sp <= smax; sp++) {
             int64_t items = tiles * sp, waves = (items + sms - 1) / sms, per = (kt + sp - 1) / sp;
-            double cost = (double)waves * (double)(per + 2 + (sp > 1 ? sp : 0)) * bn / 256.0;
+            double cost = (double)waves * (double)(per + 2 + (sp > 1 ? 2 * sp : 0)) * (bn == 256 ? 1.0 : 0.7);
             if (best == 0 || cost < best * 0.98) {
                 best = cost;
                 best_bn = bn;
