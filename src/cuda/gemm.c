@@ -10,8 +10,9 @@
  * (rounded twice by cuBLASLt), stochastic rounding of 16-bit C, K = 0,
  * integer dtypes) goes to a simple NVRTC kernel with the same formula: one thread per
  * element of C, f32 (f64 for f64) accumulation. It is the reference, not the fast path.
- * KILN_GEMM=own|vendor|auto (read at every call) puts kiln's own kernels (gemm_own.h:
- * mma.sync tiles for f16 / bf16) in front of both; see read_choice below.
+ * KILN_GEMM=own|vendor|auto|wgmma|mma (read at every call) puts kiln's own kernels
+ * (gemm_own.h: wgmma + TMA tiles on sm_90a, mma.sync tiles on sm_80+, f16 / bf16) in front
+ * of both; see read_choice below.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
@@ -472,8 +473,9 @@ typedef enum gemm_choice { GEMM_AUTO, GEMM_VENDOR, GEMM_OWN, GEMM_MMA, GEMM_WGMM
  *           where TMA can read A and B, else mma.sync; the vendor path for the rest;
  *   wgmma, mma  that one of kiln's kernels where it applies, the vendor path for the rest
  *           (tests and benchmarks of each kernel);
- *   auto    (unset or empty too) the vendor path for now: the own kernels are unmeasured on
- *           the H100; auto picks them per shape once bench/NOTES.md has the numbers. */
+ *   auto    (unset or empty too) the vendor path: measured on the H100 the own kernels are
+ *           not yet ahead of cuBLASLt on any shape class (bench/NOTES.md, issue 5); auto
+ *           will pick them per shape where they are. */
 static kiln_status read_choice(kiln_ctx *ctx, gemm_choice *out)
 {
     const char *e = getenv("KILN_GEMM");

@@ -4,8 +4,9 @@
  *   C_b = relu?(alpha * A_b @ B_b + bias) + beta * C_b   for every batch index b,
  * with exactly the semantics of the reference kernel (src/ops/dot.h; one rounding of the
  * f32 result, stochastic rounding keyed by the element's index, never by the tiling).
- * Step 1 is gemm_mma.c: mma.sync tensor-core tiles for f16 / bf16 with f32 accumulation
- * (sm_80 and later). Not here: split-K, wgmma, TMA (the next steps, bench/NOTES.md).
+ * gemm_wgmma.c: wgmma tiles fed by TMA, persistent, deterministic split-K (sm_90a), for
+ * operands TMA can read; gemm_mma.c: mma.sync tiles for any strides (sm_80 and later).
+ * Both f16 / bf16 with f32 accumulation. The ladder and its measurements: bench/NOTES.md.
  * Internal to src/cuda, like cuda.h.
  */
 #ifndef KILN_CUDA_GEMM_OWN_H
