@@ -533,18 +533,31 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     p->w[25] = (uint64_t)kt;
     int64_t kper = (kt + splits - 1) / splits;
     splits = (int)((kt + kper - 1) / kper); /* every split gets at least one slice */
+    kiln_block *ws = NULL;
+    if (splits > 1 && !st->gemm_counters) {
+        if (cudaMalloc((void **)&st->gemm_counters, KILN_CUDA_COUNTERS * sizeof(int)) != cudaSuccess) {
+            (void)cudaGetLastError();
+            st->gemm_counters = NULL;
+        } else if (cudaMemsetAsync(st->gemm_counters, 0, KILN_CUDA_COUNTERS * sizeof(int), st->stream) != cudaSuccess) {
+            (void)cudaGetLastError();
+            cudaFree(st->gemm_counters);
+            st->gemm_counters = NULL;
+        }
+    }
+    /* The workspace is stream-ordered: the block goes back to the cache after the launch,
+     * and whatever reuses it next runs after this kernel on the same stream. Without
+     * counters or workspace (the memory cap, the device full) the GEMM runs unsplit. */
+    if (splits > 1 &&
+        (!st->gemm_counters ||
+         kiln__mem_alloc(ctx, (size_t)(nb * tm * tn) * (size_t)splits * BM * (size_t)c.bn * sizeof(float), __FILE__,
+                         __LINE__, &ws) != KILN_OK)) {
+        ws = NULL;
+        splits = 1;
+        kper = kt;
+    }
     p->w[26] = (uint64_t)splits;
     p->w[27] = (uint64_t)kper;
-    kiln_block *ws = NULL;
-    if (splits > 1) {
-        if (!st->gemm_counters) {
-            KILN_CK(ctx, rt, cudaMalloc((void **)&st->gemm_counters, KILN_CUDA_COUNTERS * sizeof(int)));
-            KILN_CK(ctx, rt, cudaMemsetAsync(st->gemm_counters, 0, KILN_CUDA_COUNTERS * sizeof(int), st->stream));
-        }
-        /* stream-ordered: the block goes back to the cache after the launch, and whatever
-         * reuses it next runs after this kernel on the same stream */
-        KILN_TRY(kiln__mem_alloc(ctx, (size_t)(nb * tm * tn) * (size_t)splits * BM * (size_t)c.bn * sizeof(float),
-                                 __FILE__, __LINE__, &ws));
+    if (ws) {
         p->w[28] = (uint64_t)(uintptr_t)ws->ptr;
         p->w[29] = (uint64_t)(uintptr_t)st->gemm_counters;
     }
