@@ -586,6 +586,10 @@ static void test_gemm(void)
     gemm_cases("vendor");
     gemm_cases("own");
     gemm_cases("mma");
+    /* the wgmma kernel's TMA-store epilogue (opt-in until measured) */
+    setenv("KILN_WGMMA_STORE", "tma", 1);
+    gemm_cases("wgmma");
+    unsetenv("KILN_WGMMA_STORE");
     unsetenv("KILN_GEMM");
     gemm_dispatch();
 }

@@ -84,6 +84,7 @@ typedef struct kiln_gemm_wgmma_cfg {
     int a_kmajor, b_kmajor;
     int bias, beta, sr, c_pair;
     int bn; /* 128 or 256 columns of C per tile (BM is 128) */
+    int tma_store; /* C staged in shared memory and stored by TMA (KILN_WGMMA_STORE=tma) */
 } kiln_gemm_wgmma_cfg;
 
 /* 1 when the wgmma kernel takes d on ctx's device: compute capability 9.0 with the tensor-

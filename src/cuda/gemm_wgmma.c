@@ -29,10 +29,14 @@
  *    several work items whose f32 partials meet in a workspace; the last to arrive adds them
  *    in split order, so the result does not depend on timing (it does on the split count,
  *    which follows the shape and the SM count).
- * Not here yet: stream-K, clusters with TMA multicast, a TMA-store epilogue.
+ *  - opt-in (KILN_WGMMA_STORE=tma, written but not yet run on a GPU): each consumer stages
+ *    its 64 rows of C in shared memory (128-byte swizzled boxes) and one thread stores them
+ *    with TMA, so the store overlaps the next tile instead of stalling the tensor cores.
+ * Not here yet: stream-K, clusters with TMA multicast, a ping-pong schedule.
  */
 #include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda/gemm_own.h"
@@ -68,9 +72,10 @@ static const char kernel_src[] =
     " * bias, 9-15 a_sm a_sk b_sk b_sn c_sm c_sn bias_s (elements), 16-17 alpha beta (f64 bits),\n"
     " * 18 batch count, 19-20 tiles along M and N, 21 ReLU, 22 batch stride of C, 23-24 whether A\n"
     " * and B have a batch coordinate in their maps, 25 k slices (of BK), 26 splits, 27 k slices\n"
-    " * per split, 28 f32 workspace (tiles x splits x BM x BN), 29 arrival counters (int per tile) */\n"
+    " * per split, 28 f32 workspace (tiles x splits x BM x BN), 29 arrival counters (int per tile);\n"
+    " * tc: C's tensor map (boxes of 64 x 64, 128-byte swizzle) when TMA_STORE */\n"
     "struct __align__(64) kg_tmap { kiln_w64 b[16]; };\n"
-    "struct __align__(64) kiln_args { kg_tmap ta, tb; kiln_w64 w[30]; };\n"
+    "struct __align__(64) kiln_args { kg_tmap ta, tb, tc; kiln_w64 w[30]; };\n"
     "\n"
     "/* kg: PTX wrappers */\n"
     "__device__ __forceinline__ unsigned kg_smem(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }\n"
@@ -97,6 +102,11 @@ static const char kernel_src[] =
     "               \" [%0], [%1, {%2, %3, %4}], [%5];\\n\"\n"
     "               :: \"r\"(dst), \"l\"((unsigned long long)map), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(bar) : \"memory\");\n"
     "}\n"
+    "/* TMA store: the box at (c0, c1, c2) of map from shared memory at src (a bulk group) */\n"
+    "__device__ __forceinline__ void kg_tma_store(const kg_tmap *map, unsigned src, int c0, int c1, int c2) {\n"
+    "  asm volatile(\"cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\\n\"\n"
+    "               :: \"l\"((unsigned long long)map), \"r\"(src), \"r\"(c0), \"r\"(c1), \"r\"(c2) : \"memory\");\n"
+    "}\n"
     "__device__ __forceinline__ void kg_wg_fence() { asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\"); }\n"
     "__device__ __forceinline__ void kg_wg_commit() { asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\"); }\n"
     "template <int N> __device__ __forceinline__ void kg_wg_wait() {\n"
@@ -121,13 +131,13 @@ static const char kernel_src[] =
     "/* C[m][n], C[m][n + 1] (the second only if n + 1 < N) of batch bi from the f32 sums v0, v1:\n"
     " * alpha, bias (per column), ReLU, beta * C, one rounding, the store (one 32-bit word when C\n"
     " * allows). The caller checks m < M and n < N. */\n"
-    "__device__ __forceinline__ void kg_out_pair(const kiln_args &p, long long bi, long long m, long long n, float v0,\n"
-    "                                            float v1) {\n"
+    "__device__ __forceinline__ void kg_pair_value(const kiln_args &p, long long bi, long long m, long long n, float v0,\n"
+    "                                              float v1, ST (&o)[2]) {\n"
     "  const long long N = (long long)p.w[3], c_sm = (long long)p.w[13], c_sn = (long long)p.w[14];\n"
-    "  ST *C = (ST *)p.w[7] + bi * (long long)p.w[22];\n"
+    "  const ST *C = (const ST *)p.w[7] + bi * (long long)p.w[22];\n"
     "  const float alpha = (float)__longlong_as_double((long long)p.w[16]);\n"
     "  const bool two = n + 1 < N;\n"
-    "  ST o[2];\n"
+    "  o[1] = 0;\n"
     "#pragma unroll\n"
     "  for (int e = 0; e < 2; e++) {\n"
     "    if (e == 1 && !two) break;\n"
@@ -142,6 +152,14 @@ static const char kernel_src[] =
     "      o[e] = BF16 ? (ST)kiln_f32_to_bf16_rn(v) : kiln_f2h(v);\n"
     "    }\n"
     "  }\n"
+    "}\n"
+    "__device__ __forceinline__ void kg_out_pair(const kiln_args &p, long long bi, long long m, long long n, float v0,\n"
+    "                                            float v1) {\n"
+    "  const long long N = (long long)p.w[3], c_sm = (long long)p.w[13], c_sn = (long long)p.w[14];\n"
+    "  ST *C = (ST *)p.w[7] + bi * (long long)p.w[22];\n"
+    "  const bool two = n + 1 < N;\n"
+    "  ST o[2];\n"
+    "  kg_pair_value(p, bi, m, n, v0, v1, o);\n"
     "  ST *dst = C + m * c_sm + n * c_sn;\n"
     "  if (C_PAIR && two) {\n"
     "    *(unsigned *)dst = (unsigned)o[0] | ((unsigned)o[1] << 16);\n"
@@ -167,7 +185,9 @@ static const char kernel_src[] =
     "  /* stages from the first 1024-byte boundary (the swizzle pattern repeats every 1024 bytes\n"
     "   * and the descriptors assume it starts there); then full[STAGES], empty[STAGES] */\n"
     "  const unsigned sbase = (kg_smem(kg_dyn) + 1023u) & ~1023u;\n"
-    "  const unsigned full0 = sbase + STAGES * STAGE_BYTES, empty0 = full0 + 8 * STAGES;\n"
+    "  /* TMA_STORE: each consumer's 64 x BN staging of C (BN / 64 swizzled boxes of 64 x 64) */\n"
+    "  const unsigned cstage = sbase + STAGES * STAGE_BYTES;\n"
+    "  const unsigned full0 = cstage + (TMA_STORE ? BM * BN * 2 : 0), empty0 = full0 + 8 * STAGES;\n"
     "  __shared__ int kg_last; /* split-K: this block arrived last at the tile's counter */\n"
     "  const int tid = (int)threadIdx.x, wg = tid >> 7;\n"
     "  if (tid == 0) {\n"
@@ -312,33 +332,70 @@ static const char kernel_src[] =
     "     * + 8 h of the consumer's 64 rows, n = 8 j + 2 (lane % 4) + e */\n"
     "    const long long mb = (long long)tm * BM + cw * 64 + warp * 16 + (lane >> 2);\n"
     "    const long long nb = (long long)tn * BN + 2 * (lane & 3);\n"
+    "    if constexpr (TMA_STORE) {\n"
+    "      /* into this consumer's staging (the previous tile's store has read it: wait_group.read\n"
+    "       * by the thread that issued it, then the warpgroup's barrier), row r, 16-byte chunk q\n"
+    "       * of box b at b * 8192 + r * 128 + (q ^ r % 8) * 16 (the map's 128-byte swizzle; the\n"
+    "       * eight rows of one store instruction land in eight different bank groups), then one\n"
+    "       * thread stores the boxes; TMA clips what lies past M and N */\n"
+    "      const unsigned cs = cstage + cw * (64 * BN * 2);\n"
+    "      if (leader) asm volatile(\"cp.async.bulk.wait_group.read 0;\\n\" ::: \"memory\");\n"
+    "      asm volatile(\"bar.sync %0, 128;\\n\" :: \"r\"(2 + cw) : \"memory\");\n"
     "#pragma unroll\n"
-    "    for (int h = 0; h < 2; h++) {\n"
-    "      const long long m = mb + 8 * h;\n"
-    "      if (m >= M) continue;\n"
+    "      for (int h = 0; h < 2; h++) {\n"
+    "        const long long m = mb + 8 * h;\n"
+    "        const int r = warp * 16 + (lane >> 2) + 8 * h;\n"
     "#pragma unroll\n"
-    "      for (int j = 0; j < BN / 8; j++) {\n"
-    "        const long long n = nb + 8 * j;\n"
-    "        if (n < N) kg_out_pair(p, bi, m, n, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);\n"
+    "        for (int j = 0; j < BN / 8; j++) {\n"
+    "          const long long n = nb + 8 * j;\n"
+    "          ST o[2] = {0, 0};\n"
+    "          if (m < M && n < N) kg_pair_value(p, bi, m, n, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], o);\n"
+    "          const int c = 8 * j + 2 * (lane & 3), q = (c & 63) >> 3;\n"
+    "          const unsigned addr = cs + (c >> 6) * 8192 + r * 128 + ((q ^ (r & 7)) << 4) + (c & 7) * 2;\n"
+    "          asm volatile(\"st.shared.u32 [%0], %1;\\n\" :: \"r\"(addr), \"r\"((unsigned)o[0] | ((unsigned)o[1] << 16)) : \"memory\");\n"
+    "        }\n"
+    "      }\n"
+    "      asm volatile(\"fence.proxy.async.shared::cta;\\n\" ::: \"memory\");\n"
+    "      asm volatile(\"bar.sync %0, 128;\\n\" :: \"r\"(2 + cw) : \"memory\");\n"
+    "      if (leader) {\n"
+    "#pragma unroll\n"
+    "        for (int b = 0; b < BN / 64; b++)\n"
+    "          kg_tma_store(&p.tc, cs + b * 8192, tn * BN + 64 * b, tm * BM + cw * 64, (int)bi);\n"
+    "        asm volatile(\"cp.async.bulk.commit_group;\\n\" ::: \"memory\");\n"
+    "      }\n"
+    "    } else {\n"
+    "#pragma unroll\n"
+    "      for (int h = 0; h < 2; h++) {\n"
+    "        const long long m = mb + 8 * h;\n"
+    "        if (m >= M) continue;\n"
+    "#pragma unroll\n"
+    "        for (int j = 0; j < BN / 8; j++) {\n"
+    "          const long long n = nb + 8 * j;\n"
+    "          if (n < N) kg_out_pair(p, bi, m, n, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);\n"
+    "        }\n"
     "      }\n"
     "    }\n"
     "  }\n"
+    "  /* the last stores of C are complete before the block's shared memory goes */\n"
+    "  if (TMA_STORE && leader) asm volatile(\"cp.async.bulk.wait_group 0;\\n\" ::: \"memory\");\n"
     "\n"
     "}\n";
 
 /* ---- structure, source ------------------------------------------------------------------- */
 
-static int stages_for(int bn)
+/* Stages that fit beside the staging of C (tma_store: BM x bn x 2 bytes), at most 6. */
+static int stages_for(int bn, int tma_store)
 {
     int stage = (BM + bn) * BK * 2;
-    int n = (SMEM_MAX - 1024 - 256) / stage;
+    int n = (SMEM_MAX - 1024 - 256 - (tma_store ? BM * bn * 2 : 0)) / stage;
     return n > 6 ? 6 : n;
 }
 
-static unsigned smem_for(int bn)
+static unsigned smem_for(int bn, int tma_store)
 {
-    int s = stages_for(bn);
-    return (unsigned)(1024 + s * (BM + bn) * BK * 2 + 16 * s); /* + 4 static bytes (kg_last) */
+    int s = stages_for(bn, tma_store);
+    /* + 16 static bytes (kg_last) */
+    return (unsigned)(1024 + s * (BM + bn) * BK * 2 + (tma_store ? BM * bn * 2 : 0) + 16 * s);
 }
 
 void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
@@ -347,9 +404,9 @@ void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
     kiln__sbuf_puts(b, "\n/* ---- kiln_gemm_wgmma (src/cuda/gemm_wgmma.c) ---- */\n");
     kiln__sbuf_puts(b, "typedef unsigned short ST; /* f16 or bf16 bits */\n");
     kiln__sbuf_printf(b, "constexpr int BF16 = %d, A_KMAJ = %d, B_KMAJ = %d, BN = %d, STAGES = %d;\n",
-                      c->dtype == KILN_DTYPE_BF16, c->a_kmajor, c->b_kmajor, c->bn, stages_for(c->bn));
-    kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, SR = %d, C_PAIR = %d;\n", c->bias, c->beta,
-                      c->sr, c->c_pair);
+                      c->dtype == KILN_DTYPE_BF16, c->a_kmajor, c->b_kmajor, c->bn, stages_for(c->bn, c->tma_store));
+    kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, SR = %d, C_PAIR = %d, TMA_STORE = %d;\n",
+                      c->bias, c->beta, c->sr, c->c_pair, c->tma_store);
     /* d (64 x BN, f32, this warpgroup's fragment) += a (64 x 16) @ b (16 x BN), both from
      * shared memory through descriptors; the transpose bits say which is MN-major */
     int nacc = c->bn / 2;
@@ -482,10 +539,25 @@ static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int
     return best_bn;
 }
 
-/* The kernel's argument: two tensor maps, then the words (layout in the kernel source). */
+/* Whether C goes out through shared memory and TMA stores: asked for with
+ * KILN_WGMMA_STORE=tma (not yet measured on a GPU, so not the default), and C a TMA
+ * target: unit stride along N, rows and batches 16-byte multiples that do not overlap, a
+ * 16-byte aligned address. */
+static int store_by_tma(const kiln_gemm_desc *d, const kiln_gemm_batches *bt)
+{
+    const char *e = getenv("KILN_WGMMA_STORE");
+    if (!e || strcmp(e, "tma") != 0) return 0;
+    if (!aligned16(d->c) || !(d->c_sn == 1 || d->N == 1)) return 0;
+    if (d->M > 1 && (d->c_sm < d->N || d->c_sm % 8 != 0)) return 0;
+    if (bt->n == 1 && (bt->sc[0] % 8 != 0 || bt->sc[0] < matrix_span(d->M, d->N, d->c_sm, 1))) return 0;
+    return 1;
+}
+
+/* The kernel's argument: three tensor maps (C's only with tma_store), then the words
+ * (layout in the kernel source). */
 #define WORDS 30
 typedef struct wg_args {
-    CUtensorMap ta, tb;
+    CUtensorMap ta, tb, tc;
     uint64_t w[WORDS];
 } wg_args;
 
@@ -522,6 +594,9 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     else
         KILN_TRY(encode_map(ctx, &p->tb, d->dtype, d->b, d->N, d->K, d->b_sk, b_bat ? nb : 1, b_bat ? bt->sb[0] : 0,
                             64, BK, "B"));
+    c.tma_store = store_by_tma(d, bt);
+    if (c.tma_store) /* C as (N, M, batch); boxes of 64 x 64 */
+        KILN_TRY(encode_map(ctx, &p->tc, d->dtype, d->c, d->N, d->M, d->c_sm, nb, bt->n ? bt->sc[0] : 0, 64, 64, "C"));
     int64_t tm = (d->M + BM - 1) / BM, tn = (d->N + c.bn - 1) / c.bn;
     kiln__cuda_gemm_words(d, ctx->seed, nb, p->w);
     p->w[19] = (uint64_t)tm;
@@ -563,11 +638,11 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     }
 
     /* a tag ("GKWG") and this kernel's version first */
-    const int32_t sig[10] = {0x47574b47, 2, (int32_t)c.dtype, c.a_kmajor, c.b_kmajor, c.bias, c.beta, c.sr, c.c_pair,
-                             c.bn};
-    unsigned smem = smem_for(c.bn);
+    const int32_t sig[11] = {0x47574b47, 3,       (int32_t)c.dtype, c.a_kmajor, c.b_kmajor, c.bias,
+                             c.beta,     c.sr,    c.c_pair,         c.bn,        c.tma_store};
+    unsigned smem = smem_for(c.bn, c.tma_store);
     CUfunction fn;
-    kiln_status ks = kiln__cuda_gemm_kernel(ctx, sig, 10, gen_source, &c, "kiln_gemm_wgmma", smem, &fn);
+    kiln_status ks = kiln__cuda_gemm_kernel(ctx, sig, 11, gen_source, &c, "kiln_gemm_wgmma", smem, &fn);
     if (ks != KILN_OK) {
         kiln__mem_free(ctx, ws);
         return ks;
