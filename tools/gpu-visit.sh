@@ -4,7 +4,8 @@
 #      MODES="cuda python"; table in $OUT/table-run.txt)
 #   2. benchmarks: kiln-bench (expr + gemm; on a GPU it runs kiln-gpu-bench, the ratio to a
 #      device copy and the compile latencies), the PyTorch peer (bench/peers/torch_expr.py),
-#      bench/rbm.py, bench/overhead.py, and the Python examples on the GPU
+#      bench/rbm.py, bench/overhead.py, and the Python examples on the GPU; step gemm-tma
+#      (not in the default STEPS) times the wgmma GEMM with KILN_WGMMA_STORE=tma
 #   3. the suite under compute-sanitizer (MODES="memcheck racecheck"; $OUT/table-san.txt)
 # Each step gets what is left of VISIT_SECONDS (default 540) and is cut off at the deadline,
 # keeping its partial output. Logs: $OUT/*.txt (OUT defaults to ./gpu-out). The device tool
@@ -50,10 +51,12 @@ for s in $STEPS; do
         tests)
             step tests 420 env MODES="cuda python" TABLE_SUFFIX=-run "$ROOT/tools/test-gpu.sh" ;;
         bench)
-            step kiln-bench 120 "$BUILD_GPU/kiln-bench"
+            step kiln-bench 200 "$BUILD_GPU/kiln-bench"
             step torch-expr 150 python3 bench/peers/torch_expr.py
             step rbm 90 env PYTHONPATH="$BUILD_GPU/python" python3 bench/rbm.py --device cuda
             step overhead 40 env PYTHONPATH="$BUILD_GPU/python" python3 bench/overhead.py --device cuda ;;
+        gemm-tma) # the wgmma kernel with its opt-in TMA-store epilogue against cuBLASLt
+            step gemm-tma 120 env KILN_WGMMA_STORE=tma "$BUILD_GPU/kiln-bench" gemm --dtype f16,bf16 ;;
         examples)
             for e in gemm_fp16 variance_batchnorm rbm_gnumpy; do
                 step "example-$e" 60 env KILN_DEVICE=cuda PYTHONPATH="$BUILD_GPU/python" python3 "examples/$e.py"
