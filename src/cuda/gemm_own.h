@@ -13,16 +13,8 @@
 #define KILN_CUDA_GEMM_OWN_H
 
 #include "cuda/cuda.h"
+#include "cuda/gemm_plan.h"
 
-/* The batch axes of a GEMM with the size-1 axes dropped and neighbours merged where A, B
- * and C all step through them as one (gemm.c). Strides in elements. */
-typedef struct kiln_gemm_batches {
-    int n;
-    int64_t shape[KILN_MAX_DIMS];
-    int64_t sa[KILN_MAX_DIMS], sb[KILN_MAX_DIMS], sc[KILN_MAX_DIMS];
-} kiln_gemm_batches;
-
-void kiln__cuda_gemm_merge_batches(const kiln_gemm_desc *d, kiln_gemm_batches *bt);
 /* Words 0..18 of a GEMM kernel's argument array (layout in gemm.c). */
 void kiln__cuda_gemm_words(const kiln_gemm_desc *d, uint64_t seed, int64_t nbatch, uint64_t *w);
 
@@ -77,21 +69,6 @@ kiln_status kiln__cuda_gemm_mma(kiln_ctx *ctx, const kiln_gemm_desc *d, const ki
 
 /* ---- wgmma kernel (gemm_wgmma.c) -------------------------------------------------------- */
 
-/* The structure of a wgmma kernel: dtype, which operands are K-major in shared memory (TMA
- * boxes along their unit-stride axis), the epilogue's costly options, the tile width. */
-typedef struct kiln_gemm_wgmma_cfg {
-    kiln_dtype dtype; /* F16 or BF16 */
-    int a_kmajor, b_kmajor;
-    int bias, beta, sr, c_pair;
-    int bn; /* 128 or 256 columns of C per tile (BM is 128) */
-    int tma_store; /* C staged in shared memory and stored by TMA (KILN_WGMMA_STORE=tma) */
-} kiln_gemm_wgmma_cfg;
-
-/* 1 when the wgmma kernel takes d on ctx's device: compute capability 9.0 with the tensor-
- * map entry points, f16 / bf16, A and B each with a unit-stride axis, 16-byte aligned
- * addresses and 16-byte multiples for the other strides, at most one batch axis (after
- * merging) with non-negative 16-byte-multiple strides, sizes within int. */
-int kiln__cuda_gemm_wgmma_eligible(const kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt);
 /* Appends the CUDA C source of cfg's kernel ("kiln_gemm_wgmma") to b. */
 void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *cfg, kiln_sbuf *b);
 /* Runs an eligible d on ctx's stream. */

@@ -1,0 +1,78 @@
+/*
+ * src/cuda/gemm_plan.h — the host-side description of kiln's own GEMM launches (issue 5),
+ * free of CUDA headers so that tests can include it on any machine: the merged batch axes,
+ * the wgmma kernel's structure and everything one of its launches needs, as computed from
+ * the GEMM's description alone (kiln__cuda_gemm_wgmma_prepare, no device calls), and its
+ * source as text. tests/test_wgmma_emu.c runs such launches on a host emulator of the
+ * kernel's PTX. Internal to src/cuda and the tests.
+ */
+#ifndef KILN_CUDA_GEMM_PLAN_H
+#define KILN_CUDA_GEMM_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops/dot.h"
+
+/* The batch axes of a GEMM with the size-1 axes dropped and neighbours merged where A, B
+ * and C all step through them as one (gemm.c). Strides in elements. */
+typedef struct kiln_gemm_batches {
+    int n;
+    int64_t shape[KILN_MAX_DIMS];
+    int64_t sa[KILN_MAX_DIMS], sb[KILN_MAX_DIMS], sc[KILN_MAX_DIMS];
+} kiln_gemm_batches;
+
+void kiln__cuda_gemm_merge_batches(const kiln_gemm_desc *d, kiln_gemm_batches *bt);
+
+/* The structure of a wgmma kernel: dtype, which operands are K-major in shared memory (TMA
+ * boxes along their unit-stride axis), the epilogue's costly options, the tile width. */
+typedef struct kiln_gemm_wgmma_cfg {
+    kiln_dtype dtype; /* F16 or BF16 */
+    int a_kmajor, b_kmajor;
+    int bias, beta, sr, c_pair;
+    int bn; /* 128 or 256 columns of C per tile (BM is 128) */
+    int tma_store; /* C staged in shared memory and stored by TMA (KILN_WGMMA_STORE=tma) */
+} kiln_gemm_wgmma_cfg;
+
+/* 1 when the wgmma kernel takes d on ctx's device: compute capability 9.0 with the tensor-
+ * map entry points, f16 / bf16, A and B each with a unit-stride axis, 16-byte aligned
+ * addresses and 16-byte multiples for the other strides, at most one batch axis (after
+ * merging) with non-negative 16-byte-multiple strides, sizes within int. */
+int kiln__cuda_gemm_wgmma_eligible(const kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt);
+/* A tensor map as cuTensorMapEncodeTiled takes it (f16 / bf16, 128-byte swizzle): dims
+ * (inner, outer, batch) in elements, byte strides of the outer and batch axes, the box. */
+typedef struct kiln_gemm_tmap_desc {
+    int used;
+    const void *base;
+    uint64_t dims[3];
+    uint64_t strides[2];
+    unsigned box[2];
+} kiln_gemm_tmap_desc;
+
+/* Argument words of the wgmma kernel (layout in its source; 28-29 are the split-K
+ * workspace and counters, filled at launch). */
+#define KILN_GEMM_WGMMA_WORDS 30
+
+/* Everything one launch needs, from the description alone (no device calls): the kernel's
+ * structure, the tensor maps of A, B and (tma_store) C, the words, the persistent grid,
+ * the dynamic shared memory, the split-K workspace (0 = unsplit). Tests run the same
+ * launch on a host emulator of the kernel's PTX. */
+typedef struct kiln_gemm_wgmma_launch {
+    kiln_gemm_wgmma_cfg cfg;
+    kiln_gemm_tmap_desc map[3];
+    uint64_t w[KILN_GEMM_WGMMA_WORDS];
+    int64_t tiles;
+    unsigned grid, threads, smem;
+    size_t ws_bytes;
+} kiln_gemm_wgmma_launch;
+
+/* Fills *l for an eligible d on a device of sm_count SMs (tma_store: C through shared
+ * memory and TMA where C allows it). */
+void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int sm_count, uint64_t seed,
+                                   int tma_store, kiln_gemm_wgmma_launch *l);
+/* Makes *l unsplit (no workspace to be had). */
+void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count);
+/* The CUDA C source of cfg's kernel ("kiln_gemm_wgmma"), malloc'd; NULL on no memory. */
+char *kiln__cuda_gemm_wgmma_source_text(const kiln_gemm_wgmma_cfg *cfg);
+
+#endif /* KILN_CUDA_GEMM_PLAN_H */

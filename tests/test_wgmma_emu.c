@@ -1,0 +1,335 @@
+/*
+ * tests/test_wgmma_emu.c — kiln's wgmma GEMM kernel (src/cuda/gemm_wgmma.c) on a host
+ * emulator of its PTX (tests/wgmma_emu.h), so that the kernel's logic is checked on every
+ * machine, GPU or not: the generated source of each structure is compiled as C++ (with
+ * $CXX, else c++) into a shared object, and launches described by
+ * kiln__cuda_gemm_wgmma_prepare (the library's own host code: tile rule, split count,
+ * tensor maps, argument words) run on it against an f64 reference of the same rounded
+ * inputs, with a poisoned C. Cases: the four transposes, ragged M / N / K, 128- and
+ * 256-wide tiles, more work items than "SMs" (the persistent loop, the stage ring wrapping
+ * across items), batches with a broadcast operand, alpha / bias / ReLU / beta, stochastic
+ * rounding, split-K with a short last split, and the TMA-store epilogue (KILN_WGMMA_STORE=
+ * tma) on the same shapes.
+ * Skipped (exit 77) where the library has no CUDA backend compiled in, where no C++
+ * compiler answers, and under the sanitizers (the coroutines switch stacks).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "core/numeric.h"
+#include "cuda/gemm_plan.h"
+
+#pragma weak kiln__cuda_gemm_wgmma_prepare
+#pragma weak kiln__cuda_gemm_wgmma_source_text
+#pragma weak kiln__cuda_gemm_merge_batches
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define UNDER_SANITIZER 1
+#endif
+#endif
+#ifndef UNDER_SANITIZER
+#define UNDER_SANITIZER 0
+#endif
+
+#ifndef KILN_SOURCE_DIR
+#define KILN_SOURCE_DIR "."
+#endif
+
+static uint64_t rng;
+static char tmpdir[64];
+static const char *cxx;
+
+typedef int (*emu_launch_fn)(const unsigned long long *, int, const unsigned long long *, unsigned, unsigned, char *,
+                             size_t);
+
+/* ---- the emulated kernel of one structure -------------------------------------------------- */
+
+/* s with the first occurrence of `from`..`to` (both included) replaced by `with` (malloc'd). */
+static char *cut(char *s, const char *from, const char *to, const char *with)
+{
+    char *a = strstr(s, from);
+    char *b = a ? strstr(a, to) : NULL;
+    if (!a || !b) {
+        fprintf(stderr, "  source has no '%s' ... '%s'\n", from, to);
+        free(s);
+        return NULL;
+    }
+    b += strlen(to);
+    size_t n = (size_t)(a - s) + strlen(with) + strlen(b) + 1;
+    char *r = malloc(n);
+    snprintf(r, n, "%.*s%s%s", (int)(a - s), s, with, b);
+    free(s);
+    return r;
+}
+
+static struct {
+    char key[64];
+    void *so;
+    emu_launch_fn fn;
+} built[32];
+static int nbuilt;
+
+/* Generates, transforms, compiles and loads the emulated kernel of cfg. */
+static emu_launch_fn kernel_for(const kiln_gemm_wgmma_cfg *c)
+{
+    char key[64];
+    snprintf(key, sizeof key, "%d-%d%d-%d%d%d%d-%d-%d", (int)c->dtype, c->a_kmajor, c->b_kmajor, c->bias, c->beta,
+             c->sr, c->c_pair, c->bn, c->tma_store);
+    for (int i = 0; i < nbuilt; i++)
+        if (strcmp(built[i].key, key) == 0) return built[i].fn;
+    if (nbuilt == 32) return NULL;
+    char *src = kiln__cuda_gemm_wgmma_source_text(c);
+    if (!src) return NULL;
+    /* the CUDA prelude goes (wgmma_emu.h has the host spellings), the PTX blocks become
+     * their emulations, the dynamic shared memory the emulator's */
+    char *body = strstr(src, "/* ---- kiln_gemm_wgmma");
+    if (!body) {
+        free(src);
+        return NULL;
+    }
+    char *s = strdup(body);
+    free(src);
+    s = s ? cut(s, "/* kg: generated wgmma */", "/* kg: end of generated wgmma */", "") : NULL;
+    s = s ? cut(s, "/* kg: PTX wrappers */", "/* kg: end of PTX wrappers */", "#include \"wgmma_emu_ptx.h\"\n") : NULL;
+    s = s ? cut(s, "extern __shared__ unsigned char kg_dyn[];", "kg_dyn[];", "unsigned char *kg_dyn = emu.smem;") : NULL;
+    if (!s) return NULL;
+    char cc[160], so[160], cmd[1024];
+    snprintf(cc, sizeof cc, "%s/k%d.cc", tmpdir, nbuilt);
+    snprintf(so, sizeof so, "%s/k%d.so", tmpdir, nbuilt);
+    FILE *f = fopen(cc, "w");
+    if (!f) {
+        free(s);
+        return NULL;
+    }
+    fprintf(f, "#include \"wgmma_emu.h\"\n%s\n#include \"wgmma_emu_launch.h\"\n", s);
+    fclose(f);
+    free(s);
+    snprintf(cmd, sizeof cmd, "%s -std=c++17 -O1 -w -fPIC -shared -I%s/tests -I%s/src -o %s %s 2>%s/k%d.log", cxx,
+             KILN_SOURCE_DIR, KILN_SOURCE_DIR, so, cc, tmpdir, nbuilt);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "  compiling the emulated kernel failed: %s (see %s/k%d.log)\n", cmd, tmpdir, nbuilt);
+        return NULL;
+    }
+    void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    emu_launch_fn fn = h ? (emu_launch_fn)dlsym(h, "emu_launch") : NULL;
+    if (!fn) {
+        fprintf(stderr, "  loading %s failed: %s\n", so, dlerror());
+        return NULL;
+    }
+    snprintf(built[nbuilt].key, sizeof built[nbuilt].key, "%s", key);
+    built[nbuilt].so = h;
+    built[nbuilt].fn = fn;
+    nbuilt++;
+    return fn;
+}
+
+/* ---- cases ------------------------------------------------------------------------------ */
+
+typedef struct ecase {
+    int bf16;
+    int64_t M, N, K, nb;
+    int ta, tb;         /* A stored (K, M), B stored (N, K) */
+    int a_bcast, b_bcast; /* the operand is shared by every batch (batch stride 0) */
+    int64_t pad;        /* elements past the 8-multiple every row of A, B and C is rounded up to */
+    double alpha, beta;
+    int bias, relu, sr;
+    int sms;            /* the "device": SMs for the tile rule and the persistent grid */
+    int tma_store;
+} ecase;
+
+static unsigned short to16(int bf16, double v)
+{
+    return bf16 ? kiln_f64_to_bf16_rn(v) : kiln_f64_to_f16_rn(v);
+}
+static double from16(int bf16, unsigned short h)
+{
+    return bf16 ? (double)kiln_bf16_to_f32(h) : (double)kiln_f16_to_f32(h);
+}
+
+static void run(const ecase *e)
+{
+    const int64_t M = e->M, N = e->N, K = e->K, nb = e->nb;
+    /* storage: A (nb or 1) x rows x (cols + pad), the same for B and C */
+    const int64_t ar = e->ta ? K : M, ac = e->ta ? M : K, br = e->tb ? N : K, bc = e->tb ? K : N;
+    /* rows of 16-byte multiples (TMA's rule; the kernel takes nothing else), plus the pad */
+    const int64_t as = (ac + 7) / 8 * 8 + e->pad, bs = (bc + 7) / 8 * 8 + e->pad, cs = (N + 7) / 8 * 8 + e->pad;
+    const int64_t na = e->a_bcast ? 1 : nb, nbb = e->b_bcast ? 1 : nb;
+    const int64_t asz = na * ar * as, bsz = nbb * br * bs, csz = nb * M * cs;
+    unsigned short *A = aligned_alloc(64, (size_t)(asz * 2 + 64)), *B = aligned_alloc(64, (size_t)(bsz * 2 + 64));
+    unsigned short *C = aligned_alloc(64, (size_t)(csz * 2 + 64)), *bias = malloc((size_t)N * 2);
+    double *h = malloc(sizeof(double) * (size_t)(asz > bsz ? (asz > csz ? asz : csz) : (bsz > csz ? bsz : csz)));
+    check_fill(&rng, h, asz, -1, 1);
+    for (int64_t i = 0; i < asz; i++) A[i] = to16(e->bf16, h[i]);
+    check_fill(&rng, h, bsz, -1, 1);
+    for (int64_t i = 0; i < bsz; i++) B[i] = to16(e->bf16, h[i]);
+    check_fill(&rng, h, csz, -1, 1);
+    for (int64_t i = 0; i < csz; i++) C[i] = e->beta != 0 ? to16(e->bf16, h[i]) : (unsigned short)0x7E00; /* NaN */
+    check_fill(&rng, h, N, -1, 1);
+    for (int64_t i = 0; i < N; i++) bias[i] = to16(e->bf16, h[i]);
+    unsigned short *C0 = malloc((size_t)csz * 2);
+    memcpy(C0, C, (size_t)csz * 2);
+
+    kiln_gemm_desc d;
+    memset(&d, 0, sizeof d);
+    d.dtype = e->bf16 ? KILN_DTYPE_BF16 : KILN_DTYPE_F16;
+    CHECK_INT(kiln_dtype_size(d.dtype), 2); /* (also a strong reference: libkiln stays linked) */
+    d.M = M, d.N = N, d.K = K;
+    d.nbatch = nb > 1 ? 1 : 0;
+    d.batch_shape[0] = nb;
+    d.a_bstride[0] = e->a_bcast ? 0 : ar * as;
+    d.b_bstride[0] = e->b_bcast ? 0 : br * bs;
+    d.c_bstride[0] = M * cs;
+    d.a = (const char *)A, d.b = (const char *)B, d.c = (char *)C;
+    d.bias = e->bias ? (const char *)bias : NULL;
+    d.a_sm = e->ta ? 1 : as, d.a_sk = e->ta ? as : 1;
+    d.b_sk = e->tb ? 1 : bs, d.b_sn = e->tb ? bs : 1;
+    d.c_sm = cs, d.c_sn = 1, d.bias_s = 1;
+    d.alpha = e->alpha, d.beta = e->beta;
+    d.relu = e->relu;
+    d.round = e->sr ? KILN_ROUND_STOCHASTIC : KILN_ROUND_NEAREST;
+    d.sr_stream = 3;
+    kiln_gemm_batches bt;
+    kiln__cuda_gemm_merge_batches(&d, &bt);
+    kiln_gemm_wgmma_launch l;
+    kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, 1234, e->tma_store, &l);
+    CHECK_INT(l.cfg.tma_store, e->tma_store);
+
+    float *ws = l.ws_bytes ? calloc(1, l.ws_bytes) : NULL;
+    int *counters = calloc(4096, sizeof(int));
+    l.w[28] = (uint64_t)(uintptr_t)ws;
+    l.w[29] = (uint64_t)(uintptr_t)counters;
+    unsigned long long maps[24] = {0};
+    for (int i = 0; i < 3; i++) {
+        if (!l.map[i].used) continue;
+        unsigned long long *m = maps + 8 * i;
+        m[0] = (unsigned long long)(uintptr_t)l.map[i].base;
+        for (int j = 0; j < 3; j++) m[1 + j] = l.map[i].dims[j];
+        m[4] = l.map[i].strides[0];
+        m[5] = l.map[i].strides[1];
+        m[6] = l.map[i].box[0];
+        m[7] = l.map[i].box[1];
+    }
+    emu_launch_fn fn = kernel_for(&l.cfg);
+    CHECK(fn != NULL);
+    char err[256] = "";
+    int rc = fn ? fn((const unsigned long long *)l.w, KILN_GEMM_WGMMA_WORDS, maps, l.grid, l.smem, err, sizeof err) : 1;
+    if (rc) fprintf(stderr, "  emulator: %s\n", err);
+    CHECK_INT(rc, 0);
+
+    /* reference: f64 sums of the rounded inputs, the epilogue, tolerance for the f32
+     * accumulation and one output rounding (two for stochastic rounding) */
+    const double u = 6.0e-8, r = (e->bf16 ? 3.91e-3 : 4.9e-4) * (e->sr ? 2.02 : 1.01);
+    int bad = 0;
+    for (int64_t b = 0; b < nb && fn; b++)
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) {
+                const unsigned short *ab = A + (e->a_bcast ? 0 : b * ar * as), *bb = B + (e->b_bcast ? 0 : b * br * bs);
+                double acc = 0, mag = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    double x = from16(e->bf16, e->ta ? ab[k * as + m] : ab[m * as + k]);
+                    double y = from16(e->bf16, e->tb ? bb[n * bs + k] : bb[k * bs + n]);
+                    acc += x * y;
+                    mag += fabs(x * y);
+                }
+                double t = e->alpha * acc, bound = fabs(e->alpha) * mag;
+                if (e->bias) {
+                    t += from16(e->bf16, bias[n]);
+                    bound += fabs(from16(e->bf16, bias[n]));
+                }
+                if (e->relu && t < 0) t = 0;
+                const int64_t ci = b * M * cs + m * cs + n;
+                if (e->beta != 0) {
+                    t += e->beta * from16(e->bf16, C0[ci]);
+                    bound += fabs(e->beta * from16(e->bf16, C0[ci]));
+                }
+                double got = from16(e->bf16, C[ci]);
+                if (!(fabs(got - t) <= (u * (double)(K + 8) + r) * bound + 1e-7)) {
+                    if (bad < 4)
+                        fprintf(stderr, "    [%lld, %lld, %lld]: got %.8g want %.8g\n", (long long)b, (long long)m,
+                                (long long)n, got, t);
+                    bad++;
+                }
+            }
+    /* the pad columns of C are untouched */
+    int64_t touched = 0;
+    for (int64_t i = 0; i < csz; i++)
+        if (i % cs >= N && C[i] != C0[i]) touched++;
+    CHECK_INT(bad, 0);
+    CHECK_INT(touched, 0);
+    /* the counters are zero again for the next launch */
+    int nonzero = 0;
+    for (int i = 0; i < 4096; i++) nonzero += counters[i] != 0;
+    CHECK_INT(nonzero, 0);
+    if (bad || rc || touched || nonzero)
+        fprintf(stderr,
+                "  case failed: %s M=%lld N=%lld K=%lld nb=%lld ta=%d tb=%d bcast=%d%d pad=%lld alpha=%g beta=%g "
+                "bias=%d relu=%d sr=%d sms=%d tma_store=%d | bn=%d splits=%llu grid=%u\n",
+                e->bf16 ? "bf16" : "f16", (long long)M, (long long)N, (long long)K, (long long)nb, e->ta, e->tb,
+                e->a_bcast, e->b_bcast, (long long)e->pad, e->alpha, e->beta, e->bias, e->relu, e->sr, e->sms,
+                e->tma_store, l.cfg.bn, (unsigned long long)l.w[26], l.grid);
+    free(A);
+    free(B);
+    free(C);
+    free(C0);
+    free(bias);
+    free(h);
+    free(ws);
+    free(counters);
+}
+
+int main(void)
+{
+    rng = check_seed();
+    printf("%s\n", kiln_version());
+    if (!kiln__cuda_gemm_wgmma_prepare || !kiln__cuda_gemm_wgmma_source_text || !kiln__cuda_gemm_merge_batches) {
+        printf("the library has no CUDA backend compiled in: skipped\n");
+        return CHECK_SKIP;
+    }
+    if (UNDER_SANITIZER) {
+        printf("under a sanitizer (the emulator's coroutines switch stacks): skipped\n");
+        return CHECK_SKIP;
+    }
+    cxx = getenv("CXX");
+    if (!cxx || !cxx[0]) cxx = "c++";
+    char probe[256];
+    snprintf(probe, sizeof probe, "%s --version >/dev/null 2>&1", cxx);
+    if (system(probe) != 0) {
+        printf("no C++ compiler ('%s'): skipped\n", cxx);
+        return CHECK_SKIP;
+    }
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/kiln-emu-XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        printf("no temporary directory: skipped\n");
+        return CHECK_SKIP;
+    }
+    static const ecase cases[] = {
+        /* bf16 M N K nb ta tb abc bbc pad alpha beta bias relu sr sms tma */
+        {0, 200, 300, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0},     /* NN, ragged, 256-wide, 2 x 2 tiles on 3 SMs */
+        {1, 130, 100, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 0},    /* TT, 128-wide, the whole epilogue */
+        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 0},      /* TN, batches, B shared */
+        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 0},       /* NT, A shared, stochastic rounding */
+        {0, 130, 300, 3380, 1, 1, 0, 0, 0, 0, 1.0, -0.5, 1, 1, 0, 132, 0}, /* split-K, the last split short */
+        {1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 132, 0},         /* one element */
+        /* the TMA-store epilogue on the same kinds of shapes */
+        {0, 200, 300, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 1},
+        {1, 130, 100, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 1},
+        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 1},
+        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(&cases[i]);
+    for (int i = 0; i < nbuilt; i++) dlclose(built[i].so);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    if (check_failed_ == 0 && system(cmd) != 0) fprintf(stderr, "  could not remove %s\n", tmpdir);
+    return check_finish();
+}

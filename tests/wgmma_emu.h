@@ -1,0 +1,174 @@
+/*
+ * tests/wgmma_emu.h — a host emulator for kiln's wgmma GEMM kernel (src/cuda/gemm_wgmma.c),
+ * so that its logic (the TMA boxes and their 128-byte swizzle, the wgmma descriptors, the
+ * mbarrier ring and its phases, the persistent item loop, split-K, the TMA-store epilogue)
+ * is checked on any machine with a C++ compiler. tests/test_wgmma_emu.c compiles the
+ * kernel's generated source as C++ with this header in front, its "kg: PTX wrappers" and
+ * "kg: generated wgmma" blocks replaced by the emulations below, and
+ * tests/wgmma_emu_launch.h behind it.
+ *
+ * Model: the blocks of the grid run one after another; the 384 threads of a block are
+ * coroutines (ucontext) that switch only where the kernel waits (mbarrier waits, named
+ * barriers), so every interleaving the kernel's synchronization allows is one it may get
+ * here, and a missing wait shows as a wrong result or a deadlock report. TMA copies
+ * complete when issued (the mbarrier transaction count still runs: expect_tx, then the
+ * boxes). Shared-memory addresses are offsets from EMU_SMEM_ORIGIN; the 128-byte swizzle
+ * XORs address bits 4-6 with bits 7-9, as the hardware does on absolute addresses. wgmma:
+ * each thread computes its own fragment (rows 16 warp + lane / 4 (+ 8), columns
+ * 8 j + 2 (lane % 4) (+ 1)) from the descriptors. Not modelled: the hardware's timing,
+ * memory-ordering subtleties between proxies (fences are no-ops), register limits.
+ */
+#ifndef KILN_TESTS_WGMMA_EMU_H
+#define KILN_TESTS_WGMMA_EMU_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucontext.h>
+
+#include "core/numeric.h"
+
+/* ---- CUDA C spellings on the host ------------------------------------------------------ */
+
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __noinline__
+#define __launch_bounds__(a, b)
+#define __grid_constant__
+#define __align__(n) alignas(n)
+#define __shared__ static
+
+typedef unsigned long long kiln_w64;
+
+struct emu_dim3 {
+    unsigned x, y, z;
+};
+
+/* ---- the block being run ----------------------------------------------------------------- */
+
+#define EMU_THREADS 384
+#define EMU_SMEM_ORIGIN 16u /* the first dynamic shared byte's address (not 1024-aligned) */
+
+struct emu_mbar {
+    unsigned addr;
+    int used;
+    int expected, pending;
+    long long tx;
+    unsigned phase;
+};
+
+struct emu_state {
+    unsigned char *smem; /* dynamic shared memory: address a is smem[a - EMU_SMEM_ORIGIN] */
+    size_t smem_bytes;
+    emu_mbar bars[64];
+    int nbars;
+    int bar_arrived[16];
+    unsigned bar_gen[16];
+    ucontext_t sched;
+    ucontext_t ctx[EMU_THREADS];
+    char *stacks;
+    int done[EMU_THREADS];
+    int cur;
+    long long idle; /* yields since the last change of any barrier: a deadlock when it grows */
+    int deadlock;
+    char error[256];
+    emu_dim3 block_idx, grid_dim, thread_idx;
+};
+
+static emu_state emu;
+
+#define threadIdx (emu.thread_idx)
+#define blockIdx (emu.block_idx)
+#define gridDim (emu.grid_dim)
+
+static void emu_fail(const char *msg)
+{
+    if (!emu.error[0]) snprintf(emu.error, sizeof emu.error, "%s", msg);
+}
+
+static unsigned char *emu_ptr(unsigned addr, unsigned bytes)
+{
+    if (addr < EMU_SMEM_ORIGIN || addr - EMU_SMEM_ORIGIN + bytes > emu.smem_bytes) {
+        char m[128];
+        snprintf(m, sizeof m, "shared-memory access out of bounds: address %u, %u bytes", addr, bytes);
+        emu_fail(m);
+        static unsigned char sink[64];
+        return sink;
+    }
+    return emu.smem + (addr - EMU_SMEM_ORIGIN);
+}
+
+/* 128-byte swizzle of a shared-memory address */
+static unsigned emu_swz(unsigned a) { return a ^ (((a >> 7) & 7u) << 4); }
+
+static void emu_progress(void) { emu.idle = 0; }
+
+/* switch back to the scheduler (a waiting thread) */
+static void emu_yield(void)
+{
+    if (++emu.idle > 4000000LL) {
+        emu.deadlock = 1;
+        emu_fail("deadlock: every thread waits");
+    }
+    swapcontext(&emu.ctx[emu.cur], &emu.sched);
+}
+
+static emu_mbar *emu_bar(unsigned addr, int create)
+{
+    for (int i = 0; i < emu.nbars; i++)
+        if (emu.bars[i].addr == addr) return &emu.bars[i];
+    if (!create || emu.nbars == 64) {
+        emu_fail("mbarrier used before mbarrier.init");
+        static emu_mbar dummy;
+        return &dummy;
+    }
+    emu_mbar *b = &emu.bars[emu.nbars++];
+    memset(b, 0, sizeof *b);
+    b->addr = addr;
+    return b;
+}
+
+static void emu_bar_check(emu_mbar *b)
+{
+    if (b->pending == 0 && b->tx == 0) {
+        b->phase ^= 1u;
+        b->pending = b->expected;
+        emu_progress();
+    }
+}
+
+/* ---- CUDA built-ins ------------------------------------------------------------------------ */
+
+static inline void __syncthreads(void)
+{
+    unsigned g = emu.bar_gen[0];
+    if (++emu.bar_arrived[0] == EMU_THREADS) {
+        emu.bar_arrived[0] = 0;
+        emu.bar_gen[0]++;
+        emu_progress();
+        return;
+    }
+    while (emu.bar_gen[0] == g && !emu.deadlock) emu_yield();
+}
+static inline void __threadfence(void) {}
+static inline int atomicAdd(int *p, int v)
+{
+    int o = *p;
+    *p = o + v;
+    emu_progress();
+    return o;
+}
+static inline float __ldcg(const float *p) { return *p; }
+static inline double __longlong_as_double(long long x)
+{
+    double d;
+    memcpy(&d, &x, 8);
+    return d;
+}
+static inline float kiln_h2f(unsigned short h) { return kiln_f16_to_f32(h); }
+static inline unsigned short kiln_f2h(float f) { return kiln_f32_to_f16_rn(f); }
+static inline float kiln_bf2f(unsigned short h) { return kiln_bf16_to_f32(h); }
+
+#endif /* KILN_TESTS_WGMMA_EMU_H */

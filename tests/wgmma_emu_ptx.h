@@ -1,0 +1,138 @@
+/*
+ * tests/wgmma_emu_ptx.h — the emulations of the wgmma kernel's PTX wrappers (its "kg: PTX
+ * wrappers" block, same names and signatures) and of its generated wgmma instruction
+ * (kg_mma, kg_acc_fence). Included in place of those blocks by tests/test_wgmma_emu.c,
+ * after the kernel's structure constants and kg_tmap; see tests/wgmma_emu.h for the model.
+ * A tensor map here is the emulator's own: b[0] base address, b[1..3] dims (elements),
+ * b[4..5] byte strides of the outer and batch axes, b[6..7] the box (inner, outer).
+ */
+
+static inline unsigned kg_smem(const void *p)
+{
+    return (unsigned)((const unsigned char *)p - emu.smem) + EMU_SMEM_ORIGIN;
+}
+static inline void kg_bar_init(unsigned bar, unsigned count)
+{
+    emu_mbar *b = emu_bar(bar, 1);
+    b->expected = b->pending = (int)count;
+    b->tx = 0;
+    b->phase = 0;
+    b->used = 1;
+}
+static inline void kg_bar_expect(unsigned bar, unsigned bytes)
+{
+    emu_mbar *b = emu_bar(bar, 0);
+    b->tx += bytes;
+    b->pending--;
+    emu_bar_check(b);
+}
+static inline void kg_bar_arrive(unsigned bar)
+{
+    emu_mbar *b = emu_bar(bar, 0);
+    b->pending--;
+    if (b->pending < 0) emu_fail("mbarrier: more arrivals than expected");
+    emu_bar_check(b);
+}
+/* try_wait.parity P succeeds once the phase of parity P has completed */
+static inline void kg_bar_wait(unsigned bar, unsigned parity)
+{
+    emu_mbar *b = emu_bar(bar, 0);
+    while ((b->phase & 1u) == (parity & 1u) && !emu.deadlock) emu_yield();
+}
+/* Copies the box at (c0, c1, c2) of map between global memory and shared memory at smem
+ * (128-byte swizzled rows of 128 bytes): a load zero-fills what lies outside the tensor, a
+ * store skips it. Returns the box's bytes. */
+static inline long long emu_box(const kg_tmap *map, unsigned smem, int c0, int c1, int c2, int store)
+{
+    unsigned char *base = (unsigned char *)map->b[0];
+    const long long d0 = (long long)map->b[1], d1 = (long long)map->b[2], d2 = (long long)map->b[3];
+    const long long s1 = (long long)map->b[4], s2 = (long long)map->b[5];
+    const int bi = (int)map->b[6], bo = (int)map->b[7];
+    if (bi * 2 != 128 || (smem & 1023u) != 0) emu_fail("TMA: box rows must be 128 bytes at a 1024-byte boundary");
+    for (int o = 0; o < bo; o++)
+        for (int i = 0; i < bi; i++) {
+            const long long x = c0 + i, y = c1 + o, z = c2;
+            const int inside = x >= 0 && x < d0 && y >= 0 && y < d1 && z >= 0 && z < d2;
+            unsigned char *s = emu_ptr(emu_swz(smem + (unsigned)(o * 128 + i * 2)), 2);
+            unsigned char *g = base + z * s2 + y * s1 + x * 2;
+            if (store) {
+                if (inside) memcpy(g, s, 2);
+            } else {
+                unsigned short v = 0;
+                if (inside) memcpy(&v, g, 2);
+                memcpy(s, &v, 2);
+            }
+        }
+    return (long long)bi * bo * 2;
+}
+static inline void kg_tma(unsigned dst, const kg_tmap *map, int c0, int c1, int c2, unsigned bar)
+{
+    const long long bytes = emu_box(map, dst, c0, c1, c2, 0);
+    emu_mbar *b = emu_bar(bar, 0);
+    b->tx -= bytes;
+    emu_bar_check(b);
+}
+static inline void kg_tma_store(const kg_tmap *map, unsigned src, int c0, int c1, int c2)
+{
+    (void)emu_box(map, src, c0, c1, c2, 1);
+}
+static inline void kg_wg_fence(void) {}
+static inline void kg_wg_commit(void) {}
+template <int N> static inline void kg_wg_wait(void) {}
+static inline kiln_w64 kg_desc(unsigned addr, unsigned lbo, unsigned sbo)
+{
+    return (kiln_w64)((addr & 0x3FFFF) >> 4) | ((kiln_w64)(lbo >> 4) << 16) | ((kiln_w64)(sbo >> 4) << 32) |
+           (1ull << 62);
+}
+static inline void kg_fence_bar_init(void) {}
+static inline void kg_regs_producer(void) {}
+static inline void kg_regs_consumer(void) {}
+static inline void kg_sync(int id, int n)
+{
+    unsigned g = emu.bar_gen[id];
+    if (++emu.bar_arrived[id] == n) {
+        emu.bar_arrived[id] = 0;
+        emu.bar_gen[id]++;
+        emu_progress();
+        return;
+    }
+    while (emu.bar_gen[id] == g && !emu.deadlock) emu_yield();
+}
+static inline void kg_st_shared(unsigned addr, unsigned v) { memcpy(emu_ptr(addr, 4), &v, 4); }
+static inline void kg_fence_async_smem(void) {}
+static inline void kg_bulk_commit(void) {}
+static inline void kg_bulk_wait_read(void) {}
+static inline void kg_bulk_wait(void) {}
+
+/* ---- the wgmma instruction ------------------------------------------------------------- */
+
+/* Element (r, k) of an operand in shared memory through descriptor desc: K-major (rows of
+ * 128 bytes, 8-row groups SBO apart) or MN-major (64-wide chunks LBO apart, k rows of 128
+ * bytes, 8-k groups SBO apart), 128-byte swizzle on the address. */
+static inline float emu_operand(kiln_w64 desc, int kmajor, int r, int k)
+{
+    const unsigned start = (unsigned)(desc & 0x3FFF) << 4, lbo = (unsigned)((desc >> 16) & 0x3FFF) << 4;
+    const unsigned sbo = (unsigned)((desc >> 32) & 0x3FFF) << 4;
+    if (((desc >> 62) & 3) != 1) emu_fail("wgmma descriptor: not the 128-byte swizzle");
+    unsigned a = kmajor ? start + (unsigned)(r / 8) * sbo + (unsigned)(r % 8) * 128 + (unsigned)k * 2
+                        : start + (unsigned)(r / 64) * lbo + (unsigned)(k / 8) * sbo + (unsigned)(k % 8) * 128 +
+                              (unsigned)(r % 64) * 2;
+    unsigned short h;
+    memcpy(&h, emu_ptr(emu_swz(a), 2), 2);
+    return BF16 ? kiln_bf16_to_f32(h) : kiln_f16_to_f32(h);
+}
+
+/* d (this thread's part of the 64 x BN f32 fragment) += A (64 x 16) @ B (16 x BN) */
+static inline void kg_mma(float *d, kiln_w64 da, kiln_w64 db)
+{
+    const int ltid = (int)threadIdx.x & 127, warp = ltid >> 5, lane = ltid & 31;
+    for (int j = 0; j < BN / 8; j++)
+        for (int h = 0; h < 2; h++)
+            for (int e = 0; e < 2; e++) {
+                const int row = warp * 16 + (lane >> 2) + 8 * h, col = 8 * j + 2 * (lane & 3) + e;
+                float s = d[4 * j + 2 * h + e];
+                for (int k = 0; k < 16; k++) s += emu_operand(da, A_KMAJ, row, k) * emu_operand(db, B_KMAJ, col, k);
+                d[4 * j + 2 * h + e] = s;
+            }
+}
+static inline void kg_acc_fence(float *d) { (void)d; }
