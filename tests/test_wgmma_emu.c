@@ -8,8 +8,8 @@
  * inputs, with a poisoned C. Cases: the four transposes, ragged M / N / K, 128- and
  * 256-wide tiles, more work items than "SMs" (the persistent loop, the stage ring wrapping
  * across items), batches with a broadcast operand, alpha / bias / ReLU / beta, stochastic
- * rounding, split-K with a short last split, and the TMA-store epilogue (KILN_WGMMA_STORE=
- * tma) on the same shapes.
+ * rounding, split-K with a short last split, the TMA-store epilogue (KILN_WGMMA_STORE=
+ * tma) on the same shapes, forced tile widths and split counts.
  * Skipped (exit 77) where the library has no CUDA backend compiled in, where no C++
  * compiler answers, and under the sanitizers (the coroutines switch stacks).
  */
@@ -145,6 +145,7 @@ typedef struct ecase {
     int bias, relu, sr;
     int sms;            /* the "device": SMs for the tile rule and the persistent grid */
     int tma_store;
+    int bn, splits;     /* overrides of the tile rule (0 = the rule's) */
 } ecase;
 
 static unsigned short to16(int bf16, double v)
@@ -201,7 +202,9 @@ static void run(const ecase *e)
     kiln_gemm_batches bt;
     kiln__cuda_gemm_merge_batches(&d, &bt);
     kiln_gemm_wgmma_launch l;
-    kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, 1234, e->tma_store, &l);
+    kiln_gemm_wgmma_opts o = {.tma_store = e->tma_store, .bn = e->bn, .splits = e->splits};
+    kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, 1234, &o, &l);
+    if (e->splits) CHECK_INT((int)l.w[26], e->splits);
     CHECK_INT(l.cfg.tma_store, e->tma_store);
 
     float *ws = l.ws_bytes ? calloc(1, l.ws_bytes) : NULL;
@@ -313,18 +316,22 @@ int main(void)
         return CHECK_SKIP;
     }
     static const ecase cases[] = {
-        /* bf16 M N K nb ta tb abc bbc pad alpha beta bias relu sr sms tma */
-        {0, 200, 300, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0},     /* NN, ragged, 256-wide, 2 x 2 tiles on 3 SMs */
-        {1, 130, 100, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 0},    /* TT, 128-wide, the whole epilogue */
-        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 0},      /* TN, batches, B shared */
-        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 0},       /* NT, A shared, stochastic rounding */
-        {0, 130, 300, 3380, 1, 1, 0, 0, 0, 0, 1.0, -0.5, 1, 1, 0, 132, 0}, /* split-K, the last split short */
-        {1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 132, 0},         /* one element */
+        /* bf16 M N K nb ta tb abc bbc pad alpha beta bias relu sr sms tma bn splits */
+        {0, 200, 300, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0},     /* NN, ragged, 256-wide, 2 x 2 tiles on 3 SMs */
+        {1, 130, 100, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0},    /* TT, 128-wide, the whole epilogue */
+        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 0, 0, 0},      /* TN, batches, B shared */
+        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 0, 0, 0},       /* NT, A shared, stochastic rounding */
+        {0, 130, 300, 3380, 1, 1, 0, 0, 0, 0, 1.0, -0.5, 1, 1, 0, 132, 0, 0, 0}, /* split-K, the last split short */
+        {1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 132, 0, 0, 0},         /* one element */
         /* the TMA-store epilogue on the same kinds of shapes */
-        {0, 200, 300, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 1},
-        {1, 130, 100, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 1},
-        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 1},
-        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 1},
+        {0, 200, 300, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 1, 0, 0},
+        {1, 130, 100, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 1, 0, 0},
+        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 1, 0, 0},
+        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 1, 0, 0},
+        /* forced tiles and splits (KILN_WGMMA_BN / KILN_WGMMA_SPLITS): 256-wide tiles split
+         * 3 ways on batches with the whole epilogue, 128-wide split 6 ways through TMA stores */
+        {0, 150, 260, 700, 2, 0, 1, 0, 0, 0, 0.5, 1.0, 1, 1, 0, 5, 0, 256, 3},
+        {1, 150, 260, 700, 1, 1, 0, 0, 0, 8, 1.0, 0.0, 1, 0, 1, 7, 1, 128, 6},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(&cases[i]);
     for (int i = 0; i < nbuilt; i++) dlclose(built[i].so);

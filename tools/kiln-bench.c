@@ -1,7 +1,7 @@
 /*
  * tools/kiln-bench.c — kiln's benchmark driver, the main job of `make bench`.
  *
- *   kiln-bench [expr|gemm|all] [--quick] [--dtype f32,f16,...] [--help]
+ *   kiln-bench [expr|gemm|all|gemm-sweep] [--quick] [--dtype f32,f16,...] [--help]
  *
  * expr: lazily fused expressions — batch-norm in place, two element-wise chains, the row
  *       variance — each timed FUSED (one kiln_assign) and UNFUSED (one kiln_assign per
@@ -727,6 +727,22 @@ done:
     return st;
 }
 
+/* GPU: the list of reference/PEERS-H100.md: the fully-connected layers of AlexNet,
+ * Overfeat and VGG at batch 128 (fprop m = 128, n = out, k = in; bprop m = 128, n = in,
+ * k = out; update m = in, n = out, k = 128), squares 1024-8192, and B^T at 8192. */
+static const gemm_case gpu_cases[] = {
+    {4096, 4096, 4096, 0, "square", 0},         {8192, 8192, 8192, 0, "square", 0},
+    {128, 4096, 9216, 0, "fc9216 fprop", 1},    {128, 9216, 4096, 0, "fc9216 bprop", 1},
+    {9216, 4096, 128, 0, "fc9216 update", 1},   {128, 4096, 4096, 0, "fc4096 fprop", 1},
+    {128, 4096, 4096, 0, "fc4096 bprop", 1},    {4096, 4096, 128, 0, "fc4096 update", 1},
+    {128, 1000, 4096, 0, "fc1000 fprop", 1},    {128, 4096, 1000, 0, "fc1000 bprop", 1},
+    {4096, 1000, 128, 0, "fc1000 update", 1},   {128, 3072, 36864, 0, "fc36864 fprop", 1},
+    {128, 36864, 3072, 0, "fc36864 bprop", 1},  {36864, 3072, 128, 0, "fc36864 update", 1},
+    {128, 4096, 25088, 0, "fc25088 fprop", 1},  {128, 25088, 4096, 0, "fc25088 bprop", 1},
+    {25088, 4096, 128, 0, "fc25088 update", 1}, {1024, 1024, 1024, 0, "square", 0},
+    {2048, 2048, 2048, 0, "square", 0},         {8192, 8192, 8192, 1, "square B^T", 0},
+};
+
 static kiln_status run_gemm(bench *b)
 {
     /* CPU: small to mid squares, a fully-connected layer's shape (batch 128), C = A B^T. */
@@ -739,21 +755,6 @@ static kiln_status run_gemm(bench *b)
     static const gemm_case cpu_cases_16[] = {
         {256, 256, 256, 0, "square", 0},
         {512, 512, 512, 0, "square", 0},
-    };
-    /* GPU: the list of reference/PEERS-H100.md: the fully-connected layers of AlexNet,
-     * Overfeat and VGG at batch 128 (fprop m = 128, n = out, k = in; bprop m = 128, n = in,
-     * k = out; update m = in, n = out, k = 128), squares 1024-8192, and B^T at 8192. */
-    static const gemm_case gpu_cases[] = {
-        {4096, 4096, 4096, 0, "square", 0},         {8192, 8192, 8192, 0, "square", 0},
-        {128, 4096, 9216, 0, "fc9216 fprop", 1},    {128, 9216, 4096, 0, "fc9216 bprop", 1},
-        {9216, 4096, 128, 0, "fc9216 update", 1},   {128, 4096, 4096, 0, "fc4096 fprop", 1},
-        {128, 4096, 4096, 0, "fc4096 bprop", 1},    {4096, 4096, 128, 0, "fc4096 update", 1},
-        {128, 1000, 4096, 0, "fc1000 fprop", 1},    {128, 4096, 1000, 0, "fc1000 bprop", 1},
-        {4096, 1000, 128, 0, "fc1000 update", 1},   {128, 3072, 36864, 0, "fc36864 fprop", 1},
-        {128, 36864, 3072, 0, "fc36864 bprop", 1},  {36864, 3072, 128, 0, "fc36864 update", 1},
-        {128, 4096, 25088, 0, "fc25088 fprop", 1},  {128, 25088, 4096, 0, "fc25088 bprop", 1},
-        {25088, 4096, 128, 0, "fc25088 update", 1}, {1024, 1024, 1024, 0, "square", 0},
-        {2048, 2048, 2048, 0, "square", 0},         {8192, 8192, 8192, 1, "square B^T", 0},
     };
 
     table t = {0};
@@ -821,6 +822,111 @@ static kiln_status run_gemm(bench *b)
     return result;
 }
 
+/* ---- gemm sweep ------------------------------------------------------------------------ */
+
+/* kiln-bench gemm-sweep (a GPU with kiln's wgmma kernel): for every shape of the gemm list,
+ * cuBLASLt's time, then kiln's kernel with the tile rule's choice and with every forced
+ * choice of tile width (KILN_WGMMA_BN), k splits (KILN_WGMMA_SPLITS) and epilogue store
+ * (KILN_WGMMA_STORE), each as vendor/own (above 1 = kiln faster) and the sampled check:
+ * the data behind the tile rule (src/cuda/gemm_wgmma.c, pick_tiles). Quick timing. */
+static kiln_status sweep_one(bench *b, gemm_run *g, const gemm_case *gc, int64_t *cshape, kiln_dtype dt, double vendor,
+                             double *ratio)
+{
+    kiln_status st = KILN_OK;
+    double err = 0.0, ms = 0.0;
+    kiln_tensor_release(g->c);
+    g->c = NULL;
+    TRY(kiln_tensor_full(b->ctx, dt, 2, cshape, NAN, &g->c));
+    TRY(gemm_run_once(g));
+    TRY(gemm_check(b, gc, g, &err));
+    TRY(time_median(b, gemm_run_once, g, &ms));
+    *ratio = vendor / ms;
+    if (!(err <= (dt == KILN_DTYPE_BF16 ? 1e-2 : 2e-3))) {
+        b->fails++;
+        *ratio = -1.0;
+    }
+done:
+    return st;
+}
+
+static kiln_status run_gemm_sweep(bench *b)
+{
+    static const int bns[2] = {256, 128}, splits[6] = {1, 2, 3, 4, 6, 8};
+    static const char *stores[2] = {"regs", "tma"};
+    kiln_status st = KILN_OK;
+    kiln_dtype dt = b->dtypes_given ? b->dtypes[0] : KILN_DTYPE_F16;
+    int quick = b->quick;
+    b->quick = 1;
+    printf("\ngemm-sweep (%s): own/vendor time ratio per tile width x epilogue store (rows) and k splits "
+           "(columns); rule = KILN_GEMM=own with no overrides; FAIL = the check failed\n",
+           kiln_dtype_name(dt));
+    for (size_t i = 0; i < sizeof gpu_cases / sizeof gpu_cases[0] && st == KILN_OK; i++) {
+        const gemm_case *gc = &gpu_cases[i];
+        gemm_run g = {0};
+        int64_t ashape[2] = {gc->m, gc->k}, cshape[2] = {gc->m, gc->n};
+        int64_t bshape[2] = {gc->trans_b ? gc->n : gc->k, gc->trans_b ? gc->k : gc->n};
+        double vendor = 0.0, rule = 0.0, best = 0.0;
+        char bestcfg[48] = "-";
+        b->current = "gemm-sweep";
+        TRY(random_tensor(b, dt, 2, ashape, -1.0, 1.0, &g.a));
+        TRY(random_tensor(b, dt, 2, bshape, -1.0, 1.0, &g.b));
+        TRY(kiln_tensor_full(b->ctx, dt, 2, cshape, NAN, &g.c));
+        g.args.trans_b = gc->trans_b;
+        setenv("KILN_GEMM", "vendor", 1);
+        TRY(gemm_run_once(&g));
+        TRY(time_median(b, gemm_run_once, &g, &vendor));
+        setenv("KILN_GEMM", "own", 1);
+        TRY(sweep_one(b, &g, gc, cshape, dt, vendor, &rule));
+        printf("%-15s %" PRId64 "x%" PRId64 "x%" PRId64 "%s: vendor %.4f ms, rule %.2fx\n", gc->name, gc->m, gc->n, gc->k,
+               gc->trans_b ? " B^T" : "", vendor, rule);
+        printf("    %-9s", "BN/store");
+        for (int si = 0; si < 6; si++) printf("  split %-2d", splits[si]);
+        printf("\n");
+        for (int bi = 0; bi < 2 && st == KILN_OK; bi++)
+            for (int so = 0; so < 2 && st == KILN_OK; so++) {
+                char bn[8];
+                snprintf(bn, sizeof bn, "%d", bns[bi]);
+                setenv("KILN_WGMMA_BN", bn, 1);
+                setenv("KILN_WGMMA_STORE", stores[so], 1);
+                printf("    %3d/%-5s", bns[bi], stores[so]);
+                for (int si = 0; si < 6 && st == KILN_OK; si++) {
+                    if (splits[si] > 1 && gc->k / 64 < 2 * splits[si]) {
+                        printf("  %8s", "-");
+                        continue;
+                    }
+                    char sp[8];
+                    snprintf(sp, sizeof sp, "%d", splits[si]);
+                    setenv("KILN_WGMMA_SPLITS", sp, 1);
+                    double r = 0.0;
+                    st = sweep_one(b, &g, gc, cshape, dt, vendor, &r);
+                    if (st != KILN_OK) break;
+                    if (r < 0)
+                        printf("  %8s", "FAIL");
+                    else
+                        printf("  %7.2fx", r);
+                    if (r > best) {
+                        best = r;
+                        snprintf(bestcfg, sizeof bestcfg, "BN %d, %d split%s, %s store", bns[bi], splits[si],
+                                 splits[si] > 1 ? "s" : "", stores[so]);
+                    }
+                }
+                printf("\n");
+                unsetenv("KILN_WGMMA_SPLITS");
+            }
+        unsetenv("KILN_WGMMA_BN");
+        unsetenv("KILN_WGMMA_STORE");
+        printf("    best: %.2fx (%s)\n", best, bestcfg);
+    done:
+        kiln_tensor_release(g.a);
+        kiln_tensor_release(g.b);
+        kiln_tensor_release(g.c);
+        if (st == KILN_OK) st = kiln_mem_release_cached(b->ctx);
+    }
+    unsetenv("KILN_GEMM");
+    b->quick = quick;
+    return st;
+}
+
 /* ---- main ---------------------------------------------------------------------------- */
 
 /* The CPU's copy ceiling: median ms of a host memcpy that moves r->bytes (r->bytes / 2
@@ -860,10 +966,12 @@ static kiln_status host_copy_peer(bench *b, const row *r, double *ms_out)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: kiln-bench [expr|gemm|all] [--quick] [--dtype f32,f16,...]\n"
+    fprintf(f, "usage: kiln-bench [expr|gemm|all|gemm-sweep] [--quick] [--dtype f32,f16,...]\n"
                "  expr    fused vs unfused expressions (ms, GB/s, unfused/fused)\n"
                "  gemm    kiln_dot (ms, GFLOP/s)\n"
                "  all     both (default)\n"
+               "  gemm-sweep  (CUDA) kiln's wgmma GEMM over forced tile widths, k splits and\n"
+               "          epilogue stores against cuBLASLt, per shape (first --dtype, default f16)\n"
                "  --quick fewer sizes and shorter timing\n"
                "  --dtype float dtypes to run: f32, f16, bf16, f64 (default: expr f32 on the CPU and\n"
                "          f32,f16 on a GPU; gemm f32,f16)\n"
@@ -905,7 +1013,7 @@ static void run_gpu_bench(const char *self, int quick)
 int main(int argc, char **argv)
 {
     bench b = {0};
-    int do_expr = 1, do_gemm = 1;
+    int do_expr = 1, do_gemm = 1, do_sweep = 0;
     const char *dtype_list = NULL;
     b.rng = 0x9E3779B97F4A7C15ull;
 
@@ -916,6 +1024,8 @@ int main(int argc, char **argv)
             do_expr = 0, do_gemm = 1;
         } else if (!strcmp(argv[i], "all")) {
             do_expr = do_gemm = 1;
+        } else if (!strcmp(argv[i], "gemm-sweep")) {
+            do_expr = do_gemm = 0, do_sweep = 1;
         } else if (!strcmp(argv[i], "--quick")) {
             b.quick = 1;
         } else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
@@ -968,6 +1078,13 @@ int main(int argc, char **argv)
     if (do_expr) st = run_expr(&b);
     if (do_expr && st == KILN_OK && b.gpu) run_gpu_bench(argv[0], b.quick);
     if (do_gemm && st == KILN_OK) st = run_gemm(&b);
+    if (do_sweep && st == KILN_OK) {
+        if (kiln_ctx_device(b.ctx) == KILN_DEVICE_CUDA)
+            st = run_gemm_sweep(&b);
+        else
+            printf("gemm-sweep: needs a CUDA device (kiln's GEMM kernels): nothing to sweep on %s\n",
+                   kiln_ctx_backend_name(b.ctx));
+    }
 
     kiln_mem_stats ms;
     if (st == KILN_OK && kiln_mem_get_stats(b.ctx, &ms) == KILN_OK)

@@ -66,10 +66,18 @@ typedef struct kiln_gemm_wgmma_launch {
     size_t ws_bytes;
 } kiln_gemm_wgmma_launch;
 
-/* Fills *l for an eligible d on a device of sm_count SMs (tma_store: C through shared
- * memory and TMA where C allows it). */
+/* Choices that override the tile rule (benchmarks and tests; 0 = the rule's):
+ * tma_store 1 = C through shared memory and TMA where C allows it; bn 128 or 256; splits
+ * the number of k splits (clamped to the k slices and the counter array). */
+typedef struct kiln_gemm_wgmma_opts {
+    int tma_store;
+    int bn;
+    int splits;
+} kiln_gemm_wgmma_opts;
+
+/* Fills *l for an eligible d on a device of sm_count SMs. */
 void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int sm_count, uint64_t seed,
-                                   int tma_store, kiln_gemm_wgmma_launch *l);
+                                   const kiln_gemm_wgmma_opts *opts, kiln_gemm_wgmma_launch *l);
 /* Makes *l unsplit (no workspace to be had). */
 void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count);
 /* The CUDA C source of cfg's kernel ("kiln_gemm_wgmma"), malloc'd; NULL on no memory. */

@@ -599,7 +599,7 @@ static int c_is_tma_target(const kiln_gemm_desc *d, const kiln_gemm_batches *bt)
 }
 
 void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int sm_count, uint64_t seed,
-                                   int tma_store, kiln_gemm_wgmma_launch *l)
+                                   const kiln_gemm_wgmma_opts *opts, kiln_gemm_wgmma_launch *l)
 {
     memset(l, 0, sizeof *l);
     kiln_gemm_wgmma_cfg *c = &l->cfg;
@@ -615,7 +615,14 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     int64_t kt = (d->K + BK - 1) / BK;
     int splits = 1;
     c->bn = pick_tiles(d->M, d->N, kt, nb, sm_count, &splits);
-    c->tma_store = tma_store && c_is_tma_target(d, bt);
+    if (opts && (opts->bn == 128 || opts->bn == 256)) c->bn = opts->bn;
+    if (opts && opts->splits > 0) {
+        int64_t tiles = nb * ((d->M + BM - 1) / BM) * ((d->N + c->bn - 1) / c->bn);
+        splits = opts->splits;
+        if (splits > kt) splits = (int)kt;
+        if (tiles >= KILN_CUDA_COUNTERS) splits = 1;
+    }
+    c->tma_store = opts && opts->tma_store && c_is_tma_target(d, bt);
     int a_bat = bt->n == 1 && bt->sa[0] != 0, b_bat = bt->n == 1 && bt->sb[0] != 0;
     if (c->a_kmajor)
         map_desc(&l->map[0], d->a, d->K, d->M, d->a_sm, a_bat ? nb : 1, a_bat ? bt->sa[0] : 0, BK, BM);
@@ -657,6 +664,39 @@ void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count)
     l->grid = (unsigned)(l->tiles < sm_count ? l->tiles : sm_count);
 }
 
+/* The overrides of the tile rule from the environment, read at every call (benchmarks
+ * sweep them): KILN_WGMMA_STORE=tma|regs (the TMA-store epilogue is not yet measured on a
+ * GPU, so regs is the default), KILN_WGMMA_BN=128|256, KILN_WGMMA_SPLITS=1..64. A value
+ * that is none of these is an error naming the variable. */
+static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    const char *e = getenv("KILN_WGMMA_STORE");
+    if (e && e[0]) {
+        if (strcmp(e, "tma") == 0)
+            o->tma_store = 1;
+        else if (strcmp(e, "regs") != 0)
+            return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_WGMMA_STORE='%s' is not tma or regs",
+                              e);
+    }
+    e = getenv("KILN_WGMMA_BN");
+    if (e && e[0]) {
+        if (strcmp(e, "128") != 0 && strcmp(e, "256") != 0)
+            return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_WGMMA_BN='%s' is not 128 or 256", e);
+        o->bn = atoi(e);
+    }
+    e = getenv("KILN_WGMMA_SPLITS");
+    if (e && e[0]) {
+        char *end = NULL;
+        long v = strtol(e, &end, 10);
+        if (!end || *end || v < 1 || v > 64)
+            return KILN_ERROR(ctx, KILN_ERR_ARG,
+                              "kiln_dot: environment variable KILN_WGMMA_SPLITS='%s' is not a number from 1 to 64", e);
+        o->splits = (int)v;
+    }
+    return KILN_OK;
+}
+
 /* The kernel's argument: three tensor maps (C's only with tma_store), then the words
  * (layout in the kernel source). */
 typedef struct wg_args {
@@ -667,11 +707,10 @@ typedef struct wg_args {
 kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
-    /* the TMA-store epilogue: asked for with KILN_WGMMA_STORE=tma (not yet measured on a GPU,
-     * so not the default) */
-    const char *e = getenv("KILN_WGMMA_STORE");
+    kiln_gemm_wgmma_opts o;
+    KILN_TRY(read_opts(ctx, &o));
     kiln_gemm_wgmma_launch l;
-    kiln__cuda_gemm_wgmma_prepare(d, bt, st->sm_count, ctx->seed, e && strcmp(e, "tma") == 0, &l);
+    kiln__cuda_gemm_wgmma_prepare(d, bt, st->sm_count, ctx->seed, &o, &l);
     const kiln_gemm_wgmma_cfg *c = &l.cfg;
     kiln_block *ws = NULL;
     if (l.ws_bytes && !st->gemm_counters) {
