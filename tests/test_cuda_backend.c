@@ -576,6 +576,28 @@ static void gemm_dispatch(void)
     }
     setenv("KILN_GEMM", "cublas", 1);
     CHECK_FAILS(gpu, kiln_dot(c16g, a16g, b16g, 1.0, 0.0, NULL), KILN_ERR_ARG, "KILN_GEMM='cublas'");
+    if (hopper) { /* the wgmma kernel's overrides: a bad value is an error naming its variable */
+        static const struct {
+            const char *var, *value, *msg;
+        } bad[] = {{"KILN_WGMMA_SPLITS", "0", "KILN_WGMMA_SPLITS='0'"},
+                   {"KILN_WGMMA_SPLITS", "3x", "KILN_WGMMA_SPLITS='3x'"},
+                   {"KILN_WGMMA_BN", "192", "KILN_WGMMA_BN='192'"},
+                   {"KILN_WGMMA_STORE", "smem", "KILN_WGMMA_STORE='smem'"}};
+        setenv("KILN_GEMM", "wgmma", 1);
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            setenv(bad[i].var, bad[i].value, 1);
+            CHECK_FAILS(gpu, kiln_dot(c16g, a16g, b16g, 1.0, 0.0, NULL), KILN_ERR_ARG, bad[i].msg);
+            unsetenv(bad[i].var);
+        }
+        /* and good ones run: a forced 128-wide tile split in two, through TMA stores */
+        setenv("KILN_WGMMA_BN", "128", 1);
+        setenv("KILN_WGMMA_SPLITS", "2", 1);
+        setenv("KILN_WGMMA_STORE", "tma", 1);
+        CHECK_OK(gpu, kiln_dot(c16g, a16g, b16g, 1.0, 0.0, NULL));
+        unsetenv("KILN_WGMMA_BN");
+        unsetenv("KILN_WGMMA_SPLITS");
+        unsetenv("KILN_WGMMA_STORE");
+    }
     unsetenv("KILN_GEMM");
     kiln_tensor *all[] = {a16, a16g, b16, b16g, c16, c16g, a32, a32g, c32, c32g};
     for (int i = 0; i < 10; i++) kiln_tensor_release(all[i]);
