@@ -477,10 +477,11 @@ static void test_copies(void)
 /* The GEMM cases with KILN_GEMM=engine (vendor: cuBLASLt and the reference kernel; own:
  * kiln's own kernels for f16 / bf16, src/cuda/gemm_wgmma.c on an H100 where TMA can read
  * the operands, else gemm_mma.c; mma: gemm_mma.c). */
-static void gemm_cases(const char *engine)
+static void gemm_cases(const char *engine, int tf32)
 {
     setenv("KILN_GEMM", engine, 1);
-    printf("gemm cases with KILN_GEMM=%s\n", engine);
+    printf("gemm cases with KILN_GEMM=%s%s\n", engine, tf32 ? ", f32 with TF32 allowed" : "");
+    CHECK_OK(gpu, kiln_ctx_set_allow_tf32(gpu, tf32));
     struct {
         int64_t M, N, K, batch;
         int ta, tb, bias, relu;
@@ -491,11 +492,13 @@ static void gemm_cases(const char *engine)
         {31, 17, 9, 3, 1, 1, 0, 0, 2, 0.5},    {16, 48, 32, 2, 0, 0, 1, 1, 1, 0.25},
         {5, 3, 0, 0, 0, 0, 1, 0, 1, 1},        {256, 256, 512, 0, 0, 0, 0, 0, 1, 0},
         {130, 257, 1000, 0, 1, 1, 1, 1, -0.75, 0.5}, {136, 200, 72, 3, 1, 0, 1, 0, 1, 1},
+        {200, 96, 260, 2, 0, 1, 1, 1, 1.5, 0.5}, /* K-major A and B, 16-byte rows: the tf32 kernel too */
     };
     kiln_dtype dts[] = {KILN_DTYPE_F32, KILN_DTYPE_F16, KILN_DTYPE_BF16, KILN_DTYPE_F64};
     double tols[] = {2e-5, 4e-3, 3e-2, 1e-12};
+    if (tf32) tols[0] = 4e-3; /* inputs read with 10 mantissa bits, like f16 */
     for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
-        for (int d = 0; d < 4; d++) {
+        for (int d = 0; d < (tf32 ? 1 : 4); d++) {
             int64_t M = cs[c].M, N = cs[c].N, K = cs[c].K, nb = cs[c].batch;
             int nd = nb ? 3 : 2;
             int64_t as[3], bs[3], csh[3];
@@ -605,13 +608,17 @@ static void gemm_dispatch(void)
 
 static void test_gemm(void)
 {
-    gemm_cases("vendor");
-    gemm_cases("own");
-    gemm_cases("mma");
+    gemm_cases("vendor", 0);
+    gemm_cases("own", 0);
+    gemm_cases("mma", 0);
     /* the wgmma kernel's TMA-store epilogue (opt-in until measured) */
     setenv("KILN_WGMMA_STORE", "tma", 1);
-    gemm_cases("wgmma");
+    gemm_cases("wgmma", 0);
     unsetenv("KILN_WGMMA_STORE");
+    /* f32 with TF32 allowed: cuBLASLt's TF32, and the wgmma kernel's tf32 (K-major A and B) */
+    gemm_cases("vendor", 1);
+    gemm_cases("own", 1);
+    CHECK_OK(gpu, kiln_ctx_set_allow_tf32(gpu, 0));
     unsetenv("KILN_GEMM");
     gemm_dispatch();
 }

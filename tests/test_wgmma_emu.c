@@ -9,7 +9,8 @@
  * 256-wide tiles, more work items than "SMs" (the persistent loop, the stage ring wrapping
  * across items), batches with a broadcast operand, alpha / bias / ReLU / beta, stochastic
  * rounding, split-K with a short last split, the TMA-store epilogue (KILN_WGMMA_STORE=
- * tma) on the same shapes, forced tile widths and split counts.
+ * tma) on the same shapes, forced tile widths and split counts, and f32 inputs read as
+ * tf32 (K-major A and B).
  * Skipped (exit 77) where the library has no CUDA backend compiled in, where no C++
  * compiler answers, and under the sanitizers (the coroutines switch stacks).
  */
@@ -136,7 +137,7 @@ static emu_launch_fn kernel_for(const kiln_gemm_wgmma_cfg *c)
 /* ---- cases ------------------------------------------------------------------------------ */
 
 typedef struct ecase {
-    int bf16;
+    int dt;             /* 0 f16, 1 bf16, 2 f32 (tf32 in the tensor cores) */
     int64_t M, N, K, nb;
     int ta, tb;         /* A stored (K, M), B stored (N, K) */
     int a_bcast, b_bcast; /* the operand is shared by every batch (batch stride 0) */
@@ -148,13 +149,19 @@ typedef struct ecase {
     int bn, splits;     /* overrides of the tile rule (0 = the rule's) */
 } ecase;
 
-static unsigned short to16(int bf16, double v)
+/* element i of a buffer of dtype dt: write v rounded to the dtype, read as f64 */
+static void put(int dt, void *buf, int64_t i, double v)
 {
-    return bf16 ? kiln_f64_to_bf16_rn(v) : kiln_f64_to_f16_rn(v);
+    if (dt == 2)
+        ((float *)buf)[i] = (float)v;
+    else
+        ((unsigned short *)buf)[i] = dt ? kiln_f64_to_bf16_rn(v) : kiln_f64_to_f16_rn(v);
 }
-static double from16(int bf16, unsigned short h)
+static double get(int dt, const void *buf, int64_t i)
 {
-    return bf16 ? (double)kiln_bf16_to_f32(h) : (double)kiln_f16_to_f32(h);
+    if (dt == 2) return ((const float *)buf)[i];
+    unsigned short h = ((const unsigned short *)buf)[i];
+    return dt ? (double)kiln_bf16_to_f32(h) : (double)kiln_f16_to_f32(h);
 }
 
 static void run(const ecase *e)
@@ -166,24 +173,26 @@ static void run(const ecase *e)
     const int64_t as = (ac + 7) / 8 * 8 + e->pad, bs = (bc + 7) / 8 * 8 + e->pad, cs = (N + 7) / 8 * 8 + e->pad;
     const int64_t na = e->a_bcast ? 1 : nb, nbb = e->b_bcast ? 1 : nb;
     const int64_t asz = na * ar * as, bsz = nbb * br * bs, csz = nb * M * cs;
-    unsigned short *A = aligned_alloc(64, (size_t)(asz * 2 + 64)), *B = aligned_alloc(64, (size_t)(bsz * 2 + 64));
-    unsigned short *C = aligned_alloc(64, (size_t)(csz * 2 + 64)), *bias = malloc((size_t)N * 2);
+    const size_t es = e->dt == 2 ? 4 : 2;
+    void *A = aligned_alloc(64, (size_t)asz * es + 64), *B = aligned_alloc(64, (size_t)bsz * es + 64);
+    void *C = aligned_alloc(64, (size_t)csz * es + 64), *bias = malloc((size_t)N * es);
     double *h = malloc(sizeof(double) * (size_t)(asz > bsz ? (asz > csz ? asz : csz) : (bsz > csz ? bsz : csz)));
     check_fill(&rng, h, asz, -1, 1);
-    for (int64_t i = 0; i < asz; i++) A[i] = to16(e->bf16, h[i]);
+    for (int64_t i = 0; i < asz; i++) put(e->dt, A, i, h[i]);
     check_fill(&rng, h, bsz, -1, 1);
-    for (int64_t i = 0; i < bsz; i++) B[i] = to16(e->bf16, h[i]);
+    for (int64_t i = 0; i < bsz; i++) put(e->dt, B, i, h[i]);
     check_fill(&rng, h, csz, -1, 1);
-    for (int64_t i = 0; i < csz; i++) C[i] = e->beta != 0 ? to16(e->bf16, h[i]) : (unsigned short)0x7E00; /* NaN */
+    for (int64_t i = 0; i < csz; i++) put(e->dt, C, i, e->beta != 0 ? h[i] : NAN);
     check_fill(&rng, h, N, -1, 1);
-    for (int64_t i = 0; i < N; i++) bias[i] = to16(e->bf16, h[i]);
-    unsigned short *C0 = malloc((size_t)csz * 2);
-    memcpy(C0, C, (size_t)csz * 2);
+    for (int64_t i = 0; i < N; i++) put(e->dt, bias, i, h[i]);
+    void *C0 = malloc((size_t)csz * es);
+    memcpy(C0, C, (size_t)csz * es);
 
     kiln_gemm_desc d;
     memset(&d, 0, sizeof d);
-    d.dtype = e->bf16 ? KILN_DTYPE_BF16 : KILN_DTYPE_F16;
-    CHECK_INT(kiln_dtype_size(d.dtype), 2); /* (also a strong reference: libkiln stays linked) */
+    d.dtype = e->dt == 2 ? KILN_DTYPE_F32 : e->dt ? KILN_DTYPE_BF16 : KILN_DTYPE_F16;
+    CHECK_INT(kiln_dtype_size(d.dtype), (int)es); /* (also a strong reference: libkiln stays linked) */
+    d.allow_tf32 = e->dt == 2;
     d.M = M, d.N = N, d.K = K;
     d.nbatch = nb > 1 ? 1 : 0;
     d.batch_shape[0] = nb;
@@ -211,10 +220,11 @@ static void run(const ecase *e)
     int *counters = calloc(4096, sizeof(int));
     l.w[28] = (uint64_t)(uintptr_t)ws;
     l.w[29] = (uint64_t)(uintptr_t)counters;
-    unsigned long long maps[24] = {0};
+    unsigned long long maps[27] = {0};
     for (int i = 0; i < 3; i++) {
         if (!l.map[i].used) continue;
-        unsigned long long *m = maps + 8 * i;
+        unsigned long long *m = maps + 9 * i;
+        m[8] = (unsigned long long)l.map[i].elem_bytes;
         m[0] = (unsigned long long)(uintptr_t)l.map[i].base;
         for (int j = 0; j < 3; j++) m[1 + j] = l.map[i].dims[j];
         m[4] = l.map[i].strides[0];
@@ -230,32 +240,34 @@ static void run(const ecase *e)
     CHECK_INT(rc, 0);
 
     /* reference: f64 sums of the rounded inputs, the epilogue, tolerance for the f32
-     * accumulation and one output rounding (two for stochastic rounding) */
-    const double u = 6.0e-8, r = (e->bf16 ? 3.91e-3 : 4.9e-4) * (e->sr ? 2.02 : 1.01);
+     * accumulation and one output rounding (two for stochastic rounding); tf32 reads the top
+     * 10 mantissa bits of each f32 input (2^-10 relative each, 2^-9 for a product) */
+    const double u = 6.0e-8 + (e->dt == 2 ? 2.0e-3 : 0.0),
+                 r = (e->dt == 2 ? 0.0 : e->dt ? 3.91e-3 : 4.9e-4) * (e->sr ? 2.02 : 1.01);
     int bad = 0;
     for (int64_t b = 0; b < nb && fn; b++)
         for (int64_t m = 0; m < M; m++)
             for (int64_t n = 0; n < N; n++) {
-                const unsigned short *ab = A + (e->a_bcast ? 0 : b * ar * as), *bb = B + (e->b_bcast ? 0 : b * br * bs);
+                const int64_t ao = e->a_bcast ? 0 : b * ar * as, bo = e->b_bcast ? 0 : b * br * bs;
                 double acc = 0, mag = 0;
                 for (int64_t k = 0; k < K; k++) {
-                    double x = from16(e->bf16, e->ta ? ab[k * as + m] : ab[m * as + k]);
-                    double y = from16(e->bf16, e->tb ? bb[n * bs + k] : bb[k * bs + n]);
+                    double x = get(e->dt, A, ao + (e->ta ? k * as + m : m * as + k));
+                    double y = get(e->dt, B, bo + (e->tb ? n * bs + k : k * bs + n));
                     acc += x * y;
                     mag += fabs(x * y);
                 }
                 double t = e->alpha * acc, bound = fabs(e->alpha) * mag;
                 if (e->bias) {
-                    t += from16(e->bf16, bias[n]);
-                    bound += fabs(from16(e->bf16, bias[n]));
+                    t += get(e->dt, bias, n);
+                    bound += fabs(get(e->dt, bias, n));
                 }
                 if (e->relu && t < 0) t = 0;
                 const int64_t ci = b * M * cs + m * cs + n;
                 if (e->beta != 0) {
-                    t += e->beta * from16(e->bf16, C0[ci]);
-                    bound += fabs(e->beta * from16(e->bf16, C0[ci]));
+                    t += e->beta * get(e->dt, C0, ci);
+                    bound += fabs(e->beta * get(e->dt, C0, ci));
                 }
-                double got = from16(e->bf16, C[ci]);
+                double got = get(e->dt, C, ci);
                 if (!(fabs(got - t) <= (u * (double)(K + 8) + r) * bound + 1e-7)) {
                     if (bad < 4)
                         fprintf(stderr, "    [%lld, %lld, %lld]: got %.8g want %.8g\n", (long long)b, (long long)m,
@@ -266,7 +278,7 @@ static void run(const ecase *e)
     /* the pad columns of C are untouched */
     int64_t touched = 0;
     for (int64_t i = 0; i < csz; i++)
-        if (i % cs >= N && C[i] != C0[i]) touched++;
+        if (i % cs >= N && memcmp((char *)C + i * (int64_t)es, (char *)C0 + i * (int64_t)es, es) != 0) touched++;
     CHECK_INT(bad, 0);
     CHECK_INT(touched, 0);
     /* the counters are zero again for the next launch */
@@ -277,7 +289,7 @@ static void run(const ecase *e)
         fprintf(stderr,
                 "  case failed: %s M=%lld N=%lld K=%lld nb=%lld ta=%d tb=%d bcast=%d%d pad=%lld alpha=%g beta=%g "
                 "bias=%d relu=%d sr=%d sms=%d tma_store=%d | bn=%d splits=%llu grid=%u\n",
-                e->bf16 ? "bf16" : "f16", (long long)M, (long long)N, (long long)K, (long long)nb, e->ta, e->tb,
+                e->dt == 2 ? "f32 (tf32)" : e->dt ? "bf16" : "f16", (long long)M, (long long)N, (long long)K, (long long)nb, e->ta, e->tb,
                 e->a_bcast, e->b_bcast, (long long)e->pad, e->alpha, e->beta, e->bias, e->relu, e->sr, e->sms,
                 e->tma_store, l.cfg.bn, (unsigned long long)l.w[26], l.grid);
     free(A);
@@ -316,7 +328,7 @@ int main(void)
         return CHECK_SKIP;
     }
     static const ecase cases[] = {
-        /* bf16 M N K nb ta tb abc bbc pad alpha beta bias relu sr sms tma bn splits */
+        /* dt M N K nb ta tb abc bbc pad alpha beta bias relu sr sms tma bn splits */
         {0, 200, 300, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0},     /* NN, ragged, 256-wide, 2 x 2 tiles on 3 SMs */
         {1, 130, 100, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0},    /* TT, 128-wide, the whole epilogue */
         {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 0, 0, 0},      /* TN, batches, B shared */
@@ -332,6 +344,10 @@ int main(void)
          * 3 ways on batches with the whole epilogue, 128-wide split 6 ways through TMA stores */
         {0, 150, 260, 700, 2, 0, 1, 0, 0, 0, 0.5, 1.0, 1, 1, 0, 5, 0, 256, 3},
         {1, 150, 260, 700, 1, 1, 0, 0, 0, 8, 1.0, 0.0, 1, 0, 1, 7, 1, 128, 6},
+        /* f32 through tf32 (K-major A and B: A stored (M, K), B stored (N, K)) */
+        {2, 200, 300, 100, 1, 0, 1, 0, 0, 4, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0},
+        {2, 130, 100, 70, 2, 0, 1, 0, 1, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0},
+        {2, 130, 300, 1700, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 132, 0, 0, 0}, /* split-K */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(&cases[i]);
     for (int i = 0; i < nbuilt; i++) dlclose(built[i].so);

@@ -42,6 +42,11 @@
 
 typedef unsigned long long kiln_w64;
 
+struct alignas(8) float2 {
+    float x, y;
+};
+static inline float2 make_float2(float x, float y) { return float2{x, y}; }
+
 struct emu_dim3 {
     unsigned x, y, z;
 };

@@ -16,7 +16,7 @@ static void emu_thread_main(void)
     emu_progress();
 }
 
-/* maps: 3 x 8 words (base, dims[3], strides[2], box[2]), a map with base 0 unused */
+/* maps: 3 x 9 words (base, dims[3], strides[2], box[2], element bytes), base 0 = unused */
 extern "C" int emu_launch(const unsigned long long *words, int nwords, const unsigned long long *maps, unsigned grid,
                           unsigned smem, char *error, size_t error_cap)
 {
@@ -24,7 +24,7 @@ extern "C" int emu_launch(const unsigned long long *words, int nwords, const uns
     if (nwords > (int)(sizeof emu_args.w / 8)) return 2;
     memcpy(emu_args.w, words, (size_t)nwords * 8);
     kg_tmap *tm[3] = {&emu_args.ta, &emu_args.tb, &emu_args.tc};
-    for (int i = 0; i < 3; i++) memcpy(tm[i]->b, maps + 8 * i, 8 * 8);
+    for (int i = 0; i < 3; i++) memcpy(tm[i]->b, maps + 9 * i, 9 * 8);
     emu.smem_bytes = smem;
     emu.smem = (unsigned char *)malloc(smem);
     emu.stacks = (char *)malloc((size_t)EMU_THREADS * EMU_STACK);

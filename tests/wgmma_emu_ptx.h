@@ -4,7 +4,8 @@
  * (kg_mma, kg_acc_fence). Included in place of those blocks by tests/test_wgmma_emu.c,
  * after the kernel's structure constants and kg_tmap; see tests/wgmma_emu.h for the model.
  * A tensor map here is the emulator's own: b[0] base address, b[1..3] dims (elements),
- * b[4..5] byte strides of the outer and batch axes, b[6..7] the box (inner, outer).
+ * b[4..5] byte strides of the outer and batch axes, b[6..7] the box (inner, outer), b[8]
+ * the element size in bytes.
  */
 
 static inline unsigned kg_smem(const void *p)
@@ -47,23 +48,23 @@ static inline long long emu_box(const kg_tmap *map, unsigned smem, int c0, int c
     unsigned char *base = (unsigned char *)map->b[0];
     const long long d0 = (long long)map->b[1], d1 = (long long)map->b[2], d2 = (long long)map->b[3];
     const long long s1 = (long long)map->b[4], s2 = (long long)map->b[5];
-    const int bi = (int)map->b[6], bo = (int)map->b[7];
-    if (bi * 2 != 128 || (smem & 1023u) != 0) emu_fail("TMA: box rows must be 128 bytes at a 1024-byte boundary");
+    const int bi = (int)map->b[6], bo = (int)map->b[7], es = (int)map->b[8];
+    if (bi * es != 128 || (smem & 1023u) != 0) emu_fail("TMA: box rows must be 128 bytes at a 1024-byte boundary");
     for (int o = 0; o < bo; o++)
         for (int i = 0; i < bi; i++) {
             const long long x = c0 + i, y = c1 + o, z = c2;
             const int inside = x >= 0 && x < d0 && y >= 0 && y < d1 && z >= 0 && z < d2;
-            unsigned char *s = emu_ptr(emu_swz(smem + (unsigned)(o * 128 + i * 2)), 2);
-            unsigned char *g = base + z * s2 + y * s1 + x * 2;
+            unsigned char *s = emu_ptr(emu_swz(smem + (unsigned)(o * 128 + i * es)), (unsigned)es);
+            unsigned char *g = base + z * s2 + y * s1 + x * es;
             if (store) {
-                if (inside) memcpy(g, s, 2);
+                if (inside) memcpy(g, s, (size_t)es);
             } else {
-                unsigned short v = 0;
-                if (inside) memcpy(&v, g, 2);
-                memcpy(s, &v, 2);
+                unsigned char v[4] = {0, 0, 0, 0};
+                if (inside) memcpy(v, g, (size_t)es);
+                memcpy(s, v, (size_t)es);
             }
         }
-    return (long long)bi * bo * 2;
+    return (long long)bi * bo * es;
 }
 static inline void kg_tma(unsigned dst, const kg_tmap *map, int c0, int c1, int c2, unsigned bar)
 {
@@ -114,15 +115,24 @@ static inline float emu_operand(kiln_w64 desc, int kmajor, int r, int k)
     const unsigned start = (unsigned)(desc & 0x3FFF) << 4, lbo = (unsigned)((desc >> 16) & 0x3FFF) << 4;
     const unsigned sbo = (unsigned)((desc >> 32) & 0x3FFF) << 4;
     if (((desc >> 62) & 3) != 1) emu_fail("wgmma descriptor: not the 128-byte swizzle");
-    unsigned a = kmajor ? start + (unsigned)(r / 8) * sbo + (unsigned)(r % 8) * 128 + (unsigned)k * 2
+    if (TF32 && !kmajor) emu_fail("wgmma: tf32 operands must be K-major");
+    unsigned a = kmajor ? start + (unsigned)(r / 8) * sbo + (unsigned)(r % 8) * 128 + (unsigned)(k * ES)
                         : start + (unsigned)(r / 64) * lbo + (unsigned)(k / 8) * sbo + (unsigned)(k % 8) * 128 +
-                              (unsigned)(r % 64) * 2;
+                              (unsigned)((r % 64) * ES);
+    if (TF32) { /* the tensor cores read the top 19 bits of each f32 */
+        unsigned u;
+        memcpy(&u, emu_ptr(emu_swz(a), 4), 4);
+        u &= 0xFFFFE000u;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
     unsigned short h;
     memcpy(&h, emu_ptr(emu_swz(a), 2), 2);
     return BF16 ? kiln_bf16_to_f32(h) : kiln_f16_to_f32(h);
 }
 
-/* d (this thread's part of the 64 x BN f32 fragment) += A (64 x 16) @ B (16 x BN) */
+/* d (this thread's part of the 64 x BN f32 fragment) += A (64 x KSTEP) @ B (KSTEP x BN) */
 static inline void kg_mma(float *d, kiln_w64 da, kiln_w64 db)
 {
     const int ltid = (int)threadIdx.x & 127, warp = ltid >> 5, lane = ltid & 31;
@@ -131,7 +141,7 @@ static inline void kg_mma(float *d, kiln_w64 da, kiln_w64 db)
             for (int e = 0; e < 2; e++) {
                 const int row = warp * 16 + (lane >> 2) + 8 * h, col = 8 * j + 2 * (lane & 3) + e;
                 float s = d[4 * j + 2 * h + e];
-                for (int k = 0; k < 16; k++) s += emu_operand(da, A_KMAJ, row, k) * emu_operand(db, B_KMAJ, col, k);
+                for (int k = 0; k < KSTEP; k++) s += emu_operand(da, A_KMAJ, row, k) * emu_operand(db, B_KMAJ, col, k);
                 d[4 * j + 2 * h + e] = s;
             }
 }

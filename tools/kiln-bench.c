@@ -1,7 +1,7 @@
 /*
  * tools/kiln-bench.c — kiln's benchmark driver, the main job of `make bench`.
  *
- *   kiln-bench [expr|gemm|all|gemm-sweep] [--quick] [--dtype f32,f16,...] [--help]
+ *   kiln-bench [expr|gemm|all|gemm-sweep] [--quick] [--tf32] [--dtype f32,f16,...] [--help]
  *
  * expr: lazily fused expressions — batch-norm in place, two element-wise chains, the row
  *       variance — each timed FUSED (one kiln_assign) and UNFUSED (one kiln_assign per
@@ -53,6 +53,7 @@ typedef struct bench {
     int dtypes_given; /* --dtype was on the command line */
     kiln_dtype dtypes[KILN_DTYPE_COUNT];
     int fails;           /* cases whose check failed */
+    int tf32;            /* --tf32: the context allows TF32 for f32 GEMM (kiln's tf32 kernel too) */
     const char *current; /* the case being run, for error messages */
     uint64_t rng;        /* host xorshift64* for input data */
     float *host;         /* scratch for input data */
@@ -681,8 +682,10 @@ static kiln_status gemm_one(bench *b, const table *t, kiln_dtype dt, const gemm_
 {
     kiln_status st = KILN_OK;
     gemm_run g = {0};
-    /* kiln's own kernels cover f16 and bf16 (other dtypes would time the vendor path twice) */
-    int own = b->gpu && (dt == KILN_DTYPE_F16 || dt == KILN_DTYPE_BF16);
+    /* kiln's own kernels cover f16 and bf16, and f32 as tf32 when TF32 is allowed (other
+     * dtypes would time the vendor path twice) */
+    int own = b->gpu && (dt == KILN_DTYPE_F16 || dt == KILN_DTYPE_BF16 ||
+                         (dt == KILN_DTYPE_F32 && b->tf32 && gc->trans_b)); /* tf32: K-major B only */
     int64_t ashape[2] = {gc->m, gc->k}, cshape[2] = {gc->m, gc->n};
     int64_t bshape[2] = {gc->trans_b ? gc->n : gc->k, gc->trans_b ? gc->k : gc->n};
     row r = row_new(gc->name, dt);
@@ -698,7 +701,7 @@ static kiln_status gemm_one(bench *b, const table *t, kiln_dtype dt, const gemm_
     TRY(gemm_check(b, gc, &g, &r.err));
     /* f32 products are exact in f64, so only the accumulation order and the output
      * rounding differ; 16-bit C is rounded once to 8 (bf16) or 11 (f16) bits. */
-    r.tol = dt == KILN_DTYPE_F16 ? 2e-3 : dt == KILN_DTYPE_BF16 ? 1e-2 : dt == KILN_DTYPE_F64 ? 1e-12 : 1e-5;
+    r.tol = dt == KILN_DTYPE_F16 ? 2e-3 : dt == KILN_DTYPE_BF16 ? 1e-2 : dt == KILN_DTYPE_F64 ? 1e-12 : b->tf32 ? 2e-3 : 1e-5;
     TRY(time_median(b, gemm_run_once, &g, &r.ms));
     if (own) { /* the same case with KILN_GEMM=own, on a C full of NaN again */
         double err = 0.0;
@@ -804,7 +807,13 @@ static kiln_status run_gemm(bench *b)
             cases = cpu_cases;
             ncases = b->quick ? 2 : (int)(sizeof cpu_cases / sizeof cpu_cases[0]);
         }
-        for (int i = 0; i < ncases && result == KILN_OK; i++) result = gemm_one(b, &t, dt, &cases[i]);
+        for (int i = 0; i < ncases && result == KILN_OK; i++) {
+            /* f32 with --tf32 on a GPU: every shape with B stored (N, K) (nn.Linear's weight
+             * layout), the K-major operands kiln's tf32 kernel takes */
+            gemm_case gc = cases[i];
+            if (b->gpu && b->tf32 && dt == KILN_DTYPE_F32) gc.trans_b = 1;
+            result = gemm_one(b, &t, dt, &gc);
+        }
         if (result != KILN_OK) break;
     }
     if (b->gpu) {
@@ -973,6 +982,7 @@ static void usage(FILE *f)
                "  gemm-sweep  (CUDA) kiln's wgmma GEMM over forced tile widths, k splits and\n"
                "          epilogue stores against cuBLASLt, per shape (first --dtype, default f16)\n"
                "  --quick fewer sizes and shorter timing\n"
+               "  --tf32  allow TF32 for f32 GEMM (cuBLASLt's and kiln's tf32 kernel, A and B K-major)\n"
                "  --dtype float dtypes to run: f32, f16, bf16, f64 (default: expr f32 on the CPU and\n"
                "          f32,f16 on a GPU; gemm f32,f16)\n"
                "The backend comes from KILN_DEVICE=cpu|cuda|auto (default auto).\n");
@@ -1028,6 +1038,8 @@ int main(int argc, char **argv)
             do_expr = do_gemm = 0, do_sweep = 1;
         } else if (!strcmp(argv[i], "--quick")) {
             b.quick = 1;
+        } else if (!strcmp(argv[i], "--tf32")) {
+            b.tf32 = 1;
         } else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
             dtype_list = argv[++i];
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -1046,6 +1058,11 @@ int main(int argc, char **argv)
         return 1;
     }
     b.gpu = kiln_ctx_device(b.ctx) != KILN_DEVICE_CPU;
+    if (b.tf32 && (st = kiln_ctx_set_allow_tf32(b.ctx, 1)) != KILN_OK) {
+        fprintf(stderr, "kiln-bench: kiln_ctx_set_allow_tf32 failed: %s\n", kiln_last_error(b.ctx));
+        kiln_ctx_destroy(b.ctx);
+        return 1;
+    }
     if (dtype_list) {
         b.dtypes_given = 1;
         if (!parse_dtypes(&b, dtype_list)) {

@@ -27,7 +27,7 @@ void kiln__cuda_gemm_merge_batches(const kiln_gemm_desc *d, kiln_gemm_batches *b
 /* The structure of a wgmma kernel: dtype, which operands are K-major in shared memory (TMA
  * boxes along their unit-stride axis), the epilogue's costly options, the tile width. */
 typedef struct kiln_gemm_wgmma_cfg {
-    kiln_dtype dtype; /* F16 or BF16 */
+    kiln_dtype dtype; /* F16, BF16, or F32 (tf32 in the tensor cores, K-major operands only) */
     int a_kmajor, b_kmajor;
     int bias, beta, sr, c_pair;
     int bn; /* 128 or 256 columns of C per tile (BM is 128) */
@@ -39,10 +39,11 @@ typedef struct kiln_gemm_wgmma_cfg {
  * addresses and 16-byte multiples for the other strides, at most one batch axis (after
  * merging) with non-negative 16-byte-multiple strides, sizes within int. */
 int kiln__cuda_gemm_wgmma_eligible(const kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt);
-/* A tensor map as cuTensorMapEncodeTiled takes it (f16 / bf16, 128-byte swizzle): dims
+/* A tensor map as cuTensorMapEncodeTiled takes it (128-byte swizzle): dims
  * (inner, outer, batch) in elements, byte strides of the outer and batch axes, the box. */
 typedef struct kiln_gemm_tmap_desc {
     int used;
+    int elem_bytes; /* 2 (f16, bf16) or 4 (f32 read as tf32) */
     const void *base;
     uint64_t dims[3];
     uint64_t strides[2];

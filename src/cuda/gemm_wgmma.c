@@ -1,37 +1,41 @@
 /*
- * src/cuda/gemm_wgmma.c — kiln's Hopper GEMM kernel (issue 5, step 2): wgmma tensor-core
- * tiles fed by TMA, for f16 and bf16 inputs with f32 accumulation, on compute capability
- * 9.0 (sm_90a):
+ * src/cuda/gemm_wgmma.c — kiln's Hopper GEMM kernel (issue 5): wgmma tensor-core tiles fed
+ * by TMA on compute capability 9.0 (sm_90a), for f16 and bf16 inputs, and for f32 inputs
+ * read as tf32 where the context allows TF32, all with f32 accumulation:
  *   C_b = relu?(alpha * A_b @ B_b + bias) + beta * C_b,  one rounding of the f32 result,
  * the same semantics and epilogue as the mma.sync kernel (gemm_mma.c) and the reference.
  *
  * Design (bench/NOTES.md, "GEMM kernels (issue 5)", has the napkin math and the ladder):
  *  - 384 threads = 3 warpgroups. Warpgroup 0 produces: after setmaxnreg.dec one thread
  *    issues cp.async.bulk.tensor copies (TMA, 128-byte swizzle, zero fill past the edges)
- *    of the next BK = 64 slice of A (128 rows) and B (BN = 128 or 256 columns) into a ring
- *    of STAGES shared-memory stages, each guarded by a "full" mbarrier (transaction bytes)
- *    and an "empty" one (one arrival per consumer). Warpgroups 1 and 2 consume (setmaxnreg
- *    .inc): each runs wgmma.m64nBNk16 on its 64 rows of the tile with BN / 2 f32
- *    accumulators per thread, keeps one wgmma group in flight and releases a stage when
- *    the group that read it is done;
+ *    of the next k slice (one 128-byte row: 64 f16 / bf16 or 32 f32 elements) of A (128
+ *    rows) and B (BN = 128 or 256 columns) into a ring of STAGES shared-memory stages,
+ *    each guarded by a "full" mbarrier (transaction bytes) and an "empty" one (one arrival
+ *    per consumer). Warpgroups 1 and 2 consume (setmaxnreg.inc): each runs
+ *    wgmma.m64nBNk16 (k8 for tf32) on its 64 rows of the tile with BN / 2 f32 accumulators
+ *    per thread, keeps one wgmma group in flight and releases a stage when the group that
+ *    read it is done;
  *  - transposes are tensor maps: an operand with unit stride along K is copied K-major
- *    (boxes of 64 k x rows), one with unit stride along M (N) MN-major (boxes of 64 rows x
- *    64 k, wgmma's transpose bit), so all four op(A) op(B) read memory along rows;
+ *    (boxes of one slice x rows), one with unit stride along M (N) MN-major (boxes of 64
+ *    rows x one slice, wgmma's transpose bit; 16-bit inputs only, tf32 has none), so the
+ *    op(A) op(B) forms read memory along rows;
  *  - persistent grid (one block per SM): block b takes work items b, b + grid, ... in
  *    groups of 8 tile rows (L2 reuse); the ring's phases run on across items, so the
  *    producer loads the next tile while the consumers store this one;
- *  - the epilogue works from the accumulators in registers, like gemm_mma.c's: alpha, bias
- *    (per column), ReLU, beta * C, one rounding (nearest, or stochastic keyed by the
- *    element's index), stores of two neighbours as one word when C allows.
- * Sizes, strides, pointers, alpha, beta, the seed and both tensor maps are arguments; the
- * source depends only on kiln_gemm_wgmma_cfg (gemm_own.h).
  *  - split-K where there are few tiles (pick_tiles): the k slices of a tile split over
  *    several work items whose f32 partials meet in a workspace; the last to arrive adds them
  *    in split order, so the result does not depend on timing (it does on the split count,
- *    which follows the shape and the SM count).
- *  - opt-in (KILN_WGMMA_STORE=tma, written but not yet run on a GPU): each consumer stages
- *    its 64 rows of C in shared memory (128-byte swizzled boxes) and one thread stores them
- *    with TMA, so the store overlaps the next tile instead of stalling the tensor cores.
+ *    which follows the shape and the SM count);
+ *  - the epilogue works from the accumulators in registers, like gemm_mma.c's: alpha, bias
+ *    (per column), ReLU, beta * C, one rounding (nearest, or stochastic keyed by the
+ *    element's index; f32 C is not rounded), stores of two neighbours as one word; opt-in
+ *    (KILN_WGMMA_STORE=tma, 16-bit C; checked on the host emulator, not yet on a GPU):
+ *    each consumer stages its 64 rows of C in shared memory (128-byte swizzled boxes) and
+ *    one thread stores them with TMA, overlapping the next tile.
+ * Sizes, strides, pointers, alpha, beta, the seed and the tensor maps are arguments; the
+ * source depends only on kiln_gemm_wgmma_cfg (gemm_plan.h). Every PTX instruction sits in
+ * a marked block ("kg: PTX wrappers", "kg: generated wgmma") that tests/test_wgmma_emu.c
+ * replaces by host emulations.
  * Not here yet: stream-K, clusters with TMA multicast, a ping-pong schedule.
  */
 #include <limits.h>
@@ -42,7 +46,7 @@
 #include "cuda/gemm_own.h"
 
 #define BM        128
-#define BK        64
+#define ROW_BYTES 128 /* a k slice of one row of A or B: one 128-byte swizzle row (64 f16, 32 f32) */
 #define THREADS   384
 #define SMEM_MAX  (227 * 1024) /* dynamic shared memory a block may have on 9.0 */
 
@@ -60,9 +64,11 @@ static const char kernel_src[] =
     " * [s * kper, (s + 1) * kper) into an f32 partial in the workspace; the block that arrives\n"
     " * last at the tile's counter adds the partials in split order (the same bits whatever the\n"
     " * arrival order) and runs the epilogue. */\n"
-    "constexpr int BM = 128, BK = 64, NT = 384;\n"
-    "constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;\n"
-    "constexpr int CHUNK = 64 * BK * 2; /* one 64-wide MN-major box: 64 k rows of 128 bytes */\n"
+    "/* ES: bytes per element of A, B and C; a k slice is one 128-byte swizzle row (BK elements);\n"
+    " * KSTEP: the k of one wgmma (16 for 16-bit inputs, 8 for tf32: 32 bytes either way) */\n"
+    "constexpr int BM = 128, BK = 128 / ES, KSTEP = TF32 ? 8 : 16, NT = 384;\n"
+    "constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128, STAGE_BYTES = A_BYTES + B_BYTES;\n"
+    "constexpr int CHUNK = BK * 128; /* one 64-wide MN-major box (16-bit only): BK k rows of 128 bytes */\n"
     "constexpr int NACC = BN / 2;       /* accumulators per consumer thread: 64 x BN / 128 */\n"
     "constexpr int GROUP_M = 8;         /* tile rows that walk the tile columns together (L2 reuse) */\n"
     "static_assert(STAGE_BYTES % 1024 == 0, \"stages stay 1024-byte aligned (128-byte swizzle atoms)\");\n"
@@ -139,13 +145,6 @@ static const char kernel_src[] =
     "__device__ __forceinline__ void kg_bulk_wait() { asm volatile(\"cp.async.bulk.wait_group 0;\\n\" ::: \"memory\"); }\n"
     "/* kg: end of PTX wrappers */\n"
     "\n"
-    "__device__ __forceinline__ float kg_f32(ST h) {\n"
-    "  if constexpr (BF16) return kiln_bf2f(h); else return kiln_h2f(h);\n"
-    "}\n"
-    "__device__ __noinline__ ST kg_round_sr(float v, kiln_w64 seed, kiln_w64 stream, kiln_w64 idx) {\n"
-    "  const unsigned bits = kiln_rng_bits(seed, stream, idx);\n"
-    "  if constexpr (BF16) return (ST)kiln_f32_to_bf16_sr(v, bits); else return (ST)kiln_f32_to_f16_sr(v, bits);\n"
-    "}\n"
     "\n"
     "/* C[m][n], C[m][n + 1] (the second only if n + 1 < N) of batch bi from the f32 sums v0, v1:\n"
     " * alpha, bias (per column), ReLU, beta * C, one rounding, the store (one 32-bit word when C\n"
@@ -168,7 +167,7 @@ static const char kernel_src[] =
     "    if constexpr (SR) {\n"
     "      o[e] = kg_round_sr(v, p.w[0], p.w[1], (kiln_w64)((bi * (long long)p.w[2] + m) * N + n + e));\n"
     "    } else {\n"
-    "      o[e] = BF16 ? (ST)kiln_f32_to_bf16_rn(v) : kiln_f2h(v);\n"
+    "      o[e] = kg_round_rn(v);\n"
     "    }\n"
     "  }\n"
     "}\n"
@@ -181,7 +180,7 @@ static const char kernel_src[] =
     "  kg_pair_value(p, bi, m, n, v0, v1, o);\n"
     "  ST *dst = C + m * c_sm + n * c_sn;\n"
     "  if (C_PAIR && two) {\n"
-    "    *(unsigned *)dst = (unsigned)o[0] | ((unsigned)o[1] << 16);\n"
+    "    kg_store_pair(dst, o[0], o[1]);\n"
     "  } else {\n"
     "    dst[0] = o[0];\n"
     "    if (two) dst[c_sn] = o[1];\n"
@@ -285,9 +284,9 @@ static const char kernel_src[] =
     "      const unsigned sa = sbase + s * STAGE_BYTES, sb = sa + A_BYTES;\n"
     "      kg_wg_fence();\n"
     "#pragma unroll\n"
-    "      for (int kk = 0; kk < BK / 16; kk++) {\n"
-    "        /* K-major: rows of 128 bytes, 8-row groups 1024 bytes apart, k16 = +32 bytes in the row;\n"
-    "         * MN-major: 64-wide chunks CHUNK bytes apart, k rows of 128 bytes, k16 = +2048 bytes */\n"
+    "      for (int kk = 0; kk < BK / KSTEP; kk++) {\n"
+    "        /* K-major: rows of 128 bytes, 8-row groups 1024 bytes apart, a KSTEP = +32 bytes in the\n"
+    "         * row; MN-major: 64-wide chunks CHUNK bytes apart, k rows of 128 bytes, k16 = +2048 bytes */\n"
     "        const kiln_w64 da = A_KMAJ ? kg_desc(sa + cw * 64 * 128 + kk * 32, 16, 1024)\n"
     "                                   : kg_desc(sa + cw * CHUNK + kk * 2048, CHUNK, 1024);\n"
     "        const kiln_w64 db = B_KMAJ ? kg_desc(sb + kk * 32, 16, 1024) : kg_desc(sb + kk * 2048, CHUNK, 1024);\n"
@@ -405,7 +404,7 @@ static const char kernel_src[] =
 /* Stages that fit beside the staging of C (tma_store: BM x bn x 2 bytes), at most 6. */
 static int stages_for(int bn, int tma_store)
 {
-    int stage = (BM + bn) * BK * 2;
+    int stage = (BM + bn) * ROW_BYTES;
     int n = (SMEM_MAX - 1024 - 256 - (tma_store ? BM * bn * 2 : 0)) / stage;
     return n > 6 ? 6 : n;
 }
@@ -414,29 +413,56 @@ static unsigned smem_for(int bn, int tma_store)
 {
     int s = stages_for(bn, tma_store);
     /* + 16 static bytes (kg_last) */
-    return (unsigned)(1024 + s * (BM + bn) * BK * 2 + (tma_store ? BM * bn * 2 : 0) + 16 * s);
+    return (unsigned)(1024 + s * (BM + bn) * ROW_BYTES + (tma_store ? BM * bn * 2 : 0) + 16 * s);
 }
 
 void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
 {
     kiln__cuda_prelude(b);
     kiln__sbuf_puts(b, "\n/* ---- kiln_gemm_wgmma (src/cuda/gemm_wgmma.c) ---- */\n");
-    kiln__sbuf_puts(b, "typedef unsigned short ST; /* f16 or bf16 bits */\n");
-    kiln__sbuf_printf(b, "constexpr int BF16 = %d, A_KMAJ = %d, B_KMAJ = %d, BN = %d, STAGES = %d;\n",
-                      c->dtype == KILN_DTYPE_BF16, c->a_kmajor, c->b_kmajor, c->bn, stages_for(c->bn, c->tma_store));
+    const int tf32 = c->dtype == KILN_DTYPE_F32, bf16 = c->dtype == KILN_DTYPE_BF16;
+    kiln__sbuf_puts(b, tf32 ? "typedef float ST; /* f32 in memory, tf32 in the tensor cores */\n"
+                            : "typedef unsigned short ST; /* f16 or bf16 bits */\n");
+    kiln__sbuf_printf(b, "constexpr int TF32 = %d, BF16 = %d, ES = %d, A_KMAJ = %d, B_KMAJ = %d, BN = %d, STAGES = %d;\n",
+                      tf32, bf16, tf32 ? 4 : 2, c->a_kmajor, c->b_kmajor, c->bn, stages_for(c->bn, c->tma_store));
     kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, SR = %d, C_PAIR = %d, TMA_STORE = %d;\n",
                       c->bias, c->beta, c->sr, c->c_pair, c->tma_store);
-    /* d (64 x BN, f32, this warpgroup's fragment) += a (64 x 16) @ b (16 x BN), both from
-     * shared memory through descriptors; the transpose bits say which is MN-major */
+    /* the dtype's conversions and the paired store of two neighbours of C */
+    if (tf32) {
+        kiln__sbuf_puts(b, "__device__ __forceinline__ float kg_f32(ST h) { return h; }\n"
+                           "__device__ __forceinline__ ST kg_round_rn(float v) { return v; }\n"
+                           "__device__ __forceinline__ ST kg_round_sr(float v, kiln_w64, kiln_w64, kiln_w64) { return v; }\n"
+                           "__device__ __forceinline__ void kg_store_pair(ST *dst, ST a, ST b) {\n"
+                           "  *(float2 *)dst = make_float2(a, b);\n}\n");
+    } else {
+        kiln__sbuf_printf(b,
+                          "__device__ __forceinline__ float kg_f32(ST h) { return %s(h); }\n"
+                          "__device__ __forceinline__ ST kg_round_rn(float v) { return (ST)%s(v); }\n"
+                          "/* stochastic rounding of element idx; out of line, so that the epilogue's copies stay\n"
+                          " * small (one Philox4x32-10 is about 100 instructions) */\n"
+                          "__device__ __noinline__ ST kg_round_sr(float v, kiln_w64 seed, kiln_w64 stream, kiln_w64 idx) {\n"
+                          "  return (ST)%s(v, kiln_rng_bits(seed, stream, idx));\n}\n"
+                          "__device__ __forceinline__ void kg_store_pair(ST *dst, ST a, ST b) {\n"
+                          "  *(unsigned *)dst = (unsigned)a | ((unsigned)b << 16);\n}\n",
+                          bf16 ? "kiln_bf2f" : "kiln_h2f", bf16 ? "kiln_f32_to_bf16_rn" : "kiln_f2h",
+                          bf16 ? "kiln_f32_to_bf16_sr" : "kiln_f32_to_f16_sr");
+    }
+    /* d (64 x BN, f32, this warpgroup's fragment) += a (64 x KSTEP) @ b (KSTEP x BN), both from
+     * shared memory through descriptors; the transpose bits say which is MN-major (16-bit
+     * inputs only: tf32 takes K-major operands and no transpose arguments) */
     int nacc = c->bn / 2;
-    const char *ty = c->dtype == KILN_DTYPE_BF16 ? "bf16" : "f16";
+    const char *ty = tf32 ? "tf32" : bf16 ? "bf16" : "f16";
     kiln__sbuf_puts(b, "/* kg: generated wgmma */\n");
     kiln__sbuf_puts(b, "__device__ __forceinline__ void kg_mma(float *d, kiln_w64 da, kiln_w64 db) {\n"
                        "  asm volatile(\"{\\n\"\n");
-    kiln__sbuf_printf(b, "    \"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s\\n\"\n    \"  {", c->bn, ty, ty);
+    kiln__sbuf_printf(b, "    \"wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s\\n\"\n    \"  {", c->bn, tf32 ? 8 : 16, ty,
+                      ty);
     for (int i = 0; i < nacc; i++) kiln__sbuf_printf(b, "%%%d%s", i, i + 1 < nacc ? (i % 16 == 15 ? ",\"\n    \"   " : ", ") : "");
-    kiln__sbuf_printf(b, "},\\n\"\n    \"  %%%d, %%%d, 1, 1, 1, %d, %d;\\n}\\n\"\n    : ", nacc, nacc + 1, !c->a_kmajor,
-                      !c->b_kmajor);
+    if (tf32)
+        kiln__sbuf_printf(b, "},\\n\"\n    \"  %%%d, %%%d, 1, 1, 1;\\n}\\n\"\n    : ", nacc, nacc + 1);
+    else
+        kiln__sbuf_printf(b, "},\\n\"\n    \"  %%%d, %%%d, 1, 1, 1, %d, %d;\\n}\\n\"\n    : ", nacc, nacc + 1,
+                          !c->a_kmajor, !c->b_kmajor);
     for (int i = 0; i < nacc; i++) kiln__sbuf_printf(b, "\"+f\"(d[%d])%s", i, i + 1 < nacc ? (i % 8 == 7 ? ",\n      " : ", ") : "");
     kiln__sbuf_puts(b, "\n    : \"l\"(da), \"l\"(db));\n}\n");
     /* after wgmma.wait_group: the accumulators are final here, no read moves above it */
@@ -467,14 +493,16 @@ static int aligned16(const void *p) { return ((uintptr_t)p % 16) == 0; }
  * stride s_b when batched) goes into tensor maps: K-major when its K axis has unit stride
  * (or K is 1), MN-major when its R axis has, the other stride a positive 16-byte multiple
  * (or its axis of size 1). 0 when neither. */
-static int operand_major(int64_t R, int64_t K, int64_t s_r, int64_t s_k, int *kmajor)
+static int operand_major(int64_t R, int64_t K, int64_t s_r, int64_t s_k, int es, int *kmajor)
 {
-    /* rows that do not overlap: s_r >= K (K-major), s_k >= R (MN-major) */
-    if ((s_k == 1 || K == 1) && (R == 1 || (s_r >= K && s_r % 8 == 0))) {
+    const int64_t q = 16 / es; /* elements in 16 bytes */
+    /* rows that do not overlap: s_r >= K (K-major), s_k >= R (MN-major); tf32 (es 4) is
+     * K-major only */
+    if ((s_k == 1 || K == 1) && (R == 1 || (s_r >= K && s_r % q == 0))) {
         *kmajor = 1;
         return 1;
     }
-    if ((s_r == 1 || R == 1) && (K == 1 || (s_k >= R && s_k % 8 == 0))) {
+    if (es == 2 && (s_r == 1 || R == 1) && (K == 1 || (s_k >= R && s_k % q == 0))) {
         *kmajor = 0;
         return 1;
     }
@@ -491,16 +519,19 @@ int kiln__cuda_gemm_wgmma_eligible(const kiln_ctx *ctx, const kiln_gemm_desc *d,
 {
     const kiln_cuda_state *st = kiln__cuda_state(ctx);
     if (st->cc_major != 9 || st->cc_minor != 0 || !st->cu.TensorMapEncodeTiled || !st->cu.FuncSetAttribute) return 0;
-    if (d->dtype != KILN_DTYPE_F16 && d->dtype != KILN_DTYPE_BF16) return 0;
+    /* f16 / bf16; f32 as tf32 where the context allows TF32 */
+    if (d->dtype != KILN_DTYPE_F16 && d->dtype != KILN_DTYPE_BF16 && !(d->dtype == KILN_DTYPE_F32 && d->allow_tf32))
+        return 0;
+    const int es = (int)kiln_dtype_size(d->dtype), q = 16 / es;
     if (d->M <= 0 || d->N <= 0 || d->K <= 0) return 0;
-    if (d->M > INT_MAX - 256 || d->N > INT_MAX - 256 || d->K > INT_MAX - BK) return 0; /* TMA coordinates: int */
+    if (d->M > INT_MAX - 256 || d->N > INT_MAX - 256 || d->K > INT_MAX - 64) return 0; /* TMA coordinates: int */
     if (!aligned16(d->a) || !aligned16(d->b) || bt->n > 1) return 0;
     int km;
-    if (!operand_major(d->M, d->K, d->a_sm, d->a_sk, &km) || !operand_major(d->N, d->K, d->b_sn, d->b_sk, &km))
+    if (!operand_major(d->M, d->K, d->a_sm, d->a_sk, es, &km) || !operand_major(d->N, d->K, d->b_sn, d->b_sk, es, &km))
         return 0;
     if (bt->n == 1) { /* batches that do not overlap (or broadcast: stride 0) */
         if (bt->shape[0] > INT_MAX) return 0;
-        if (bt->sa[0] < 0 || bt->sa[0] % 8 != 0 || bt->sb[0] < 0 || bt->sb[0] % 8 != 0) return 0;
+        if (bt->sa[0] < 0 || bt->sa[0] % q != 0 || bt->sb[0] < 0 || bt->sb[0] % q != 0) return 0;
         if (bt->sa[0] != 0 && bt->sa[0] < matrix_span(d->M, d->K, d->a_sm, d->a_sk)) return 0;
         if (bt->sb[0] != 0 && bt->sb[0] < matrix_span(d->N, d->K, d->b_sn, d->b_sk)) return 0;
     }
@@ -509,25 +540,23 @@ int kiln__cuda_gemm_wgmma_eligible(const kiln_ctx *ctx, const kiln_gemm_desc *d,
     return 1;
 }
 
-/* The tensor map of one operand: dims (inner, outer, batch) in elements, byte strides of
- * the outer and batch axes, the box. Axes of size 1 get a harmless stride (TMA wants
- * positive 16-byte multiples even where it never steps). */
 /* One operand's tensor map as cuTensorMapEncodeTiled takes it: dims (inner, outer, batch)
  * in elements, byte strides of the outer and batch axes, the box. Axes of size 1 get a
  * harmless stride (TMA wants positive 16-byte multiples even where it never steps). */
-static void map_desc(kiln_gemm_tmap_desc *m, const char *x, int64_t inner, int64_t outer, int64_t s_outer, int64_t nb,
-                     int64_t s_b, unsigned box_inner, unsigned box_outer)
+static void map_desc(kiln_gemm_tmap_desc *m, const char *x, int es, int64_t inner, int64_t outer, int64_t s_outer,
+                     int64_t nb, int64_t s_b, unsigned box_inner, unsigned box_outer)
 {
-    int64_t row = ((inner * 2 + 15) / 16) * 16;
-    if (outer == 1 || s_outer <= 0) s_outer = row / 2;
-    if (nb == 1 || s_b <= 0) s_b = ((outer * s_outer * 2 + 15) / 16) * 8;
+    int64_t row = ((inner * es + 15) / 16) * 16; /* bytes */
+    if (outer == 1 || s_outer <= 0) s_outer = row / es;
+    if (nb == 1 || s_b <= 0) s_b = ((outer * s_outer * es + 15) / 16) * 16 / es;
     m->used = 1;
+    m->elem_bytes = es;
     m->base = x;
     m->dims[0] = (uint64_t)inner;
     m->dims[1] = (uint64_t)outer;
     m->dims[2] = (uint64_t)nb;
-    m->strides[0] = (uint64_t)s_outer * 2;
-    m->strides[1] = (uint64_t)s_b * 2;
+    m->strides[0] = (uint64_t)(s_outer * es);
+    m->strides[1] = (uint64_t)(s_b * es);
     m->box[0] = box_inner;
     m->box[1] = box_outer;
 }
@@ -540,8 +569,9 @@ static kiln_status encode_map(kiln_ctx *ctx, CUtensorMap *map, kiln_dtype dt, co
     cuuint64_t strides[2] = {m->strides[0], m->strides[1]};
     cuuint32_t box[3] = {m->box[0], m->box[1], 1}, estr[3] = {1, 1, 1};
     CUresult r = st->cu.TensorMapEncodeTiled(map,
-                                             dt == KILN_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                                                   : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                                             dt == KILN_DTYPE_BF16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                             : dt == KILN_DTYPE_F32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                                                    : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
                                              3, (void *)m->base, dims, strides, box, estr,
                                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
@@ -603,16 +633,17 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
 {
     memset(l, 0, sizeof *l);
     kiln_gemm_wgmma_cfg *c = &l->cfg;
+    const int es = (int)kiln_dtype_size(d->dtype), bk = 128 / es; /* a k slice: one 128-byte row */
     c->dtype = d->dtype;
-    operand_major(d->M, d->K, d->a_sm, d->a_sk, &c->a_kmajor);
-    operand_major(d->N, d->K, d->b_sn, d->b_sk, &c->b_kmajor);
+    operand_major(d->M, d->K, d->a_sm, d->a_sk, es, &c->a_kmajor);
+    operand_major(d->N, d->K, d->b_sn, d->b_sk, es, &c->b_kmajor);
     c->bias = d->bias != NULL;
     c->beta = d->beta != 0.0;
-    c->sr = d->round == KILN_ROUND_STOCHASTIC;
-    c->c_pair = d->c_sn == 1 && (d->M == 1 || d->c_sm % 2 == 0) && ((uintptr_t)d->c % 4) == 0 &&
+    c->sr = es == 2 && d->round == KILN_ROUND_STOCHASTIC; /* f32 C is not rounded */
+    c->c_pair = d->c_sn == 1 && (d->M == 1 || d->c_sm % 2 == 0) && ((uintptr_t)d->c % (2u * (unsigned)es)) == 0 &&
                 (bt->n == 0 || bt->sc[0] % 2 == 0);
     int64_t nb = bt->n ? bt->shape[0] : 1;
-    int64_t kt = (d->K + BK - 1) / BK;
+    int64_t kt = (d->K + bk - 1) / bk;
     int splits = 1;
     c->bn = pick_tiles(d->M, d->N, kt, nb, sm_count, &splits);
     if (opts && (opts->bn == 128 || opts->bn == 256)) c->bn = opts->bn;
@@ -622,18 +653,19 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
         if (splits > kt) splits = (int)kt;
         if (tiles >= KILN_CUDA_COUNTERS) splits = 1;
     }
-    c->tma_store = opts && opts->tma_store && c_is_tma_target(d, bt);
+    c->tma_store = opts && opts->tma_store && es == 2 && c_is_tma_target(d, bt);
     int a_bat = bt->n == 1 && bt->sa[0] != 0, b_bat = bt->n == 1 && bt->sb[0] != 0;
     if (c->a_kmajor)
-        map_desc(&l->map[0], d->a, d->K, d->M, d->a_sm, a_bat ? nb : 1, a_bat ? bt->sa[0] : 0, BK, BM);
+        map_desc(&l->map[0], d->a, es, d->K, d->M, d->a_sm, a_bat ? nb : 1, a_bat ? bt->sa[0] : 0, (unsigned)bk, BM);
     else
-        map_desc(&l->map[0], d->a, d->M, d->K, d->a_sk, a_bat ? nb : 1, a_bat ? bt->sa[0] : 0, 64, BK);
+        map_desc(&l->map[0], d->a, es, d->M, d->K, d->a_sk, a_bat ? nb : 1, a_bat ? bt->sa[0] : 0, 64, (unsigned)bk);
     if (c->b_kmajor)
-        map_desc(&l->map[1], d->b, d->K, d->N, d->b_sn, b_bat ? nb : 1, b_bat ? bt->sb[0] : 0, BK, (unsigned)c->bn);
+        map_desc(&l->map[1], d->b, es, d->K, d->N, d->b_sn, b_bat ? nb : 1, b_bat ? bt->sb[0] : 0, (unsigned)bk,
+                 (unsigned)c->bn);
     else
-        map_desc(&l->map[1], d->b, d->N, d->K, d->b_sk, b_bat ? nb : 1, b_bat ? bt->sb[0] : 0, 64, BK);
+        map_desc(&l->map[1], d->b, es, d->N, d->K, d->b_sk, b_bat ? nb : 1, b_bat ? bt->sb[0] : 0, 64, (unsigned)bk);
     if (c->tma_store) /* C as (N, M, batch); boxes of 64 x 64 */
-        map_desc(&l->map[2], d->c, d->N, d->M, d->c_sm, nb, bt->n ? bt->sc[0] : 0, 64, 64);
+        map_desc(&l->map[2], d->c, es, d->N, d->M, d->c_sm, nb, bt->n ? bt->sc[0] : 0, 64, 64);
     int64_t tm = (d->M + BM - 1) / BM, tn = (d->N + c->bn - 1) / c->bn;
     uint64_t *w = l->w;
     kiln__cuda_gemm_words(d, seed, nb, w);
