@@ -544,7 +544,8 @@ static void gemm_cases(const char *engine, int tf32)
 }
 
 /* Which path ran: cuBLASLt launches nothing through kiln's launch counter, kiln's kernels
- * one launch per call. An invalid KILN_GEMM is an error naming it. */
+ * one launch per call (f16: wgmma or mma.sync; f32 without TF32: FFMA). An invalid
+ * KILN_GEMM is an error naming it. */
 static void gemm_dispatch(void)
 {
     if (!kiln__cuda_cache_stats) return;
@@ -558,7 +559,7 @@ static void gemm_dispatch(void)
     static const struct {
         const char *env;
         int f16_launches, f32_launches;
-    } want[] = {{"vendor", 0, 0}, {"own", 1, 0}, {"auto", 0, 0}, {"mma", 1, 0}, {"wgmma", 1, 0}};
+    } want[] = {{"vendor", 0, 0}, {"own", 1, 1}, {"auto", 0, 0}, {"mma", 1, 0}, {"wgmma", 1, 0}, {"ffma", 0, 1}};
     /* the wgmma kernel runs on compute capability 9.0 only (sm_90a); elsewhere cuBLASLt */
     int hopper = strstr(kiln_ctx_device_description(gpu), "sm_90a") != NULL;
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -611,6 +612,7 @@ static void test_gemm(void)
     gemm_cases("vendor", 0);
     gemm_cases("own", 0);
     gemm_cases("mma", 0);
+    gemm_cases("ffma", 0);
     /* the wgmma kernel's TMA-store epilogue (opt-in until measured) */
     setenv("KILN_WGMMA_STORE", "tma", 1);
     gemm_cases("wgmma", 0);

@@ -29,6 +29,8 @@
 
 #pragma weak kiln__cuda_gemm_wgmma_prepare
 #pragma weak kiln__cuda_gemm_wgmma_source_text
+#pragma weak kiln__cuda_gemm_ffma_prepare
+#pragma weak kiln__cuda_gemm_ffma_source_text
 #pragma weak kiln__cuda_gemm_merge_batches
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -50,8 +52,8 @@ static uint64_t rng;
 static char tmpdir[64];
 static const char *cxx;
 
-typedef int (*emu_launch_fn)(const unsigned long long *, int, const unsigned long long *, unsigned, unsigned, char *,
-                             size_t);
+typedef int (*emu_launch_fn)(const unsigned long long *, int, const unsigned long long *, unsigned, unsigned,
+                             unsigned, unsigned, char *, size_t);
 
 /* ---- the emulated kernel of one structure -------------------------------------------------- */
 
@@ -80,29 +82,32 @@ static struct {
 } built[32];
 static int nbuilt;
 
-/* Generates, transforms, compiles and loads the emulated kernel of cfg. */
-static emu_launch_fn kernel_for(const kiln_gemm_wgmma_cfg *c)
+/* Transforms (wgmma: the PTX blocks become their emulations, the dynamic shared memory the
+ * emulator's), compiles and loads the emulated kernel of a generated source (malloc'd,
+ * freed here), under key. The CUDA prelude goes: wgmma_emu.h has the host spellings. */
+static emu_launch_fn kernel_for(const char *key, char *src, int wgmma)
 {
-    char key[64];
-    snprintf(key, sizeof key, "%d-%d%d-%d%d%d%d-%d-%d", (int)c->dtype, c->a_kmajor, c->b_kmajor, c->bias, c->beta,
-             c->sr, c->c_pair, c->bn, c->tma_store);
     for (int i = 0; i < nbuilt; i++)
-        if (strcmp(built[i].key, key) == 0) return built[i].fn;
-    if (nbuilt == 32) return NULL;
-    char *src = kiln__cuda_gemm_wgmma_source_text(c);
-    if (!src) return NULL;
-    /* the CUDA prelude goes (wgmma_emu.h has the host spellings), the PTX blocks become
-     * their emulations, the dynamic shared memory the emulator's */
-    char *body = strstr(src, "/* ---- kiln_gemm_wgmma");
+        if (strcmp(built[i].key, key) == 0) {
+            free(src);
+            return built[i].fn;
+        }
+    if (nbuilt == 32 || !src) {
+        free(src);
+        return NULL;
+    }
+    char *body = strstr(src, wgmma ? "/* ---- kiln_gemm_wgmma" : "/* ---- kiln_gemm_ffma");
     if (!body) {
         free(src);
         return NULL;
     }
     char *s = strdup(body);
     free(src);
-    s = s ? cut(s, "/* kg: generated wgmma */", "/* kg: end of generated wgmma */", "") : NULL;
-    s = s ? cut(s, "/* kg: PTX wrappers */", "/* kg: end of PTX wrappers */", "#include \"wgmma_emu_ptx.h\"\n") : NULL;
-    s = s ? cut(s, "extern __shared__ unsigned char kg_dyn[];", "kg_dyn[];", "unsigned char *kg_dyn = emu.smem;") : NULL;
+    if (wgmma) {
+        s = s ? cut(s, "/* kg: generated wgmma */", "/* kg: end of generated wgmma */", "") : NULL;
+        s = s ? cut(s, "/* kg: PTX wrappers */", "/* kg: end of PTX wrappers */", "#include \"wgmma_emu_ptx.h\"\n") : NULL;
+        s = s ? cut(s, "extern __shared__ unsigned char kg_dyn[];", "kg_dyn[];", "unsigned char *kg_dyn = emu.smem;") : NULL;
+    }
     if (!s) return NULL;
     char cc[160], so[160], cmd[1024];
     snprintf(cc, sizeof cc, "%s/k%d.cc", tmpdir, nbuilt);
@@ -112,7 +117,8 @@ static emu_launch_fn kernel_for(const kiln_gemm_wgmma_cfg *c)
         free(s);
         return NULL;
     }
-    fprintf(f, "#include \"wgmma_emu.h\"\n%s\n#include \"wgmma_emu_launch.h\"\n", s);
+    fprintf(f, "#include \"wgmma_emu.h\"\n%s\n%s\n#include \"wgmma_emu_launch.h\"\n", s,
+            wgmma ? "#define EMU_KERNEL kiln_gemm_wgmma\n#define EMU_TMAPS 1" : "#define EMU_KERNEL kiln_gemm_ffma");
     fclose(f);
     free(s);
     snprintf(cmd, sizeof cmd, "%s -std=c++17 -O1 -w -fPIC -shared -I%s/tests -I%s/src -o %s %s 2>%s/k%d.log", cxx,
@@ -147,6 +153,7 @@ typedef struct ecase {
     int sms;            /* the "device": SMs for the tile rule and the persistent grid */
     int tma_store;
     int bn, splits;     /* overrides of the tile rule (0 = the rule's) */
+    int ffma;           /* the FFMA kernel (f32) instead of the wgmma kernel */
 } ecase;
 
 /* element i of a buffer of dtype dt: write v rounded to the dtype, read as f64 */
@@ -169,7 +176,8 @@ static void run(const ecase *e)
     const int64_t M = e->M, N = e->N, K = e->K, nb = e->nb;
     /* storage: A (nb or 1) x rows x (cols + pad), the same for B and C */
     const int64_t ar = e->ta ? K : M, ac = e->ta ? M : K, br = e->tb ? N : K, bc = e->tb ? K : N;
-    /* rows of 16-byte multiples (TMA's rule; the kernel takes nothing else), plus the pad */
+    /* rows of 16-byte multiples (TMA's rule; the wgmma kernel takes nothing else), plus the
+     * pad (any for the FFMA kernel: odd strides take its element-by-element path) */
     const int64_t as = (ac + 7) / 8 * 8 + e->pad, bs = (bc + 7) / 8 * 8 + e->pad, cs = (N + 7) / 8 * 8 + e->pad;
     const int64_t na = e->a_bcast ? 1 : nb, nbb = e->b_bcast ? 1 : nb;
     const int64_t asz = na * ar * as, bsz = nbb * br * bs, csz = nb * M * cs;
@@ -211,38 +219,55 @@ static void run(const ecase *e)
     kiln_gemm_batches bt;
     kiln__cuda_gemm_merge_batches(&d, &bt);
     kiln_gemm_wgmma_launch l;
-    kiln_gemm_wgmma_opts o = {.tma_store = e->tma_store, .bn = e->bn, .splits = e->splits};
-    kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, 1234, &o, &l);
-    if (e->splits) CHECK_INT((int)l.w[26], e->splits);
-    CHECK_INT(l.cfg.tma_store, e->tma_store);
-
-    float *ws = l.ws_bytes ? calloc(1, l.ws_bytes) : NULL;
+    kiln_gemm_ffma_launch lf;
+    float *ws = NULL;
     int *counters = calloc(4096, sizeof(int));
-    l.w[28] = (uint64_t)(uintptr_t)ws;
-    l.w[29] = (uint64_t)(uintptr_t)counters;
-    unsigned long long maps[27] = {0};
-    for (int i = 0; i < 3; i++) {
-        if (!l.map[i].used) continue;
-        unsigned long long *m = maps + 9 * i;
-        m[8] = (unsigned long long)l.map[i].elem_bytes;
-        m[0] = (unsigned long long)(uintptr_t)l.map[i].base;
-        for (int j = 0; j < 3; j++) m[1 + j] = l.map[i].dims[j];
-        m[4] = l.map[i].strides[0];
-        m[5] = l.map[i].strides[1];
-        m[6] = l.map[i].box[0];
-        m[7] = l.map[i].box[1];
+    emu_launch_fn fn = NULL;
+    char err[256] = "", key[64];
+    int rc = 1;
+    if (e->ffma) {
+        kiln__cuda_gemm_ffma_prepare(&d, &bt, &lf);
+        const kiln_gemm_ffma_cfg *c = &lf.cfg;
+        snprintf(key, sizeof key, "ffma-%d%d%d%d-%d%d%d", c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec, c->bias, c->beta,
+                 c->c_vec);
+        fn = kernel_for(key, kiln__cuda_gemm_ffma_source_text(c), 0);
+        CHECK(fn != NULL);
+        if (fn) rc = fn((const unsigned long long *)lf.w, lf.nw, NULL, lf.gx, lf.gy, lf.threads, 0, err, sizeof err);
+    } else {
+        kiln_gemm_wgmma_opts o = {.tma_store = e->tma_store, .bn = e->bn, .splits = e->splits};
+        kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, 1234, &o, &l);
+        if (e->splits) CHECK_INT((int)l.w[26], e->splits);
+        CHECK_INT(l.cfg.tma_store, e->tma_store);
+        ws = l.ws_bytes ? calloc(1, l.ws_bytes) : NULL;
+        l.w[28] = (uint64_t)(uintptr_t)ws;
+        l.w[29] = (uint64_t)(uintptr_t)counters;
+        unsigned long long maps[27] = {0};
+        for (int i = 0; i < 3; i++) {
+            if (!l.map[i].used) continue;
+            unsigned long long *m = maps + 9 * i;
+            m[8] = (unsigned long long)l.map[i].elem_bytes;
+            m[0] = (unsigned long long)(uintptr_t)l.map[i].base;
+            for (int j = 0; j < 3; j++) m[1 + j] = l.map[i].dims[j];
+            m[4] = l.map[i].strides[0];
+            m[5] = l.map[i].strides[1];
+            m[6] = l.map[i].box[0];
+            m[7] = l.map[i].box[1];
+        }
+        const kiln_gemm_wgmma_cfg *c = &l.cfg;
+        snprintf(key, sizeof key, "wgmma-%d-%d%d-%d%d%d%d-%d-%d", (int)c->dtype, c->a_kmajor, c->b_kmajor, c->bias,
+                 c->beta, c->sr, c->c_pair, c->bn, c->tma_store);
+        fn = kernel_for(key, kiln__cuda_gemm_wgmma_source_text(c), 1);
+        CHECK(fn != NULL);
+        if (fn) rc = fn((const unsigned long long *)l.w, KILN_GEMM_WGMMA_WORDS, maps, l.grid, 1, l.threads, l.smem, err,
+                        sizeof err);
     }
-    emu_launch_fn fn = kernel_for(&l.cfg);
-    CHECK(fn != NULL);
-    char err[256] = "";
-    int rc = fn ? fn((const unsigned long long *)l.w, KILN_GEMM_WGMMA_WORDS, maps, l.grid, l.smem, err, sizeof err) : 1;
     if (rc) fprintf(stderr, "  emulator: %s\n", err);
     CHECK_INT(rc, 0);
 
     /* reference: f64 sums of the rounded inputs, the epilogue, tolerance for the f32
      * accumulation and one output rounding (two for stochastic rounding); tf32 reads the top
      * 10 mantissa bits of each f32 input (2^-10 relative each, 2^-9 for a product) */
-    const double u = 6.0e-8 + (e->dt == 2 ? 2.0e-3 : 0.0),
+    const double u = 6.0e-8 + (e->dt == 2 && !e->ffma ? 2.0e-3 : 0.0),
                  r = (e->dt == 2 ? 0.0 : e->dt ? 3.91e-3 : 4.9e-4) * (e->sr ? 2.02 : 1.01);
     int bad = 0;
     for (int64_t b = 0; b < nb && fn; b++)
@@ -288,10 +313,11 @@ static void run(const ecase *e)
     if (bad || rc || touched || nonzero)
         fprintf(stderr,
                 "  case failed: %s M=%lld N=%lld K=%lld nb=%lld ta=%d tb=%d bcast=%d%d pad=%lld alpha=%g beta=%g "
-                "bias=%d relu=%d sr=%d sms=%d tma_store=%d | bn=%d splits=%llu grid=%u\n",
-                e->dt == 2 ? "f32 (tf32)" : e->dt ? "bf16" : "f16", (long long)M, (long long)N, (long long)K, (long long)nb, e->ta, e->tb,
+                "bias=%d relu=%d sr=%d sms=%d tma_store=%d ffma=%d | bn=%d splits=%llu grid=%u\n",
+                e->dt == 2 ? (e->ffma ? "f32" : "f32 (tf32)") : e->dt ? "bf16" : "f16", (long long)M, (long long)N, (long long)K, (long long)nb, e->ta, e->tb,
                 e->a_bcast, e->b_bcast, (long long)e->pad, e->alpha, e->beta, e->bias, e->relu, e->sr, e->sms,
-                e->tma_store, l.cfg.bn, (unsigned long long)l.w[26], l.grid);
+                e->tma_store, e->ffma, e->ffma ? 128 : l.cfg.bn, e->ffma ? 1ull : (unsigned long long)l.w[26],
+                e->ffma ? lf.gx * lf.gy : l.grid);
     free(A);
     free(B);
     free(C);
@@ -306,7 +332,8 @@ int main(void)
 {
     rng = check_seed();
     printf("%s\n", kiln_version());
-    if (!kiln__cuda_gemm_wgmma_prepare || !kiln__cuda_gemm_wgmma_source_text || !kiln__cuda_gemm_merge_batches) {
+    if (!kiln__cuda_gemm_wgmma_prepare || !kiln__cuda_gemm_wgmma_source_text || !kiln__cuda_gemm_ffma_prepare ||
+        !kiln__cuda_gemm_ffma_source_text || !kiln__cuda_gemm_merge_batches) {
         printf("the library has no CUDA backend compiled in: skipped\n");
         return CHECK_SKIP;
     }
@@ -328,26 +355,32 @@ int main(void)
         return CHECK_SKIP;
     }
     static const ecase cases[] = {
-        /* dt M N K nb ta tb abc bbc pad alpha beta bias relu sr sms tma bn splits */
-        {0, 200, 300, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0},     /* NN, ragged, 256-wide, 2 x 2 tiles on 3 SMs */
-        {1, 130, 100, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0},    /* TT, 128-wide, the whole epilogue */
-        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 0, 0, 0},      /* TN, batches, B shared */
-        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 0, 0, 0},       /* NT, A shared, stochastic rounding */
-        {0, 130, 300, 3380, 1, 1, 0, 0, 0, 0, 1.0, -0.5, 1, 1, 0, 132, 0, 0, 0}, /* split-K, the last split short */
-        {1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 132, 0, 0, 0},         /* one element */
+        /* dt M N K nb ta tb abc bbc pad alpha beta bias relu sr sms tma bn splits ffma */
+        {0, 200, 300, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0},     /* NN, ragged, 256-wide, 2 x 2 tiles on 3 SMs */
+        {1, 130, 100, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0, 0},    /* TT, 128-wide, the whole epilogue */
+        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 0, 0, 0, 0},      /* TN, batches, B shared */
+        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 0, 0, 0, 0},       /* NT, A shared, stochastic rounding */
+        {0, 130, 300, 3380, 1, 1, 0, 0, 0, 0, 1.0, -0.5, 1, 1, 0, 132, 0, 0, 0, 0}, /* split-K, the last split short */
+        {1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 132, 0, 0, 0, 0},         /* one element */
         /* the TMA-store epilogue on the same kinds of shapes */
-        {0, 200, 300, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 1, 0, 0},
-        {1, 130, 100, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 1, 0, 0},
-        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 1, 0, 0},
-        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 1, 0, 0},
+        {0, 200, 300, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 1, 0, 0, 0},
+        {1, 130, 100, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 1, 0, 0, 0},
+        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 1, 0, 0, 0},
+        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 1, 0, 0, 0},
         /* forced tiles and splits (KILN_WGMMA_BN / KILN_WGMMA_SPLITS): 256-wide tiles split
          * 3 ways on batches with the whole epilogue, 128-wide split 6 ways through TMA stores */
-        {0, 150, 260, 700, 2, 0, 1, 0, 0, 0, 0.5, 1.0, 1, 1, 0, 5, 0, 256, 3},
-        {1, 150, 260, 700, 1, 1, 0, 0, 0, 8, 1.0, 0.0, 1, 0, 1, 7, 1, 128, 6},
+        {0, 150, 260, 700, 2, 0, 1, 0, 0, 0, 0.5, 1.0, 1, 1, 0, 5, 0, 256, 3, 0},
+        {1, 150, 260, 700, 1, 1, 0, 0, 0, 8, 1.0, 0.0, 1, 0, 1, 7, 1, 128, 6, 0},
         /* f32 through tf32 (K-major A and B: A stored (M, K), B stored (N, K)) */
-        {2, 200, 300, 100, 1, 0, 1, 0, 0, 4, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0},
-        {2, 130, 100, 70, 2, 0, 1, 0, 1, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0},
-        {2, 130, 300, 1700, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 132, 0, 0, 0}, /* split-K */
+        {2, 200, 300, 100, 1, 0, 1, 0, 0, 4, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0},
+        {2, 130, 100, 70, 2, 0, 1, 0, 1, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0, 0},
+        {2, 130, 300, 1700, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 132, 0, 0, 0, 0}, /* split-K */
+        /* the FFMA kernel (f32): the four transposes, float4 and element-by-element operands
+         * (odd pads), ragged edges, batches with a shared operand, the whole epilogue */
+        {2, 200, 300, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 1},
+        {2, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 1},
+        {2, 129, 257, 50, 1, 1, 0, 0, 0, 4, 2.0, 1.0, 1, 0, 0, 0, 0, 0, 0, 1},
+        {2, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(&cases[i]);
     for (int i = 0; i < nbuilt; i++) dlclose(built[i].so);

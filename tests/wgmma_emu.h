@@ -1,14 +1,15 @@
 /*
- * tests/wgmma_emu.h — a host emulator for kiln's wgmma GEMM kernel (src/cuda/gemm_wgmma.c),
- * so that its logic (the TMA boxes and their 128-byte swizzle, the wgmma descriptors, the
- * mbarrier ring and its phases, the persistent item loop, split-K, the TMA-store epilogue)
- * is checked on any machine with a C++ compiler. tests/test_wgmma_emu.c compiles the
- * kernel's generated source as C++ with this header in front, its "kg: PTX wrappers" and
- * "kg: generated wgmma" blocks replaced by the emulations below, and
- * tests/wgmma_emu_launch.h behind it.
+ * tests/wgmma_emu.h — a host emulator for kiln's GEMM kernels: the wgmma kernel
+ * (src/cuda/gemm_wgmma.c), so that its logic (the TMA boxes and their 128-byte swizzle, the
+ * wgmma descriptors, the mbarrier ring and its phases, the persistent item loop, split-K,
+ * the TMA-store epilogue) is checked on any machine with a C++ compiler, and the FFMA
+ * kernel (src/cuda/gemm_ffma.c: plain CUDA C, its barriers and tiles). tests/test_wgmma_emu.c
+ * compiles a kernel's generated source as C++ with this header in front, the wgmma
+ * kernel's "kg: PTX wrappers" and "kg: generated wgmma" blocks replaced by
+ * tests/wgmma_emu_ptx.h, and tests/wgmma_emu_launch.h behind it.
  *
- * Model: the blocks of the grid run one after another; the 384 threads of a block are
- * coroutines (ucontext) that switch only where the kernel waits (mbarrier waits, named
+ * Model: the blocks of the grid run one after another; the threads of a block (384 for
+ * wgmma, 256 for FFMA) are coroutines (ucontext) that switch only where the kernel waits (mbarrier waits, named
  * barriers), so every interleaving the kernel's synchronization allows is one it may get
  * here, and a missing wait shows as a wrong result or a deadlock report. TMA copies
  * complete when issued (the mbarrier transaction count still runs: expect_tx, then the
@@ -21,6 +22,7 @@
 #ifndef KILN_TESTS_WGMMA_EMU_H
 #define KILN_TESTS_WGMMA_EMU_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +39,7 @@
 #define __noinline__
 #define __launch_bounds__(a, b)
 #define __grid_constant__
-#define __align__(n) alignas(n)
+#define __align__(n) __attribute__((aligned(n)))
 #define __shared__ static
 
 typedef unsigned long long kiln_w64;
@@ -46,6 +48,10 @@ struct alignas(8) float2 {
     float x, y;
 };
 static inline float2 make_float2(float x, float y) { return float2{x, y}; }
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
+static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
 
 struct emu_dim3 {
     unsigned x, y, z;
@@ -53,7 +59,7 @@ struct emu_dim3 {
 
 /* ---- the block being run ----------------------------------------------------------------- */
 
-#define EMU_THREADS 384
+#define EMU_MAX_THREADS 384
 #define EMU_SMEM_ORIGIN 16u /* the first dynamic shared byte's address (not 1024-aligned) */
 
 struct emu_mbar {
@@ -72,14 +78,15 @@ struct emu_state {
     int bar_arrived[16];
     unsigned bar_gen[16];
     ucontext_t sched;
-    ucontext_t ctx[EMU_THREADS];
+    ucontext_t ctx[EMU_MAX_THREADS];
     char *stacks;
-    int done[EMU_THREADS];
+    int done[EMU_MAX_THREADS];
+    int nthreads;
     int cur;
     long long idle; /* yields since the last change of any barrier: a deadlock when it grows */
     int deadlock;
     char error[256];
-    emu_dim3 block_idx, grid_dim, thread_idx;
+    emu_dim3 block_idx, grid_dim, thread_idx, block_dim;
 };
 
 static emu_state emu;
@@ -87,6 +94,7 @@ static emu_state emu;
 #define threadIdx (emu.thread_idx)
 #define blockIdx (emu.block_idx)
 #define gridDim (emu.grid_dim)
+#define blockDim (emu.block_dim)
 
 static void emu_fail(const char *msg)
 {
@@ -149,7 +157,7 @@ static void emu_bar_check(emu_mbar *b)
 static inline void __syncthreads(void)
 {
     unsigned g = emu.bar_gen[0];
-    if (++emu.bar_arrived[0] == EMU_THREADS) {
+    if (++emu.bar_arrived[0] == emu.nthreads) {
         emu.bar_arrived[0] = 0;
         emu.bar_gen[0]++;
         emu_progress();

@@ -682,10 +682,10 @@ static kiln_status gemm_one(bench *b, const table *t, kiln_dtype dt, const gemm_
 {
     kiln_status st = KILN_OK;
     gemm_run g = {0};
-    /* kiln's own kernels cover f16 and bf16, and f32 as tf32 when TF32 is allowed (other
-     * dtypes would time the vendor path twice) */
-    int own = b->gpu && (dt == KILN_DTYPE_F16 || dt == KILN_DTYPE_BF16 ||
-                         (dt == KILN_DTYPE_F32 && b->tf32 && gc->trans_b)); /* tf32: K-major B only */
+    /* kiln's own kernels cover f16, bf16 and f32 (FFMA; with --tf32 the tf32 wgmma kernel,
+     * whose B is K-major: the f32 rows then store B as (N, K)); f64 would time the vendor
+     * path twice */
+    int own = b->gpu && (dt == KILN_DTYPE_F16 || dt == KILN_DTYPE_BF16 || dt == KILN_DTYPE_F32);
     int64_t ashape[2] = {gc->m, gc->k}, cshape[2] = {gc->m, gc->n};
     int64_t bshape[2] = {gc->trans_b ? gc->n : gc->k, gc->trans_b ? gc->k : gc->n};
     row r = row_new(gc->name, dt);

@@ -80,6 +80,79 @@ void kiln__cuda_gemm_words(const kiln_gemm_desc *d, uint64_t seed, int64_t nbatc
     w[18] = (uint64_t)nbatch;
 }
 
+char *kiln__cuda_gemm_text(void (*gen)(const void *, kiln_sbuf *), const void *cfg)
+{
+    kiln_sbuf b = {0};
+    gen(cfg, &b);
+    if (b.oom) {
+        kiln__sbuf_free(&b);
+        return NULL;
+    }
+    return b.p;
+}
+
+/* The device helpers every tiled GEMM kernel shares (mma.sync, FFMA, wgmma): the grouped
+ * tile order and the batch offsets (words 22.. of kiln__cuda_gemm_tile_words). */
+const char kiln__cuda_gemm_tile_src[] =
+    "/* the argument words 2..18 of a tiled kernel (kiln__cuda_gemm_words) as named constants, ST\n"
+    " * being the kernel's element type */\n"
+    "#define KG_TILE_ARGS(p) \\\n"
+    "  const long long M = (long long)(p).w[2], N = (long long)(p).w[3], K = (long long)(p).w[4]; \\\n"
+    "  const ST *A0 = (const ST *)(p).w[5]; \\\n"
+    "  const ST *B0 = (const ST *)(p).w[6]; \\\n"
+    "  ST *C0 = (ST *)(p).w[7]; \\\n"
+    "  const ST *bias = (const ST *)(p).w[8]; \\\n"
+    "  const long long a_sm = (long long)(p).w[9], a_sk = (long long)(p).w[10], b_sk = (long long)(p).w[11]; \\\n"
+    "  const long long b_sn = (long long)(p).w[12], c_sm = (long long)(p).w[13], c_sn = (long long)(p).w[14]; \\\n"
+    "  const long long bias_s = (long long)(p).w[15]; \\\n"
+    "  const float alpha = (float)__longlong_as_double((long long)(p).w[16]); \\\n"
+    "  const float beta = (float)__longlong_as_double((long long)(p).w[17]); \\\n"
+    "  const long long NB = (long long)(p).w[18]\n"
+    "/* tile pid of a tiles_m x tiles_n grid -> (tm, tn), in groups of 8 tile rows that walk the\n"
+    " * tile columns together (their B tiles stay in L2) */\n"
+    "__device__ __forceinline__ void kg_tile(int pid, int tiles_m, int tiles_n, int *tm, int *tn) {\n"
+    "  const int per_group = 8 * tiles_n, first_m = (pid / per_group) * 8;\n"
+    "  const int gsize = tiles_m - first_m < 8 ? tiles_m - first_m : 8;\n"
+    "  *tm = first_m + (pid % per_group) % gsize;\n"
+    "  *tn = (pid % per_group) / gsize;\n"
+    "}\n"
+    "/* batch bi -> element offsets of A, B and C through the merged batch axes (words 22 and\n"
+    " * 23 + 4 i: size, strides of A, B, C) */\n"
+    "__device__ __forceinline__ void kg_batch(const kiln_w64 *w, long long bi, long long *oa, long long *ob,\n"
+    "                                         long long *oc) {\n"
+    "  long long a = 0, b = 0, c = 0, t = bi;\n"
+    "  for (int i = (int)w[22] - 1; i >= 0; i--) {\n"
+    "    const long long sz = (long long)w[23 + 4 * i], x = t % sz;\n"
+    "    t /= sz;\n"
+    "    a += x * (long long)w[24 + 4 * i];\n"
+    "    b += x * (long long)w[25 + 4 * i];\n"
+    "    c += x * (long long)w[26 + 4 * i];\n"
+    "  }\n"
+    "  *oa = a;\n"
+    "  *ob = b;\n"
+    "  *oc = c;\n"
+    "}\n";
+
+void kiln__cuda_gemm_tile_words(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, uint64_t seed, int64_t tm,
+                                int64_t tn, uint64_t *w, unsigned *gx, unsigned *gy)
+{
+    int64_t nb = 1;
+    for (int i = 0; i < bt->n; i++) nb *= bt->shape[i];
+    kiln__cuda_gemm_words(d, seed, nb, w);
+    w[19] = (uint64_t)tm;
+    w[20] = (uint64_t)tn;
+    w[21] = d->relu != 0;
+    w[22] = (uint64_t)bt->n;
+    for (int i = 0; i < bt->n; i++) {
+        w[23 + 4 * i] = (uint64_t)bt->shape[i];
+        w[24 + 4 * i] = (uint64_t)bt->sa[i];
+        w[25 + 4 * i] = (uint64_t)bt->sb[i];
+        w[26 + 4 * i] = (uint64_t)bt->sc[i];
+    }
+    *gx = (unsigned)(tm * tn);
+    *gy = (unsigned)(nb < 65535 ? nb : 65535);
+}
+
 /* ---- cuBLASLt --------------------------------------------------------------------------- */
 
 /* A logical (rows x cols) matrix with element strides (sr, sc) as a column-major operand. */
@@ -465,14 +538,15 @@ kiln_status kiln__cuda_gemm_kernel(kiln_ctx *ctx, const int32_t *sig, size_t n, 
 
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
-typedef enum gemm_choice { GEMM_AUTO, GEMM_VENDOR, GEMM_OWN, GEMM_MMA, GEMM_WGMMA } gemm_choice;
+typedef enum gemm_choice { GEMM_AUTO, GEMM_VENDOR, GEMM_OWN, GEMM_MMA, GEMM_WGMMA, GEMM_FFMA } gemm_choice;
 
 /* KILN_GEMM, read at every call (tests and benchmarks switch it between calls):
  *   vendor  cuBLASLt, the reference kernel for what cuBLASLt cannot take (as before issue 5);
  *   own     kiln's kernels where they apply (gemm_own.h): wgmma on compute capability 9.0
- *           where TMA can read A and B, else mma.sync; the vendor path for the rest;
- *   wgmma, mma  that one of kiln's kernels where it applies, the vendor path for the rest
- *           (tests and benchmarks of each kernel);
+ *           where TMA can read A and B (f16, bf16, and f32 as tf32 when TF32 is allowed),
+ *           else mma.sync (f16, bf16) or FFMA (f32); the vendor path for the rest;
+ *   wgmma, mma, ffma  that one of kiln's kernels where it applies, the vendor path for the
+ *           rest (tests and benchmarks of each kernel);
  *   auto    (unset or empty too) the vendor path: measured on the H100 the own kernels are
  *           not yet ahead of cuBLASLt on any shape class (bench/NOTES.md, issue 5); auto
  *           will pick them per shape where they are. */
@@ -489,9 +563,12 @@ static kiln_status read_choice(kiln_ctx *ctx, gemm_choice *out)
         *out = GEMM_MMA;
     else if (strcmp(e, "wgmma") == 0)
         *out = GEMM_WGMMA;
+    else if (strcmp(e, "ffma") == 0)
+        *out = GEMM_FFMA;
     else
         return KILN_ERROR(ctx, KILN_ERR_ARG,
-                          "kiln_dot: environment variable KILN_GEMM='%s' is not one of own, vendor, auto, wgmma, mma",
+                          "kiln_dot: environment variable KILN_GEMM='%s' is not one of own, vendor, auto, wgmma, mma, "
+                          "ffma",
                           e);
     return KILN_OK;
 }
@@ -509,6 +586,8 @@ kiln_status kiln__cuda_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d)
         return kiln__cuda_gemm_wgmma(ctx, d, &bt);
     if ((choice == GEMM_OWN || choice == GEMM_MMA) && kiln__cuda_gemm_mma_eligible(kiln__cuda_state(ctx)->cc_major, d))
         return kiln__cuda_gemm_mma(ctx, d, &bt);
+    if ((choice == GEMM_OWN || choice == GEMM_FFMA) && kiln__cuda_gemm_ffma_eligible(d))
+        return kiln__cuda_gemm_ffma(ctx, d, &bt);
     lt_plan p;
     if (!getenv("KILN_GEMM_FALLBACK") && lt_applicable(ctx, d, &p)) {
         int done = 0;

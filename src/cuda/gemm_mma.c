@@ -50,7 +50,6 @@ static const char kernel_src[] =
     "constexpr int WM = 64, WN = 32, MI = WM / 16, NI = WN / 8;\n"
     "constexpr int TILE = BM * BK; /* elements of one operand in one stage (BN * BK is the same) */\n"
     "static_assert(BM == BN && NT == 256 && BK == 32, \"the loaders below assume these\");\n"
-    "constexpr int GROUP_M = 8;    /* tile rows that walk the tile columns together (L2 reuse) */\n"
     "/* argument words (kiln__cuda_gemm_mma_prepare): 0 seed, 1 SR stream, 2-4 M N K, 5-8 A B C\n"
     " * bias, 9-15 a_sm a_sk b_sk b_sn c_sm c_sn bias_s (elements), 16-17 alpha beta (f64 bits),\n"
     " * 18 batch count, 19-20 tiles along M and N, 21 ReLU (0 or 1), 22 merged batch axes,\n"
@@ -216,27 +215,14 @@ static const char kernel_src[] =
     "extern \"C\" __global__ void __launch_bounds__(NT, 2) kiln_gemm_mma(const __grid_constant__ kiln_args p) {\n"
     "  /* stage s: A at s * 2 * TILE, B at s * 2 * TILE + TILE */\n"
     "  __shared__ __align__(128) ST smem[STAGES * 2 * TILE];\n"
-    "  const long long M = (long long)p.w[2], N = (long long)p.w[3], K = (long long)p.w[4];\n"
-    "  const ST *A0 = (const ST *)p.w[5];\n"
-    "  const ST *B0 = (const ST *)p.w[6];\n"
-    "  ST *C0 = (ST *)p.w[7];\n"
-    "  const ST *bias = (const ST *)p.w[8];\n"
-    "  const long long a_sm = (long long)p.w[9], a_sk = (long long)p.w[10], b_sk = (long long)p.w[11];\n"
-    "  const long long b_sn = (long long)p.w[12], c_sm = (long long)p.w[13], c_sn = (long long)p.w[14];\n"
-    "  const long long bias_s = (long long)p.w[15];\n"
-    "  const float alpha = (float)__longlong_as_double((long long)p.w[16]);\n"
-    "  const float beta = (float)__longlong_as_double((long long)p.w[17]);\n"
-    "  const long long NB = (long long)p.w[18];\n"
+    "  KG_TILE_ARGS(p);\n"
     "  const int tiles_m = (int)p.w[19], tiles_n = (int)p.w[20];\n"
     "  const bool relu = p.w[21] != 0;\n"
-    "  const int nbax = (int)p.w[22];\n"
+
     "  (void)bias; (void)bias_s; (void)beta;\n"
     "\n"
-    "  /* grouped tile order: GROUP_M tile rows walk the tile columns together */\n"
-    "  const int pid = (int)blockIdx.x, per_group = GROUP_M * tiles_n, group = pid / per_group;\n"
-    "  const int first_m = group * GROUP_M;\n"
-    "  const int gsize = tiles_m - first_m < GROUP_M ? tiles_m - first_m : GROUP_M;\n"
-    "  const int tm = first_m + (pid % per_group) % gsize, tn = (pid % per_group) / gsize;\n"
+    "  int tm, tn;\n"
+    "  kg_tile((int)blockIdx.x, tiles_m, tiles_n, &tm, &tn);\n"
     "  const long long m0 = (long long)tm * BM, n0 = (long long)tn * BN;\n"
     "\n"
     "  const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 2, wn = warp & 3;\n"
@@ -244,14 +230,8 @@ static const char kernel_src[] =
     "  const unsigned s0 = kg_smem(smem);\n"
     "\n"
     "  for (long long bi = blockIdx.y; bi < NB; bi += gridDim.y) {\n"
-    "    long long oa = 0, ob = 0, oc = 0, t = bi;\n"
-    "    for (int i = nbax - 1; i >= 0; i--) {\n"
-    "      const long long sz = (long long)p.w[23 + 4 * i], c = t % sz;\n"
-    "      t /= sz;\n"
-    "      oa += c * (long long)p.w[24 + 4 * i];\n"
-    "      ob += c * (long long)p.w[25 + 4 * i];\n"
-    "      oc += c * (long long)p.w[26 + 4 * i];\n"
-    "    }\n"
+    "    long long oa, ob, oc;\n"
+    "    kg_batch(p.w, bi, &oa, &ob, &oc);\n"
     "    const ST *A = A0 + oa;\n"
     "    const ST *B = B0 + ob;\n"
     "    ST *C = C0 + oc;\n"
@@ -410,24 +390,9 @@ void kiln__cuda_gemm_mma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batche
     c->c_pair = d->c_sn == 1 && (d->M == 1 || d->c_sm % 2 == 0) && aligned(d->c, 4);
     for (int i = 0; i < bt->n; i++) c->c_pair = c->c_pair && bt->sc[i] % 2 == 0;
 
-    int64_t nb = 1;
-    for (int i = 0; i < bt->n; i++) nb *= bt->shape[i];
     int64_t tm = (d->M + BM - 1) / BM, tn = (d->N + BN - 1) / BN;
-    uint64_t *w = l->w;
-    kiln__cuda_gemm_words(d, seed, nb, w);
-    w[19] = (uint64_t)tm;
-    w[20] = (uint64_t)tn;
-    w[21] = d->relu != 0;
-    w[22] = (uint64_t)bt->n;
-    for (int i = 0; i < bt->n; i++) {
-        w[23 + 4 * i] = (uint64_t)bt->shape[i];
-        w[24 + 4 * i] = (uint64_t)bt->sa[i];
-        w[25 + 4 * i] = (uint64_t)bt->sb[i];
-        w[26 + 4 * i] = (uint64_t)bt->sc[i];
-    }
+    kiln__cuda_gemm_tile_words(d, bt, seed, tm, tn, l->w, &l->gx, &l->gy);
     l->nw = KILN_GEMM_MMA_WORDS; /* the kernel's argument struct has room for every batch rank */
-    l->gx = (unsigned)(tm * tn);
-    l->gy = (unsigned)(nb < 65535 ? nb : 65535);
     l->threads = THREADS;
 }
 
@@ -440,6 +405,7 @@ void kiln__cuda_gemm_mma_source(const kiln_gemm_mma_cfg *c, kiln_sbuf *b)
                       c->dtype == KILN_DTYPE_BF16, c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec);
     kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, SR = %d, C_PAIR = %d, MAXBAX = %d;\n", c->bias,
                       c->beta, c->sr, c->c_pair, KILN_MAX_DIMS);
+    kiln__sbuf_puts(b, kiln__cuda_gemm_tile_src);
     kiln__sbuf_puts(b, kernel_src);
 }
 

@@ -84,4 +84,30 @@ void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count);
 /* The CUDA C source of cfg's kernel ("kiln_gemm_wgmma"), malloc'd; NULL on no memory. */
 char *kiln__cuda_gemm_wgmma_source_text(const kiln_gemm_wgmma_cfg *cfg);
 
+/* ---- the FFMA kernel (gemm_ffma.c) ---- */
+
+/* Its structure: which operands are K-major (k contiguous) and fetched as float4, the
+ * epilogue's options, float4 stores of C. */
+typedef struct kiln_gemm_ffma_cfg {
+    int a_kmajor, a_vec, b_kmajor, b_vec;
+    int bias, beta, c_vec;
+} kiln_gemm_ffma_cfg;
+
+/* Words of the tiled kernels (the mma.sync and FFMA kernels): room for every batch rank. */
+#define KILN_GEMM_TILE_WORDS (23 + 4 * KILN_MAX_DIMS)
+
+typedef struct kiln_gemm_ffma_launch {
+    kiln_gemm_ffma_cfg cfg;
+    uint64_t w[KILN_GEMM_TILE_WORDS];
+    int nw;
+    unsigned gx, gy, threads;
+} kiln_gemm_ffma_launch;
+
+/* 1 when the FFMA kernel takes d: f32, M, N, K > 0, the tile count within int. */
+int kiln__cuda_gemm_ffma_eligible(const kiln_gemm_desc *d);
+/* Fills *l for an eligible d (no device calls). */
+void kiln__cuda_gemm_ffma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, kiln_gemm_ffma_launch *l);
+/* The CUDA C source of cfg's kernel ("kiln_gemm_ffma"), malloc'd; NULL on no memory. */
+char *kiln__cuda_gemm_ffma_source_text(const kiln_gemm_ffma_cfg *cfg);
+
 #endif /* KILN_CUDA_GEMM_PLAN_H */

@@ -476,13 +476,7 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
 
 char *kiln__cuda_gemm_wgmma_source_text(const kiln_gemm_wgmma_cfg *cfg)
 {
-    kiln_sbuf b = {0};
-    kiln__cuda_gemm_wgmma_source(cfg, &b);
-    if (b.oom) {
-        kiln__sbuf_free(&b);
-        return NULL;
-    }
-    return b.p;
+    return kiln__cuda_gemm_text(gen_source, cfg);
 }
 
 /* ---- eligibility, tensor maps, the launch ------------------------------------------------- */

@@ -1,0 +1,228 @@
+/*
+ * src/cuda/gemm_ffma.c — kiln's f32 GEMM kernel without tensor cores (issue 5): FFMA on
+ * CUDA cores, for f32 when TF32 is not allowed (and for f32 layouts the tf32 kernel does
+ * not take), any compute capability:
+ *   C_b = relu?(alpha * A_b @ B_b + bias) + beta * C_b,   f32 accumulation, no rounding.
+ *
+ * Design (bench/NOTES.md, "GEMM kernels (issue 5)"): 128 x 128 tiles of C per block of 256
+ * threads, each thread an 8 x 8 register tile (two 4 x 4 quadrants 64 apart, so that its
+ * shared-memory reads are float4s without bank conflicts); k walked in slices of 8 through
+ * two shared-memory buffers, the next slice fetched into registers during this one's 512
+ * FFMA per thread; both operands stored MN-major in shared memory (a K-major operand is
+ * transposed on the way in), fetched as float4 where the operand's contiguous axis has unit
+ * stride and 16-byte aligned rows, else element by element with any strides (negative
+ * steps included); ragged edges zero-filled, the epilogue (alpha, bias per column, ReLU,
+ * beta * C) in registers with float4 stores where C allows. Tiles in groups of 8 tile rows,
+ * batches along blockIdx.y (kiln__cuda_gemm_tile_words, shared with gemm_mma.c).
+ * The source depends only on kiln_gemm_ffma_cfg; no inline PTX, so tests/test_wgmma_emu.c
+ * runs it on the host as well.
+ */
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cuda/gemm_own.h"
+
+#define TILE    128
+#define THREADS 256
+
+static const char kernel_src[] =
+    "/* Tiles: a block of 256 threads computes a 128 x 128 tile of C, walking K in slices of\n"
+    " * BK = 8 through two shared-memory buffers (the next slice is fetched into registers\n"
+    " * while this one is used, then stored into the other buffer). Both operands sit MN-major\n"
+    " * in shared memory (As[k][m], Bs[k][n]), so a thread reads its 8 rows of A and 8 columns\n"
+    " * of B for one k as four float4 loads. Thread (ty, tx) = (tid / 16, tid % 16) owns rows\n"
+    " * 4 ty + i and 64 + 4 ty + i, columns 4 tx + j and 64 + 4 tx + j (i, j < 4): 64 f32\n"
+    " * accumulators, 64 FFMA per k per thread. */\n"
+    "typedef float ST;\n"
+    "constexpr int BM = 128, BN = 128, BK = 8, NT = 256;\n"
+    "/* argument words: those of the mma.sync kernel (kiln__cuda_gemm_tile_words) */\n"
+    "struct kiln_args { kiln_w64 w[23 + 4 * MAXBAX]; };\n"
+    "\n"
+    "/* One operand's slice: R rows (m or n) by BK k of X, element (r, k) at X[r * s_r + k * s_k],\n"
+    " * zero outside r < R, k < K. Thread tid fetches four elements along the operand's\n"
+    " * contiguous axis: K-major (KMAJ: k contiguous) rows r = tid / 2, k = 4 (tid % 2) + q;\n"
+    " * MN-major rows r = 4 (tid % 32) + q, k = tid / 32. VEC: one float4 when all four are\n"
+    " * inside and 16-byte aligned (the host checked the strides and the base). */\n"
+    "template <int KMAJ, int VEC>\n"
+    "__device__ __forceinline__ void kg_fetch(float (&v)[4], const float *X, long long r0, long long R, long long k0,\n"
+    "                                         long long K, long long s_r, long long s_k, int tid) {\n"
+    "  const long long r = r0 + (KMAJ ? tid >> 1 : (tid & 31) * 4), k = k0 + (KMAJ ? (tid & 1) * 4 : tid >> 5);\n"
+    "  const long long lim_r = KMAJ ? 1 : 4, lim_k = KMAJ ? 4 : 1; /* the walked axis gets 4 */\n"
+    "  if (VEC && r + lim_r <= R && k + lim_k <= K) {\n"
+    "    const float4 q = *(const float4 *)(X + r * s_r + k * s_k);\n"
+    "    v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;\n"
+    "    return;\n"
+    "  }\n"
+    "#pragma unroll\n"
+    "  for (int q = 0; q < 4; q++) {\n"
+    "    const long long rr = r + (KMAJ ? 0 : q), kk = k + (KMAJ ? q : 0);\n"
+    "    v[q] = rr < R && kk < K ? X[rr * s_r + kk * s_k] : 0.0f;\n"
+    "  }\n"
+    "}\n"
+    "/* ... into the MN-major buffer S[k][r] */\n"
+    "template <int KMAJ>\n"
+    "__device__ __forceinline__ void kg_put(float (*S)[BM], const float (&v)[4], int tid) {\n"
+    "  if constexpr (KMAJ) {\n"
+    "#pragma unroll\n"
+    "    for (int q = 0; q < 4; q++) S[(tid & 1) * 4 + q][tid >> 1] = v[q];\n"
+    "  } else {\n"
+    "    *(float4 *)&S[tid >> 5][(tid & 31) * 4] = make_float4(v[0], v[1], v[2], v[3]);\n"
+    "  }\n"
+    "}\n"
+    "\n"
+    "extern \"C\" __global__ void __launch_bounds__(NT, 2) kiln_gemm_ffma(const __grid_constant__ kiln_args p) {\n"
+    "  __shared__ __align__(16) float As[2][BK][BM];\n"
+    "  __shared__ __align__(16) float Bs[2][BK][BN];\n"
+    "  KG_TILE_ARGS(p);\n"
+    "  const bool relu = p.w[21] != 0;\n"
+    "  (void)bias; (void)bias_s; (void)beta;\n"
+    "  int tm, tn;\n"
+    "  kg_tile((int)blockIdx.x, (int)p.w[19], (int)p.w[20], &tm, &tn);\n"
+    "  const long long m0 = (long long)tm * BM, n0 = (long long)tn * BN;\n"
+    "  const int tid = (int)threadIdx.x, tx = tid & 15, ty = tid >> 4;\n"
+    "  const int KT = (int)((K + BK - 1) / BK);\n"
+    "\n"
+    "  for (long long bi = blockIdx.y; bi < NB; bi += gridDim.y) {\n"
+    "    long long oa, ob, oc;\n"
+    "    kg_batch(p.w, bi, &oa, &ob, &oc);\n"
+    "    const float *A = A0 + oa, *B = B0 + ob;\n"
+    "    float *C = C0 + oc;\n"
+    "    float acc[8][8];\n"
+    "#pragma unroll\n"
+    "    for (int i = 0; i < 8; i++)\n"
+    "#pragma unroll\n"
+    "      for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;\n"
+    "    float va[4], vb[4];\n"
+    "    kg_fetch<A_KMAJ, A_VEC>(va, A, m0, M, 0, K, a_sm, a_sk, tid);\n"
+    "    kg_fetch<B_KMAJ, B_VEC>(vb, B, n0, N, 0, K, b_sn, b_sk, tid);\n"
+    "    kg_put<A_KMAJ>(As[0], va, tid);\n"
+    "    kg_put<B_KMAJ>(Bs[0], vb, tid);\n"
+    "    __syncthreads();\n"
+    "    for (int kt = 0; kt < KT; kt++) {\n"
+    "      const int cur = kt & 1;\n"
+    "      const bool more = kt + 1 < KT;\n"
+    "      if (more) { /* the next slice into registers while this one is used */\n"
+    "        kg_fetch<A_KMAJ, A_VEC>(va, A, m0, M, (long long)(kt + 1) * BK, K, a_sm, a_sk, tid);\n"
+    "        kg_fetch<B_KMAJ, B_VEC>(vb, B, n0, N, (long long)(kt + 1) * BK, K, b_sn, b_sk, tid);\n"
+    "      }\n"
+    "#pragma unroll\n"
+    "      for (int k = 0; k < BK; k++) {\n"
+    "        const float4 a0 = *(const float4 *)&As[cur][k][ty * 4], a1 = *(const float4 *)&As[cur][k][64 + ty * 4];\n"
+    "        const float4 b0 = *(const float4 *)&Bs[cur][k][tx * 4], b1 = *(const float4 *)&Bs[cur][k][64 + tx * 4];\n"
+    "        const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};\n"
+    "        const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};\n"
+    "#pragma unroll\n"
+    "        for (int i = 0; i < 8; i++)\n"
+    "#pragma unroll\n"
+    "          for (int j = 0; j < 8; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);\n"
+    "      }\n"
+    "      if (more) {\n"
+    "        /* the other buffer was last read in slice kt - 1, before the barrier that ended it */\n"
+    "        kg_put<A_KMAJ>(As[cur ^ 1], va, tid);\n"
+    "        kg_put<B_KMAJ>(Bs[cur ^ 1], vb, tid);\n"
+    "      }\n"
+    "      __syncthreads();\n"
+    "    }\n"
+    "\n"
+    "    /* epilogue: acc[i][j] is C[m][n], m = m0 + 4 ty + (i & 3) + 64 (i >> 2), n likewise */\n"
+    "#pragma unroll\n"
+    "    for (int i = 0; i < 8; i++) {\n"
+    "      const long long m = m0 + ty * 4 + (i & 3) + 64 * (i >> 2);\n"
+    "      if (m >= M) continue;\n"
+    "#pragma unroll\n"
+    "      for (int jh = 0; jh < 2; jh++) {\n"
+    "        const long long nb = n0 + tx * 4 + 64 * jh;\n"
+    "        float o[4];\n"
+    "#pragma unroll\n"
+    "        for (int q = 0; q < 4; q++) {\n"
+    "          const long long n = nb + q;\n"
+    "          float v = alpha * acc[i][4 * jh + q];\n"
+    "          if (n < N) {\n"
+    "            if constexpr (HAS_BIAS) v = v + bias[n * bias_s];\n"
+    "            if (relu) v = v < 0.0f ? 0.0f : v;\n"
+    "            if constexpr (HAS_BETA) v = v + beta * C[m * c_sm + n * c_sn];\n"
+    "          }\n"
+    "          o[q] = v;\n"
+    "        }\n"
+    "        float *dst = C + m * c_sm + nb * c_sn;\n"
+    "        if (C_VEC && nb + 4 <= N) {\n"
+    "          *(float4 *)dst = make_float4(o[0], o[1], o[2], o[3]);\n"
+    "        } else {\n"
+    "#pragma unroll\n"
+    "          for (int q = 0; q < 4; q++)\n"
+    "            if (nb + q < N) dst[q * c_sn] = o[q];\n"
+    "        }\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+/* ---- structure, source, launch ------------------------------------------------------------- */
+
+static int aligned16(const void *p) { return ((uintptr_t)p % 16) == 0; }
+
+/* One operand X as R rows (m or n) by K, strides s_r, s_k, batch strides bs[0..nb): K-major
+ * in the kernel's sense when its K axis is the contiguous one; vec when that axis has unit
+ * stride and every float4 of it starts 16-byte aligned in every batch. */
+static void plan_operand(const char *x, int64_t R, int64_t K, int64_t s_r, int64_t s_k, const int64_t *bs, int nb,
+                         int *kmajor, int *vec)
+{
+    int64_t a_r = s_r < 0 ? -s_r : s_r, a_k = s_k < 0 ? -s_k : s_k;
+    *kmajor = R == 1 ? 1 : K == 1 ? 0 : s_k == 1 ? 1 : s_r == 1 ? 0 : a_k <= a_r;
+    int al = aligned16(x);
+    for (int i = 0; i < nb; i++) al = al && bs[i] % 4 == 0;
+    *vec = al && (*kmajor ? s_k == 1 && (R == 1 || s_r % 4 == 0) : s_r == 1 && (K == 1 || s_k % 4 == 0));
+}
+
+int kiln__cuda_gemm_ffma_eligible(const kiln_gemm_desc *d)
+{
+    if (d->dtype != KILN_DTYPE_F32) return 0;
+    if (d->M <= 0 || d->N <= 0 || d->K <= 0 || d->K > (int64_t)INT_MAX - 8) return 0;
+    int64_t tm = (d->M + TILE - 1) / TILE, tn = (d->N + TILE - 1) / TILE;
+    if (tn > INT_MAX / 8 || tm > INT_MAX / tn) return 0; /* tiles along blockIdx.x, in int */
+    return 1;
+}
+
+void kiln__cuda_gemm_ffma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, kiln_gemm_ffma_launch *l)
+{
+    memset(l, 0, sizeof *l);
+    kiln_gemm_ffma_cfg *c = &l->cfg;
+    plan_operand(d->a, d->M, d->K, d->a_sm, d->a_sk, bt->sa, bt->n, &c->a_kmajor, &c->a_vec);
+    plan_operand(d->b, d->N, d->K, d->b_sn, d->b_sk, bt->sb, bt->n, &c->b_kmajor, &c->b_vec);
+    c->bias = d->bias != NULL;
+    c->beta = d->beta != 0.0;
+    c->c_vec = d->c_sn == 1 && (d->M == 1 || d->c_sm % 4 == 0) && aligned16(d->c);
+    for (int i = 0; i < bt->n; i++) c->c_vec = c->c_vec && bt->sc[i] % 4 == 0;
+    int64_t tm = (d->M + TILE - 1) / TILE, tn = (d->N + TILE - 1) / TILE;
+    kiln__cuda_gemm_tile_words(d, bt, 0, tm, tn, l->w, &l->gx, &l->gy);
+    l->nw = KILN_GEMM_TILE_WORDS;
+    l->threads = THREADS;
+}
+
+void kiln__cuda_gemm_ffma_source(const kiln_gemm_ffma_cfg *c, kiln_sbuf *b)
+{
+    kiln__cuda_prelude(b);
+    kiln__sbuf_puts(b, "\n/* ---- kiln_gemm_ffma (src/cuda/gemm_ffma.c) ---- */\n");
+    kiln__sbuf_printf(b, "constexpr int A_KMAJ = %d, A_VEC = %d, B_KMAJ = %d, B_VEC = %d, MAXBAX = %d;\n", c->a_kmajor,
+                      c->a_vec, c->b_kmajor, c->b_vec, KILN_MAX_DIMS);
+    kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, C_VEC = %d;\n", c->bias, c->beta, c->c_vec);
+    kiln__sbuf_puts(b, kiln__cuda_gemm_tile_src);
+    kiln__sbuf_puts(b, kernel_src);
+}
+
+static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_ffma_source(cfg, b); }
+
+char *kiln__cuda_gemm_ffma_source_text(const kiln_gemm_ffma_cfg *cfg) { return kiln__cuda_gemm_text(gen_source, cfg); }
+
+kiln_status kiln__cuda_gemm_ffma(kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt)
+{
+    kiln_gemm_ffma_launch l;
+    kiln__cuda_gemm_ffma_prepare(d, bt, &l);
+    const kiln_gemm_ffma_cfg *c = &l.cfg;
+    /* a tag ("GKFF") and this kernel's version first */
+    const int32_t sig[9] = {0x46464b47, 1, c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec, c->bias, c->beta, c->c_vec};
+    CUfunction fn;
+    KILN_TRY(kiln__cuda_gemm_kernel(ctx, sig, 9, gen_source, c, "kiln_gemm_ffma", 0, &fn));
+    return kiln__cuda_launch(ctx, fn, l.gx, l.gy, l.threads, 1, 0, l.w, l.nw);
+}
