@@ -5,8 +5,10 @@
  * with exactly the semantics of the reference kernel (src/ops/dot.h; one rounding of the
  * f32 result, stochastic rounding keyed by the element's index, never by the tiling).
  * gemm_wgmma.c: wgmma tiles fed by TMA, persistent, deterministic split-K (sm_90a), for
- * operands TMA can read; gemm_mma.c: mma.sync tiles for any strides (sm_80 and later).
- * Both f16 / bf16 with f32 accumulation. The ladder and its measurements: bench/NOTES.md.
+ * operands TMA can read (f16, bf16, and f32 as tf32 when TF32 is allowed); gemm_mma.c:
+ * mma.sync tiles for f16 / bf16 of any strides (sm_80 and later); gemm_ffma.c: FFMA tiles
+ * for f32 of any strides. All accumulate in f32. The ladder and its measurements:
+ * bench/NOTES.md; the host-side launch descriptions (no CUDA headers): gemm_plan.h.
  * Internal to src/cuda, like cuda.h.
  */
 #ifndef KILN_CUDA_GEMM_OWN_H
