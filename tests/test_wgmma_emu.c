@@ -10,7 +10,9 @@
  * across items), batches with a broadcast operand, alpha / bias / ReLU / beta, stochastic
  * rounding, split-K with a short last split, the TMA-store epilogue (KILN_WGMMA_STORE=
  * tma) on the same shapes, forced tile widths and split counts, and f32 inputs read as
- * tf32 (K-major A and B).
+ * tf32 (K-major A and B). The FFMA kernel (src/cuda/gemm_ffma.c) and the mma.sync kernel
+ * (src/cuda/gemm_mma.c, its ldmatrix / mma.sync / cp.async emulated in
+ * tests/mma_emu_ptx.h) run on the same emulator and cases of their own.
  * Skipped (exit 77) where the library has no CUDA backend compiled in, where no C++
  * compiler answers, and under the sanitizers (the coroutines switch stacks).
  */
@@ -29,6 +31,8 @@
 
 #pragma weak kiln__cuda_gemm_wgmma_prepare
 #pragma weak kiln__cuda_gemm_wgmma_source_text
+#pragma weak kiln__cuda_gemm_mma_prepare
+#pragma weak kiln__cuda_gemm_mma_source_text
 #pragma weak kiln__cuda_gemm_ffma_prepare
 #pragma weak kiln__cuda_gemm_ffma_source_text
 #pragma weak kiln__cuda_gemm_merge_batches
@@ -85,7 +89,10 @@ static int nbuilt;
 /* Transforms (wgmma: the PTX blocks become their emulations, the dynamic shared memory the
  * emulator's), compiles and loads the emulated kernel of a generated source (malloc'd,
  * freed here), under key. The CUDA prelude goes: wgmma_emu.h has the host spellings. */
-static emu_launch_fn kernel_for(const char *key, char *src, int wgmma)
+enum { K_WGMMA, K_FFMA, K_MMA };
+static const char *kernel_name[3] = {"kiln_gemm_wgmma", "kiln_gemm_ffma", "kiln_gemm_mma"};
+
+static emu_launch_fn kernel_for(const char *key, char *src, int kind)
 {
     for (int i = 0; i < nbuilt; i++)
         if (strcmp(built[i].key, key) == 0) {
@@ -96,17 +103,21 @@ static emu_launch_fn kernel_for(const char *key, char *src, int wgmma)
         free(src);
         return NULL;
     }
-    char *body = strstr(src, wgmma ? "/* ---- kiln_gemm_wgmma" : "/* ---- kiln_gemm_ffma");
+    char marker[64];
+    snprintf(marker, sizeof marker, "/* ---- %s", kernel_name[kind]);
+    char *body = strstr(src, marker);
     if (!body) {
         free(src);
         return NULL;
     }
     char *s = strdup(body);
     free(src);
-    if (wgmma) {
+    if (kind == K_WGMMA) {
         s = s ? cut(s, "/* kg: generated wgmma */", "/* kg: end of generated wgmma */", "") : NULL;
         s = s ? cut(s, "/* kg: PTX wrappers */", "/* kg: end of PTX wrappers */", "#include \"wgmma_emu_ptx.h\"\n") : NULL;
         s = s ? cut(s, "extern __shared__ unsigned char kg_dyn[];", "kg_dyn[];", "unsigned char *kg_dyn = emu.smem;") : NULL;
+    } else if (kind == K_MMA) {
+        s = s ? cut(s, "/* kg: PTX wrappers */", "/* kg: end of PTX wrappers */", "#include \"mma_emu_ptx.h\"\n") : NULL;
     }
     if (!s) return NULL;
     char cc[160], so[160], cmd[1024];
@@ -117,8 +128,8 @@ static emu_launch_fn kernel_for(const char *key, char *src, int wgmma)
         free(s);
         return NULL;
     }
-    fprintf(f, "#include \"wgmma_emu.h\"\n%s\n%s\n#include \"wgmma_emu_launch.h\"\n", s,
-            wgmma ? "#define EMU_KERNEL kiln_gemm_wgmma\n#define EMU_TMAPS 1" : "#define EMU_KERNEL kiln_gemm_ffma");
+    fprintf(f, "#include \"wgmma_emu.h\"\n%s\n#define EMU_KERNEL %s\n%s#include \"wgmma_emu_launch.h\"\n", s,
+            kernel_name[kind], kind == K_WGMMA ? "#define EMU_TMAPS 1\n" : "");
     fclose(f);
     free(s);
     snprintf(cmd, sizeof cmd, "%s -std=c++17 -O1 -w -fPIC -shared -I%s/tests -I%s/src -o %s %s 2>%s/k%d.log", cxx,
@@ -153,7 +164,7 @@ typedef struct ecase {
     int sms;            /* the "device": SMs for the tile rule and the persistent grid */
     int tma_store;
     int bn, splits;     /* overrides of the tile rule (0 = the rule's) */
-    int ffma;           /* the FFMA kernel (f32) instead of the wgmma kernel */
+    int kernel;         /* K_WGMMA, K_FFMA (f32) or K_MMA (f16 / bf16, any strides) */
 } ecase;
 
 /* element i of a buffer of dtype dt: write v rounded to the dtype, read as f64 */
@@ -220,19 +231,28 @@ static void run(const ecase *e)
     kiln__cuda_gemm_merge_batches(&d, &bt);
     kiln_gemm_wgmma_launch l;
     kiln_gemm_ffma_launch lf;
+    kiln_gemm_mma_launch lm;
     float *ws = NULL;
     int *counters = calloc(4096, sizeof(int));
     emu_launch_fn fn = NULL;
     char err[256] = "", key[64];
     int rc = 1;
-    if (e->ffma) {
+    if (e->kernel == K_FFMA) {
         kiln__cuda_gemm_ffma_prepare(&d, &bt, &lf);
         const kiln_gemm_ffma_cfg *c = &lf.cfg;
         snprintf(key, sizeof key, "ffma-%d%d%d%d-%d%d%d", c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec, c->bias, c->beta,
                  c->c_vec);
-        fn = kernel_for(key, kiln__cuda_gemm_ffma_source_text(c), 0);
+        fn = kernel_for(key, kiln__cuda_gemm_ffma_source_text(c), K_FFMA);
         CHECK(fn != NULL);
         if (fn) rc = fn((const unsigned long long *)lf.w, lf.nw, NULL, lf.gx, lf.gy, lf.threads, 0, err, sizeof err);
+    } else if (e->kernel == K_MMA) {
+        kiln__cuda_gemm_mma_prepare(&d, &bt, 1234, &lm);
+        const kiln_gemm_mma_cfg *c = &lm.cfg;
+        snprintf(key, sizeof key, "mma-%d-%d%d%d%d-%d%d%d%d", (int)c->dtype, c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec,
+                 c->bias, c->beta, c->sr, c->c_pair);
+        fn = kernel_for(key, kiln__cuda_gemm_mma_source_text(c), K_MMA);
+        CHECK(fn != NULL);
+        if (fn) rc = fn((const unsigned long long *)lm.w, lm.nw, NULL, lm.gx, lm.gy, lm.threads, 0, err, sizeof err);
     } else {
         kiln_gemm_wgmma_opts o = {.tma_store = e->tma_store, .bn = e->bn, .splits = e->splits};
         kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, 1234, &o, &l);
@@ -256,7 +276,7 @@ static void run(const ecase *e)
         const kiln_gemm_wgmma_cfg *c = &l.cfg;
         snprintf(key, sizeof key, "wgmma-%d-%d%d-%d%d%d%d-%d-%d", (int)c->dtype, c->a_kmajor, c->b_kmajor, c->bias,
                  c->beta, c->sr, c->c_pair, c->bn, c->tma_store);
-        fn = kernel_for(key, kiln__cuda_gemm_wgmma_source_text(c), 1);
+        fn = kernel_for(key, kiln__cuda_gemm_wgmma_source_text(c), K_WGMMA);
         CHECK(fn != NULL);
         if (fn) rc = fn((const unsigned long long *)l.w, KILN_GEMM_WGMMA_WORDS, maps, l.grid, 1, l.threads, l.smem, err,
                         sizeof err);
@@ -267,7 +287,7 @@ static void run(const ecase *e)
     /* reference: f64 sums of the rounded inputs, the epilogue, tolerance for the f32
      * accumulation and one output rounding (two for stochastic rounding); tf32 reads the top
      * 10 mantissa bits of each f32 input (2^-10 relative each, 2^-9 for a product) */
-    const double u = 6.0e-8 + (e->dt == 2 && !e->ffma ? 2.0e-3 : 0.0),
+    const double u = 6.0e-8 + (e->dt == 2 && e->kernel == K_WGMMA ? 2.0e-3 : 0.0),
                  r = (e->dt == 2 ? 0.0 : e->dt ? 3.91e-3 : 4.9e-4) * (e->sr ? 2.02 : 1.01);
     int bad = 0;
     for (int64_t b = 0; b < nb && fn; b++)
@@ -313,11 +333,12 @@ static void run(const ecase *e)
     if (bad || rc || touched || nonzero)
         fprintf(stderr,
                 "  case failed: %s M=%lld N=%lld K=%lld nb=%lld ta=%d tb=%d bcast=%d%d pad=%lld alpha=%g beta=%g "
-                "bias=%d relu=%d sr=%d sms=%d tma_store=%d ffma=%d | bn=%d splits=%llu grid=%u\n",
-                e->dt == 2 ? (e->ffma ? "f32" : "f32 (tf32)") : e->dt ? "bf16" : "f16", (long long)M, (long long)N, (long long)K, (long long)nb, e->ta, e->tb,
+                "bias=%d relu=%d sr=%d sms=%d tma_store=%d kernel=%s | bn=%d splits=%llu grid=%u\n",
+                e->dt == 2 ? (e->kernel == K_FFMA ? "f32" : "f32 (tf32)") : e->dt ? "bf16" : "f16", (long long)M, (long long)N, (long long)K, (long long)nb, e->ta, e->tb,
                 e->a_bcast, e->b_bcast, (long long)e->pad, e->alpha, e->beta, e->bias, e->relu, e->sr, e->sms,
-                e->tma_store, e->ffma, e->ffma ? 128 : l.cfg.bn, e->ffma ? 1ull : (unsigned long long)l.w[26],
-                e->ffma ? lf.gx * lf.gy : l.grid);
+                e->tma_store, kernel_name[e->kernel], e->kernel ? 128 : l.cfg.bn,
+                e->kernel ? 1ull : (unsigned long long)l.w[26],
+                e->kernel == K_FFMA ? lf.gx * lf.gy : e->kernel == K_MMA ? lm.gx * lm.gy : l.grid);
     free(A);
     free(B);
     free(C);
@@ -333,6 +354,7 @@ int main(void)
     rng = check_seed();
     printf("%s\n", kiln_version());
     if (!kiln__cuda_gemm_wgmma_prepare || !kiln__cuda_gemm_wgmma_source_text || !kiln__cuda_gemm_ffma_prepare ||
+        !kiln__cuda_gemm_mma_prepare || !kiln__cuda_gemm_mma_source_text ||
         !kiln__cuda_gemm_ffma_source_text || !kiln__cuda_gemm_merge_batches) {
         printf("the library has no CUDA backend compiled in: skipped\n");
         return CHECK_SKIP;
@@ -355,7 +377,7 @@ int main(void)
         return CHECK_SKIP;
     }
     static const ecase cases[] = {
-        /* dt M N K nb ta tb abc bbc pad alpha beta bias relu sr sms tma bn splits ffma */
+        /* dt M N K nb ta tb abc bbc pad alpha beta bias relu sr sms tma bn splits kernel */
         {0, 200, 300, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0},     /* NN, ragged, 256-wide, 2 x 2 tiles on 3 SMs */
         {1, 130, 100, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0, 0},    /* TT, 128-wide, the whole epilogue */
         {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 0, 0, 0, 0},      /* TN, batches, B shared */
@@ -381,6 +403,12 @@ int main(void)
         {2, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 1},
         {2, 129, 257, 50, 1, 1, 0, 0, 0, 4, 2.0, 1.0, 1, 0, 0, 0, 0, 0, 0, 1},
         {2, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 1},
+        /* the mma.sync kernel (f16 / bf16): cp.async and element-by-element operands (odd
+         * pads), the four transposes, batches, the whole epilogue, stochastic rounding */
+        {0, 200, 150, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 2},
+        {1, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 2},
+        {0, 129, 140, 50, 1, 1, 0, 0, 0, 8, 2.0, 1.0, 1, 0, 1, 0, 0, 0, 0, 2},
+        {1, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(&cases[i]);
     for (int i = 0; i < nbuilt; i++) dlclose(built[i].so);

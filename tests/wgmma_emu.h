@@ -75,8 +75,9 @@ struct emu_state {
     size_t smem_bytes;
     emu_mbar bars[64];
     int nbars;
-    int bar_arrived[16];
-    unsigned bar_gen[16];
+    int bar_arrived[32]; /* named barriers 0-15; 16 + w: warp w's lanes (warp-wide instructions) */
+    unsigned bar_gen[32];
+    unsigned long long warp_slot[EMU_MAX_THREADS / 32][32][6]; /* what each lane brings to one */
     ucontext_t sched;
     ucontext_t ctx[EMU_MAX_THREADS];
     char *stacks;
@@ -152,19 +153,22 @@ static void emu_bar_check(emu_mbar *b)
     }
 }
 
-/* ---- CUDA built-ins ------------------------------------------------------------------------ */
-
-static inline void __syncthreads(void)
+/* barrier id among n threads (bar.sync; __syncthreads is id 0 among all) */
+static void emu_sync(int id, int n)
 {
-    unsigned g = emu.bar_gen[0];
-    if (++emu.bar_arrived[0] == emu.nthreads) {
-        emu.bar_arrived[0] = 0;
-        emu.bar_gen[0]++;
+    unsigned g = emu.bar_gen[id];
+    if (++emu.bar_arrived[id] == n) {
+        emu.bar_arrived[id] = 0;
+        emu.bar_gen[id]++;
         emu_progress();
         return;
     }
-    while (emu.bar_gen[0] == g && !emu.deadlock) emu_yield();
+    while (emu.bar_gen[id] == g && !emu.deadlock) emu_yield();
 }
+
+/* ---- CUDA built-ins ------------------------------------------------------------------------ */
+
+static inline void __syncthreads(void) { emu_sync(0, emu.nthreads); }
 static inline void __threadfence(void) {}
 static inline int atomicAdd(int *p, int v)
 {

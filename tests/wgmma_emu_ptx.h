@@ -88,17 +88,7 @@ static inline kiln_w64 kg_desc(unsigned addr, unsigned lbo, unsigned sbo)
 static inline void kg_fence_bar_init(void) {}
 static inline void kg_regs_producer(void) {}
 static inline void kg_regs_consumer(void) {}
-static inline void kg_sync(int id, int n)
-{
-    unsigned g = emu.bar_gen[id];
-    if (++emu.bar_arrived[id] == n) {
-        emu.bar_arrived[id] = 0;
-        emu.bar_gen[id]++;
-        emu_progress();
-        return;
-    }
-    while (emu.bar_gen[id] == g && !emu.deadlock) emu_yield();
-}
+static inline void kg_sync(int id, int n) { emu_sync(id, n); }
 static inline void kg_st_shared(unsigned addr, unsigned v) { memcpy(emu_ptr(addr, 4), &v, 4); }
 static inline void kg_fence_async_smem(void) {}
 static inline void kg_bulk_commit(void) {}

@@ -412,6 +412,8 @@ void kiln__cuda_gemm_mma_source(const kiln_gemm_mma_cfg *c, kiln_sbuf *b)
 
 static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_mma_source(cfg, b); }
 
+char *kiln__cuda_gemm_mma_source_text(const kiln_gemm_mma_cfg *cfg) { return kiln__cuda_gemm_text(gen_source, cfg); }
+
 kiln_status kiln__cuda_gemm_mma(kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt)
 {
     kiln_gemm_mma_launch l;

@@ -40,41 +40,7 @@ kiln_status kiln__cuda_gemm_kernel(kiln_ctx *ctx, const int32_t *sig, size_t n, 
 
 /* ---- mma.sync kernel (gemm_mma.c) ------------------------------------------------------- */
 
-/* Everything the generated source depends on (at most 2 x 16 x 16 = 512 kernels, far
- * fewer in use); sizes, strides, pointers, alpha, beta, ReLU, the batch axes, the seed and
- * the stream are kernel arguments. An operand is either K-major in shared memory (its K
- * axis contiguous there) or MN-major, and loaded either with 16-byte cp.async (vec: its
- * contiguous axis has unit stride in memory, the other stride, the batch strides and the
- * address are 16-byte multiples) or element by element through registers. The epilogue's
- * options that cost registers are structure, so that the plain kernel has none to spare
- * for them (ptxas spilled in the main loop when they were arguments). */
-typedef struct kiln_gemm_mma_cfg {
-    kiln_dtype dtype; /* F16 or BF16 */
-    int a_kmajor, a_vec;
-    int b_kmajor, b_vec;
-    int bias;   /* a bias is added */
-    int beta;   /* beta != 0: C is read */
-    int sr;     /* stochastic rounding of C (an out-of-line Philox call) */
-    int c_pair; /* two neighbouring elements of C stored as one 32-bit word */
-} kiln_gemm_mma_cfg;
-
-/* Argument words of every launch (room for KILN_MAX_DIMS batch axes). */
-#define KILN_GEMM_MMA_WORDS KILN_GEMM_TILE_WORDS
-
-/* One launch: the structure, the argument words and the grid (blocks of `threads`). */
-typedef struct kiln_gemm_mma_launch {
-    kiln_gemm_mma_cfg cfg;
-    uint64_t w[KILN_GEMM_MMA_WORDS];
-    int nw;
-    unsigned gx, gy, threads;
-} kiln_gemm_mma_launch;
-
-/* 1 when the kernel takes d on a device of compute capability cc_major.x: f16 or bf16,
- * M, N, K > 0, K and the tile count within int. */
-int kiln__cuda_gemm_mma_eligible(int cc_major, const kiln_gemm_desc *d);
-/* Fills *l for an eligible d (seed: the context's seed for stochastic rounding). */
-void kiln__cuda_gemm_mma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, uint64_t seed,
-                                 kiln_gemm_mma_launch *l);
+/* (structure, launch, eligibility and preparation in gemm_plan.h) */
 /* Appends the CUDA C source of cfg's kernel ("kiln_gemm_mma") to b; b->oom on failure. */
 void kiln__cuda_gemm_mma_source(const kiln_gemm_mma_cfg *cfg, kiln_sbuf *b);
 /* Runs an eligible d on ctx's stream (kernel through the structural map and the cache). */

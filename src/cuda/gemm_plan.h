@@ -84,6 +84,49 @@ void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count);
 /* The CUDA C source of cfg's kernel ("kiln_gemm_wgmma"), malloc'd; NULL on no memory. */
 char *kiln__cuda_gemm_wgmma_source_text(const kiln_gemm_wgmma_cfg *cfg);
 
+/* Words of the tiled kernels (the mma.sync and FFMA kernels): room for every batch rank. */
+#define KILN_GEMM_TILE_WORDS (23 + 4 * KILN_MAX_DIMS)
+
+/* ---- the mma.sync kernel (gemm_mma.c) ---- */
+
+/* Everything the generated source depends on (at most 2 x 16 x 16 = 512 kernels, far
+ * fewer in use); sizes, strides, pointers, alpha, beta, ReLU, the batch axes, the seed and
+ * the stream are kernel arguments. An operand is either K-major in shared memory (its K
+ * axis contiguous there) or MN-major, and loaded either with 16-byte cp.async (vec: its
+ * contiguous axis has unit stride in memory, the other stride, the batch strides and the
+ * address are 16-byte multiples) or element by element through registers. The epilogue's
+ * options that cost registers are structure, so that the plain kernel has none to spare
+ * for them (ptxas spilled in the main loop when they were arguments). */
+typedef struct kiln_gemm_mma_cfg {
+    kiln_dtype dtype; /* F16 or BF16 */
+    int a_kmajor, a_vec;
+    int b_kmajor, b_vec;
+    int bias;   /* a bias is added */
+    int beta;   /* beta != 0: C is read */
+    int sr;     /* stochastic rounding of C (an out-of-line Philox call) */
+    int c_pair; /* two neighbouring elements of C stored as one 32-bit word */
+} kiln_gemm_mma_cfg;
+
+/* Argument words of every launch (room for KILN_MAX_DIMS batch axes). */
+#define KILN_GEMM_MMA_WORDS KILN_GEMM_TILE_WORDS
+
+/* One launch: the structure, the argument words and the grid (blocks of `threads`). */
+typedef struct kiln_gemm_mma_launch {
+    kiln_gemm_mma_cfg cfg;
+    uint64_t w[KILN_GEMM_MMA_WORDS];
+    int nw;
+    unsigned gx, gy, threads;
+} kiln_gemm_mma_launch;
+
+/* 1 when the kernel takes d on a device of compute capability cc_major.x: f16 or bf16,
+ * M, N, K > 0, K and the tile count within int. */
+int kiln__cuda_gemm_mma_eligible(int cc_major, const kiln_gemm_desc *d);
+/* Fills *l for an eligible d (seed: the context's seed for stochastic rounding). */
+void kiln__cuda_gemm_mma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, uint64_t seed,
+                                 kiln_gemm_mma_launch *l);
+/* The CUDA C source of cfg's kernel ("kiln_gemm_mma"), malloc'd; NULL on no memory. */
+char *kiln__cuda_gemm_mma_source_text(const kiln_gemm_mma_cfg *cfg);
+
 /* ---- the FFMA kernel (gemm_ffma.c) ---- */
 
 /* Its structure: which operands are K-major (k contiguous) and fetched as float4, the
@@ -92,9 +135,6 @@ typedef struct kiln_gemm_ffma_cfg {
     int a_kmajor, a_vec, b_kmajor, b_vec;
     int bias, beta, c_vec;
 } kiln_gemm_ffma_cfg;
-
-/* Words of the tiled kernels (the mma.sync and FFMA kernels): room for every batch rank. */
-#define KILN_GEMM_TILE_WORDS (23 + 4 * KILN_MAX_DIMS)
 
 typedef struct kiln_gemm_ffma_launch {
     kiln_gemm_ffma_cfg cfg;
