@@ -586,7 +586,8 @@ static void gemm_dispatch(void)
         } bad[] = {{"KILN_WGMMA_SPLITS", "0", "KILN_WGMMA_SPLITS='0'"},
                    {"KILN_WGMMA_SPLITS", "3x", "KILN_WGMMA_SPLITS='3x'"},
                    {"KILN_WGMMA_BN", "192", "KILN_WGMMA_BN='192'"},
-                   {"KILN_WGMMA_STORE", "smem", "KILN_WGMMA_STORE='smem'"}};
+                   {"KILN_WGMMA_STORE", "smem", "KILN_WGMMA_STORE='smem'"},
+                   {"KILN_WGMMA_SCHED", "stream-k", "KILN_WGMMA_SCHED='stream-k'"}};
         setenv("KILN_GEMM", "wgmma", 1);
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             setenv(bad[i].var, bad[i].value, 1);
@@ -613,10 +614,14 @@ static void test_gemm(void)
     gemm_cases("own", 0);
     gemm_cases("mma", 0);
     gemm_cases("ffma", 0);
-    /* the wgmma kernel's TMA-store epilogue (opt-in until measured) */
+    /* the wgmma kernel's TMA-store epilogue and ping-pong schedule (opt-in until measured) */
     setenv("KILN_WGMMA_STORE", "tma", 1);
     gemm_cases("wgmma", 0);
+    setenv("KILN_WGMMA_SCHED", "pingpong", 1);
+    gemm_cases("wgmma", 0);
     unsetenv("KILN_WGMMA_STORE");
+    gemm_cases("wgmma", 0);
+    unsetenv("KILN_WGMMA_SCHED");
     /* f32 with TF32 allowed: cuBLASLt's TF32, and the wgmma kernel's tf32 (K-major A and B) */
     gemm_cases("vendor", 1);
     gemm_cases("own", 1);

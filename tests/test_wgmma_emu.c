@@ -165,6 +165,7 @@ typedef struct ecase {
     int tma_store;
     int bn, splits;     /* overrides of the tile rule (0 = the rule's) */
     int kernel;         /* K_WGMMA, K_FFMA (f32) or K_MMA (f16 / bf16, any strides) */
+    int pp;             /* wgmma: ping-pong (KILN_WGMMA_SCHED=pingpong) */
 } ecase;
 
 /* element i of a buffer of dtype dt: write v rounded to the dtype, read as f64 */
@@ -254,9 +255,10 @@ static void run(const ecase *e)
         CHECK(fn != NULL);
         if (fn) rc = fn((const unsigned long long *)lm.w, lm.nw, NULL, lm.gx, lm.gy, lm.threads, 0, err, sizeof err);
     } else {
-        kiln_gemm_wgmma_opts o = {.tma_store = e->tma_store, .bn = e->bn, .splits = e->splits};
+        kiln_gemm_wgmma_opts o = {.tma_store = e->tma_store, .bn = e->bn, .splits = e->splits, .pingpong = e->pp};
         kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, 1234, &o, &l);
-        if (e->splits) CHECK_INT((int)l.w[26], e->splits);
+        if (e->splits && !e->pp) CHECK_INT((int)l.w[26], e->splits);
+        CHECK_INT(l.cfg.pingpong, e->pp);
         CHECK_INT(l.cfg.tma_store, e->tma_store);
         ws = l.ws_bytes ? calloc(1, l.ws_bytes) : NULL;
         l.w[28] = (uint64_t)(uintptr_t)ws;
@@ -274,8 +276,8 @@ static void run(const ecase *e)
             m[7] = l.map[i].box[1];
         }
         const kiln_gemm_wgmma_cfg *c = &l.cfg;
-        snprintf(key, sizeof key, "wgmma-%d-%d%d-%d%d%d%d-%d-%d", (int)c->dtype, c->a_kmajor, c->b_kmajor, c->bias,
-                 c->beta, c->sr, c->c_pair, c->bn, c->tma_store);
+        snprintf(key, sizeof key, "wgmma-%d-%d%d-%d%d%d%d-%d-%d%d", (int)c->dtype, c->a_kmajor, c->b_kmajor, c->bias,
+                 c->beta, c->sr, c->c_pair, c->bn, c->tma_store, c->pingpong);
         fn = kernel_for(key, kiln__cuda_gemm_wgmma_source_text(c), K_WGMMA);
         CHECK(fn != NULL);
         if (fn) rc = fn((const unsigned long long *)l.w, KILN_GEMM_WGMMA_WORDS, maps, l.grid, 1, l.threads, l.smem, err,
@@ -377,38 +379,44 @@ int main(void)
         return CHECK_SKIP;
     }
     static const ecase cases[] = {
-        /* dt M N K nb ta tb abc bbc pad alpha beta bias relu sr sms tma bn splits kernel */
-        {0, 200, 300, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0},     /* NN, ragged, 256-wide, 2 x 2 tiles on 3 SMs */
-        {1, 130, 100, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0, 0},    /* TT, 128-wide, the whole epilogue */
-        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 0, 0, 0, 0},      /* TN, batches, B shared */
-        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 0, 0, 0, 0},       /* NT, A shared, stochastic rounding */
-        {0, 130, 300, 3380, 1, 1, 0, 0, 0, 0, 1.0, -0.5, 1, 1, 0, 132, 0, 0, 0, 0}, /* split-K, the last split short */
-        {1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 132, 0, 0, 0, 0},         /* one element */
+        /* dt M N K nb ta tb abc bbc pad alpha beta bias relu sr sms tma bn splits kernel pp */
+        {0, 200, 300, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 0},     /* NN, ragged, 256-wide, 2 x 2 tiles on 3 SMs */
+        {1, 130, 100, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0, 0, 0},    /* TT, 128-wide, the whole epilogue */
+        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 0, 0, 0, 0, 0},      /* TN, batches, B shared */
+        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 0, 0, 0, 0, 0},       /* NT, A shared, stochastic rounding */
+        {0, 130, 300, 3380, 1, 1, 0, 0, 0, 0, 1.0, -0.5, 1, 1, 0, 132, 0, 0, 0, 0, 0}, /* split-K, the last split short */
+        {1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 132, 0, 0, 0, 0, 0},         /* one element */
         /* the TMA-store epilogue on the same kinds of shapes */
-        {0, 200, 300, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 1, 0, 0, 0},
-        {1, 130, 100, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 1, 0, 0, 0},
-        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 1, 0, 0, 0},
-        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 1, 0, 0, 0},
+        {0, 200, 300, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 1, 0, 0, 0, 0},
+        {1, 130, 100, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 1, 0, 0, 0, 0},
+        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 1, 0, 0, 0, 0},
+        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 1, 0, 0, 0, 0},
         /* forced tiles and splits (KILN_WGMMA_BN / KILN_WGMMA_SPLITS): 256-wide tiles split
          * 3 ways on batches with the whole epilogue, 128-wide split 6 ways through TMA stores */
-        {0, 150, 260, 700, 2, 0, 1, 0, 0, 0, 0.5, 1.0, 1, 1, 0, 5, 0, 256, 3, 0},
-        {1, 150, 260, 700, 1, 1, 0, 0, 0, 8, 1.0, 0.0, 1, 0, 1, 7, 1, 128, 6, 0},
+        {0, 150, 260, 700, 2, 0, 1, 0, 0, 0, 0.5, 1.0, 1, 1, 0, 5, 0, 256, 3, 0, 0},
+        {1, 150, 260, 700, 1, 1, 0, 0, 0, 8, 1.0, 0.0, 1, 0, 1, 7, 1, 128, 6, 0, 0},
         /* f32 through tf32 (K-major A and B: A stored (M, K), B stored (N, K)) */
-        {2, 200, 300, 100, 1, 0, 1, 0, 0, 4, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0},
-        {2, 130, 100, 70, 2, 0, 1, 0, 1, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0, 0},
-        {2, 130, 300, 1700, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 132, 0, 0, 0, 0}, /* split-K */
+        {2, 200, 300, 100, 1, 0, 1, 0, 0, 4, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 0},
+        {2, 130, 100, 70, 2, 0, 1, 0, 1, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0, 0, 0},
+        {2, 130, 300, 1700, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 132, 0, 0, 0, 0, 0}, /* split-K */
         /* the FFMA kernel (f32): the four transposes, float4 and element-by-element operands
          * (odd pads), ragged edges, batches with a shared operand, the whole epilogue */
-        {2, 200, 300, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 1},
-        {2, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 1},
-        {2, 129, 257, 50, 1, 1, 0, 0, 0, 4, 2.0, 1.0, 1, 0, 0, 0, 0, 0, 0, 1},
-        {2, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 1},
+        {2, 200, 300, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 1, 0},
+        {2, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 1, 0},
+        {2, 129, 257, 50, 1, 1, 0, 0, 0, 4, 2.0, 1.0, 1, 0, 0, 0, 0, 0, 0, 1, 0},
+        {2, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 1, 0},
         /* the mma.sync kernel (f16 / bf16): cp.async and element-by-element operands (odd
          * pads), the four transposes, batches, the whole epilogue, stochastic rounding */
-        {0, 200, 150, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 2},
-        {1, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 2},
-        {0, 129, 140, 50, 1, 1, 0, 0, 0, 8, 2.0, 1.0, 1, 0, 1, 0, 0, 0, 0, 2},
-        {1, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 2},
+        {0, 200, 150, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 2, 0},
+        {1, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 2, 0},
+        {0, 129, 140, 50, 1, 1, 0, 0, 0, 8, 2.0, 1.0, 1, 0, 1, 0, 0, 0, 0, 2, 0},
+        {1, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 2, 0},
+        /* wgmma ping-pong: the consumers alternate items (odd and even counts per block),
+         * register and TMA-store epilogues, transposes, batches, SR */
+        {0, 300, 260, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 1},
+        {1, 260, 200, 130, 2, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 4, 1, 0, 0, 0, 1},
+        {0, 140, 300, 70, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 1, 5, 1, 0, 0, 0, 1},
+        {2, 200, 250, 100, 1, 0, 1, 0, 0, 4, 1.0, 0.0, 1, 0, 0, 3, 0, 0, 0, 0, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(&cases[i]);
     for (int i = 0; i < nbuilt; i++) dlclose(built[i].so);

@@ -836,8 +836,9 @@ static kiln_status run_gemm(bench *b)
 /* kiln-bench gemm-sweep (a GPU with kiln's wgmma kernel): for every shape of the gemm list,
  * cuBLASLt's time, then kiln's kernel with the tile rule's choice and with every forced
  * choice of tile width (KILN_WGMMA_BN), k splits (KILN_WGMMA_SPLITS) and epilogue store
- * (KILN_WGMMA_STORE), each as vendor/own (above 1 = kiln faster) and the sampled check:
- * the data behind the tile rule (src/cuda/gemm_wgmma.c, pick_tiles). Quick timing. */
+ * (KILN_WGMMA_STORE), and ping-pong (KILN_WGMMA_SCHED) with either store, each as
+ * vendor/own (above 1 = kiln faster) and the sampled check: the data behind the tile rule
+ * (src/cuda/gemm_wgmma.c, pick_tiles). Quick timing. */
 static kiln_status sweep_one(bench *b, gemm_run *g, const gemm_case *gc, int64_t *cshape, kiln_dtype dt, double vendor,
                              double *ratio)
 {
@@ -923,6 +924,26 @@ static kiln_status run_gemm_sweep(bench *b)
                 unsetenv("KILN_WGMMA_SPLITS");
             }
         unsetenv("KILN_WGMMA_BN");
+        unsetenv("KILN_WGMMA_STORE");
+        /* ping-pong (128-wide, unsplit), with each epilogue store */
+        setenv("KILN_WGMMA_SCHED", "pingpong", 1);
+        printf("    ping-pong:");
+        for (int so = 0; so < 2 && st == KILN_OK; so++) {
+            double r = 0.0;
+            setenv("KILN_WGMMA_STORE", stores[so], 1);
+            st = sweep_one(b, &g, gc, cshape, dt, vendor, &r);
+            if (st != KILN_OK) break;
+            if (r < 0)
+                printf("  %s FAIL", stores[so]);
+            else
+                printf("  %s %.2fx", stores[so], r);
+            if (r > best) {
+                best = r;
+                snprintf(bestcfg, sizeof bestcfg, "ping-pong, %s store", stores[so]);
+            }
+        }
+        printf("\n");
+        unsetenv("KILN_WGMMA_SCHED");
         unsetenv("KILN_WGMMA_STORE");
         printf("    best: %.2fx (%s)\n", best, bestcfg);
     done:

@@ -32,6 +32,7 @@ typedef struct kiln_gemm_wgmma_cfg {
     int bias, beta, sr, c_pair;
     int bn; /* 128 or 256 columns of C per tile (BM is 128) */
     int tma_store; /* C staged in shared memory and stored by TMA (KILN_WGMMA_STORE=tma) */
+    int pingpong;  /* each consumer warpgroup on 128 x 128 tiles of its own (KILN_WGMMA_SCHED) */
 } kiln_gemm_wgmma_cfg;
 
 /* 1 when the wgmma kernel takes d on ctx's device: compute capability 9.0 with the tensor-
@@ -74,6 +75,7 @@ typedef struct kiln_gemm_wgmma_opts {
     int tma_store;
     int bn;
     int splits;
+    int pingpong; /* 1 = ping-pong (then BN 128, no split) */
 } kiln_gemm_wgmma_opts;
 
 /* Fills *l for an eligible d on a device of sm_count SMs. */

@@ -36,7 +36,10 @@
  * source depends only on kiln_gemm_wgmma_cfg (gemm_plan.h). Every PTX instruction sits in
  * a marked block ("kg: PTX wrappers", "kg: generated wgmma") that tests/test_wgmma_emu.c
  * replaces by host emulations.
- * Not here yet: stream-K, clusters with TMA multicast, a ping-pong schedule.
+ *  - opt-in ping-pong (KILN_WGMMA_SCHED=pingpong; emulated, not yet on a GPU): each consumer
+ *    takes whole 128 x 128 tiles of its own (two m64 wgmma per k step), alternating work
+ *    items, so one's epilogue runs while the other's wgmma use the tensor cores.
+ * Not here yet: stream-K, clusters with TMA multicast.
  */
 #include <limits.h>
 #include <stdint.h>
@@ -69,7 +72,12 @@ static const char kernel_src[] =
     "constexpr int BM = 128, BK = 128 / ES, KSTEP = TF32 ? 8 : 16, NT = 384;\n"
     "constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128, STAGE_BYTES = A_BYTES + B_BYTES;\n"
     "constexpr int CHUNK = BK * 128; /* one 64-wide MN-major box (16-bit only): BK k rows of 128 bytes */\n"
-    "constexpr int NACC = BN / 2;       /* accumulators per consumer thread: 64 x BN / 128 */\n"
+    "constexpr int NACC = BN / 2;       /* accumulators per consumer thread and 64-row block: 64 x BN / 128 */\n"
+    "/* PP (ping-pong): each consumer takes whole 128-row tiles (RB = 2 row blocks of 64) of its\n"
+    " * own, alternating work items, so one's epilogue runs under the other's wgmma; else both\n"
+    " * consumers share each tile (64 rows each, RB = 1) */\n"
+    "constexpr int RB = PP ? 2 : 1;\n"
+    "constexpr int CSTAGE = TMA_STORE ? 2 * RB * 64 * BN * 2 : 0; /* C staging of both consumers */\n"
     "constexpr int GROUP_M = 8;         /* tile rows that walk the tile columns together (L2 reuse) */\n"
     "static_assert(STAGE_BYTES % 1024 == 0, \"stages stay 1024-byte aligned (128-byte swizzle atoms)\");\n"
     "\n"
@@ -203,15 +211,16 @@ static const char kernel_src[] =
     "  /* stages from the first 1024-byte boundary (the swizzle pattern repeats every 1024 bytes\n"
     "   * and the descriptors assume it starts there); then full[STAGES], empty[STAGES] */\n"
     "  const unsigned sbase = (kg_smem(kg_dyn) + 1023u) & ~1023u;\n"
-    "  /* TMA_STORE: each consumer's 64 x BN staging of C (BN / 64 swizzled boxes of 64 x 64) */\n"
+    "  /* TMA_STORE: each consumer's RB * 64 x BN staging of C (BN / 64 swizzled boxes of 64 x 64\n"
+    "   * per 64 rows) */\n"
     "  const unsigned cstage = sbase + STAGES * STAGE_BYTES;\n"
-    "  const unsigned full0 = cstage + (TMA_STORE ? BM * BN * 2 : 0), empty0 = full0 + 8 * STAGES;\n"
+    "  const unsigned full0 = cstage + CSTAGE, empty0 = full0 + 8 * STAGES;\n"
     "  __shared__ int kg_last; /* split-K: this block arrived last at the tile's counter */\n"
     "  const int tid = (int)threadIdx.x, wg = tid >> 7;\n"
     "  if (tid == 0) {\n"
     "    for (int s = 0; s < STAGES; s++) {\n"
     "      kg_bar_init(full0 + 8 * s, 1);\n"
-    "      kg_bar_init(empty0 + 8 * s, 2);\n"
+    "      kg_bar_init(empty0 + 8 * s, PP ? 1 : 2); /* the consumers that read a stage */\n"
     "    }\n"
     "    kg_fence_bar_init();\n"
     "  }\n"
@@ -267,16 +276,21 @@ static const char kernel_src[] =
     "  int *counters = (int *)p.w[29];\n"
     "  const int ct = tid - 128; /* 0 .. 255 over both consumers */\n"
     "  unsigned it = 0;\n"
-    "  for (long long item = blockIdx.x; item < items; item += gridDim.x) {\n"
-    "    long long bi;\n"
-    "    int tm, tn;\n"
+    "  long long local = 0; /* this block's items so far (ping-pong: consumer cw takes the ones of its parity) */\n"
+    "  for (long long item = blockIdx.x; item < items; item += gridDim.x, local++) {\n"
     "    const long long tile = item / splits;\n"
     "    const int split = (int)(item % splits);\n"
-    "    kg_item(tile, tiles_m, tiles_n, &bi, &tm, &tn);\n"
     "    const int kb = split * kper, ke = kb + kper < KT ? kb + kper : KT;\n"
-    "    float acc[NACC];\n"
+    "    if (PP && (local & 1) != cw) { /* the other consumer's item: its slices pass through the ring */\n"
+    "      it += (unsigned)(ke - kb);\n"
+    "      continue;\n"
+    "    }\n"
+    "    long long bi;\n"
+    "    int tm, tn;\n"
+    "    kg_item(tile, tiles_m, tiles_n, &bi, &tm, &tn);\n"
+    "    float acc[RB * NACC];\n"
     "#pragma unroll\n"
-    "    for (int i = 0; i < NACC; i++) acc[i] = 0.0f;\n"
+    "    for (int i = 0; i < RB * NACC; i++) acc[i] = 0.0f;\n"
     "    unsigned prev = 0;\n"
     "    for (int kt = kb; kt < ke; kt++, it++) {\n"
     "      const unsigned s = it % STAGES;\n"
@@ -287,10 +301,14 @@ static const char kernel_src[] =
     "      for (int kk = 0; kk < BK / KSTEP; kk++) {\n"
     "        /* K-major: rows of 128 bytes, 8-row groups 1024 bytes apart, a KSTEP = +32 bytes in the\n"
     "         * row; MN-major: 64-wide chunks CHUNK bytes apart, k rows of 128 bytes, k16 = +2048 bytes */\n"
-    "        const kiln_w64 da = A_KMAJ ? kg_desc(sa + cw * 64 * 128 + kk * 32, 16, 1024)\n"
-    "                                   : kg_desc(sa + cw * CHUNK + kk * 2048, CHUNK, 1024);\n"
     "        const kiln_w64 db = B_KMAJ ? kg_desc(sb + kk * 32, 16, 1024) : kg_desc(sb + kk * 2048, CHUNK, 1024);\n"
-    "        kg_mma(acc, da, db);\n"
+    "#pragma unroll\n"
+    "        for (int rb = 0; rb < RB; rb++) { /* the 64-row blocks of A this consumer multiplies */\n"
+    "          const int r64 = PP ? rb : cw;\n"
+    "          const kiln_w64 da = A_KMAJ ? kg_desc(sa + r64 * 64 * 128 + kk * 32, 16, 1024)\n"
+    "                                     : kg_desc(sa + r64 * CHUNK + kk * 2048, CHUNK, 1024);\n"
+    "          kg_mma(acc + rb * NACC, da, db);\n"
+    "        }\n"
     "      }\n"
     "      kg_wg_commit();\n"
     "      /* one group stays in flight: the previous slice's group is done, release its stage */\n"
@@ -301,8 +319,9 @@ static const char kernel_src[] =
     "    kg_wg_wait<0>();\n"
     "    if (ke > kb && leader) kg_bar_arrive(empty0 + 8 * prev);\n"
     "    kg_acc_fence(acc);\n"
+    "    if constexpr (PP) kg_acc_fence(acc + NACC);\n"
     "\n"
-    "    if (splits > 1) {\n"
+    "    if (!PP && splits > 1) { /* (ping-pong launches are never split) */\n"
     "      /* split-K: publish this partial (element i of consumer thread ct at i * 256 + ct),\n"
     "       * count the arrival; the last block adds all partials in split order */\n"
     "      float *part = ws + (size_t)tile * splits * (BM * BN);\n"
@@ -346,52 +365,61 @@ static const char kernel_src[] =
     "      continue;\n"
     "    }\n"
     "\n"
-    "    /* epilogue from the accumulators: acc[4 j + 2 h + e] is C[m][n] with m = 16 warp + lane / 4\n"
-    "     * + 8 h of the consumer's 64 rows, n = 8 j + 2 (lane % 4) + e */\n"
-    "    const long long mb = (long long)tm * BM + cw * 64 + warp * 16 + (lane >> 2);\n"
+    "    /* epilogue from the accumulators: acc[rb * NACC + 4 j + 2 h + e] is C[m][n] with m = 16 warp\n"
+    "     * + lane / 4 + 8 h of the 64-row block (rb, or this consumer's half), n = 8 j + 2 (lane % 4)\n"
+    "     * + e */\n"
     "    const long long nb = (long long)tn * BN + 2 * (lane & 3);\n"
     "    if constexpr (TMA_STORE) {\n"
     "      /* into this consumer's staging (the previous tile's store has read it: wait_group.read\n"
-    "       * by the thread that issued it, then the warpgroup's barrier), row r, 16-byte chunk q\n"
-    "       * of box b at b * 8192 + r * 128 + (q ^ r % 8) * 16 (the map's 128-byte swizzle; the\n"
-    "       * eight rows of one store instruction land in eight different bank groups), then one\n"
-    "       * thread stores the boxes; TMA clips what lies past M and N */\n"
-    "      const unsigned cs = cstage + cw * (64 * BN * 2);\n"
+    "       * by the thread that issued it, then the warpgroup's barrier), row r of 64-row block rb,\n"
+    "       * 16-byte chunk q of box b at (rb * BN / 64 + b) * 8192 + r * 128 + (q ^ r % 8) * 16 (the\n"
+    "       * map's 128-byte swizzle; the eight rows of one store instruction land in eight\n"
+    "       * different bank groups), then one thread stores the boxes; TMA clips what lies past\n"
+    "       * M and N */\n"
+    "      const unsigned cs = cstage + cw * (RB * 64 * BN * 2);\n"
     "      if (leader) kg_bulk_wait_read();\n"
     "      kg_sync(2 + cw, 128);\n"
     "#pragma unroll\n"
-    "      for (int h = 0; h < 2; h++) {\n"
-    "        const long long m = mb + 8 * h;\n"
-    "        const int r = warp * 16 + (lane >> 2) + 8 * h;\n"
+    "      for (int rb = 0; rb < RB; rb++)\n"
     "#pragma unroll\n"
-    "        for (int j = 0; j < BN / 8; j++) {\n"
-    "          const long long n = nb + 8 * j;\n"
-    "          ST o[2] = {0, 0};\n"
-    "          if (m < M && n < N) kg_pair_value(p, bi, m, n, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], o);\n"
-    "          const int c = 8 * j + 2 * (lane & 3), q = (c & 63) >> 3;\n"
-    "          const unsigned addr = cs + (c >> 6) * 8192 + r * 128 + ((q ^ (r & 7)) << 4) + (c & 7) * 2;\n"
-    "          kg_st_shared(addr, (unsigned)o[0] | ((unsigned)o[1] << 16));\n"
+    "        for (int h = 0; h < 2; h++) {\n"
+    "          const int r = warp * 16 + (lane >> 2) + 8 * h;\n"
+    "          const long long m = (long long)tm * BM + (PP ? rb : cw) * 64 + r;\n"
+    "#pragma unroll\n"
+    "          for (int j = 0; j < BN / 8; j++) {\n"
+    "            const long long n = nb + 8 * j;\n"
+    "            ST o[2] = {0, 0};\n"
+    "            if (m < M && n < N)\n"
+    "              kg_pair_value(p, bi, m, n, acc[rb * NACC + 4 * j + 2 * h], acc[rb * NACC + 4 * j + 2 * h + 1], o);\n"
+    "            const int c = 8 * j + 2 * (lane & 3), q = (c & 63) >> 3;\n"
+    "            const unsigned addr = cs + (rb * (BN / 64) + (c >> 6)) * 8192 + r * 128 + ((q ^ (r & 7)) << 4) + (c & 7) * 2;\n"
+    "            kg_st_shared(addr, (unsigned)o[0] | ((unsigned)o[1] << 16));\n"
+    "          }\n"
     "        }\n"
-    "      }\n"
     "      kg_fence_async_smem();\n"
     "      kg_sync(2 + cw, 128);\n"
     "      if (leader) {\n"
     "#pragma unroll\n"
-    "        for (int b = 0; b < BN / 64; b++)\n"
-    "          kg_tma_store(&p.tc, cs + b * 8192, tn * BN + 64 * b, tm * BM + cw * 64, (int)bi);\n"
+    "        for (int rb = 0; rb < RB; rb++)\n"
+    "#pragma unroll\n"
+    "          for (int b = 0; b < BN / 64; b++)\n"
+    "            kg_tma_store(&p.tc, cs + (rb * (BN / 64) + b) * 8192, tn * BN + 64 * b, tm * BM + (PP ? rb : cw) * 64,\n"
+    "                         (int)bi);\n"
     "        kg_bulk_commit();\n"
     "      }\n"
     "    } else {\n"
     "#pragma unroll\n"
-    "      for (int h = 0; h < 2; h++) {\n"
-    "        const long long m = mb + 8 * h;\n"
-    "        if (m >= M) continue;\n"
+    "      for (int rb = 0; rb < RB; rb++)\n"
     "#pragma unroll\n"
-    "        for (int j = 0; j < BN / 8; j++) {\n"
-    "          const long long n = nb + 8 * j;\n"
-    "          if (n < N) kg_out_pair(p, bi, m, n, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);\n"
+    "        for (int h = 0; h < 2; h++) {\n"
+    "          const long long m = (long long)tm * BM + (PP ? rb : cw) * 64 + warp * 16 + (lane >> 2) + 8 * h;\n"
+    "          if (m >= M) continue;\n"
+    "#pragma unroll\n"
+    "          for (int j = 0; j < BN / 8; j++) {\n"
+    "            const long long n = nb + 8 * j;\n"
+    "            if (n < N) kg_out_pair(p, bi, m, n, acc[rb * NACC + 4 * j + 2 * h], acc[rb * NACC + 4 * j + 2 * h + 1]);\n"
+    "          }\n"
     "        }\n"
-    "      }\n"
     "    }\n"
     "  }\n"
     "  /* the last stores of C are complete before the block's shared memory goes */\n"
@@ -401,19 +429,26 @@ static const char kernel_src[] =
 
 /* ---- structure, source ------------------------------------------------------------------- */
 
-/* Stages that fit beside the staging of C (tma_store: BM x bn x 2 bytes), at most 6. */
-static int stages_for(int bn, int tma_store)
+/* Bytes of the C staging (tma_store: 64 rows x bn of 16-bit C per consumer, twice that
+ * with ping-pong's whole tiles per consumer). */
+static int cstage_for(const kiln_gemm_wgmma_cfg *c)
 {
-    int stage = (BM + bn) * ROW_BYTES;
-    int n = (SMEM_MAX - 1024 - 256 - (tma_store ? BM * bn * 2 : 0)) / stage;
+    return c->tma_store ? (c->pingpong ? 2 : 1) * BM * c->bn * 2 : 0;
+}
+
+/* Stages that fit beside the staging of C, at most 6. */
+static int stages_for(const kiln_gemm_wgmma_cfg *c)
+{
+    int stage = (BM + c->bn) * ROW_BYTES;
+    int n = (SMEM_MAX - 1024 - 256 - cstage_for(c)) / stage;
     return n > 6 ? 6 : n;
 }
 
-static unsigned smem_for(int bn, int tma_store)
+static unsigned smem_for(const kiln_gemm_wgmma_cfg *c)
 {
-    int s = stages_for(bn, tma_store);
+    int s = stages_for(c);
     /* + 16 static bytes (kg_last) */
-    return (unsigned)(1024 + s * (BM + bn) * ROW_BYTES + (tma_store ? BM * bn * 2 : 0) + 16 * s);
+    return (unsigned)(1024 + s * (BM + c->bn) * ROW_BYTES + cstage_for(c) + 16 * s);
 }
 
 void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
@@ -424,9 +459,9 @@ void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
     kiln__sbuf_puts(b, tf32 ? "typedef float ST; /* f32 in memory, tf32 in the tensor cores */\n"
                             : "typedef unsigned short ST; /* f16 or bf16 bits */\n");
     kiln__sbuf_printf(b, "constexpr int TF32 = %d, BF16 = %d, ES = %d, A_KMAJ = %d, B_KMAJ = %d, BN = %d, STAGES = %d;\n",
-                      tf32, bf16, tf32 ? 4 : 2, c->a_kmajor, c->b_kmajor, c->bn, stages_for(c->bn, c->tma_store));
-    kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, SR = %d, C_PAIR = %d, TMA_STORE = %d;\n",
-                      c->bias, c->beta, c->sr, c->c_pair, c->tma_store);
+                      tf32, bf16, tf32 ? 4 : 2, c->a_kmajor, c->b_kmajor, c->bn, stages_for(c));
+    kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, SR = %d, C_PAIR = %d, TMA_STORE = %d, PP = %d;\n",
+                      c->bias, c->beta, c->sr, c->c_pair, c->tma_store, c->pingpong);
     /* the dtype's conversions and the paired store of two neighbours of C */
     if (tf32) {
         kiln__sbuf_puts(b, "__device__ __forceinline__ float kg_f32(ST h) { return h; }\n"
@@ -641,7 +676,12 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     int splits = 1;
     c->bn = pick_tiles(d->M, d->N, kt, nb, sm_count, &splits);
     if (opts && (opts->bn == 128 || opts->bn == 256)) c->bn = opts->bn;
-    if (opts && opts->splits > 0) {
+    c->pingpong = opts && opts->pingpong;
+    if (c->pingpong) { /* a whole 128 x 128 tile per consumer: 128 accumulators; never split */
+        c->bn = 128;
+        splits = 1;
+    }
+    if (opts && opts->splits > 0 && !c->pingpong) {
         int64_t tiles = nb * ((d->M + BM - 1) / BM) * ((d->N + c->bn - 1) / c->bn);
         splits = opts->splits;
         if (splits > kt) splits = (int)kt;
@@ -679,7 +719,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     int64_t items = l->tiles * splits;
     l->grid = (unsigned)(items < sm_count ? items : sm_count);
     l->threads = THREADS;
-    l->smem = smem_for(c->bn, c->tma_store);
+    l->smem = smem_for(c);
 }
 
 void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count)
@@ -692,8 +732,9 @@ void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count)
 
 /* The overrides of the tile rule from the environment, read at every call (benchmarks
  * sweep them): KILN_WGMMA_STORE=tma|regs (the TMA-store epilogue is not yet measured on a
- * GPU, so regs is the default), KILN_WGMMA_BN=128|256, KILN_WGMMA_SPLITS=1..64. A value
- * that is none of these is an error naming the variable. */
+ * GPU, so regs is the default), KILN_WGMMA_SCHED=coop|pingpong (the same: coop, both
+ * consumers on one tile, is the default), KILN_WGMMA_BN=128|256, KILN_WGMMA_SPLITS=1..64.
+ * A value that is none of these is an error naming the variable. */
 static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -704,6 +745,14 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
         else if (strcmp(e, "regs") != 0)
             return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_WGMMA_STORE='%s' is not tma or regs",
                               e);
+    }
+    e = getenv("KILN_WGMMA_SCHED");
+    if (e && e[0]) {
+        if (strcmp(e, "pingpong") == 0)
+            o->pingpong = 1;
+        else if (strcmp(e, "coop") != 0)
+            return KILN_ERROR(ctx, KILN_ERR_ARG,
+                              "kiln_dot: environment variable KILN_WGMMA_SCHED='%s' is not coop or pingpong", e);
     }
     e = getenv("KILN_WGMMA_BN");
     if (e && e[0]) {
@@ -767,10 +816,10 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     if (r == KILN_OK) r = encode_map(ctx, &args.tb, d->dtype, &l.map[1], "B");
     if (r == KILN_OK && c->tma_store) r = encode_map(ctx, &args.tc, d->dtype, &l.map[2], "C");
     /* a tag ("GKWG") and this kernel's version first */
-    const int32_t sig[11] = {0x47574b47, 3,       (int32_t)c->dtype, c->a_kmajor, c->b_kmajor, c->bias,
-                             c->beta,    c->sr,   c->c_pair,         c->bn,        c->tma_store};
+    const int32_t sig[12] = {0x47574b47, 4,      (int32_t)c->dtype, c->a_kmajor, c->b_kmajor, c->bias,
+                             c->beta,    c->sr,  c->c_pair,         c->bn,        c->tma_store, c->pingpong};
     CUfunction fn;
-    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 11, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
+    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 12, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
     if (r == KILN_OK) r = kiln__cuda_launch_arg(ctx, fn, l.grid, 1, l.threads, 1, l.smem, &args);
     kiln__mem_free(ctx, ws);
     return r;
