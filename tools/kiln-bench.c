@@ -235,6 +235,14 @@ static void cell_check(const row *r, char *buf, size_t cap)
     snprintf(buf, cap, "%s %.0e", r->err <= r->tol ? "ok" : "FAIL", r->err);
 }
 
+/* The first columns of every table: the case, its dtype and its shape. */
+static void table_add_case_columns(table *t, const char *shape_title, int shape_width)
+{
+    table_add(t, "case", 14, 1, cell_name);
+    table_add(t, "dtype", 5, 1, cell_dtype);
+    table_add(t, shape_title, shape_width, 1, cell_shape);
+}
+
 /* The two columns of a peer measured in the same run: its time and peer/kiln. */
 static void table_add_peer(table *t, const char *peer_title, const char *ratio_title)
 {
@@ -564,9 +572,7 @@ static kiln_status run_expr(bench *b)
     if (b->quick) nsizes = 2;
 
     table t = {0};
-    table_add(&t, "case", 14, 1, cell_name);
-    table_add(&t, "dtype", 5, 1, cell_dtype);
-    table_add(&t, "shape", 11, 1, cell_shape);
+    table_add_case_columns(&t, "shape", 11);
     table_add(&t, "fused ms", 9, 0, cell_ms);
     table_add(&t, "GB/s", 8, 0, cell_gbs);
     table_add(&t, "unfused ms", 10, 0, cell_unfused_ms);
@@ -761,9 +767,7 @@ static kiln_status run_gemm(bench *b)
     };
 
     table t = {0};
-    table_add(&t, "case", 14, 1, cell_name);
-    table_add(&t, "dtype", 5, 1, cell_dtype);
-    table_add(&t, "M x N x K", 20, 1, cell_shape);
+    table_add_case_columns(&t, "M x N x K", 20);
     if (b->gpu) { /* KILN_GEMM=vendor, then =own (f16 / bf16); the check covers both */
         table_add(&t, "vendor ms", 9, 0, cell_ms);
         table_add(&t, "TFLOP/s", 8, 0, cell_tflops);
