@@ -1,7 +1,7 @@
 /*
  * tests/mma_emu_ptx.h — the emulations of the mma.sync kernel's PTX wrappers
  * (src/cuda/gemm_mma.c, its "kg: PTX wrappers" block: same names and signatures), for the
- * host emulator of tests/wgmma_emu.h. The kernel's shared memory is a static array; its
+ * host emulator of tests/gemm_emu.h. The kernel's shared memory is a static array; its
  * address space here is offsets from the first pointer given to kg_smem (plus 16).
  * cp.async copies when issued (its waits are then no-ops). ldmatrix and mma.sync are
  * warp-wide: each lane leaves its address or fragments in its warp's slots, the 32 lanes

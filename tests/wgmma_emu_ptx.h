@@ -1,8 +1,8 @@
 /*
  * tests/wgmma_emu_ptx.h — the emulations of the wgmma kernel's PTX wrappers (its "kg: PTX
  * wrappers" block, same names and signatures) and of its generated wgmma instruction
- * (kg_mma, kg_acc_fence). Included in place of those blocks by tests/test_wgmma_emu.c,
- * after the kernel's structure constants and kg_tmap; see tests/wgmma_emu.h for the model.
+ * (kg_mma, kg_acc_fence). Included in place of those blocks by tests/test_gemm_emu.c,
+ * after the kernel's structure constants and kg_tmap; see tests/gemm_emu.h for the model.
  * A tensor map here is the emulator's own: b[0] base address, b[1..3] dims (elements),
  * b[4..5] byte strides of the outer and batch axes, b[6..7] the box (inner, outer), b[8]
  * the element size in bytes.

@@ -14,7 +14,7 @@
  * steps included); ragged edges zero-filled, the epilogue (alpha, bias per column, ReLU,
  * beta * C) in registers with float4 stores where C allows. Tiles in groups of 8 tile rows,
  * batches along blockIdx.y (kiln__cuda_gemm_tile_words, shared with gemm_mma.c).
- * The source depends only on kiln_gemm_ffma_cfg; no inline PTX, so tests/test_wgmma_emu.c
+ * The source depends only on kiln_gemm_ffma_cfg; no inline PTX, so tests/test_gemm_emu.c
  * runs it on the host as well.
  */
 #include <limits.h>

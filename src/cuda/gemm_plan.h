@@ -3,7 +3,7 @@
  * free of CUDA headers so that tests can include it on any machine: the merged batch axes,
  * the wgmma kernel's structure and everything one of its launches needs, as computed from
  * the GEMM's description alone (kiln__cuda_gemm_wgmma_prepare, no device calls), and its
- * source as text. tests/test_wgmma_emu.c runs such launches on a host emulator of the
+ * source as text. tests/test_gemm_emu.c runs such launches on a host emulator of the
  * kernel's PTX. Internal to src/cuda and the tests.
  */
 #ifndef KILN_CUDA_GEMM_PLAN_H

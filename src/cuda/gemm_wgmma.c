@@ -34,7 +34,7 @@
  *    one thread stores them with TMA, overlapping the next tile.
  * Sizes, strides, pointers, alpha, beta, the seed and the tensor maps are arguments; the
  * source depends only on kiln_gemm_wgmma_cfg (gemm_plan.h). Every PTX instruction sits in
- * a marked block ("kg: PTX wrappers", "kg: generated wgmma") that tests/test_wgmma_emu.c
+ * a marked block ("kg: PTX wrappers", "kg: generated wgmma") that tests/test_gemm_emu.c
  * replaces by host emulations.
  *  - opt-in ping-pong (KILN_WGMMA_SCHED=pingpong; emulated, not yet on a GPU): each consumer
  *    takes whole 128 x 128 tiles of its own (two m64 wgmma per k step), alternating work

@@ -1,6 +1,6 @@
 /*
- * tests/test_wgmma_emu.c — kiln's wgmma GEMM kernel (src/cuda/gemm_wgmma.c) on a host
- * emulator of its PTX (tests/wgmma_emu.h), so that the kernel's logic is checked on every
+ * tests/test_gemm_emu.c — kiln's wgmma GEMM kernel (src/cuda/gemm_wgmma.c) on a host
+ * emulator of its PTX (tests/gemm_emu.h), so that the kernel's logic is checked on every
  * machine, GPU or not: the generated source of each structure is compiled as C++ (with
  * $CXX, else c++) into a shared object, and launches described by
  * kiln__cuda_gemm_wgmma_prepare (the library's own host code: tile rule, split count,
@@ -88,7 +88,7 @@ static int nbuilt;
 
 /* Transforms (wgmma: the PTX blocks become their emulations, the dynamic shared memory the
  * emulator's), compiles and loads the emulated kernel of a generated source (malloc'd,
- * freed here), under key. The CUDA prelude goes: wgmma_emu.h has the host spellings. */
+ * freed here), under key. The CUDA prelude goes: gemm_emu.h has the host spellings. */
 enum { K_WGMMA, K_FFMA, K_MMA };
 static const char *kernel_name[3] = {"kiln_gemm_wgmma", "kiln_gemm_ffma", "kiln_gemm_mma"};
 
@@ -128,7 +128,7 @@ static emu_launch_fn kernel_for(const char *key, char *src, int kind)
         free(s);
         return NULL;
     }
-    fprintf(f, "#include \"wgmma_emu.h\"\n%s\n#define EMU_KERNEL %s\n%s#include \"wgmma_emu_launch.h\"\n", s,
+    fprintf(f, "#include \"gemm_emu.h\"\n%s\n#define EMU_KERNEL %s\n%s#include \"gemm_emu_launch.h\"\n", s,
             kernel_name[kind], kind == K_WGMMA ? "#define EMU_TMAPS 1\n" : "");
     fclose(f);
     free(s);

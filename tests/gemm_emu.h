@@ -1,12 +1,12 @@
 /*
- * tests/wgmma_emu.h — a host emulator for kiln's GEMM kernels: the wgmma kernel
+ * tests/gemm_emu.h — a host emulator for kiln's GEMM kernels: the wgmma kernel
  * (src/cuda/gemm_wgmma.c), so that its logic (the TMA boxes and their 128-byte swizzle, the
  * wgmma descriptors, the mbarrier ring and its phases, the persistent item loop, split-K,
  * the TMA-store epilogue) is checked on any machine with a C++ compiler, and the FFMA
- * kernel (src/cuda/gemm_ffma.c: plain CUDA C, its barriers and tiles). tests/test_wgmma_emu.c
+ * kernel (src/cuda/gemm_ffma.c: plain CUDA C, its barriers and tiles). tests/test_gemm_emu.c
  * compiles a kernel's generated source as C++ with this header in front, the wgmma
  * kernel's "kg: PTX wrappers" and "kg: generated wgmma" blocks replaced by
- * tests/wgmma_emu_ptx.h, and tests/wgmma_emu_launch.h behind it.
+ * tests/wgmma_emu_ptx.h, and tests/gemm_emu_launch.h behind it.
  *
  * Model: the blocks of the grid run one after another; the threads of a block (384 for
  * wgmma, 256 for FFMA) are coroutines (ucontext) that switch only where the kernel waits (mbarrier waits, named
@@ -19,8 +19,8 @@
  * 8 j + 2 (lane % 4) (+ 1)) from the descriptors. Not modelled: the hardware's timing,
  * memory-ordering subtleties between proxies (fences are no-ops), register limits.
  */
-#ifndef KILN_TESTS_WGMMA_EMU_H
-#define KILN_TESTS_WGMMA_EMU_H
+#ifndef KILN_TESTS_GEMM_EMU_H
+#define KILN_TESTS_GEMM_EMU_H
 
 #include <math.h>
 #include <stdint.h>
@@ -188,4 +188,4 @@ static inline float kiln_h2f(unsigned short h) { return kiln_f16_to_f32(h); }
 static inline unsigned short kiln_f2h(float f) { return kiln_f32_to_f16_rn(f); }
 static inline float kiln_bf2f(unsigned short h) { return kiln_bf16_to_f32(h); }
 
-#endif /* KILN_TESTS_WGMMA_EMU_H */
+#endif /* KILN_TESTS_GEMM_EMU_H */

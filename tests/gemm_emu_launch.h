@@ -1,6 +1,6 @@
 /*
- * tests/wgmma_emu_launch.h — runs an emulated GEMM kernel (tests/wgmma_emu.h): emu_launch,
- * exported from the shared object tests/test_wgmma_emu.c builds, takes a launch as the
+ * tests/gemm_emu_launch.h — runs an emulated GEMM kernel (tests/gemm_emu.h): emu_launch,
+ * exported from the shared object tests/test_gemm_emu.c builds, takes a launch as the
  * library's prepare function described it (words, grid, threads, dynamic shared memory;
  * for the wgmma kernel, EMU_TMAPS defined, the tensor maps as descriptions) and runs every
  * block of the grid, one after another, each as its threads' coroutines. EMU_KERNEL names
