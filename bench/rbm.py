@@ -35,7 +35,7 @@ def kiln_epoch(dat, state):
     for b in range(nb):
         v1 = dat[b * BS:(b + 1) * BS]
         h1 = kn.sigmoid(kn.dot(v1, w_vh) + w_h).evaluate()
-        hs = (kn.rand(h1.shape) < h1).evaluate()
+        hs = (kn.rand() < h1).evaluate()  # the lazy generator fuses into the comparison: one kernel
         v2 = kn.sigmoid(kn.dot(hs, w_vh.T) + w_v).evaluate()
         h2 = kn.sigmoid(kn.dot(v2, w_vh) + w_h).evaluate()
         # wu_vh = momentum*wu_vh + v1'h1 - v2'h2, with the GEMM epilogue doing the blend
