@@ -1008,7 +1008,6 @@ static void kplan_free(kplan *kp)
     analysis_free(&kp->an);
 }
 
-static int aligned_to(const void *p, size_t n) { return ((uintptr_t)p % n) == 0; }
 
 /* Lanes per point: 16-byte accesses along the last (contiguous) axis when every tensor
  * that moves along it does so with stride 1, sizes and pointers allow it. 1 otherwise. */
@@ -1042,7 +1041,7 @@ static int choose_vec(const kiln_plan_kernel *k, const kplan *kp)
         if (l->st[t][a] != 1) continue;
         size_t es = kiln_dtype_size(t < ni ? k->inputs[t].dtype : k->out.dtype);
         const char *base = t < ni ? k->inputs[t].base : k->out.base;
-        if (!aligned_to(base, es * (size_t)vec)) return 1;
+        if (!kiln__cuda_aligned(base, es * (size_t)vec)) return 1;
         for (int b = 0; b < a; b++)
             if (l->st[t][b] % vec) return 1;
     }

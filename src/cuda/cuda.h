@@ -99,6 +99,9 @@ typedef struct kiln_cuda_state {
 
 static inline kiln_cuda_state *kiln__cuda_state(const kiln_ctx *ctx) { return (kiln_cuda_state *)ctx->backend_state; }
 
+/* Whether backend address p is a multiple of n bytes (vector loads, TMA, paired stores). */
+static inline int kiln__cuda_aligned(const void *p, size_t n) { return ((uintptr_t)p % n) == 0; }
+
 /* Makes the context's device current on the calling thread. */
 kiln_status kiln__cuda_enter(kiln_ctx *ctx);
 

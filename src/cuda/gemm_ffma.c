@@ -160,8 +160,6 @@ static const char kernel_src[] =
 
 /* ---- structure, source, launch ------------------------------------------------------------- */
 
-static int aligned16(const void *p) { return ((uintptr_t)p % 16) == 0; }
-
 /* One operand X as R rows (m or n) by K, strides s_r, s_k, batch strides bs[0..nb): K-major
  * in the kernel's sense when its K axis is the contiguous one; vec when that axis has unit
  * stride and every float4 of it starts 16-byte aligned in every batch. */
@@ -170,7 +168,7 @@ static void plan_operand(const char *x, int64_t R, int64_t K, int64_t s_r, int64
 {
     int64_t a_r = s_r < 0 ? -s_r : s_r, a_k = s_k < 0 ? -s_k : s_k;
     *kmajor = R == 1 ? 1 : K == 1 ? 0 : s_k == 1 ? 1 : s_r == 1 ? 0 : a_k <= a_r;
-    int al = aligned16(x);
+    int al = kiln__cuda_aligned(x, 16);
     for (int i = 0; i < nb; i++) al = al && bs[i] % 4 == 0;
     *vec = al && (*kmajor ? s_k == 1 && (R == 1 || s_r % 4 == 0) : s_r == 1 && (K == 1 || s_k % 4 == 0));
 }
@@ -192,7 +190,7 @@ void kiln__cuda_gemm_ffma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batch
     plan_operand(d->b, d->N, d->K, d->b_sn, d->b_sk, bt->sb, bt->n, &c->b_kmajor, &c->b_vec);
     c->bias = d->bias != NULL;
     c->beta = d->beta != 0.0;
-    c->c_vec = d->c_sn == 1 && (d->M == 1 || d->c_sm % 4 == 0) && aligned16(d->c);
+    c->c_vec = d->c_sn == 1 && (d->M == 1 || d->c_sm % 4 == 0) && kiln__cuda_aligned(d->c, 16);
     for (int i = 0; i < bt->n; i++) c->c_vec = c->c_vec && bt->sc[i] % 4 == 0;
     int64_t tm = (d->M + TILE - 1) / TILE, tn = (d->N + TILE - 1) / TILE;
     kiln__cuda_gemm_tile_words(d, bt, 0, tm, tn, l->w, &l->gx, &l->gy);

@@ -346,11 +346,6 @@ int kiln__cuda_gemm_mma_eligible(int cc_major, const kiln_gemm_desc *d)
     return 1;
 }
 
-static int aligned(const void *p, unsigned bytes)
-{
-    return ((uintptr_t)p % bytes) == 0;
-}
-
 static int64_t iabs(int64_t x)
 {
     return x < 0 ? -x : x;
@@ -363,7 +358,7 @@ static int64_t iabs(int64_t x)
 static void plan_operand(const char *x, int64_t R, int64_t K, int64_t s_r, int64_t s_k, const int64_t *bs, int nb,
                          int *kmajor, int *vec)
 {
-    int al = aligned(x, 16);
+    int al = kiln__cuda_aligned(x, 16);
     for (int i = 0; i < nb; i++) al = al && bs[i] % 8 == 0;
     if (al && s_k == 1 && (R == 1 || s_r % 8 == 0)) {
         *kmajor = 1;
@@ -388,7 +383,7 @@ void kiln__cuda_gemm_mma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batche
     c->bias = d->bias != NULL;
     c->beta = d->beta != 0.0;
     c->sr = d->round == KILN_ROUND_STOCHASTIC;
-    c->c_pair = d->c_sn == 1 && (d->M == 1 || d->c_sm % 2 == 0) && aligned(d->c, 4);
+    c->c_pair = d->c_sn == 1 && (d->M == 1 || d->c_sm % 2 == 0) && kiln__cuda_aligned(d->c, 4);
     for (int i = 0; i < bt->n; i++) c->c_pair = c->c_pair && bt->sc[i] % 2 == 0;
 
     int64_t tm = (d->M + BM - 1) / BM, tn = (d->N + BN - 1) / BN;

@@ -516,8 +516,6 @@ char *kiln__cuda_gemm_wgmma_source_text(const kiln_gemm_wgmma_cfg *cfg)
 
 /* ---- eligibility, tensor maps, the launch ------------------------------------------------- */
 
-static int aligned16(const void *p) { return ((uintptr_t)p % 16) == 0; }
-
 /* How one operand X (R rows of m or n by K, element (r, k) at x + r*s_r + k*s_k, batch
  * stride s_b when batched) goes into tensor maps: K-major when its K axis has unit stride
  * (or K is 1), MN-major when its R axis has, the other stride a positive 16-byte multiple
@@ -554,7 +552,7 @@ int kiln__cuda_gemm_wgmma_eligible(const kiln_ctx *ctx, const kiln_gemm_desc *d,
     const int es = (int)kiln_dtype_size(d->dtype), q = 16 / es;
     if (d->M <= 0 || d->N <= 0 || d->K <= 0) return 0;
     if (d->M > INT_MAX - 256 || d->N > INT_MAX - 256 || d->K > INT_MAX - 64) return 0; /* TMA coordinates: int */
-    if (!aligned16(d->a) || !aligned16(d->b) || bt->n > 1) return 0;
+    if (!kiln__cuda_aligned(d->a, 16) || !kiln__cuda_aligned(d->b, 16) || bt->n > 1) return 0;
     int km;
     if (!operand_major(d->M, d->K, d->a_sm, d->a_sk, es, &km) || !operand_major(d->N, d->K, d->b_sn, d->b_sk, es, &km))
         return 0;
@@ -651,7 +649,7 @@ static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int
  * and batches 16-byte multiples that do not overlap, a 16-byte aligned address. */
 static int c_is_tma_target(const kiln_gemm_desc *d, const kiln_gemm_batches *bt)
 {
-    if (!aligned16(d->c) || !(d->c_sn == 1 || d->N == 1)) return 0;
+    if (!kiln__cuda_aligned(d->c, 16) || !(d->c_sn == 1 || d->N == 1)) return 0;
     if (d->M > 1 && (d->c_sm < d->N || d->c_sm % 8 != 0)) return 0;
     if (bt->n == 1 && (bt->sc[0] % 8 != 0 || bt->sc[0] < matrix_span(d->M, d->N, d->c_sm, 1))) return 0;
     return 1;
