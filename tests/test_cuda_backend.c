@@ -608,6 +608,51 @@ static void gemm_dispatch(void)
     for (int i = 0; i < 10; i++) kiln_tensor_release(all[i]);
 }
 
+/* cuBLASLt's plans are cached per problem: a repeated shape with a new bias vector reuses
+ * the plan (no new heuristic query) and uses the new bias; a new shape builds one; more
+ * shapes than the cache holds evict the least recently used, which is rebuilt on return. */
+static double vendor_bias_err(int64_t M, int64_t N, int64_t K, int with_bias)
+{
+    int64_t as[2] = {M, K}, bs[2] = {K, N}, cs[2] = {M, N};
+    kiln_tensor *ac, *ag, *bc, *bg, *cc, *cg, *biasc = NULL, *biasg = NULL;
+    make_pair(KILN_DTYPE_F32, 2, as, V_PLAIN, -1, 1, &ac, &ag);
+    make_pair(KILN_DTYPE_F32, 2, bs, V_PLAIN, -1, 1, &bc, &bg);
+    make_pair(KILN_DTYPE_F32, 2, cs, V_PLAIN, -1, 1, &cc, &cg);
+    if (with_bias) make_pair(KILN_DTYPE_F32, 1, &N, V_PLAIN, -1, 1, &biasc, &biasg);
+    kiln_gemm_args gc = {.bias = biasc, .relu = with_bias}, gg = {.bias = biasg, .relu = with_bias};
+    CHECK_OK(cpu, kiln_dot(cc, ac, bc, 1.0, 0.0, &gc));
+    CHECK_OK(gpu, kiln_dot(cg, ag, bg, 1.0, 0.0, &gg));
+    double *x = read_f64(cg), *y = read_f64(cc);
+    double rel = max_rel(x, y, M * N);
+    free(x);
+    free(y);
+    kiln_tensor *all[] = {ac, ag, bc, bg, cc, cg, biasc, biasg};
+    for (int i = 0; i < 8; i++) kiln_tensor_release(all[i]);
+    return rel;
+}
+
+static void gemm_lt_cache(void)
+{
+    if (!kiln__cuda_cache_stats) return;
+    setenv("KILN_GEMM", "vendor", 1);
+    kiln_cuda_stats s0, s1, s2, s3;
+    CHECK(vendor_bias_err(72, 40, 96, 1) <= 2e-5);
+    CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s0));
+    CHECK(vendor_bias_err(72, 40, 96, 1) <= 2e-5); /* same problem, a new bias vector */
+    CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s1));
+    CHECK_INT(s1.lt_queries - s0.lt_queries, 0);
+    CHECK_INT(s1.lt_hits - s0.lt_hits, 1);
+    CHECK(vendor_bias_err(72, 40, 97, 1) <= 2e-5); /* a new K: a new plan */
+    CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s2));
+    CHECK_INT(s2.lt_queries - s1.lt_queries, 1);
+    for (int k = 1; k <= 70; k++) CHECK(vendor_bias_err(9, 11, k, 0) <= 2e-5); /* more shapes than plans */
+    CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s2));
+    CHECK(vendor_bias_err(72, 40, 96, 1) <= 2e-5); /* evicted: built again, still right */
+    CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s3));
+    CHECK_INT(s3.lt_queries - s2.lt_queries, 1);
+    unsetenv("KILN_GEMM");
+}
+
 static void test_gemm(void)
 {
     gemm_cases("vendor", 0);
@@ -628,6 +673,7 @@ static void test_gemm(void)
     CHECK_OK(gpu, kiln_ctx_set_allow_tf32(gpu, 0));
     unsetenv("KILN_GEMM");
     gemm_dispatch();
+    gemm_lt_cache();
 }
 
 /* ---- kernel cache ----------------------------------------------------------------------------- */

@@ -1,7 +1,7 @@
 /*
  * tools/kiln-bench.c — kiln's benchmark driver, the main job of `make bench`.
  *
- *   kiln-bench [expr|gemm|all|gemm-sweep] [--quick] [--tf32] [--dtype f32,f16,...] [--help]
+ *   kiln-bench [expr|gemm|overhead|all|gemm-sweep] [--quick] [--tf32] [--dtype f32,f16,...] [--help]
  *
  * expr: lazily fused expressions — batch-norm in place, two element-wise chains, the row
  *       variance — each timed FUSED (one kiln_assign) and UNFUSED (one kiln_assign per
@@ -64,9 +64,9 @@ typedef struct bench {
     const char *expr_peer_title, *expr_peer_ratio_title;
     char *copy_src, *copy_dst; /* buffers of the host memcpy peer */
     size_t copy_cap;
-    /* GPU gemm: sums of log(vendor ms / own ms) and counts, by [bf16][fully connected] */
-    double gemm_log_ratio[2][2];
-    int gemm_count[2][2];
+    /* GPU gemm: sums of log(vendor ms / own ms) and counts, by [dtype][fully connected] */
+    double gemm_log_ratio[KILN_DTYPE_COUNT][2];
+    int gemm_count[KILN_DTYPE_COUNT][2];
 } bench;
 
 /* Prints a failed kiln call with the context's last error; returns its status. */
@@ -722,8 +722,8 @@ static kiln_status gemm_one(bench *b, const table *t, kiln_dtype dt, const gemm_
     }
     if (b->gpu) read_gpu_state(r.gpu_state, sizeof r.gpu_state);
     if (own && r.own_ms > 0) {
-        b->gemm_log_ratio[dt == KILN_DTYPE_BF16][gc->fc] += log(r.ms / r.own_ms);
-        b->gemm_count[dt == KILN_DTYPE_BF16][gc->fc]++;
+        b->gemm_log_ratio[dt][gc->fc] += log(r.ms / r.own_ms);
+        b->gemm_count[dt][gc->fc]++;
     }
     if (!(r.err <= r.tol)) b->fails++;
     r.flops = 2.0 * (double)gc->m * (double)gc->n * (double)gc->k;
@@ -825,11 +825,12 @@ static kiln_status run_gemm(bench *b)
             setenv("KILN_GEMM", prev, 1);
         else
             unsetenv("KILN_GEMM");
-        for (int d = 0; d < 2; d++)
+        for (int d = 0; d < KILN_DTYPE_COUNT; d++)
             for (int fc = 1; fc >= 0; fc--)
                 if (b->gemm_count[d][fc])
-                    printf("own/vendor, geometric mean over the %d %s cases in %s: %.2fx\n", b->gemm_count[d][fc],
-                           fc ? "fully-connected" : "square", d ? "bf16" : "f16",
+                    printf("own/vendor, geometric mean over the %d %s cases in %s%s: %.2fx\n", b->gemm_count[d][fc],
+                           fc ? "fully-connected" : "square", kiln_dtype_name((kiln_dtype)d),
+                           d == KILN_DTYPE_F32 && b->tf32 ? " (TF32)" : "",
                            exp(b->gemm_log_ratio[d][fc] / b->gemm_count[d][fc]));
     }
     return result;
@@ -837,7 +838,8 @@ static kiln_status run_gemm(bench *b)
 
 /* ---- gemm sweep ------------------------------------------------------------------------ */
 
-/* kiln-bench gemm-sweep (a GPU with kiln's wgmma kernel): for every shape of the gemm list,
+/* kiln-bench gemm-sweep (a GPU with kiln's wgmma kernel): for the fully-connected shapes of
+ * the gemm list and its 4096 square,
  * cuBLASLt's time, then kiln's kernel with the tile rule's choice and with every forced
  * choice of tile width (KILN_WGMMA_BN), k splits (KILN_WGMMA_SPLITS) and epilogue store
  * (KILN_WGMMA_STORE), and ping-pong (KILN_WGMMA_SCHED) with either store, each as
@@ -876,6 +878,7 @@ static kiln_status run_gemm_sweep(bench *b)
            kiln_dtype_name(dt));
     for (size_t i = 0; i < sizeof gpu_cases / sizeof gpu_cases[0] && st == KILN_OK; i++) {
         const gemm_case *gc = &gpu_cases[i];
+        if (!gc->fc && i != 0) continue; /* the fully-connected shapes and the 4096 square */
         gemm_run g = {0};
         int64_t ashape[2] = {gc->m, gc->k}, cshape[2] = {gc->m, gc->n};
         int64_t bshape[2] = {gc->trans_b ? gc->n : gc->k, gc->trans_b ? gc->k : gc->n};
@@ -961,6 +964,75 @@ static kiln_status run_gemm_sweep(bench *b)
     return st;
 }
 
+/* ---- overhead ------------------------------------------------------------------------ */
+
+/* kiln-bench overhead: the host cost of one call through the C API, paid per operation
+ * whatever its size — an evaluated 16-element assignment (plan building, kernel lookup,
+ * launch), a 16x16x16 kiln_dot, and the RBM's 128x784 @ 784x4096 f32 kiln_dot. Each: N calls
+ * timed up to the last return (host us/call), then with the device's queue drained
+ * (us/call; above the host figure when the device, not the host, sets the pace). */
+typedef kiln_status (*overhead_fn)(void *arg);
+typedef struct overhead_dot {
+    kiln_tensor *c, *a, *b;
+} overhead_dot;
+static kiln_status overhead_assign(void *arg)
+{
+    kiln_tensor **t = arg;
+    return kiln_assign(t[2], kiln_add(kiln_t(t[0]), kiln_t(t[1])));
+}
+static kiln_status overhead_gemm(void *arg)
+{
+    overhead_dot *d = arg;
+    return kiln_dot(d->c, d->a, d->b, 1.0, 0.0, NULL);
+}
+
+static kiln_status overhead_row(bench *b, const char *what, overhead_fn fn, void *arg, int n)
+{
+    kiln_status st = KILN_OK;
+    for (int i = 0; i < 50 && st == KILN_OK; i++) st = fn(arg); /* warm-up: kernels, plans */
+    if (st == KILN_OK) st = kiln_ctx_synchronize(b->ctx);
+    double t0 = now_ms(), t1 = t0;
+    for (int i = 0; i < n && st == KILN_OK; i++) st = fn(arg);
+    t1 = now_ms();
+    if (st == KILN_OK) st = kiln_ctx_synchronize(b->ctx);
+    double t2 = now_ms();
+    if (st != KILN_OK) return report(b, st, what, __LINE__);
+    printf("  %-46s %9.2f us host %9.2f us drained\n", what, (t1 - t0) * 1e3 / n, (t2 - t0) * 1e3 / n);
+    return KILN_OK;
+}
+
+static kiln_status run_overhead(bench *b)
+{
+    kiln_status st = KILN_OK;
+    int n = b->quick ? 2000 : 20000;
+    int64_t n16 = 16, sq[2] = {16, 16}, x[2] = {128, 784}, w[2] = {784, 4096}, h[2] = {128, 4096};
+    kiln_tensor *t16[3] = {NULL, NULL, NULL};
+    overhead_dot small = {0}, rbm = {0};
+    b->current = "overhead";
+    printf("\noverhead: host time per call through the C API (%s)\n", kiln_ctx_backend_name(b->ctx));
+    TRY(random_tensor(b, KILN_DTYPE_F32, 1, &n16, -1.0, 1.0, &t16[0]));
+    TRY(random_tensor(b, KILN_DTYPE_F32, 1, &n16, -1.0, 1.0, &t16[1]));
+    TRY(kiln_tensor_full(b->ctx, KILN_DTYPE_F32, 1, &n16, NAN, &t16[2]));
+    TRY(overhead_row(b, "kiln_assign out = a + b, 16 elements f32", overhead_assign, t16, n));
+    TRY(random_tensor(b, KILN_DTYPE_F32, 2, sq, -1.0, 1.0, &small.a));
+    TRY(random_tensor(b, KILN_DTYPE_F32, 2, sq, -1.0, 1.0, &small.b));
+    TRY(kiln_tensor_full(b->ctx, KILN_DTYPE_F32, 2, sq, NAN, &small.c));
+    TRY(overhead_row(b, "kiln_dot 16x16x16 f32", overhead_gemm, &small, n / 4));
+    TRY(random_tensor(b, KILN_DTYPE_F32, 2, x, -1.0, 1.0, &rbm.a));
+    TRY(random_tensor(b, KILN_DTYPE_F32, 2, w, -1.0, 1.0, &rbm.b));
+    TRY(kiln_tensor_full(b->ctx, KILN_DTYPE_F32, 2, h, NAN, &rbm.c));
+    TRY(overhead_row(b, "kiln_dot 128x4096x784 f32 (the RBM's)", overhead_gemm, &rbm, b->gpu ? 2000 : 20));
+done:
+    for (int i = 0; i < 3; i++) kiln_tensor_release(t16[i]);
+    overhead_dot *ds[2] = {&small, &rbm};
+    for (int i = 0; i < 2; i++) {
+        kiln_tensor_release(ds[i]->a);
+        kiln_tensor_release(ds[i]->b);
+        kiln_tensor_release(ds[i]->c);
+    }
+    return st;
+}
+
 /* ---- main ---------------------------------------------------------------------------- */
 
 /* The CPU's copy ceiling: median ms of a host memcpy that moves r->bytes (r->bytes / 2
@@ -1000,10 +1072,11 @@ static kiln_status host_copy_peer(bench *b, const row *r, double *ms_out)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: kiln-bench [expr|gemm|all|gemm-sweep] [--quick] [--dtype f32,f16,...]\n"
+    fprintf(f, "usage: kiln-bench [expr|gemm|overhead|all|gemm-sweep] [--quick] [--dtype f32,f16,...]\n"
                "  expr    fused vs unfused expressions (ms, GB/s, unfused/fused)\n"
                "  gemm    kiln_dot (ms, GFLOP/s)\n"
-               "  all     both (default)\n"
+               "  overhead  host time per call: a small assignment, a small and the RBM's kiln_dot\n"
+               "  all     expr, gemm and overhead (default)\n"
                "  gemm-sweep  (CUDA) kiln's wgmma GEMM over forced tile widths, k splits and\n"
                "          epilogue stores against cuBLASLt, per shape (first --dtype, default f16)\n"
                "  --quick fewer sizes and shorter timing\n"
@@ -1048,19 +1121,21 @@ static void run_gpu_bench(const char *self, int quick)
 int main(int argc, char **argv)
 {
     bench b = {0};
-    int do_expr = 1, do_gemm = 1, do_sweep = 0;
+    int do_expr = 1, do_gemm = 1, do_sweep = 0, do_overhead = 1;
     const char *dtype_list = NULL;
     b.rng = 0x9E3779B97F4A7C15ull;
 
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "expr")) {
-            do_expr = 1, do_gemm = 0;
+            do_expr = 1, do_gemm = do_overhead = 0;
         } else if (!strcmp(argv[i], "gemm")) {
-            do_expr = 0, do_gemm = 1;
+            do_expr = do_overhead = 0, do_gemm = 1;
+        } else if (!strcmp(argv[i], "overhead")) {
+            do_expr = do_gemm = 0, do_overhead = 1;
         } else if (!strcmp(argv[i], "all")) {
-            do_expr = do_gemm = 1;
+            do_expr = do_gemm = do_overhead = 1;
         } else if (!strcmp(argv[i], "gemm-sweep")) {
-            do_expr = do_gemm = 0, do_sweep = 1;
+            do_expr = do_gemm = do_overhead = 0, do_sweep = 1;
         } else if (!strcmp(argv[i], "--quick")) {
             b.quick = 1;
         } else if (!strcmp(argv[i], "--tf32")) {
@@ -1077,6 +1152,7 @@ int main(int argc, char **argv)
         }
     }
 
+    setvbuf(stdout, NULL, _IOLBF, 0); /* rows survive a run cut short (a time limit) */
     kiln_status st = kiln_ctx_create(&b.ctx, NULL);
     if (st != KILN_OK) {
         fprintf(stderr, "kiln-bench: kiln_ctx_create failed (%s): %s\n", kiln_status_name(st), kiln_last_error(NULL));
@@ -1120,6 +1196,7 @@ int main(int argc, char **argv)
     if (do_expr) st = run_expr(&b);
     if (do_expr && st == KILN_OK && b.gpu) run_gpu_bench(argv[0], b.quick);
     if (do_gemm && st == KILN_OK) st = run_gemm(&b);
+    if (do_overhead && st == KILN_OK) st = run_overhead(&b);
     if (do_sweep && st == KILN_OK) {
         if (kiln_ctx_device(b.ctx) == KILN_DEVICE_CUDA)
             st = run_gemm_sweep(&b);

@@ -26,6 +26,7 @@ static void cuda_fini(void *state)
     cudaSetDevice(st->device);
     if (st->stream) cudaStreamSynchronize(st->stream);
     kiln__cuda_cache_clear(st);
+    kiln__cuda_lt_cache_clear(st);
     if (st->ev0) cudaEventDestroy(st->ev0);
     if (st->ev1) cudaEventDestroy(st->ev1);
     if (st->gemm_counters) cudaFree(st->gemm_counters);

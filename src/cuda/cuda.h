@@ -77,6 +77,27 @@ typedef struct kiln_cuda_driver {
 
 #define KILN_CUDA_COUNTERS 4096
 
+/* The cuBLASLt plan cache (gemm.c): a GEMM's problem key -> its matmul/layout descriptors
+ * and the heuristic's algorithm, so that a repeated shape skips creating descriptors and
+ * the heuristic query (tens of microseconds of host time per call otherwise). The key is
+ * compared whole (memcmp: built from a zeroed struct); least recently used out when full. */
+#define KILN_CUDA_LT_PLANS 64
+typedef struct kiln_cuda_lt_key {
+    int32_t type, scale, compute, opa, opb, epilogue;
+    uint32_t al_a, al_b, al_d, al_bias; /* pointer alignments the algorithm may assume */
+    int64_t m, n, k, lda, ldb, ldd;
+    int64_t nb, sa, sb, sd;             /* merged batch count and strides */
+    uint64_t workspace;                 /* bytes */
+} kiln_cuda_lt_key;
+typedef struct kiln_cuda_lt_entry {
+    kiln_cuda_lt_key key;
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasLtMatmulAlgo_t algo;
+    int usable;         /* 0: the heuristic found no algorithm (kiln's fallback kernel runs) */
+    uint64_t last_use;  /* 0 = empty slot */
+} kiln_cuda_lt_entry;
+
 typedef struct kiln_cuda_state {
     kiln_cuda_driver cu;
     int device;
@@ -93,6 +114,8 @@ typedef struct kiln_cuda_state {
     kiln_cuda_fentry *fast[KILN_CUDA_KBUCKETS];
     kiln_cuda_stats stats;
     cudaEvent_t ev0, ev1;     /* benchmark timer (created on first use) */
+    kiln_cuda_lt_entry lt_plans[KILN_CUDA_LT_PLANS];
+    uint64_t lt_clock;        /* use counter of the plan cache */
     int *gemm_counters;       /* split-K arrival counters of the wgmma GEMM (KILN_CUDA_COUNTERS
                                * ints, zero between launches; cudaMalloc'd on first use) */
 } kiln_cuda_state;
@@ -164,5 +187,7 @@ kiln_status kiln__cuda_run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k);
 /* ---- GEMM (gemm.c) -------------------------------------------------------------------- */
 
 kiln_status kiln__cuda_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d);
+/* Drops every cached cuBLASLt plan (at fini). */
+void kiln__cuda_lt_cache_clear(kiln_cuda_state *st);
 
 #endif /* KILN_CUDA_CUDA_H */

@@ -18,6 +18,8 @@ typedef struct kiln_cuda_stats {
     int64_t disk_rejects;    /* disk entries found corrupt or truncated (then rebuilt) */
     int64_t disk_writes;     /* entries written to the disk cache */
     int64_t launches;        /* kernels launched */
+    int64_t lt_queries;      /* cuBLASLt plans built (descriptors + heuristic query) */
+    int64_t lt_hits;         /* cuBLASLt GEMMs that reused a cached plan */
     double last_compile_ms;  /* NVRTC time of the last compilation */
     double last_get_ms;      /* time of the last kernel lookup (compile, disk or memory) */
 } kiln_cuda_stats;

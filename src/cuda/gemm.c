@@ -265,6 +265,114 @@ static int lt_applicable(const kiln_ctx *ctx, const kiln_gemm_desc *d, lt_plan *
     return 1;
 }
 
+/* Drops the descriptors of one plan-cache entry and empties its slot. */
+static void lt_entry_clear(kiln_cuda_lt_entry *e)
+{
+    if (e->ld) cublasLtMatrixLayoutDestroy(e->ld);
+    if (e->lb) cublasLtMatrixLayoutDestroy(e->lb);
+    if (e->la) cublasLtMatrixLayoutDestroy(e->la);
+    if (e->op) cublasLtMatmulDescDestroy(e->op);
+    memset(e, 0, sizeof *e);
+}
+
+void kiln__cuda_lt_cache_clear(kiln_cuda_state *st)
+{
+    for (int i = 0; i < KILN_CUDA_LT_PLANS; i++)
+        if (st->lt_plans[i].last_use) lt_entry_clear(&st->lt_plans[i]);
+}
+
+/* Builds entry e for key: the matmul and layout descriptors and the heuristic's best
+ * algorithm (e->usable 0 when there is none). On a cuBLASLt error e is left empty. bias:
+ * the first call's bias vector (or NULL), set before the query as every call sets its own. */
+static kiln_status lt_entry_build(kiln_ctx *ctx, const kiln_cuda_lt_key *key, const void *bias, kiln_cuda_lt_entry *e)
+{
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    cublasLtMatmulPreference_t pref = NULL;
+    kiln_status s = KILN_OK;
+    memset(e, 0, sizeof *e);
+    e->key = *key;
+#define LT(call)                                                                                 \
+    do {                                                                                         \
+        int c_ = (int)(call);                                                                    \
+        if (c_ != 0) {                                                                           \
+            s = kiln__cuda_check_lt(ctx, c_, #call, __FILE__, __LINE__);                        \
+            goto out;                                                                            \
+        }                                                                                        \
+    } while (0)
+    cublasOperation_t opa = (cublasOperation_t)key->opa, opb = (cublasOperation_t)key->opb;
+    cublasLtEpilogue_t epi = (cublasLtEpilogue_t)key->epilogue;
+    LT(cublasLtMatmulDescCreate(&e->op, (cublasComputeType_t)key->compute, (cudaDataType_t)key->scale));
+    LT(cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
+    LT(cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
+    LT(cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    if (bias) /* the heuristic sees the first call's bias; later calls set their own */
+        LT(cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    /* stored shapes: op N -> rows x cols, op T -> cols x rows */
+    int64_t ar = opa == CUBLAS_OP_N ? key->m : key->k, ac = opa == CUBLAS_OP_N ? key->k : key->m;
+    int64_t br = opb == CUBLAS_OP_N ? key->k : key->n, bc = opb == CUBLAS_OP_N ? key->n : key->k;
+    cudaDataType_t type = (cudaDataType_t)key->type;
+    LT(cublasLtMatrixLayoutCreate(&e->la, type, (uint64_t)ar, (uint64_t)ac, key->lda));
+    LT(cublasLtMatrixLayoutCreate(&e->lb, type, (uint64_t)br, (uint64_t)bc, key->ldb));
+    LT(cublasLtMatrixLayoutCreate(&e->ld, type, (uint64_t)key->m, (uint64_t)key->n, key->ldd));
+    if (key->nb > 1) {
+        int32_t cnt = (int32_t)key->nb;
+        cublasLtMatrixLayout_t ls[3] = {e->la, e->lb, e->ld};
+        const int64_t *strides[3] = {&key->sa, &key->sb, &key->sd};
+        for (int i = 0; i < 3; i++) {
+            LT(cublasLtMatrixLayoutSetAttribute(ls[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &cnt, sizeof cnt));
+            LT(cublasLtMatrixLayoutSetAttribute(ls[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, strides[i],
+                                                sizeof *strides[i]));
+        }
+    }
+    size_t wsize = (size_t)key->workspace;
+    LT(cublasLtMatmulPreferenceCreate(&pref));
+    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsize, sizeof wsize));
+    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &key->al_a,
+                                            sizeof key->al_a));
+    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &key->al_b,
+                                            sizeof key->al_b));
+    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &key->al_d,
+                                            sizeof key->al_d));
+    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &key->al_d,
+                                            sizeof key->al_d));
+    {
+        cublasLtMatmulHeuristicResult_t res;
+        int nres = 0;
+        cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(st->lt, e->op, e->la, e->lb, e->ld, e->ld, pref, 1, &res,
+                                                           &nres);
+        e->usable = hs == CUBLAS_STATUS_SUCCESS && nres > 0;
+        if (e->usable) e->algo = res.algo;
+    }
+    st->stats.lt_queries++;
+out:
+#undef LT
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (s != KILN_OK) lt_entry_clear(e);
+    return s;
+}
+
+/* The cached plan for key, built on a miss into the empty or least recently used slot. */
+static kiln_status lt_entry_get(kiln_ctx *ctx, const kiln_cuda_lt_key *key, const void *bias, kiln_cuda_lt_entry **out)
+{
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    kiln_cuda_lt_entry *victim = &st->lt_plans[0];
+    for (int i = 0; i < KILN_CUDA_LT_PLANS; i++) {
+        kiln_cuda_lt_entry *e = &st->lt_plans[i];
+        if (e->last_use && memcmp(&e->key, key, sizeof *key) == 0) {
+            e->last_use = ++st->lt_clock;
+            st->stats.lt_hits++;
+            *out = e;
+            return KILN_OK;
+        }
+        if (e->last_use < victim->last_use) victim = e;
+    }
+    if (victim->last_use) lt_entry_clear(victim);
+    KILN_TRY(lt_entry_build(ctx, key, bias, victim));
+    victim->last_use = ++st->lt_clock;
+    *out = victim;
+    return KILN_OK;
+}
+
 static kiln_status lt_run(kiln_ctx *ctx, const kiln_gemm_desc *d, const lt_plan *p, const batches *bt, int *done)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
@@ -279,54 +387,39 @@ static kiln_status lt_run(kiln_ctx *ctx, const kiln_gemm_desc *d, const lt_plan 
         if (sa < 0 || sb < 0 || sd <= 0) return KILN_OK; /* fallback */
     }
     size_t es = kiln_dtype_size(d->dtype);
-    cublasLtMatmulDesc_t op = NULL;
-    cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
-    cublasLtMatmulPreference_t pref = NULL;
     kiln_block *ws = NULL;
     kiln_status s = KILN_OK;
-#define LT(call)                                                                                 \
-    do {                                                                                         \
-        int c_ = (int)(call);                                                                    \
-        if (c_ != 0) {                                                                           \
-            s = kiln__cuda_check_lt(ctx, c_, #call, __FILE__, __LINE__);                        \
-            goto out;                                                                            \
-        }                                                                                        \
-    } while (0)
-    LT(cublasLtMatmulDescCreate(&op, p->compute, p->scale));
-    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &p->opa, sizeof p->opa));
-    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &p->opb, sizeof p->opb));
-    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
-    if (d->bias)
-        epi = d->relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
-    else if (d->relu)
-        epi = CUBLASLT_EPILOGUE_RELU;
-    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-    if (d->bias) {
-        const void *bp = d->bias;
-        LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp));
-    }
-    /* stored shapes: op N -> rows x cols, op T -> cols x rows */
-    int64_t ar = p->opa == CUBLAS_OP_N ? p->m : p->k, ac = p->opa == CUBLAS_OP_N ? p->k : p->m;
-    int64_t br = p->opb == CUBLAS_OP_N ? p->k : p->n, bc = p->opb == CUBLAS_OP_N ? p->n : p->k;
-    LT(cublasLtMatrixLayoutCreate(&la, p->type, (uint64_t)ar, (uint64_t)ac, p->lda));
-    LT(cublasLtMatrixLayoutCreate(&lb, p->type, (uint64_t)br, (uint64_t)bc, p->ldb));
-    LT(cublasLtMatrixLayoutCreate(&ld, p->type, (uint64_t)p->m, (uint64_t)p->n, p->ldd));
-    if (nb > 1) {
-        int32_t cnt = (int32_t)nb;
-        LT(cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &cnt, sizeof cnt));
-        LT(cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &cnt, sizeof cnt));
-        LT(cublasLtMatrixLayoutSetAttribute(ld, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &cnt, sizeof cnt));
-        LT(cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sa, sizeof sa));
-        LT(cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sb, sizeof sb));
-        LT(cublasLtMatrixLayoutSetAttribute(ld, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sd, sizeof sd));
-    }
     size_t wsize = LT_WORKSPACE;
     if (kiln__mem_alloc(ctx, wsize, __FILE__, __LINE__, &ws) != KILN_OK) {
         ws = NULL;
         wsize = 0;
     }
-    LT(cublasLtMatmulPreferenceCreate(&pref));
-    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsize, sizeof wsize));
+    kiln_cuda_lt_key key;
+    memset(&key, 0, sizeof key); /* padding included: the key is compared with memcmp */
+    key.type = (int32_t)p->type;
+    key.scale = (int32_t)p->scale;
+    key.compute = (int32_t)p->compute;
+    key.opa = (int32_t)p->opa;
+    key.opb = (int32_t)p->opb;
+    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+    if (d->bias)
+        epi = d->relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    else if (d->relu)
+        epi = CUBLASLT_EPILOGUE_RELU;
+    key.epilogue = (int32_t)epi;
+    key.m = p->m;
+    key.n = p->n;
+    key.k = p->k;
+    key.lda = p->lda;
+    key.ldb = p->ldb;
+    key.ldd = p->ldd;
+    key.nb = nb;
+    if (nb > 1) {
+        key.sa = sa;
+        key.sb = sb;
+        key.sd = sd;
+    }
+    key.workspace = wsize;
     {
         /* the smallest alignment over every batch's pointers */
         uint32_t al_a = (uint32_t)ptr_align(p->pa), al_b = (uint32_t)ptr_align(p->pb);
@@ -340,18 +433,23 @@ static kiln_status lt_run(kiln_ctx *ctx, const kiln_gemm_desc *d, const lt_plan 
             for (int j = 0; j < 3; j++)
                 while (*als[j] > 1 && (((uint64_t)(outer[j] < 0 ? -outer[j] : outer[j])) * es) % *als[j]) *als[j] /= 2;
         }
-        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a));
-        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b));
-        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_d, sizeof al_d));
-        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof al_d));
+        key.al_a = al_a;
+        key.al_b = al_b;
+        key.al_d = al_d;
+        key.al_bias = d->bias ? (uint32_t)ptr_align(d->bias) : 0;
     }
-    cublasLtMatmulHeuristicResult_t res;
-    int nres = 0;
+    kiln_cuda_lt_entry *e = NULL;
+    s = lt_entry_get(ctx, &key, d->bias, &e);
+    if (s != KILN_OK || !e->usable) goto out; /* an error, or no algorithm: the fallback kernel */
     {
-        cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(st->lt, op, la, lb, ld, ld, pref, 1, &res, &nres);
-        if (hs != CUBLAS_STATUS_SUCCESS || nres == 0) goto out; /* fallback */
-    }
-    {
+        const void *bp = d->bias; /* per call: the cached descriptor keeps the last one */
+        if (d->bias) {
+            int c = (int)cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp);
+            if (c != 0) {
+                s = kiln__cuda_check_lt(ctx, c, "cublasLtMatmulDescSetAttribute(BIAS_POINTER)", __FILE__, __LINE__);
+                goto out;
+            }
+        }
         float fa = (float)d->alpha, fb = (float)d->beta;
         const void *alpha = p->scale == CUDA_R_64F ? (const void *)&d->alpha : (const void *)&fa;
         const void *beta = p->scale == CUDA_R_64F ? (const void *)&d->beta : (const void *)&fb;
@@ -369,8 +467,12 @@ static kiln_status lt_run(kiln_ctx *ctx, const kiln_gemm_desc *d, const lt_plan 
             const char *A = d->a + oa * (int64_t)es, *B = d->b + ob * (int64_t)es;
             char *C = d->c + oc * (int64_t)es;
             const char *pa = p->swap ? B : A, *pb = p->swap ? A : B;
-            LT(cublasLtMatmul(st->lt, op, alpha, pa, la, pb, lb, beta, C, ld, C, ld, &res.algo, ws ? ws->ptr : NULL,
-                              wsize, st->stream));
+            int c = (int)cublasLtMatmul(st->lt, e->op, alpha, pa, e->la, pb, e->lb, beta, C, e->ld, C, e->ld, &e->algo,
+                                        ws ? ws->ptr : NULL, wsize, st->stream);
+            if (c != 0) {
+                s = kiln__cuda_check_lt(ctx, c, "cublasLtMatmul", __FILE__, __LINE__);
+                goto out;
+            }
             for (int i = bt->n - 2; i >= 0; i--) {
                 if (++idx[i] < bt->shape[i]) break;
                 idx[i] = 0;
@@ -379,12 +481,6 @@ static kiln_status lt_run(kiln_ctx *ctx, const kiln_gemm_desc *d, const lt_plan 
         *done = 1;
     }
 out:
-#undef LT
-    if (pref) cublasLtMatmulPreferenceDestroy(pref);
-    if (ld) cublasLtMatrixLayoutDestroy(ld);
-    if (lb) cublasLtMatrixLayoutDestroy(lb);
-    if (la) cublasLtMatrixLayoutDestroy(la);
-    if (op) cublasLtMatmulDescDestroy(op);
     kiln__mem_free(ctx, ws); /* stream-ordered reuse: later work is queued on the same stream */
     return s;
 }
