@@ -417,6 +417,10 @@ int main(void)
         {1, 260, 200, 130, 2, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 4, 1, 0, 0, 0, 1},
         {0, 140, 300, 70, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 1, 5, 1, 0, 0, 0, 1},
         {2, 200, 250, 100, 1, 0, 1, 0, 0, 4, 1.0, 0.0, 1, 0, 0, 3, 0, 0, 0, 0, 1},
+        /* ping-pong with many more k slices than stages and several items per consumer: the
+         * second consumer must not wait on a stage rounds ahead of the ring (a phase alias) */
+        {0, 520, 260, 1000, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 1, 0, 0, 0, 0, 1},
+        {1, 390, 130, 700, 1, 1, 0, 0, 0, 0, 1.0, 0.5, 1, 1, 0, 2, 1, 0, 0, 0, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(&cases[i]);
     for (int i = 0; i < nbuilt; i++) dlclose(built[i].so);

@@ -215,12 +215,19 @@ static const char kernel_src[] =
     "   * per 64 rows) */\n"
     "  const unsigned cstage = sbase + STAGES * STAGE_BYTES;\n"
     "  const unsigned full0 = cstage + CSTAGE, empty0 = full0 + 8 * STAGES;\n"
+    "  /* PP: turn0 + 8 c = consumer c's turn: its mainloop starts once the other consumer's\n"
+    "   * previous mainloop is through the ring, so its waits are never rounds ahead of a stage */\n"
+    "  const unsigned turn0 = empty0 + 8 * STAGES;\n"
     "  __shared__ int kg_last; /* split-K: this block arrived last at the tile's counter */\n"
     "  const int tid = (int)threadIdx.x, wg = tid >> 7;\n"
     "  if (tid == 0) {\n"
     "    for (int s = 0; s < STAGES; s++) {\n"
     "      kg_bar_init(full0 + 8 * s, 1);\n"
     "      kg_bar_init(empty0 + 8 * s, PP ? 1 : 2); /* the consumers that read a stage */\n"
+    "    }\n"
+    "    if (PP) {\n"
+    "      kg_bar_init(turn0, 1);\n"
+    "      kg_bar_init(turn0 + 8, 1);\n"
     "    }\n"
     "    kg_fence_bar_init();\n"
     "  }\n"
@@ -285,6 +292,13 @@ static const char kernel_src[] =
     "      it += (unsigned)(ke - kb);\n"
     "      continue;\n"
     "    }\n"
+    "    if (PP) { /* this consumer's item n = local / 2: after the other's item n - 1 + cw */\n"
+    "      const long long n = local >> 1;\n"
+    "      if (cw == 1)\n"
+    "        kg_bar_wait(turn0 + 8, (unsigned)(n & 1));\n"
+    "      else if (n > 0)\n"
+    "        kg_bar_wait(turn0, (unsigned)((n - 1) & 1));\n"
+    "    }\n"
     "    long long bi;\n"
     "    int tm, tn;\n"
     "    kg_item(tile, tiles_m, tiles_n, &bi, &tm, &tn);\n"
@@ -316,6 +330,7 @@ static const char kernel_src[] =
     "      if (kt > kb && leader) kg_bar_arrive(empty0 + 8 * prev);\n"
     "      prev = s;\n"
     "    }\n"
+    "    if (PP && leader) kg_bar_arrive(turn0 + 8 * (1 - cw)); /* the other consumer's turn */\n"
     "    kg_wg_wait<0>();\n"
     "    if (ke > kb && leader) kg_bar_arrive(empty0 + 8 * prev);\n"
     "    kg_acc_fence(acc);\n"
@@ -447,8 +462,8 @@ static int stages_for(const kiln_gemm_wgmma_cfg *c)
 static unsigned smem_for(const kiln_gemm_wgmma_cfg *c)
 {
     int s = stages_for(c);
-    /* + 16 static bytes (kg_last) */
-    return (unsigned)(1024 + s * (BM + c->bn) * ROW_BYTES + cstage_for(c) + 16 * s);
+    /* full and empty barriers per stage, the two turn barriers (ping-pong) */
+    return (unsigned)(1024 + s * (BM + c->bn) * ROW_BYTES + cstage_for(c) + 16 * s + 16);
 }
 
 void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
