@@ -659,8 +659,9 @@ static void test_gemm(void)
     gemm_cases("own", 0);
     gemm_cases("mma", 0);
     gemm_cases("ffma", 0);
-    /* the wgmma kernel's TMA-store epilogue and ping-pong schedule (opt-in until measured) */
-    setenv("KILN_WGMMA_STORE", "tma", 1);
+    /* the wgmma kernel's register epilogue (the TMA-store one is the default) and its
+     * ping-pong schedule (opt-in) with either */
+    setenv("KILN_WGMMA_STORE", "regs", 1);
     gemm_cases("wgmma", 0);
     setenv("KILN_WGMMA_SCHED", "pingpong", 1);
     gemm_cases("wgmma", 0);

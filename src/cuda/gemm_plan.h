@@ -68,8 +68,9 @@ typedef struct kiln_gemm_wgmma_launch {
     size_t ws_bytes;
 } kiln_gemm_wgmma_launch;
 
-/* Choices that override the tile rule (benchmarks and tests; 0 = the rule's):
- * tma_store 1 = C through shared memory and TMA where C allows it; bn 128 or 256; splits
+/* Choices for the tile rule (kiln_dot reads them from KILN_WGMMA_*; tests set them):
+ * tma_store 1 = C through shared memory and TMA where C allows it (kiln_dot's default),
+ * 0 = from the registers; bn 128 or 256 (0 = the rule's); splits (0 = the rule's)
  * the number of k splits (clamped to the k slices and the counter array). */
 typedef struct kiln_gemm_wgmma_opts {
     int tma_store;

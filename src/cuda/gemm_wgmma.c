@@ -28,17 +28,19 @@
  *    which follows the shape and the SM count);
  *  - the epilogue works from the accumulators in registers, like gemm_mma.c's: alpha, bias
  *    (per column), ReLU, beta * C, one rounding (nearest, or stochastic keyed by the
- *    element's index; f32 C is not rounded), stores of two neighbours as one word; opt-in
- *    (KILN_WGMMA_STORE=tma, 16-bit C; checked on the host emulator, not yet on a GPU):
- *    each consumer stages its 64 rows of C in shared memory (128-byte swizzled boxes) and
- *    one thread stores them with TMA, overlapping the next tile.
+ *    element's index; f32 C is not rounded); for 16-bit C with 16-byte rows (the default,
+ *    KILN_WGMMA_STORE=regs turns it off) each consumer stages its 64 rows of C in shared
+ *    memory (128-byte swizzled boxes) and one thread stores them with TMA, overlapping the
+ *    next tile (1.7x faster than register stores on the K=128 updates); otherwise, and for
+ *    split tiles, stores of two neighbours as one word from the registers.
  * Sizes, strides, pointers, alpha, beta, the seed and the tensor maps are arguments; the
  * source depends only on kiln_gemm_wgmma_cfg (gemm_plan.h). Every PTX instruction sits in
  * a marked block ("kg: PTX wrappers", "kg: generated wgmma") that tests/test_gemm_emu.c
  * replaces by host emulations.
- *  - opt-in ping-pong (KILN_WGMMA_SCHED=pingpong; emulated, not yet on a GPU): each consumer
- *    takes whole 128 x 128 tiles of its own (two m64 wgmma per k step), alternating work
- *    items, so one's epilogue runs while the other's wgmma use the tensor cores.
+ *  - opt-in ping-pong (KILN_WGMMA_SCHED=pingpong): each consumer takes whole 128 x 128
+ *    tiles of its own (two m64 wgmma per k step), alternating work items in turn (a pair
+ *    of turn barriers), so one's epilogue runs while the other's wgmma use the tensor
+ *    cores; measured slower than the default on most shapes, so not chosen by the rule.
  * Not here yet: stream-K, clusters with TMA multicast.
  */
 #include <limits.h>
@@ -628,36 +630,29 @@ static kiln_status encode_map(kiln_ctx *ctx, CUtensorMap *map, kiln_dtype dt, co
 }
 
 /* The tile rule: the tile width BN (128 or 256) and the number of k splits for an M x N
- * GEMM of kt slices in nb batches on sms SMs. Without a split BN is 256 unless N <= 128
- * (measured best on the H100 for the squares and the long-K fully-connected shapes with
- * many tiles). A split only where the 256-wide tiles would leave three quarters of the SMs
- * idle and K is long (kt >= 48: the fprop shapes of fully-connected layers): then BN and
- * the split count come from a cost model in units of one 128 x 256 x 64 step of one block,
- * the waves of work items times each item's slices, plus two slices of fill and epilogue
- * per item and two per partial written or read, a 128-wide tile costing 0.7 of a 256-wide
- * one. bench/NOTES.md has the measurements behind the constants. */
+ * GEMM of kt slices in nb batches on sms SMs, fitted to the H100 sweep of 2026-11-23
+ * (kiln-bench gemm-sweep, f16; bench/NOTES.md):
+ *  - 256-wide tiles when they alone fill the SMs (squares, the K=128 weight updates), or
+ *    when the 128-wide ones would need a second wave (fc25088 bprop: 98 vs 196 tiles);
+ *    128-wide when N <= 128;
+ *  - otherwise 128-wide tiles (the batch-128 fprop and bprop shapes: 72 tiles of 128 ran
+ *    1.4x faster than 36 of 256), split over k only while there are fewer than 64 tiles,
+ *    into about 64 work items with at least 16 slices each: these shapes read the weights
+ *    once and are bound by DRAM; more items than that bought nothing and each split adds a
+ *    partial (fc9216 fprop: 2 splits 0.82x of cuBLAS, 3 0.74x, 4 0.76x, 1 0.65x). */
 static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int *splits_out)
 {
-    int best_bn = N <= 128 ? 128 : 256, best_s = 1;
     *splits_out = 1;
-    int64_t tiles256 = nb * ((M + BM - 1) / BM) * ((N + 255) / 256);
-    if (tiles256 * 4 > sms || kt < 48) return best_bn;
-    double best = 0;
-    for (int bn = 256; bn >= 128; bn -= 128) {
-        int64_t tiles = nb * ((M + BM - 1) / BM) * ((N + bn - 1) / bn);
-        int smax = tiles >= KILN_CUDA_COUNTERS ? 1 : (int)(kt / 8 < 32 ? kt / 8 : 32);
-        for (int sp = 1; sp <= smax; sp++) {
-            int64_t items = tiles * sp, waves = (items + sms - 1) / sms, per = (kt + sp - 1) / sp;
-            double cost = (double)waves * (double)(per + 2 + (sp > 1 ? 2 * sp : 0)) * (bn == 256 ? 1.0 : 0.7);
-            if (best == 0 || cost < best * 0.98) {
-                best = cost;
-                best_bn = bn;
-                best_s = sp;
-            }
-        }
+    if (N <= 128) return 128;
+    int64_t tm = nb * ((M + BM - 1) / BM);
+    int64_t tiles256 = tm * ((N + 255) / 256), tiles128 = tm * ((N + 127) / 128);
+    if (tiles256 >= sms || tiles128 > sms) return 256;
+    if (tiles128 < 64 && tiles128 < KILN_CUDA_COUNTERS) {
+        int64_t s = (64 + tiles128 - 1) / tiles128, smax = kt / 16;
+        if (s > smax) s = smax;
+        if (s > 1) *splits_out = (int)s;
     }
-    *splits_out = best_s;
-    return best_bn;
+    return 128;
 }
 
 /* Whether C can go out through shared memory and TMA stores: unit stride along N, rows
@@ -744,18 +739,20 @@ void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count)
 }
 
 /* The overrides of the tile rule from the environment, read at every call (benchmarks
- * sweep them): KILN_WGMMA_STORE=tma|regs (the TMA-store epilogue is not yet measured on a
- * GPU, so regs is the default), KILN_WGMMA_SCHED=coop|pingpong (the same: coop, both
- * consumers on one tile, is the default), KILN_WGMMA_BN=128|256, KILN_WGMMA_SPLITS=1..64.
+ * sweep them): KILN_WGMMA_STORE=tma|regs (tma, the default, where C allows it: 16-bit,
+ * unit stride along N, 16-byte rows), KILN_WGMMA_SCHED=coop|pingpong (coop, both consumers
+ * on one tile, is the default: ping-pong measured slower on most shapes),
+ * KILN_WGMMA_BN=128|256, KILN_WGMMA_SPLITS=1..64.
  * A value that is none of these is an error naming the variable. */
 static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
 {
     memset(o, 0, sizeof *o);
     const char *e = getenv("KILN_WGMMA_STORE");
+    o->tma_store = 1; /* where C allows it: measured faster or equal on every swept shape */
     if (e && e[0]) {
-        if (strcmp(e, "tma") == 0)
-            o->tma_store = 1;
-        else if (strcmp(e, "regs") != 0)
+        if (strcmp(e, "regs") == 0)
+            o->tma_store = 0;
+        else if (strcmp(e, "tma") != 0)
             return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_WGMMA_STORE='%s' is not tma or regs",
                               e);
     }
