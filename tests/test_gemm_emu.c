@@ -239,10 +239,14 @@ static void run(const ecase *e)
     char err[256] = "", key[64];
     int rc = 1;
     if (e->kernel == K_FFMA) {
-        kiln__cuda_gemm_ffma_prepare(&d, &bt, &lf);
+        kiln__cuda_gemm_ffma_prepare(&d, &bt, e->sms, &lf);
         const kiln_gemm_ffma_cfg *c = &lf.cfg;
-        snprintf(key, sizeof key, "ffma-%d%d%d%d-%d%d%d", c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec, c->bias, c->beta,
-                 c->c_vec);
+        if (e->splits) CHECK_INT((int)lf.gy, e->splits); /* the split rule's choice */
+        ws = lf.ws_bytes ? calloc(1, lf.ws_bytes) : NULL;
+        lf.w[KILN_GEMM_FFMA_W_WS] = (uint64_t)(uintptr_t)ws;
+        lf.w[KILN_GEMM_FFMA_W_COUNTERS] = (uint64_t)(uintptr_t)counters;
+        snprintf(key, sizeof key, "ffma-%d%d%d%d-%d%d%d%d", c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec, c->bias,
+                 c->beta, c->c_vec, c->split);
         fn = kernel_for(key, kiln__cuda_gemm_ffma_source_text(c), K_FFMA);
         CHECK(fn != NULL);
         if (fn) rc = fn((const unsigned long long *)lf.w, lf.nw, NULL, lf.gx, lf.gy, lf.threads, 0, err, sizeof err);
@@ -405,6 +409,11 @@ int main(void)
         {2, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 1, 0},
         {2, 129, 257, 50, 1, 1, 0, 0, 0, 4, 2.0, 1.0, 1, 0, 0, 0, 0, 0, 0, 1, 0},
         {2, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 1, 0},
+        /* its split-K (few tiles, long K; splits = the rule's choice for sms): 3 splits with
+         * a short last one and the whole epilogue; 5 splits, A transposed and padded, a
+         * ragged last k slice */
+        {2, 130, 100, 1000, 1, 0, 0, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 4, 0, 0, 3, 1, 0},
+        {2, 100, 250, 1290, 1, 1, 0, 0, 0, 4, 1.0, 0.0, 0, 0, 0, 5, 0, 0, 5, 1, 0},
         /* the mma.sync kernel (f16 / bf16): cp.async and element-by-element operands (odd
          * pads), the four transposes, batches, the whole epilogue, stochastic rounding */
         {0, 200, 150, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 2, 0},

@@ -601,6 +601,24 @@ static kiln_status fallback(kiln_ctx *ctx, const kiln_gemm_desc *d, const batche
 
 /* ---- own kernels: the function of a structure --------------------------------------------- */
 
+kiln_status kiln__cuda_gemm_counters(kiln_ctx *ctx)
+{
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    if (st->gemm_counters) return KILN_OK;
+    int *c = NULL;
+    if (cudaMalloc((void **)&c, KILN_CUDA_COUNTERS * sizeof(int)) != cudaSuccess) {
+        (void)cudaGetLastError(); /* no message: the caller runs unsplit, nothing failed */
+        return KILN_ERR_OOM;
+    }
+    if (cudaMemsetAsync(c, 0, KILN_CUDA_COUNTERS * sizeof(int), st->stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        cudaFree(c);
+        return KILN_ERR_OOM;
+    }
+    st->gemm_counters = c;
+    return KILN_OK;
+}
+
 kiln_status kiln__cuda_gemm_kernel(kiln_ctx *ctx, const int32_t *sig, size_t n, void (*gen)(const void *, kiln_sbuf *),
                                    const void *cfg, const char *name, unsigned smem, CUfunction *fn)
 {

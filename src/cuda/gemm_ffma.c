@@ -36,8 +36,10 @@ static const char kernel_src[] =
     " * accumulators, 64 FFMA per k per thread. */\n"
     "typedef float ST;\n"
     "constexpr int BM = 128, BN = 128, BK = 8, NT = 256;\n"
-    "/* argument words: those of the mma.sync kernel (kiln__cuda_gemm_tile_words) */\n"
-    "struct kiln_args { kiln_w64 w[23 + 4 * MAXBAX]; };\n"
+    "/* argument words: those of the mma.sync kernel (kiln__cuda_gemm_tile_words), then for\n"
+    " * SPLIT the k slices per split, the f32 workspace and the arrival counters */\n"
+    "constexpr int TW = 23 + 4 * MAXBAX;\n"
+    "struct kiln_args { kiln_w64 w[TW + 3]; };\n"
     "\n"
     "/* One operand's slice: R rows (m or n) by BK k of X, element (r, k) at X[r * s_r + k * s_k],\n"
     " * zero outside r < R, k < K. Thread tid fetches four elements along the operand's\n"
@@ -82,8 +84,15 @@ static const char kernel_src[] =
     "  const long long m0 = (long long)tm * BM, n0 = (long long)tn * BN;\n"
     "  const int tid = (int)threadIdx.x, tx = tid & 15, ty = tid >> 4;\n"
     "  const int KT = (int)((K + BK - 1) / BK);\n"
+    "  /* SPLIT (one batch): block (x, y) sums k slices [y kper, (y + 1) kper) of tile x */\n"
+    "  int kb = 0, ke = KT;\n"
+    "  if constexpr (SPLIT) {\n"
+    "    const int kper = (int)p.w[TW];\n"
+    "    kb = (int)blockIdx.y * kper;\n"
+    "    ke = kb + kper < KT ? kb + kper : KT;\n"
+    "  }\n"
     "\n"
-    "  for (long long bi = blockIdx.y; bi < NB; bi += gridDim.y) {\n"
+    "  for (long long bi = SPLIT ? 0 : blockIdx.y; bi < NB; bi += SPLIT ? NB : gridDim.y) {\n"
     "    long long oa, ob, oc;\n"
     "    kg_batch(p.w, bi, &oa, &ob, &oc);\n"
     "    const float *A = A0 + oa, *B = B0 + ob;\n"
@@ -94,14 +103,14 @@ static const char kernel_src[] =
     "#pragma unroll\n"
     "      for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;\n"
     "    float va[4], vb[4];\n"
-    "    kg_fetch<A_KMAJ, A_VEC>(va, A, m0, M, 0, K, a_sm, a_sk, tid);\n"
-    "    kg_fetch<B_KMAJ, B_VEC>(vb, B, n0, N, 0, K, b_sn, b_sk, tid);\n"
+    "    kg_fetch<A_KMAJ, A_VEC>(va, A, m0, M, (long long)kb * BK, K, a_sm, a_sk, tid);\n"
+    "    kg_fetch<B_KMAJ, B_VEC>(vb, B, n0, N, (long long)kb * BK, K, b_sn, b_sk, tid);\n"
     "    kg_put<A_KMAJ>(As[0], va, tid);\n"
     "    kg_put<B_KMAJ>(Bs[0], vb, tid);\n"
     "    __syncthreads();\n"
-    "    for (int kt = 0; kt < KT; kt++) {\n"
-    "      const int cur = kt & 1;\n"
-    "      const bool more = kt + 1 < KT;\n"
+    "    for (int kt = kb; kt < ke; kt++) {\n"
+    "      const int cur = (kt - kb) & 1;\n"
+    "      const bool more = kt + 1 < ke;\n"
     "      if (more) { /* the next slice into registers while this one is used */\n"
     "        kg_fetch<A_KMAJ, A_VEC>(va, A, m0, M, (long long)(kt + 1) * BK, K, a_sm, a_sk, tid);\n"
     "        kg_fetch<B_KMAJ, B_VEC>(vb, B, n0, N, (long long)(kt + 1) * BK, K, b_sn, b_sk, tid);\n"
@@ -123,6 +132,41 @@ static const char kernel_src[] =
     "        kg_put<B_KMAJ>(Bs[cur ^ 1], vb, tid);\n"
     "      }\n"
     "      __syncthreads();\n"
+    "    }\n"
+    "\n"
+    "    if constexpr (SPLIT) {\n"
+    "      /* publish this split's partial (accumulator (i, j) of thread tid at (8 i + j) NT +\n"
+    "       * tid), count the arrival; the block that arrives last adds the partials in split\n"
+    "       * order (the same bits whatever the arrival order) and runs the epilogue */\n"
+    "      __shared__ int kg_last;\n"
+    "      const int splits = (int)gridDim.y, tile = (int)blockIdx.x;\n"
+    "      float *ws = (float *)p.w[TW + 1];\n"
+    "      int *counters = (int *)p.w[TW + 2];\n"
+    "      float *part = ws + ((size_t)tile * splits + blockIdx.y) * (BM * BN) + tid;\n"
+    "#pragma unroll\n"
+    "      for (int i = 0; i < 8; i++)\n"
+    "#pragma unroll\n"
+    "        for (int j = 0; j < 8; j++) part[(8 * i + j) * NT] = acc[i][j];\n"
+    "      __threadfence();\n"
+    "      __syncthreads();\n"
+    "      if (tid == 0) {\n"
+    "        const int old = atomicAdd(&counters[tile], 1);\n"
+    "        kg_last = old == splits - 1;\n"
+    "        if (old == splits - 1) counters[tile] = 0; /* zero again for the next launch */\n"
+    "      }\n"
+    "      __syncthreads();\n"
+    "      if (!kg_last) return;\n"
+    "      __threadfence();\n"
+    "      const float *own = ws + (size_t)tile * splits * (BM * BN) + tid;\n"
+    "#pragma unroll\n"
+    "      for (int i = 0; i < 8; i++)\n"
+    "#pragma unroll\n"
+    "        for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;\n"
+    "      for (int q = 0; q < splits; q++) /* 64 independent loads in flight per partial */\n"
+    "#pragma unroll\n"
+    "        for (int i = 0; i < 8; i++)\n"
+    "#pragma unroll\n"
+    "          for (int j = 0; j < 8; j++) acc[i][j] += __ldcg(own + (size_t)q * (BM * BN) + (8 * i + j) * NT);\n"
     "    }\n"
     "\n"
     "    /* epilogue: acc[i][j] is C[m][n], m = m0 + 4 ty + (i & 3) + 64 (i >> 2), n likewise */\n"
@@ -182,7 +226,8 @@ int kiln__cuda_gemm_ffma_eligible(const kiln_gemm_desc *d)
     return 1;
 }
 
-void kiln__cuda_gemm_ffma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, kiln_gemm_ffma_launch *l)
+void kiln__cuda_gemm_ffma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int sms,
+                                  kiln_gemm_ffma_launch *l)
 {
     memset(l, 0, sizeof *l);
     kiln_gemm_ffma_cfg *c = &l->cfg;
@@ -194,8 +239,23 @@ void kiln__cuda_gemm_ffma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batch
     for (int i = 0; i < bt->n; i++) c->c_vec = c->c_vec && bt->sc[i] % 4 == 0;
     int64_t tm = (d->M + TILE - 1) / TILE, tn = (d->N + TILE - 1) / TILE;
     kiln__cuda_gemm_tile_words(d, bt, 0, tm, tn, l->w, &l->gx, &l->gy);
-    l->nw = KILN_GEMM_TILE_WORDS;
+    l->nw = KILN_GEMM_FFMA_WORDS;
     l->threads = THREADS;
+    /* split-K: one batch, fewer tiles than SMs, k slices of 8 split toward two blocks per
+     * SM (the kernel's occupancy), at least 32 slices (K 256) per split */
+    int64_t nb = bt->n ? bt->shape[0] : 1, tiles = tm * tn, kt = (d->K + 7) / 8;
+    if (nb == 1 && sms > 0 && tiles < sms && tiles <= KILN_CUDA_COUNTERS) {
+        int64_t s = (2 * (int64_t)sms + tiles - 1) / tiles, smax = kt / 32;
+        if (s > smax) s = smax;
+        if (s > 1) {
+            int64_t kper = (kt + s - 1) / s;
+            s = (kt + kper - 1) / kper; /* every split gets at least one slice */
+            c->split = 1;
+            l->gy = (unsigned)s;
+            l->w[KILN_GEMM_FFMA_W_KPER] = (uint64_t)kper;
+            l->ws_bytes = (size_t)tiles * (size_t)s * TILE * TILE * sizeof(float);
+        }
+    }
 }
 
 void kiln__cuda_gemm_ffma_source(const kiln_gemm_ffma_cfg *c, kiln_sbuf *b)
@@ -204,7 +264,8 @@ void kiln__cuda_gemm_ffma_source(const kiln_gemm_ffma_cfg *c, kiln_sbuf *b)
     kiln__sbuf_puts(b, "\n/* ---- kiln_gemm_ffma (src/cuda/gemm_ffma.c) ---- */\n");
     kiln__sbuf_printf(b, "constexpr int A_KMAJ = %d, A_VEC = %d, B_KMAJ = %d, B_VEC = %d, MAXBAX = %d;\n", c->a_kmajor,
                       c->a_vec, c->b_kmajor, c->b_vec, KILN_MAX_DIMS);
-    kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, C_VEC = %d;\n", c->bias, c->beta, c->c_vec);
+    kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, C_VEC = %d, SPLIT = %d;\n", c->bias, c->beta,
+                      c->c_vec, c->split);
     kiln__sbuf_puts(b, kiln__cuda_gemm_tile_src);
     kiln__sbuf_puts(b, kernel_src);
 }
@@ -215,12 +276,28 @@ char *kiln__cuda_gemm_ffma_source_text(const kiln_gemm_ffma_cfg *cfg) { return k
 
 kiln_status kiln__cuda_gemm_ffma(kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt)
 {
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
     kiln_gemm_ffma_launch l;
-    kiln__cuda_gemm_ffma_prepare(d, bt, &l);
+    kiln__cuda_gemm_ffma_prepare(d, bt, st->sm_count, &l);
+    /* the workspace is stream-ordered (see kiln__cuda_gemm_wgmma); without it or the
+     * counters (the memory cap, the device full) the GEMM runs unsplit */
+    kiln_block *ws = NULL;
+    if (l.ws_bytes &&
+        (kiln__cuda_gemm_counters(ctx) != KILN_OK || kiln__mem_alloc(ctx, l.ws_bytes, __FILE__, __LINE__, &ws) != KILN_OK)) {
+        ws = NULL;
+        kiln__cuda_gemm_ffma_prepare(d, bt, 0, &l);
+    }
+    if (ws) {
+        l.w[KILN_GEMM_FFMA_W_WS] = (uint64_t)(uintptr_t)ws->ptr;
+        l.w[KILN_GEMM_FFMA_W_COUNTERS] = (uint64_t)(uintptr_t)st->gemm_counters;
+    }
     const kiln_gemm_ffma_cfg *c = &l.cfg;
     /* a tag ("GKFF") and this kernel's version first */
-    const int32_t sig[9] = {0x46464b47, 1, c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec, c->bias, c->beta, c->c_vec};
+    const int32_t sig[10] = {0x46464b47, 2, c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec, c->bias, c->beta, c->c_vec,
+                             c->split};
     CUfunction fn;
-    KILN_TRY(kiln__cuda_gemm_kernel(ctx, sig, 9, gen_source, c, "kiln_gemm_ffma", 0, &fn));
-    return kiln__cuda_launch(ctx, fn, l.gx, l.gy, l.threads, 1, 0, l.w, l.nw);
+    kiln_status r = kiln__cuda_gemm_kernel(ctx, sig, 10, gen_source, c, "kiln_gemm_ffma", 0, &fn);
+    if (r == KILN_OK) r = kiln__cuda_launch(ctx, fn, l.gx, l.gy, l.threads, 1, 0, l.w, l.nw);
+    kiln__mem_free(ctx, ws);
+    return r;
 }

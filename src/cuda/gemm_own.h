@@ -37,6 +37,10 @@ void kiln__cuda_gemm_words(const kiln_gemm_desc *d, uint64_t seed, int64_t nbatc
  * of dynamic shared memory (smem) gets that limit raised when it is loaded. (gemm.c) */
 kiln_status kiln__cuda_gemm_kernel(kiln_ctx *ctx, const int32_t *sig, size_t n, void (*gen)(const void *, kiln_sbuf *),
                                    const void *cfg, const char *name, unsigned smem, CUfunction *fn);
+/* The split-K arrival counters (st->gemm_counters, KILN_CUDA_COUNTERS ints, zero between
+ * launches), allocated and zeroed on first use; an error when the device has no room (the
+ * caller then runs unsplit). (gemm.c) */
+kiln_status kiln__cuda_gemm_counters(kiln_ctx *ctx);
 
 /* ---- mma.sync kernel (gemm_mma.c) ------------------------------------------------------- */
 

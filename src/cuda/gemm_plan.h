@@ -137,19 +137,32 @@ char *kiln__cuda_gemm_mma_source_text(const kiln_gemm_mma_cfg *cfg);
 typedef struct kiln_gemm_ffma_cfg {
     int a_kmajor, a_vec, b_kmajor, b_vec;
     int bias, beta, c_vec;
+    int split; /* split-K: blockIdx.y is the k split, partials meet in a workspace */
 } kiln_gemm_ffma_cfg;
+
+/* Argument words: the tile words, then (split-K) the k slices per split, the f32
+ * workspace (tiles x splits x 128 x 128) and the arrival counters (an int per tile, zero
+ * between launches). */
+#define KILN_GEMM_FFMA_W_KPER     KILN_GEMM_TILE_WORDS
+#define KILN_GEMM_FFMA_W_WS       (KILN_GEMM_TILE_WORDS + 1)
+#define KILN_GEMM_FFMA_W_COUNTERS (KILN_GEMM_TILE_WORDS + 2)
+#define KILN_GEMM_FFMA_WORDS      (KILN_GEMM_TILE_WORDS + 3)
 
 typedef struct kiln_gemm_ffma_launch {
     kiln_gemm_ffma_cfg cfg;
-    uint64_t w[KILN_GEMM_TILE_WORDS];
+    uint64_t w[KILN_GEMM_FFMA_WORDS];
     int nw;
     unsigned gx, gy, threads;
+    size_t ws_bytes; /* split-K workspace (0 = unsplit) */
 } kiln_gemm_ffma_launch;
 
 /* 1 when the FFMA kernel takes d: f32, M, N, K > 0, the tile count within int. */
 int kiln__cuda_gemm_ffma_eligible(const kiln_gemm_desc *d);
-/* Fills *l for an eligible d (no device calls). */
-void kiln__cuda_gemm_ffma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, kiln_gemm_ffma_launch *l);
+/* Fills *l for an eligible d (no device calls). sms: the device's SMs for the split rule
+ * (one unbatched GEMM with fewer 128 x 128 tiles than SMs and a long K splits its k slices
+ * so that about two blocks per SM run, each split >= 256 deep); 0 = never split. */
+void kiln__cuda_gemm_ffma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int sms,
+                                  kiln_gemm_ffma_launch *l);
 /* The CUDA C source of cfg's kernel ("kiln_gemm_ffma"), malloc'd; NULL on no memory. */
 char *kiln__cuda_gemm_ffma_source_text(const kiln_gemm_ffma_cfg *cfg);
 

@@ -798,20 +798,11 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     kiln__cuda_gemm_wgmma_prepare(d, bt, st->sm_count, ctx->seed, &o, &l);
     const kiln_gemm_wgmma_cfg *c = &l.cfg;
     kiln_block *ws = NULL;
-    if (l.ws_bytes && !st->gemm_counters) {
-        if (cudaMalloc((void **)&st->gemm_counters, KILN_CUDA_COUNTERS * sizeof(int)) != cudaSuccess) {
-            (void)cudaGetLastError();
-            st->gemm_counters = NULL;
-        } else if (cudaMemsetAsync(st->gemm_counters, 0, KILN_CUDA_COUNTERS * sizeof(int), st->stream) != cudaSuccess) {
-            (void)cudaGetLastError();
-            cudaFree(st->gemm_counters);
-            st->gemm_counters = NULL;
-        }
-    }
     /* The workspace is stream-ordered: the block goes back to the cache after the launch,
      * and whatever reuses it next runs after this kernel on the same stream. Without
      * counters or workspace (the memory cap, the device full) the GEMM runs unsplit. */
-    if (l.ws_bytes && (!st->gemm_counters || kiln__mem_alloc(ctx, l.ws_bytes, __FILE__, __LINE__, &ws) != KILN_OK)) {
+    if (l.ws_bytes &&
+        (kiln__cuda_gemm_counters(ctx) != KILN_OK || kiln__mem_alloc(ctx, l.ws_bytes, __FILE__, __LINE__, &ws) != KILN_OK)) {
         ws = NULL;
         kiln__cuda_gemm_wgmma_unsplit(&l, st->sm_count);
     }
