@@ -53,7 +53,11 @@ static inline long long emu_box(const kg_tmap *map, unsigned smem, int c0, int c
     for (int o = 0; o < bo; o++)
         for (int i = 0; i < bi; i++) {
             const long long x = c0 + i, y = c1 + o, z = c2;
-            const int inside = x >= 0 && x < d0 && y >= 0 && y < d1 && z >= 0 && z < d2;
+            /* an H100 TMA store writes whole 16-byte chunks: past the inner extent up to the
+             * next 16-byte boundary (seen on the H100 by test_dot, 2026-11-23; also
+             * triton-lang/triton issue 11583); loads clip (and zero-fill) per element */
+            const long long d0_eff = store ? ((d0 * es + 15) / 16) * 16 / es : d0;
+            const int inside = x >= 0 && x < d0_eff && y >= 0 && y < d1 && z >= 0 && z < d2;
             unsigned char *s = emu_ptr(emu_swz(smem + (unsigned)(o * 128 + i * es)), (unsigned)es);
             unsigned char *g = base + z * s2 + y * s1 + x * es;
             if (store) {

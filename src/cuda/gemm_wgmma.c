@@ -656,10 +656,13 @@ static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int
 }
 
 /* Whether C can go out through shared memory and TMA stores: unit stride along N, rows
- * and batches 16-byte multiples that do not overlap, a 16-byte aligned address. */
+ * and batches 16-byte multiples that do not overlap, a 16-byte aligned address, and N a
+ * 16-byte multiple: a TMA store writes whole 16-byte chunks, so past a ragged N it would
+ * overwrite up to 7 elements beyond the row (seen on the H100: test_dot's padded C). */
 static int c_is_tma_target(const kiln_gemm_desc *d, const kiln_gemm_batches *bt)
 {
-    if (!kiln__cuda_aligned(d->c, 16) || !(d->c_sn == 1 || d->N == 1)) return 0;
+    if (!kiln__cuda_aligned(d->c, 16) || d->c_sn != 1 || (d->N * (int64_t)kiln_dtype_size(d->dtype)) % 16 != 0)
+        return 0;
     if (d->M > 1 && (d->c_sm < d->N || d->c_sm % 8 != 0)) return 0;
     if (bt->n == 1 && (bt->sc[0] % 8 != 0 || bt->sc[0] < matrix_span(d->M, d->N, d->c_sm, 1))) return 0;
     return 1;
