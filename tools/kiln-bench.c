@@ -9,8 +9,10 @@
  *       of the bytes that must move (inputs read once + output written once) and the ratio
  *       unfused/fused measured in the same run.
  * gemm: kiln_dot at a few sizes, GFLOP/s (2*M*N*K flops). On a CUDA device each case runs
- *       twice, KILN_GEMM=vendor (cuBLASLt) and KILN_GEMM=own (kiln's own kernel, f16 and bf16
- *       only; src/cuda/gemm_mma.c), printing TFLOP/s of both and own/vendor.
+ *       twice, KILN_GEMM=vendor (cuBLASLt) and KILN_GEMM=own (kiln's own kernels: wgmma,
+ *       mma.sync, FFMA), printing TFLOP/s of both, own/vendor and geometric means.
+ * overhead: host time per call through the C API (a 16-element assignment, a small and the
+ *       RBM's kiln_dot), with and without the device's queue drained.
  *
  * Timing: monotonic clock, warm-up runs, then the MEDIAN of N runs (N grows until about a
  * target time is spent), kiln_ctx_synchronize before every clock stop. Only the public API
