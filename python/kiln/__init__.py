@@ -970,6 +970,8 @@ def abs(x):  # noqa: A001 - numpy's name
 def _axes(axis):
     if axis is None:
         return None
+    if type(axis) is int:  # the common case, before the slower abstract-class check
+        return (axis,)
     if isinstance(axis, _numbers.Integral):
         return (int(axis),)
     if isinstance(axis, (str, bytes)):
@@ -1096,12 +1098,16 @@ def dot(a, b, out=None, alpha=1.0, beta=0.0, relu=False, bias=None):
     if A.shape[-1] != B.shape[-2]:
         raise ShapeError(f"arguments 'a', 'b': shapes {a.shape} and {b.shape} do not match "
                          f"(a has {A.shape[-1]} columns, b has {B.shape[-2]} rows)")
-    try:
-        batch = _np.broadcast_shapes(A.shape[:-2], B.shape[:-2])
-    except ValueError:
-        raise ShapeError(f"arguments 'a', 'b': batch axes {A.shape[:-2]} and {B.shape[:-2]} do not broadcast") \
-            from None
-    rshape = tuple(batch) + (A.shape[-2], B.shape[-1])
+    ash, bsh = A.shape, B.shape
+    if len(ash) == 2 and len(bsh) == 2:  # the common case, without numpy's shape machinery
+        batch = ()
+    else:
+        try:
+            batch = _np.broadcast_shapes(ash[:-2], bsh[:-2])
+        except ValueError:
+            raise ShapeError(f"arguments 'a', 'b': batch axes {ash[:-2]} and {bsh[:-2]} do not broadcast") \
+                from None
+    rshape = tuple(batch) + (ash[-2], bsh[-1])
     d = _promote(A.dtype, B.dtype)
     cd = d if d.kind == "f" else float64
     if out is not None:
