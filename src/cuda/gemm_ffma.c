@@ -13,7 +13,11 @@
  * stride and 16-byte aligned rows, else element by element with any strides (negative
  * steps included); ragged edges zero-filled, the epilogue (alpha, bias per column, ReLU,
  * beta * C) in registers with float4 stores where C allows. Tiles in groups of 8 tile rows,
- * batches along blockIdx.y (kiln__cuda_gemm_tile_words, shared with gemm_mma.c).
+ * batches along blockIdx.y (kiln__cuda_gemm_tile_words, shared with gemm_mma.c). Split-K
+ * for one GEMM with fewer tiles than SMs and a long K (the fully-connected fprop/bprop
+ * shapes): blockIdx.y is then the k split, each split writes an f32 partial to a
+ * workspace and the last block of a tile to arrive (the wgmma kernel's counters) sums them
+ * in split order, so the bits do not depend on timing.
  * The source depends only on kiln_gemm_ffma_cfg; no inline PTX, so tests/test_gemm_emu.c
  * runs it on the host as well.
  */
