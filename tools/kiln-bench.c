@@ -970,9 +970,12 @@ static kiln_status run_gemm_sweep(bench *b)
 
 /* kiln-bench overhead: the host cost of one call through the C API, paid per operation
  * whatever its size — an evaluated 16-element assignment (plan building, kernel lookup,
- * launch), a 16x16x16 kiln_dot, and the RBM's 128x784 @ 784x4096 f32 kiln_dot. Each: N calls
- * timed up to the last return (host us/call), then with the device's queue drained
- * (us/call; above the host figure when the device, not the host, sets the pace). */
+ * launch), the same into a 0-element view (checks and planning of an empty plan, no
+ * backend call: the difference is mostly the backend's per-kernel cost), a tensor made
+ * and released, a synchronisation of an idle context, a 16x16x16 kiln_dot, and the RBM's
+ * 128x784 @ 784x4096 f32 kiln_dot. Each: N calls timed up to the last return (host
+ * us/call), then with the device's queue drained (us/call; above the host figure when the
+ * device, not the host, sets the pace). */
 typedef kiln_status (*overhead_fn)(void *arg);
 typedef struct overhead_dot {
     kiln_tensor *c, *a, *b;
@@ -987,6 +990,17 @@ static kiln_status overhead_gemm(void *arg)
     overhead_dot *d = arg;
     return kiln_dot(d->c, d->a, d->b, 1.0, 0.0, NULL);
 }
+/* a 16-element f32 tensor made and released: the caching allocator's round trip */
+static kiln_status overhead_tensor(void *arg)
+{
+    kiln_ctx *ctx = arg;
+    int64_t n = 16;
+    kiln_tensor *t = NULL;
+    kiln_status st = kiln_tensor_empty(ctx, KILN_DTYPE_F32, 1, &n, &t);
+    kiln_tensor_release(t);
+    return st;
+}
+static kiln_status overhead_sync(void *arg) { return kiln_ctx_synchronize(arg); }
 
 static kiln_status overhead_row(bench *b, const char *what, overhead_fn fn, void *arg, int n)
 {
@@ -1008,7 +1022,8 @@ static kiln_status run_overhead(bench *b)
     kiln_status st = KILN_OK;
     int n = b->quick ? 2000 : 20000;
     int64_t n16 = 16, sq[2] = {16, 16}, x[2] = {128, 784}, w[2] = {784, 4096}, h[2] = {128, 4096};
-    kiln_tensor *t16[3] = {NULL, NULL, NULL};
+    kiln_tensor *t16[3] = {NULL, NULL, NULL}, *t0[3] = {NULL, NULL, NULL};
+    int64_t n0 = 0;
     overhead_dot small = {0}, rbm = {0};
     b->current = "overhead";
     printf("\noverhead: host time per call through the C API (%s)\n", kiln_ctx_backend_name(b->ctx));
@@ -1016,6 +1031,10 @@ static kiln_status run_overhead(bench *b)
     TRY(random_tensor(b, KILN_DTYPE_F32, 1, &n16, -1.0, 1.0, &t16[1]));
     TRY(kiln_tensor_full(b->ctx, KILN_DTYPE_F32, 1, &n16, NAN, &t16[2]));
     TRY(overhead_row(b, "kiln_assign out = a + b, 16 elements f32", overhead_assign, t16, n));
+    for (int i = 0; i < 3; i++) TRY(kiln_tensor_empty(b->ctx, KILN_DTYPE_F32, 1, &n0, &t0[i]));
+    TRY(overhead_row(b, "kiln_assign out = a + b, 0 elements (no kernel)", overhead_assign, t0, n));
+    TRY(overhead_row(b, "kiln_tensor_empty + release, 16 f32", overhead_tensor, b->ctx, n));
+    TRY(overhead_row(b, "kiln_ctx_synchronize, idle", overhead_sync, b->ctx, n));
     TRY(random_tensor(b, KILN_DTYPE_F32, 2, sq, -1.0, 1.0, &small.a));
     TRY(random_tensor(b, KILN_DTYPE_F32, 2, sq, -1.0, 1.0, &small.b));
     TRY(kiln_tensor_full(b->ctx, KILN_DTYPE_F32, 2, sq, NAN, &small.c));
@@ -1025,7 +1044,10 @@ static kiln_status run_overhead(bench *b)
     TRY(kiln_tensor_full(b->ctx, KILN_DTYPE_F32, 2, h, NAN, &rbm.c));
     TRY(overhead_row(b, "kiln_dot 128x4096x784 f32 (the RBM's)", overhead_gemm, &rbm, b->gpu ? 2000 : 20));
 done:
-    for (int i = 0; i < 3; i++) kiln_tensor_release(t16[i]);
+    for (int i = 0; i < 3; i++) {
+        kiln_tensor_release(t16[i]);
+        kiln_tensor_release(t0[i]);
+    }
     overhead_dot *ds[2] = {&small, &rbm};
     for (int i = 0; i < 2; i++) {
         kiln_tensor_release(ds[i]->a);
