@@ -5,8 +5,9 @@
 #   2. benchmarks: kiln-bench (expr + gemm; on a GPU it runs kiln-gpu-bench, the ratio to a
 #      device copy and the compile latencies), the PyTorch peer (bench/peers/torch_expr.py),
 #      bench/rbm.py, bench/overhead.py, and the Python examples on the GPU; steps gemm-regs,
-#      gemm-tf32 and gemm-sweep (not in the default STEPS) time the wgmma GEMM with
-#      KILN_WGMMA_STORE=regs, in tf32, and over forced tile widths / k splits / stores
+#      gemm-tf32, gemm-sweep and gemm-epilogue (not in the default STEPS) time the wgmma GEMM
+#      with KILN_WGMMA_STORE=regs, in tf32, over forced tile widths / k splits / stores, and
+#      the cost of the full epilogue (bias + ReLU + stochastic rounding)
 #   3. the suite under compute-sanitizer (MODES="memcheck racecheck"; $OUT/table-san.txt)
 # Each step gets what is left of VISIT_SECONDS (default 540) and is cut off at the deadline,
 # keeping its partial output. Logs: $OUT/*.txt (OUT defaults to ./gpu-out). The device tool
@@ -58,6 +59,8 @@ for s in $STEPS; do
             step overhead 40 env PYTHONPATH="$BUILD_GPU/python" python3 bench/overhead.py --device cuda ;;
         gemm-regs) # the wgmma kernel with its register epilogue (not the TMA-store default)
             step gemm-regs 120 env KILN_WGMMA_STORE=regs "$BUILD_GPU/kiln-bench" gemm --dtype f16,bf16 ;;
+        gemm-epilogue) # the cost of bias + ReLU + stochastic rounding in kiln's own kernels
+            step gemm-epilogue 150 "$BUILD_GPU/kiln-bench" gemm-epilogue ;;
         gemm-tf32) # f32 with TF32 allowed: cuBLASLt's TF32 and kiln's tf32 kernel (the B^T rows)
             step gemm-tf32 150 "$BUILD_GPU/kiln-bench" gemm --tf32 --dtype f32 ;;
         gemm-sweep) # tile width x k splits x epilogue store per shape: the data for the tile rule

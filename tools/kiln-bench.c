@@ -1,7 +1,7 @@
 /*
  * tools/kiln-bench.c — kiln's benchmark driver, the main job of `make bench`.
  *
- *   kiln-bench [expr|gemm|overhead|all|gemm-sweep] [--quick] [--tf32] [--dtype f32,f16,...] [--help]
+ *   kiln-bench [expr|gemm|overhead|all|gemm-sweep|gemm-epilogue] [--quick] [--tf32] [--dtype f32,f16,...] [--help]
  *
  * expr: lazily fused expressions — batch-norm in place, two element-wise chains, the row
  *       variance — each timed FUSED (one kiln_assign) and UNFUSED (one kiln_assign per
@@ -615,12 +615,13 @@ static kiln_status gemm_run_once(void *arg)
     return kiln_dot(g->c, g->a, g->b, 1.0, 0.0, &g->args);
 }
 
-/* Compares 16 sampled entries of C with an f64 dot product of the same (rounded) inputs,
- * read back through row and column views. Error: |c - ref| / sum_k |a_k b_k|. */
+/* Compares 16 sampled entries of C with an f64 dot product of the same (rounded) inputs
+ * (plus the run's bias and ReLU), read back through row and column views. Error:
+ * |c - ref| / (sum_k |a_k b_k| + |bias_n|). */
 static kiln_status gemm_check(bench *b, const gemm_case *gc, gemm_run *g, double *err_out)
 {
     kiln_status st = KILN_OK;
-    kiln_tensor *ar = NULL, *bc = NULL, *cv = NULL;
+    kiln_tensor *ar = NULL, *bc = NULL, *cv = NULL, *bn = NULL;
     double *av = malloc((size_t)gc->k * sizeof *av), *bv = malloc((size_t)gc->k * sizeof *bv);
     double worst = 0.0;
     if (!av || !bv) {
@@ -651,6 +652,17 @@ static kiln_status gemm_check(bench *b, const gemm_case *gc, gemm_run *g, double
             ref += av[q] * bv[q];
             mag += fabs(av[q] * bv[q]);
         }
+        if (g->args.bias) {
+            double bval = 0.0;
+            kiln_slice bel[1] = {KILN_INDEX(nj)};
+            TRY(kiln_tensor_slice((kiln_tensor *)g->args.bias, 1, bel, &bn));
+            TRY(kiln_tensor_read(bn, &bval, KILN_DTYPE_F64));
+            kiln_tensor_release(bn);
+            bn = NULL;
+            ref += bval;
+            mag += fabs(bval);
+        }
+        if (g->args.relu && ref < 0.0) ref = 0.0;
         double e = fabs(cval - ref) / (mag > 0.0 ? mag : 1.0);
         if (!(e <= worst)) worst = e; /* keeps NaN */
         kiln_tensor_release(ar);
@@ -663,6 +675,7 @@ done:
     kiln_tensor_release(ar);
     kiln_tensor_release(bc);
     kiln_tensor_release(cv);
+    kiln_tensor_release(bn);
     free(av);
     free(bv);
     return st;
@@ -966,6 +979,73 @@ static kiln_status run_gemm_sweep(bench *b)
     return st;
 }
 
+/* ---- gemm epilogue ----------------------------------------------------------------------- */
+
+/* kiln-bench gemm-epilogue (CUDA): what the full epilogue costs kiln's own kernels — each
+ * shape timed with KILN_GEMM=own plain (C = A @ B, nearest rounding) and with bias + ReLU +
+ * stochastic rounding of the 16-bit C, and cuBLASLt plain and with its bias + ReLU epilogue
+ * (no stochastic rounding there) for scale; the cost is full / plain - 1 (target <= 3 %),
+ * the check the worse of the two own runs against the f64 reference (bias and ReLU in). */
+static kiln_status run_gemm_epilogue(bench *b)
+{
+    static const int pick[] = {0, 1, 2, 3, 4, 7, 13};
+    kiln_status st = KILN_OK;
+    int quick = b->quick;
+    b->quick = 1;
+    int ndt = b->dtypes_given ? b->ndtypes : 2;
+    kiln_dtype dts[KILN_DTYPE_COUNT] = {KILN_DTYPE_F16, KILN_DTYPE_BF16};
+    if (b->dtypes_given)
+        for (int i = 0; i < ndt; i++) dts[i] = b->dtypes[i];
+    printf("\ngemm-epilogue: ms of kiln's own kernel plain and with bias + ReLU + stochastic rounding (full), "
+           "cuBLASLt plain and with bias + ReLU; cost = own full / own plain - 1 (target <= 3 %%)\n");
+    printf("%-15s %-5s %-20s %10s %10s %7s %10s %10s  %s\n", "case", "dtype", "M x N x K", "own ms", "full ms",
+           "cost", "vendor ms", "v+bias ms", "check");
+    for (int di = 0; di < ndt && st == KILN_OK; di++) {
+        kiln_dtype dt = dts[di];
+        if (dt != KILN_DTYPE_F16 && dt != KILN_DTYPE_BF16) continue; /* stochastic rounding: 16-bit C */
+        for (size_t i = 0; i < sizeof pick / sizeof pick[0] && st == KILN_OK; i++) {
+            const gemm_case *gc = &gpu_cases[pick[i]];
+            gemm_run g = {0};
+            kiln_tensor *bias = NULL;
+            int64_t ashape[2] = {gc->m, gc->k}, bshape[2] = {gc->k, gc->n}, cshape[2] = {gc->m, gc->n};
+            double t[4] = {0, 0, 0, 0}, err = 0.0, worst = 0.0;
+            b->current = "gemm-epilogue";
+            TRY(random_tensor(b, dt, 2, ashape, -1.0, 1.0, &g.a));
+            TRY(random_tensor(b, dt, 2, bshape, -1.0, 1.0, &g.b));
+            TRY(random_tensor(b, dt, 1, &cshape[1], -1.0, 1.0, &bias));
+            TRY(kiln_tensor_full(b->ctx, dt, 2, cshape, NAN, &g.c));
+            for (int run = 0; run < 4 && st == KILN_OK; run++) { /* own plain, own full, vendor, vendor+bias */
+                int full = run % 2 == 1;
+                setenv("KILN_GEMM", run < 2 ? "own" : "vendor", 1);
+                g.args.bias = full ? bias : NULL;
+                g.args.relu = full;
+                g.args.round = full && run < 2 ? KILN_ROUND_STOCHASTIC : KILN_ROUND_NEAREST;
+                TRY(gemm_run_once(&g));
+                if (run < 2) {
+                    TRY(gemm_check(b, gc, &g, &err));
+                    if (!(err <= worst)) worst = err; /* keeps NaN */
+                }
+                TRY(time_median(b, gemm_run_once, &g, &t[run]));
+            }
+            double tol = dt == KILN_DTYPE_F16 ? 2e-3 : 1e-2;
+            if (!(worst <= tol)) b->fails++;
+            char shape[32];
+            snprintf(shape, sizeof shape, "%" PRId64 "x%" PRId64 "x%" PRId64, gc->m, gc->n, gc->k);
+            printf("%-15s %-5s %-20s %10.4f %10.4f %6.1f%% %10.4f %10.4f  %s %.0e\n", gc->name, kiln_dtype_name(dt),
+                   shape, t[0], t[1], (t[1] / t[0] - 1.0) * 100.0, t[2], t[3], worst <= tol ? "ok" : "FAIL", worst);
+        done:
+            kiln_tensor_release(g.a);
+            kiln_tensor_release(g.b);
+            kiln_tensor_release(g.c);
+            kiln_tensor_release(bias);
+            if (st == KILN_OK) st = kiln_mem_release_cached(b->ctx);
+        }
+    }
+    unsetenv("KILN_GEMM");
+    b->quick = quick;
+    return st;
+}
+
 /* ---- overhead ------------------------------------------------------------------------ */
 
 /* kiln-bench overhead: the host cost of one call through the C API, paid per operation
@@ -1096,13 +1176,15 @@ static kiln_status host_copy_peer(bench *b, const row *r, double *ms_out)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: kiln-bench [expr|gemm|overhead|all|gemm-sweep] [--quick] [--dtype f32,f16,...]\n"
+    fprintf(f, "usage: kiln-bench [expr|gemm|overhead|all|gemm-sweep|gemm-epilogue] [--quick] [--dtype f32,f16,...]\n"
                "  expr    fused vs unfused expressions (ms, GB/s, unfused/fused)\n"
                "  gemm    kiln_dot (ms, GFLOP/s)\n"
                "  overhead  host time per call: a small assignment, a small and the RBM's kiln_dot\n"
                "  all     expr, gemm and overhead (default)\n"
                "  gemm-sweep  (CUDA) kiln's wgmma GEMM over forced tile widths, k splits and\n"
                "          epilogue stores against cuBLASLt, per shape (first --dtype, default f16)\n"
+               "  gemm-epilogue  (CUDA) the cost of bias + ReLU + stochastic rounding in kiln's\n"
+               "          own kernels (f16, bf16)\n"
                "  --quick fewer sizes and shorter timing\n"
                "  --tf32  allow TF32 for f32 GEMM (cuBLASLt's and kiln's tf32 kernel, A and B K-major)\n"
                "  --dtype float dtypes to run: f32, f16, bf16, f64 (default: expr f32 on the CPU and\n"
@@ -1145,7 +1227,7 @@ static void run_gpu_bench(const char *self, int quick)
 int main(int argc, char **argv)
 {
     bench b = {0};
-    int do_expr = 1, do_gemm = 1, do_sweep = 0, do_overhead = 1;
+    int do_expr = 1, do_gemm = 1, do_sweep = 0, do_overhead = 1, do_epilogue = 0;
     const char *dtype_list = NULL;
     b.rng = 0x9E3779B97F4A7C15ull;
 
@@ -1160,6 +1242,8 @@ int main(int argc, char **argv)
             do_expr = do_gemm = do_overhead = 1;
         } else if (!strcmp(argv[i], "gemm-sweep")) {
             do_expr = do_gemm = do_overhead = 0, do_sweep = 1;
+        } else if (!strcmp(argv[i], "gemm-epilogue")) {
+            do_expr = do_gemm = do_overhead = 0, do_epilogue = 1;
         } else if (!strcmp(argv[i], "--quick")) {
             b.quick = 1;
         } else if (!strcmp(argv[i], "--tf32")) {
@@ -1221,12 +1305,12 @@ int main(int argc, char **argv)
     if (do_expr && st == KILN_OK && b.gpu) run_gpu_bench(argv[0], b.quick);
     if (do_gemm && st == KILN_OK) st = run_gemm(&b);
     if (do_overhead && st == KILN_OK) st = run_overhead(&b);
-    if (do_sweep && st == KILN_OK) {
+    if ((do_sweep || do_epilogue) && st == KILN_OK) {
         if (kiln_ctx_device(b.ctx) == KILN_DEVICE_CUDA)
-            st = run_gemm_sweep(&b);
+            st = do_sweep ? run_gemm_sweep(&b) : run_gemm_epilogue(&b);
         else
-            printf("gemm-sweep: needs a CUDA device (kiln's GEMM kernels): nothing to sweep on %s\n",
-                   kiln_ctx_backend_name(b.ctx));
+            printf("%s: needs a CUDA device (kiln's GEMM kernels): nothing to time on %s\n",
+                   do_sweep ? "gemm-sweep" : "gemm-epilogue", kiln_ctx_backend_name(b.ctx));
     }
 
     kiln_mem_stats ms;
