@@ -500,17 +500,25 @@ KILN_API kiln_status kiln_eval_at(kiln_ctx *ctx, kiln_expr *e, kiln_dtype dtype,
  * of the last two axes when trans_a / trans_b is set; transposed views work as well).
  * Leading (batch) axes broadcast numpy-style between A and B and must equal C's.
  * Any strides; f32 and f64 through BLAS where present, f16 and bf16 computed in f32.
- * All of A, B, C have one dtype; bias is (N,) of C's dtype.
+ * All of A, B, C have one dtype; bias is (N,) (one value per column) or, with bias_rows,
+ * (M,) (one value per row), of C's dtype. stats, when given, receives numerical statistics
+ * of the result C (after bias, ReLU, beta and rounding): stats[0] = the largest |x| over
+ * its finite elements (0 when there are none), stats[1] = the number of its non-finite
+ * elements (NaN, +-inf); an f32 stats counts exactly up to 2^24, an f64 one up to 2^53.
  * ------------------------------------------------------------------------------------- */
 typedef struct kiln_gemm_args {
     int trans_a, trans_b;     /* use A^T / B^T (last two axes) */
     int relu;                 /* apply max(., 0) after the bias */
-    const kiln_tensor *bias;  /* (N,) added to every row before relu; NULL = none */
+    const kiln_tensor *bias;  /* (N,) added to every row before relu, or (M,) added to every
+                                 column with bias_rows; NULL = none */
     kiln_round round;         /* rounding of f16/bf16 C; default: the context's */
+    int bias_rows;            /* 1: bias holds one value per row of C, (M,) */
+    kiln_tensor *stats;       /* NULL, or an f32 / f64 (2,) tensor: [max |C| finite, count non-finite] */
 } kiln_gemm_args;
 
 /* args may be NULL (no transposes, no bias, no relu). Errors: NULL, SHAPE (names the
- * mismatched dims), DTYPE, ALIAS (C broadcast or overlapping A or B), CONTEXT. */
+ * mismatched dims), DTYPE, ALIAS (C broadcast or overlapping A or B; stats overlapping any
+ * operand), CONTEXT. */
 KILN_API kiln_status kiln_dot(kiln_tensor *C, const kiln_tensor *A, const kiln_tensor *B, double alpha, double beta,
                               const kiln_gemm_args *args);
 

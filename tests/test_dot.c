@@ -124,8 +124,10 @@ typedef struct gcase {
     int64_t ba[3], bb[3]; /* their batch shapes (broadcast numpy-style, aligned right) */
     double alpha, beta;
     int bias, relu;
-    int tight; /* the memory cap at the bytes in use: no room for the CUDA split-K's workspace,
-                * which then runs unsplit (KILN_GEMM=own engine only) */
+    int bias_rows; /* bias (M,), one value per row of C */
+    int stats;     /* 1: f64 statistics of C, 2: f32 */
+    int tight;     /* the memory cap at the bytes in use: no room for the CUDA split-K's workspace,
+                    * which then runs unsplit (KILN_GEMM=own engine only) */
 } gcase;
 
 static double unit_roundoff(kiln_dtype dt)
@@ -168,7 +170,13 @@ static int run_case(const gcase *g)
     kiln_tensor *A = make_operand(g->dt, g->nba + 2, sa, g->la, 0, NULL);
     kiln_tensor *B = make_operand(g->dt, g->nbb + 2, sb, g->lb, 0, NULL);
     kiln_tensor *C = make_operand(g->dt, nbc + 2, sc, g->lc, g->beta == 0.0, &cparent);
-    kiln_tensor *bias = g->bias ? make_operand(g->dt, 1, &N, g->lbias, 0, NULL) : NULL;
+    const int64_t nbias = g->bias_rows ? M : N;
+    kiln_tensor *bias = g->bias ? make_operand(g->dt, 1, &nbias, g->lbias, 0, NULL) : NULL;
+    kiln_tensor *stats = NULL;
+    if (g->stats) { /* poisoned: every entry must be written */
+        const int64_t two = 2;
+        CHECK_OK(ctx, kiln_tensor_full(ctx, g->stats == 2 ? KILN_DTYPE_F32 : KILN_DTYPE_F64, 1, &two, NAN, &stats));
+    }
     if (!A || !B || !C || (g->bias && !bias)) {
         CHECK(0);
         return 0;
@@ -180,7 +188,12 @@ static int run_case(const gcase *g)
     CHECK_OK(ctx, kiln_mem_get_stats(ctx, &ms));
     if (g->tight) CHECK_OK(ctx, kiln_mem_set_limit(ctx, ms.in_use));
     kiln_status st = kiln_dot(C, A, B, g->alpha, g->beta,
-                              &(kiln_gemm_args){.trans_a = g->ta, .trans_b = g->tb, .relu = g->relu, .bias = bias});
+                              &(kiln_gemm_args){.trans_a = g->ta,
+                                                .trans_b = g->tb,
+                                                .relu = g->relu,
+                                                .bias = bias,
+                                                .bias_rows = g->bias_rows,
+                                                .stats = stats});
     CHECK_OK(ctx, st);
     if (g->tight) CHECK_OK(ctx, kiln_mem_set_limit(ctx, ms.limit));
     double *cg = host_of(C);
@@ -219,8 +232,9 @@ static int run_case(const gcase *g)
                 long double t = (long double)g->alpha * acc;
                 double bound = fabs(g->alpha) * (double)mag;
                 if (biash) {
-                    t += biash[n];
-                    bound += fabs(biash[n]);
+                    double bv = biash[g->bias_rows ? m : n];
+                    t += bv;
+                    bound += fabs(bv);
                 }
                 if (g->relu && t < 0) t = 0;
                 int64_t ci = (b * M + m) * N + n;
@@ -239,6 +253,23 @@ static int run_case(const gcase *g)
             }
     }
     CHECK(bad == 0);
+
+    /* the statistics: exactly those of the C that was written */
+    if (stats) {
+        double sv[2] = {NAN, NAN}, amax = 0.0, nonfinite = 0.0;
+        CHECK_OK(ctx, kiln_tensor_read(stats, sv, KILN_DTYPE_F64));
+        int64_t nc = kiln_tensor_numel(C);
+        for (int64_t i = 0; i < nc; i++) {
+            if (!isfinite(cg[i]))
+                nonfinite += 1.0;
+            else if (fabs(cg[i]) > amax)
+                amax = fabs(cg[i]);
+        }
+        if (g->stats == 2) amax = (double)(float)amax;
+        if (!(sv[0] == amax && sv[1] == nonfinite))
+            fprintf(stderr, "    stats: got [%.10g, %.10g] want [%.10g, %.10g]\n", sv[0], sv[1], amax, nonfinite);
+        CHECK(sv[0] == amax && sv[1] == nonfinite);
+    }
 
     /* elements of C's parent outside the view are untouched */
     double *p1 = host_of(cparent);
@@ -266,9 +297,10 @@ static int run_case(const gcase *g)
     if (check_failed_ != failed_before)
         fprintf(stderr,
                 "  case failed [%s engine]: %s M=%lld N=%lld K=%lld ta=%d tb=%d A:%s B:%s C:%s batchA=%d batchB=%d "
-                "alpha=%g beta=%g bias=%d relu=%d\n",
+                "alpha=%g beta=%g bias=%d%s relu=%d stats=%d\n",
                 engine_name, kiln_dtype_name(g->dt), (long long)M, (long long)N, (long long)K, g->ta, g->tb,
-                lay_name[g->la], lay_name[g->lb], lay_name[g->lc], g->nba, g->nbb, g->alpha, g->beta, g->bias, g->relu);
+                lay_name[g->la], lay_name[g->lb], lay_name[g->lc], g->nba, g->nbb, g->alpha, g->beta, g->bias,
+                g->bias_rows ? " (rows)" : "", g->relu, g->stats);
     free(ah);
     free(bh);
     free(c0);
@@ -281,6 +313,7 @@ static int run_case(const gcase *g)
     kiln_tensor_release(C);
     kiln_tensor_release(cparent);
     kiln_tensor_release(bias);
+    kiln_tensor_release(stats);
     return check_failed_ == failed_before;
 }
 
@@ -340,20 +373,24 @@ static void test_transposes_and_layouts(void)
                     }
 }
 
-/* C in every layout, with and without bias / relu, beta 0 (over NaN) and not. */
+/* C in every layout, with and without bias (per column or per row) / relu, beta 0 (over
+ * NaN) and not, with and without statistics of C. */
 static void test_outputs_and_epilogue(void)
 {
     static const double alphas[3] = {1.0, -0.5, 2.25}, betas[3] = {0.0, 1.0, -1.5};
     for (int d = 0; d < 4; d++)
         for (int lc = 0; lc < LAY_COUNT; lc++)
             for (int ab = 0; ab < 9; ab++)
-                for (int br = 0; br < 4; br++) {
+                for (int br = 0; br < 6; br++) {
                     gcase g = base_case(all_dtypes[d], 33, 16, 7 + ab);
                     g.lc = lc;
                     g.alpha = alphas[ab % 3];
                     g.beta = betas[ab / 3];
-                    g.bias = br & 1;
+                    g.bias = (br & 1) || br >= 4;
                     g.relu = (br >> 1) & 1;
+                    g.bias_rows = br >= 4;        /* a bias per row, with and without ReLU */
+                    g.stats = (br + ab + lc) % 3; /* none, f64, f32 */
+                    if (br == 5) g.relu = 1;
                     g.lbias = (ab & 1) ? LAY_NEG : LAY_CONTIG;
                     g.la = ab % LAY_COUNT;
                     run_case(&g);
@@ -520,6 +557,48 @@ static void test_tiles(void)
     }
 }
 
+/* Statistics of a C with non-finite values: A holds +inf in row 1 and NaN in row 3 (so those
+ * rows of C are +inf and NaN), a per-row bias moves rows 0 and 4; the largest finite |x|
+ * and the count come out exactly, in f64 and f32. An empty C gives [0, 0]. */
+static void test_stats(void)
+{
+    for (int d = 0; d < 4; d++) {
+        kiln_dtype dt = all_dtypes[d];
+        int64_t sa[2] = {5, 3}, sb[2] = {3, 7}, sc[2] = {5, 7}, sbias[1] = {5}, two = 2, s0[2] = {0, 7},
+                sa0[2] = {0, 3};
+        double ah[15], biash[5] = {10.0, 0.0, 0.0, 0.0, -20.0};
+        for (int i = 0; i < 15; i++) ah[i] = 1.0;
+        ah[1 * 3 + 0] = INFINITY;
+        ah[3 * 3 + 2] = NAN;
+        kiln_tensor *A = NULL, *bias = NULL, *B = filled(ctx, dt, 2, sb, 1.0), *C = filled(ctx, dt, 2, sc, 0.0);
+        CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, 2, sa, ah, KILN_DTYPE_F64, &A));
+        CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, 1, sbias, biash, KILN_DTYPE_F64, &bias));
+        for (int sd = 0; sd < 2; sd++) {
+            kiln_tensor *stats = NULL;
+            CHECK_OK(ctx, kiln_tensor_full(ctx, sd ? KILN_DTYPE_F32 : KILN_DTYPE_F64, 1, &two, NAN, &stats));
+            CHECK_OK(ctx,
+                     kiln_dot(C, A, B, 1.0, 0.0, &((kiln_gemm_args){.bias = bias, .bias_rows = 1, .stats = stats})));
+            double sv[2] = {0, 0};
+            CHECK_OK(ctx, kiln_tensor_read(stats, sv, KILN_DTYPE_F64));
+            if (!(sv[0] == 17.0 && sv[1] == 14.0))
+                fprintf(stderr, "  stats %s/%s: got [%g, %g] want [17, 14]\n", kiln_dtype_name(dt), sd ? "f32" : "f64",
+                        sv[0], sv[1]);
+            CHECK(sv[0] == 17.0 && sv[1] == 14.0);
+            /* an empty product: nothing computed, statistics 0 and 0 over the poison */
+            kiln_tensor *A0 = filled(ctx, dt, 2, sa0, 1.0), *C0 = filled(ctx, dt, 2, s0, 0.0);
+            CHECK_OK(ctx, kiln_assign(stats, kiln_scalar(NAN)));
+            CHECK_OK(ctx, kiln_dot(C0, A0, B, 1.0, 0.0, &((kiln_gemm_args){.stats = stats})));
+            CHECK_OK(ctx, kiln_tensor_read(stats, sv, KILN_DTYPE_F64));
+            CHECK(sv[0] == 0.0 && sv[1] == 0.0);
+            kiln_tensor_release(A0);
+            kiln_tensor_release(C0);
+            kiln_tensor_release(stats);
+        }
+        kiln_tensor *all[4] = {A, B, C, bias};
+        for (int i = 0; i < 4; i++) kiln_tensor_release(all[i]);
+    }
+}
+
 static void run_numeric_suite(void)
 {
     int before = check_failed_;
@@ -530,6 +609,7 @@ static void run_numeric_suite(void)
     test_batches();
     test_empty();
     test_broadcast_operands();
+    test_stats();
     printf("numeric cases on the %s engine: %s\n", engine_name, check_failed_ == before ? "ok" : "FAILED");
 }
 
@@ -804,9 +884,58 @@ static void test_errors(void)
     kiln_tensor *Bo = filled(other, f32, 2, s2, 1.0), *biaso = filled(other, f32, 1, sbias, 1.0);
     DOT_FAILS(C, A, Bo, 1.0, 0.0, NULL, KILN_ERR_CONTEXT, "'B'");
     DOT_FAILS(C, A, B, 1.0, 0.0, &((kiln_gemm_args){.bias = biaso}), KILN_ERR_CONTEXT, "'bias'");
+    int64_t two = 2;
+    kiln_tensor *statso = filled(other, f32, 1, &two, 0.0);
+    DOT_FAILS(C, A, B, 1.0, 0.0, &((kiln_gemm_args){.stats = statso}), KILN_ERR_CONTEXT, "argument 'stats'");
+    kiln_tensor_release(statso);
     kiln_tensor_release(Bo);
     kiln_tensor_release(biaso);
     kiln_ctx_destroy(other);
+
+    /* a bias per row is (M,); statistics are an f32 / f64 (2,) tensor, writable, apart from
+     * every operand (their tensor is left as it was) */
+    {
+        int64_t s3 = 3, s5 = 5, s4 = 4;
+        kiln_tensor *b3 = filled(ctx, f32, 1, &s3, 1.0), *b5 = filled(ctx, f32, 1, &s5, 1.0);
+        DOT_FAILS(C, A, B, 1.0, 0.0, &((kiln_gemm_args){.bias = b5, .bias_rows = 1}), KILN_ERR_SHAPE,
+                  "argument 'bias' must be (M,) = (3,) (bias_rows)");
+        CHECK_OK(ctx, kiln_dot(C, A, B, 1.0, 0.0, &((kiln_gemm_args){.bias = b3, .bias_rows = 1})));
+        kiln_tensor *si = filled(ctx, KILN_DTYPE_I32, 1, &two, 7.0), *s16 = filled(ctx, KILN_DTYPE_F16, 1, &two, 7.0),
+                    *st4 = filled(ctx, f32, 1, &s4, 7.0), *st22 = mk(f32, 2, 1, 2, 0), *sbc = NULL, *sC = NULL,
+                    *stats_big = mk(f32, 2, 4, 8, 0), *sA = NULL;
+        /* a broadcast (2,) view of one element: its two entries alias */
+        kiln_tensor *one = filled(ctx, f32, 1, &s4, 7.0), *one1 = NULL;
+        kiln_slice first[1] = {KILN_SLICE(0, 1)};
+        CHECK_OK(ctx, kiln_tensor_slice(one, 1, first, &one1));
+        CHECK_OK(ctx, kiln_tensor_broadcast_to(one1, 1, &two, &sbc));
+        const kiln_tensor *bad[5] = {si, s16, st4, st22, sbc};
+        const kiln_status want[5] = {KILN_ERR_DTYPE, KILN_ERR_DTYPE, KILN_ERR_SHAPE, KILN_ERR_SHAPE, KILN_ERR_ALIAS};
+        const char *needle[5] = {"argument 'stats' must be f32 or f64, is i32", "argument 'stats' must be f32 or f64",
+                                 "argument 'stats' must be (2,)", "argument 'stats' must be (2,)", "argument 'stats'"};
+        for (int i = 0; i < 5; i++) {
+            double *before = host_of((kiln_tensor *)bad[i]);
+            DOT_FAILS(C, A, B, 1.0, 0.0, &((kiln_gemm_args){.stats = (kiln_tensor *)bad[i]}), want[i], needle[i]);
+            double *after = host_of((kiln_tensor *)bad[i]);
+            int64_t n = kiln_tensor_numel(bad[i]), changed = 0;
+            for (int64_t j = 0; j < n; j++) changed += !same_value(before[j], after[j]);
+            CHECK_INT(changed, 0);
+            free(before);
+            free(after);
+        }
+        /* overlapping C and A: a C of (3, 5) and an A of (3, 4) inside one (4, 8) tensor, stats
+         * a (2,) row piece of each */
+        kiln_tensor *Cv = NULL, *Av = NULL;
+        kiln_slice sl_cv[2] = {KILN_SLICE(0, 3), KILN_SLICE(0, 5)}, sl_sc[2] = {KILN_INDEX(1), KILN_SLICE(1, 3)};
+        kiln_slice sl_av[2] = {KILN_SLICE(1, 4), KILN_SLICE(4, 8)}, sl_sa[2] = {KILN_INDEX(3), KILN_SLICE(5, 7)};
+        CHECK_OK(ctx, kiln_tensor_slice(stats_big, 2, sl_cv, &Cv));
+        CHECK_OK(ctx, kiln_tensor_slice(stats_big, 2, sl_sc, &sC));
+        CHECK_OK(ctx, kiln_tensor_slice(stats_big, 2, sl_av, &Av));
+        CHECK_OK(ctx, kiln_tensor_slice(stats_big, 2, sl_sa, &sA));
+        DOT_FAILS(Cv, A, B, 1.0, 0.0, &((kiln_gemm_args){.stats = sC}), KILN_ERR_ALIAS, "'stats' overlaps 'C'");
+        DOT_FAILS(C, Av, B, 1.0, 0.0, &((kiln_gemm_args){.stats = sA}), KILN_ERR_ALIAS, "'stats' overlaps 'A'");
+        kiln_tensor *rel[] = {b3, b5, si, s16, st4, st22, sbc, sC, stats_big, sA, one, one1, Cv, Av};
+        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) kiln_tensor_release(rel[i]);
+    }
 
     /* rank */
     kiln_tensor *v1 = mk(f32, 1, 4, 0, 0);

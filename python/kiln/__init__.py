@@ -1082,10 +1082,13 @@ def _promote(a, b):
     return a if a.itemsize > b.itemsize else b
 
 
-def dot(a, b, out=None, alpha=1.0, beta=0.0, relu=False, bias=None):
+def dot(a, b, out=None, alpha=1.0, beta=0.0, relu=False, bias=None, bias_rows=False, stats=None):
     """out = relu?(alpha * a @ b + bias) + beta * out, numpy's matmul shapes (1-D operands
     are vectors, leading axes are batches). Lazy operands are evaluated first. Both
-    operands (and out, bias) are brought to one dtype; integers are multiplied in float64."""
+    operands (and out, bias) are brought to one dtype; integers are multiplied in float64.
+    bias is one value per column (N,), or per row (M,) with bias_rows=True. stats, a
+    float32/float64 kiln tensor of shape (2,), receives [largest |x| over the finite
+    elements, number of non-finite elements] of the product (in the computation dtype)."""
     A = a if isinstance(a, _kiln.TensorBase) else (_kiln.value(a) if _is_kiln(a) else array(a))
     B = b if isinstance(b, _kiln.TensorBase) else (_kiln.value(b) if _is_kiln(b) else array(b))
     if A.ndim == 0 or B.ndim == 0:
@@ -1131,14 +1134,14 @@ def dot(a, b, out=None, alpha=1.0, beta=0.0, relu=False, bias=None):
             raise ShapeError(f"argument 'out': shape {out.shape}, the product is {final_shape}")
         C = out._reshape(rshape) if (va or vb) else out
         if C.dtype is cd:
-            _kiln.dot(C, A, B, float(alpha), float(beta), bool(relu), bias)
+            _kiln.dot(C, A, B, float(alpha), float(beta), bool(relu), bias, False, False, bool(bias_rows), stats)
             return out
         tmp = C._copy(cd.code) if beta else _kiln.empty(A.ctx, cd.code, rshape)
-        _kiln.dot(tmp, A, B, float(alpha), float(beta), bool(relu), bias)
+        _kiln.dot(tmp, A, B, float(alpha), float(beta), bool(relu), bias, False, False, bool(bias_rows), stats)
         _kiln.assign(C, tmp)
         return out
     C = _kiln.empty(A.ctx, cd.code, rshape)
-    _kiln.dot(C, A, B, float(alpha), 0.0, bool(relu), bias)
+    _kiln.dot(C, A, B, float(alpha), 0.0, bool(relu), bias, False, False, bool(bias_rows), stats)
     if cd is not d:
         C = C._copy(d.code)
     if va or vb:

@@ -1766,19 +1766,25 @@ static PyObject *m_wrap_dlpack(PyObject *self, PyObject *args)
 static PyObject *m_dot(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *C, *A, *B, *bias;
+    PyObject *C, *A, *B, *bias, *stats = Py_None;
     double alpha, beta;
-    int relu, ta = 0, tb = 0;
-    if (!PyArg_ParseTuple(args, "OOOddpO|pp", &C, &A, &B, &alpha, &beta, &relu, &bias, &ta, &tb)) return NULL;
+    int relu, ta = 0, tb = 0, bias_rows = 0;
+    if (!PyArg_ParseTuple(args, "OOOddpO|pppO", &C, &A, &B, &alpha, &beta, &relu, &bias, &ta, &tb, &bias_rows,
+                          &stats))
+        return NULL;
     if (!IS_TENSOR(C)) return PyErr_Format(PyExc_TypeError, "argument 'out': expected a kiln Tensor");
     if (!IS_TENSOR(A)) return PyErr_Format(PyExc_TypeError, "argument 'a': expected a kiln Tensor");
     if (!IS_TENSOR(B)) return PyErr_Format(PyExc_TypeError, "argument 'b': expected a kiln Tensor");
     if (bias != Py_None && !IS_TENSOR(bias))
         return PyErr_Format(PyExc_TypeError, "argument 'bias': expected a kiln Tensor or None");
+    if (stats != Py_None && !IS_TENSOR(stats))
+        return PyErr_Format(PyExc_TypeError, "argument 'stats': expected a kiln Tensor or None");
     kiln_gemm_args g = {.trans_a = ta,
                         .trans_b = tb,
                         .relu = relu,
-                        .bias = bias == Py_None ? NULL : ((TensorObject *)bias)->t};
+                        .bias = bias == Py_None ? NULL : ((TensorObject *)bias)->t,
+                        .bias_rows = bias_rows,
+                        .stats = stats == Py_None ? NULL : ((TensorObject *)stats)->t};
     TensorObject *c = (TensorObject *)C;
     kiln_status s = kiln_dot(c->t, ((TensorObject *)A)->t, ((TensorObject *)B)->t, alpha, beta, &g);
     if (s != KILN_OK) return raise_ctx(s, kiln_tensor_ctx(c->t));
@@ -1834,7 +1840,7 @@ static PyMethodDef module_methods[] = {
     {"value", m_value, METH_O, "The Tensor value of a Tensor or Expr (cached)."},
     {"eval", m_eval, METH_VARARGS, "eval(x, dtype) -> new Tensor."},
     {"assign", m_assign, METH_VARARGS, "assign(dst, value[, round])."},
-    {"dot", m_dot, METH_VARARGS, "dot(C, A, B, alpha, beta, relu, bias[, trans_a, trans_b])."},
+    {"dot", m_dot, METH_VARARGS, "dot(C, A, B, alpha, beta, relu, bias[, trans_a, trans_b, bias_rows, stats])."},
     {"version", m_version, METH_NOARGS, "Version of the linked C library."},
     {"status_name", m_status_name, METH_O, "Name of a status code."},
     {"dtype_size", m_dtype_size, METH_O, "Element size of a dtype code."},

@@ -102,3 +102,43 @@ def test_dot_errors(rng):
     with pytest.raises(ValueError) as e:
         kn.dot(a, b.T, out=kn.empty(4, 4), bias=kn.zeros(7))
     assert "bias" in str(e.value)
+
+
+@pytest.mark.parametrize("dt", [kn.float32, kn.float64, kn.float16, kn.bfloat16], ids=lambda d: d.name)
+def test_dot_bias_rows_and_stats(rng, dt):
+    a, av = make(rng, (9, 12), dt, -1, 1)
+    b, bv = make(rng, (12, 6), dt, -1, 1)
+    rb, rbv = make(rng, (9,), dt, -1, 1)
+    out = poisoned((9, 6), dt)
+    stats = kn.full(2, np.nan, dtype=kn.float64)
+    kn.dot(a, b, out=out, relu=True, bias=rb, bias_rows=True, stats=stats)
+    want = np.maximum(av @ bv + rbv[:, None], 0)
+    close(out, want, dt, rtol=TOL[dt.name], atol=TOL[dt.name] * 4)
+    got = out.get().astype(np.float64)
+    np.testing.assert_array_equal(stats.get(), [np.abs(got).max(), 0.0])
+    # without out=, and with non-finite values: rows of inf and NaN are counted, not measured
+    av2 = av.astype(np.float64)
+    av2[2, 0], av2[5, 3] = np.inf, np.nan
+    s32 = kn.zeros(2, dtype=kn.float32)
+    r = kn.dot(kn.array(av2, dtype=dt), b, stats=s32)
+    rv = r.get().astype(np.float64)
+    fin = np.isfinite(rv)
+    assert s32.get()[1] == (~fin).sum() == 12
+    assert s32.get()[0] == np.float32(np.abs(rv[fin]).max())
+
+
+def test_dot_bias_rows_and_stats_errors(rng):
+    a, _ = make(rng, (4, 5), kn.float32)
+    b, _ = make(rng, (5, 3), kn.float32)
+    with pytest.raises(ValueError) as e:
+        kn.dot(a, b, bias=kn.zeros(3), bias_rows=True)
+    assert "'bias'" in str(e.value) and "(M,)" in str(e.value)
+    with pytest.raises(ValueError) as e:
+        kn.dot(a, b, stats=kn.zeros(3))
+    assert "'stats'" in str(e.value)
+    with pytest.raises(TypeError) as e:
+        kn.dot(a, b, stats=kn.zeros(2, dtype=kn.int32))
+    assert "'stats'" in str(e.value)
+    with pytest.raises(TypeError) as e:
+        kn.dot(a, b, stats=np.zeros(2))
+    assert "'stats'" in str(e.value)

@@ -3,9 +3,13 @@
  *     C = relu?(alpha * op(A) @ op(B) + bias) + beta * C      (then rounding of 16-bit C)
  * and turns them into the backend-neutral kiln_gemm_desc of src/ops/dot.h, with the
  * transposes (trans_a / trans_b flags and transposed views alike) folded into strides and
- * the batch axes broadcast. It computes nothing itself: ctx->backend->gemm does.
- * Sizes M or N of 0 (or an empty batch) do nothing; K of 0 is passed on (the backend then
- * gives C = relu?(bias) + beta * C).
+ * the batch axes broadcast. It computes nothing itself: ctx->backend->gemm does. A bias
+ * per row of C (bias_rows) is the backends' bias per column of the transposed problem
+ * C^T = op(B)^T op(A)^T, so every backend and kernel fuses it the same way. The optional
+ * statistics of C (max |x| over finite elements, count of non-finite ones) are two
+ * reductions through the expression engine after the GEMM.
+ * Sizes M or N of 0 (or an empty batch) do nothing (statistics 0, 0); K of 0 is passed on
+ * (the backend then gives C = relu?(bias) + beta * C).
  */
 #include <math.h>
 #include <stdio.h>
@@ -33,6 +37,82 @@ static kiln_status check_operand(kiln_ctx *ctx, const kiln_tensor *t, const char
         return KILN_ERROR(ctx, KILN_ERR_DTYPE,
                           "kiln_dot: argument '%s' has dtype %s; kiln_dot supports f32, f64, f16 and bf16", name,
                           kiln_dtype_name(t->dtype));
+    return KILN_OK;
+}
+
+/* The same GEMM on the transposed view of C: C^T = op(B)^T op(A)^T (A and B swap, M and
+ * N swap, C's strides swap), so that d's bias, given per row of C, is per column. */
+static void transpose_problem(kiln_gemm_desc *d)
+{
+    int64_t t = d->M;
+    d->M = d->N;
+    d->N = t;
+    const char *p = d->a;
+    d->a = d->b;
+    d->b = p;
+    int64_t a_sm = d->a_sm, a_sk = d->a_sk;
+    d->a_sm = d->b_sn;
+    d->a_sk = d->b_sk;
+    d->b_sk = a_sk;
+    d->b_sn = a_sm;
+    t = d->c_sm;
+    d->c_sm = d->c_sn;
+    d->c_sn = t;
+    for (int i = 0; i < d->nbatch; i++) {
+        t = d->a_bstride[i];
+        d->a_bstride[i] = d->b_bstride[i];
+        d->b_bstride[i] = t;
+    }
+}
+
+/* stats[0] = max |x| over the finite elements of C (0 when none), stats[1] = the number of
+ * its non-finite elements: two reductions on C's backend, counted in f64. */
+static kiln_status gemm_stats(kiln_tensor *C, kiln_tensor *stats)
+{
+    kiln_tensor *s[2] = {NULL, NULL};
+    kiln_status st = KILN_OK;
+    for (int i = 0; i < 2 && st == KILN_OK; i++) {
+        kiln_slice ix[1] = {KILN_INDEX(i)};
+        st = kiln_tensor_slice(stats, 1, ix, &s[i]);
+    }
+    if (st == KILN_OK && kiln_tensor_numel(C) == 0) {
+        st = kiln_assign(s[0], kiln_scalar(0.0));
+        if (st == KILN_OK) st = kiln_assign(s[1], kiln_scalar(0.0));
+    } else if (st == KILN_OK) {
+        kiln_expr *mag = kiln_where(kiln_finite(kiln_t(C)), kiln_abs(kiln_t(C)), kiln_scalar(0.0));
+        st = kiln_assign(s[0], kiln_reduce(KILN_REDUCE_MAX, mag, 0, NULL, 0));
+        if (st == KILN_OK) {
+            kiln_expr *bad = kiln_sub(kiln_scalar(1.0), kiln_cast(kiln_finite(kiln_t(C)), KILN_DTYPE_F64));
+            st = kiln_assign(s[1], kiln_reduce(KILN_REDUCE_SUM, bad, 0, NULL, 0));
+        }
+    }
+    kiln_tensor_release(s[0]);
+    kiln_tensor_release(s[1]);
+    return st;
+}
+
+/* Checks the statistics output: C's context, f32 or f64, (2,), writable, apart from every
+ * operand. */
+static kiln_status check_stats(kiln_ctx *ctx, const kiln_tensor *stats, const kiln_tensor *C, const kiln_tensor *A,
+                               const kiln_tensor *B, const kiln_tensor *bias)
+{
+    char s[200];
+    if (stats->ctx != ctx)
+        return KILN_ERROR(ctx, KILN_ERR_CONTEXT, "kiln_dot: argument 'stats' belongs to another context than 'C'");
+    if (stats->dtype != KILN_DTYPE_F32 && stats->dtype != KILN_DTYPE_F64)
+        return KILN_ERROR(ctx, KILN_ERR_DTYPE, "kiln_dot: argument 'stats' must be f32 or f64, is %s",
+                          kiln_dtype_name(stats->dtype));
+    if (stats->ndim != 1 || stats->shape[0] != 2)
+        return KILN_ERROR(ctx, KILN_ERR_SHAPE, "kiln_dot: argument 'stats' must be (2,), is %s",
+                          kiln__tensor_str(s, sizeof s, stats));
+    if (kiln__tensor_has_aliasing(stats))
+        return KILN_ERROR(ctx, KILN_ERR_ALIAS, "kiln_dot: argument 'stats' (%s) is %s: it cannot be written",
+                          kiln__tensor_str(s, sizeof s, stats), kiln__tensor_alias_reason(stats));
+    const kiln_tensor *others[4] = {C, A, B, bias};
+    static const char *names[4] = {"C", "A", "B", "bias"};
+    for (int i = 0; i < 4; i++)
+        if (others[i] && kiln__tensors_overlap(stats, others[i]))
+            return KILN_ERROR(ctx, KILN_ERR_ALIAS, "kiln_dot: argument 'stats' overlaps '%s'", names[i]);
     return KILN_OK;
 }
 
@@ -111,9 +191,11 @@ kiln_status kiln_dot(kiln_tensor *C, const kiln_tensor *A, const kiln_tensor *B,
         if (bias->dtype != C->dtype)
             return KILN_ERROR(ctx, KILN_ERR_DTYPE, "kiln_dot: argument 'bias' has dtype %s but 'C' has %s",
                               kiln_dtype_name(bias->dtype), kiln_dtype_name(C->dtype));
-        if (bias->ndim != 1 || bias->shape[0] != N)
-            return KILN_ERROR(ctx, KILN_ERR_SHAPE, "kiln_dot: argument 'bias' must be (N,) = (%lld,), is %s",
-                              (long long)N, kiln__tensor_str(sa, sizeof sa, bias));
+        int64_t want = args->bias_rows ? M : N;
+        if (bias->ndim != 1 || bias->shape[0] != want)
+            return KILN_ERROR(ctx, KILN_ERR_SHAPE, "kiln_dot: argument 'bias' must be (%s,) = (%lld,)%s, is %s",
+                              args->bias_rows ? "M" : "N", (long long)want, args->bias_rows ? " (bias_rows)" : "",
+                              kiln__tensor_str(sa, sizeof sa, bias));
     }
 
     /* ---- aliasing ---- */
@@ -125,15 +207,17 @@ kiln_status kiln_dot(kiln_tensor *C, const kiln_tensor *A, const kiln_tensor *B,
     if (kiln__tensors_overlap(C, B)) return KILN_ERROR(ctx, KILN_ERR_ALIAS, "kiln_dot: argument 'C' overlaps 'B'");
     if (bias && kiln__tensors_overlap(C, bias))
         return KILN_ERROR(ctx, KILN_ERR_ALIAS, "kiln_dot: argument 'C' overlaps 'bias'");
+    kiln_tensor *stats = args->stats;
+    if (stats) KILN_TRY(check_stats(ctx, stats, C, A, B, bias));
 
     if (!ctx->backend || !ctx->backend->gemm)
         return KILN_ERROR(ctx, KILN_ERR_UNSUPPORTED, "kiln_dot: the %s backend has no GEMM",
                           ctx->backend ? ctx->backend->name : "(none)");
 
     /* ---- nothing to do ---- */
-    if (M == 0 || N == 0) return KILN_OK;
+    if (M == 0 || N == 0) return stats ? gemm_stats(C, stats) : KILN_OK;
     for (int i = 0; i < nbatch; i++)
-        if (batch[i] == 0) return KILN_OK;
+        if (batch[i] == 0) return stats ? gemm_stats(C, stats) : KILN_OK;
 
     /* ---- the descriptor ---- */
     kiln_gemm_desc d;
@@ -172,5 +256,8 @@ kiln_status kiln_dot(kiln_tensor *C, const kiln_tensor *A, const kiln_tensor *B,
     d.round = (round == KILN_ROUND_STOCHASTIC && is16) ? KILN_ROUND_STOCHASTIC : KILN_ROUND_NEAREST;
     if (d.round == KILN_ROUND_STOCHASTIC) d.sr_stream = kiln__ctx_take_streams(ctx, 1);
     d.allow_tf32 = ctx->allow_tf32;
-    return ctx->backend->gemm(ctx, &d);
+    if (bias && args->bias_rows) transpose_problem(&d);
+    kiln_status st = ctx->backend->gemm(ctx, &d);
+    if (st == KILN_OK && stats) st = gemm_stats(C, stats);
+    return st;
 }
