@@ -667,6 +667,8 @@ def _np_index(index):
 
 
 def _getitem(v, index):
+    if type(index) is slice and v.ndim:  # the common case (a batch of rows), without the general walk
+        return v._slice([(index.start, index.stop, index.step, False)])
     if _advanced(index):
         idx = _np_index(index)
         return array(v.get()[idx], dtype=v.dtype, ctx=v.ctx)
