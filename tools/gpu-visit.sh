@@ -64,7 +64,7 @@ for s in $STEPS; do
         gemm-tf32) # f32 with TF32 allowed: cuBLASLt's TF32 and kiln's tf32 kernel (the B^T rows)
             step gemm-tf32 150 "$BUILD_GPU/kiln-bench" gemm --tf32 --dtype f32 ;;
         gemm-sweep) # tile width x k splits x epilogue store per shape: the data for the tile rule
-            step gemm-sweep 240 "$BUILD_GPU/kiln-bench" gemm-sweep --dtype f16 ;;
+            step gemm-sweep 300 "$BUILD_GPU/kiln-bench" gemm-sweep --dtype f16 ;;
         examples)
             for e in gemm_fp16 variance_batchnorm rbm_gnumpy; do
                 step "example-$e" 60 env KILN_DEVICE=cuda PYTHONPATH="$BUILD_GPU/python" python3 "examples/$e.py"
