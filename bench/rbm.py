@@ -8,8 +8,12 @@ Method: the data are generated (examples/rbm_gnumpy.py's load), one warm-up epoc
 REPEATS timed epochs; the context (and CUDA) is synchronized before every clock stop; the
 median is reported. Target on the H100: kiln <= 0.5x PyTorch eager.
 
-    python bench/rbm.py [--examples N] [--repeats R] [--device auto|cpu|cuda]
+    python bench/rbm.py [--examples N] [--repeats R] [--device auto|cpu|cuda] [--profile]
 Defaults: 60000 examples on a GPU, 1280 on the CPU backend; 3 repeats.
+--profile (a GPU and PyTorch needed): one more epoch of each program under PyTorch's profiler
+(CUPTI sees every kernel of the process, kiln's included): the GPU's busy time (the sum of
+kernel and copy times), the kernel count and the largest kernels. Busy time well below the
+epoch's time means the program waits on the host (launch and bookkeeping), not the GPU.
 """
 import argparse
 import os
@@ -100,11 +104,36 @@ def timed(fn, sync, repeats):
     return statistics.median(ts)
 
 
+def gpu_profile(torch, label, fn, sync):
+    """One epoch under torch.profiler: prints the GPU's busy time and the largest kernels."""
+    from torch.profiler import ProfilerActivity, profile
+    sync()
+    t0 = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        sync()
+    wall = time.perf_counter() - t0
+    rows = []
+    for e in prof.key_averages():
+        us = getattr(e, "self_device_time_total", None)
+        if us is None:
+            us = getattr(e, "self_cuda_time_total", 0.0)
+        if us > 0:
+            rows.append((us, e.count, e.key))
+    rows.sort(reverse=True)
+    busy = sum(r[0] for r in rows) / 1e3
+    print(f"profile {label}: wall {wall * 1e3:.1f} ms (with the profiler), GPU busy {busy:.1f} ms in "
+          f"{sum(r[1] for r in rows)} kernels and copies")
+    for us, count, key in rows[:8]:
+        print(f"    {us / 1e3:8.2f} ms {count:6d} x  {key[:90]}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--examples", type=int, default=0)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--profile", action="store_true", help="GPU busy time per program (torch.profiler)")
     args = ap.parse_args()
     kn.use(device=args.device, seed=0)
     ctx = kn.context()
@@ -143,6 +172,9 @@ def main():
     print(f"PyTorch {torch.__version__} eager ({dev}): {t_torch * 1e3:.1f} ms")
     print(f"ratio kiln / PyTorch eager: {t_kiln / t_torch:.2f} (target <= 0.5 on the H100); "
           f"kiln.gnumpy / PyTorch eager: {t_gnumpy / t_torch:.2f}")
+    if args.profile and dev == "cuda":
+        gpu_profile(torch, "kiln", lambda: kiln_epoch(dat, state), ctx.synchronize)
+        gpu_profile(torch, "PyTorch eager", lambda: torch_epoch(torch, tdat, tstate), sync)
 
 
 if __name__ == "__main__":

@@ -715,7 +715,7 @@ static void test_sr_unbiased(void)
     free(s);
 }
 
-/* Exact bits: C[b, m, n] = SR(t, philox(seed, stream 0 after set_seed, (b*M + m)*N + n)). With K = 1
+/* Exact bits: C[b, m, n] = SR(t, kiln_gemm_sr_bits(seed, stream 0 after set_seed, b*M + m, n, N)). With K = 1
  * and f16 inputs the f32 products are exact, so the expected bits are known here. Then the
  * same seed gives the same bits, another seed other bits. */
 static void test_sr_bits(void)
@@ -739,7 +739,7 @@ static void test_sr_bits(void)
                 for (int n = 0; n < 13; n++) {
                     float t = (float)(ah[b * 9 + m] * bh[n]);
                     uint64_t idx = (uint64_t)((b * 9 + m) * 13 + n);
-                    uint32_t bits = kiln_rng_bits(0xfeedULL, 0, idx);
+                    uint32_t bits = kiln_gemm_sr_bits(0xfeedULL, 0, (uint64_t)(b * 9 + m), (uint64_t)n, 13);
                     uint16_t want = d ? kiln_f32_to_bf16_sr(t, bits) : kiln_f32_to_f16_sr(t, bits);
                     if (got[idx] != want && bad++ < 3)
                         fprintf(stderr, "  SR bits [%d,%d,%d]: got %04x want %04x\n", b, m, n, got[idx], want);
@@ -770,13 +770,15 @@ static void test_sr_bits(void)
 /* Exact bits across tiles and batches: with integer-valued operands (|x| <= 30, exact in
  * f16 and bf16) every f32 sum is exact in any order, and so is alpha 1, an integer bias
  * and beta 0.5 times an integer C; many results need more bits than f16 / bf16 keep, so
- * C[b, m, n] = SR(t, philox(seed, stream 0 after set_seed, (b*M + m)*N + n)) is known
+ * C[b, m, n] = SR(t, kiln_gemm_sr_bits(seed, stream 0 after set_seed, b*M + m, n, N)) is known
  * here whatever the summation order or the tiling. M, N and the batch cross the CUDA own
  * kernel's 128 x 128 tiles; trans_a = 1 makes A an MN-major operand with rows of 130
- * elements (the element-by-element path), trans_a = 0 a K-major one (16-byte cp.async). */
-static void test_sr_tiles(void)
+ * elements (the element-by-element path), trans_a = 0 a K-major one (16-byte cp.async).
+ * The second shape has rows of C that are not 16-byte multiples (the wgmma kernel stores
+ * from registers) and a K that splits its four tiles (split-K's epilogue). */
+static void sr_tiles_case(int M, int N, int K)
 {
-    enum { NB = 2, M = 130, N = 136, K = 96 };
+    const int NB = 2;
     double *ah = malloc(sizeof(double) * NB * M * K), *bh = malloc(sizeof(double) * K * N);
     double *ch = malloc(sizeof(double) * NB * M * N), *biash = malloc(sizeof(double) * N);
     uint16_t *got = malloc(sizeof(uint16_t) * NB * M * N);
@@ -813,13 +815,13 @@ static void test_sr_tiles(void)
                         for (int k = 0; k < K; k++) acc += ah[(b * M + m) * K + k] * bh[k * N + n];
                         int idx = (b * M + m) * N + n;
                         float t = (float)(acc + biash[n] + 0.5 * ch[idx]); /* exact */
-                        uint32_t bits = kiln_rng_bits(0x5eedULL + (uint64_t)d, 0, (uint64_t)idx);
+                        uint32_t bits = kiln_gemm_sr_bits(0x5eedULL + (uint64_t)d, 0, (uint64_t)(b * M + m), (uint64_t)n, N);
                         uint16_t want = d ? kiln_f32_to_bf16_sr(t, bits) : kiln_f32_to_f16_sr(t, bits);
                         float back = d ? kiln_bf16_to_f32(want) : kiln_f16_to_f32(want);
                         rounded += back != t;
                         if (got[idx] != want && bad++ < 3)
-                            fprintf(stderr, "  SR tiles %s trans_a=%d [%d,%d,%d]: got %04x want %04x\n",
-                                    kiln_dtype_name(dt), ta, b, m, n, got[idx], want);
+                            fprintf(stderr, "  SR tiles %dx%dx%d %s trans_a=%d [%d,%d,%d]: got %04x want %04x\n", M, N,
+                                    K, kiln_dtype_name(dt), ta, b, m, n, got[idx], want);
                     }
             CHECK_INT(bad, 0);
             CHECK(rounded > 1000); /* the rounding is exercised, not only exact values */
@@ -835,6 +837,12 @@ static void test_sr_tiles(void)
     free(ch);
     free(biash);
     free(got);
+}
+
+static void test_sr_tiles(void)
+{
+    sr_tiles_case(130, 136, 96);
+    sr_tiles_case(130, 133, 2112);
 }
 
 /* ---- errors --------------------------------------------------------------------------- */

@@ -75,6 +75,18 @@
  *   A carry past the largest finite value gives inf; NaN and inf pass through (NaN as in _rn).
  *   So E[result] == x exactly over uniformly random `bits` (for D <= 32), and the result is
  *   always one of the two representable neighbours of x.
+ *
+ * GEMM outputs (kiln_dot) take 16 random bits per element, eight elements per Philox call,
+ * keyed by position, not by tiling: element (row, n) of C with N columns, row = b*M + m over
+ * a batch of M-row matrices, has
+ *   v    = philox(seed, stream, ((row * ceil(N / 32) + n / 32) * 4 + (n / 2) % 4)
+ *   bits = half (n % 2) of v[(n / 8) % 4] placed in the top 16 bits (the low 16 are zero):
+ *          n even: v[.] << 16, n odd: v[.] & 0xFFFF0000.
+ * The eight elements of one call are those a tensor-core thread holds for one row (columns
+ * 2t, 2t+1 of four consecutive 8-column blocks), so the kernels compute one Philox per eight
+ * outputs with no exchange. 16 bits are all the normal ranges use (bf16 D = 16, f16 D = 13);
+ * in f16's subnormal range the rounding probability is then quantized to 2^-16 (a bias
+ * below 2^-16 of a unit).
  */
 #ifndef KILN_CORE_NUMERIC_H
 #define KILN_CORE_NUMERIC_H
@@ -294,6 +306,26 @@ KILN_HD float kiln_num_cos2pif(float t)
 KILN_HD kiln_u32 kiln_rng_bits(kiln_u64 seed, kiln_u64 stream, kiln_u64 index)
 {
     return kiln_philox4x32_10(seed, stream, index).v[0];
+}
+
+/* Philox counter of GEMM output element (row, n) of a C with N columns (recipe at the top). */
+KILN_HD kiln_u64 kiln_gemm_sr_counter(kiln_u64 row, kiln_u64 n, kiln_u64 N)
+{
+    return (row * ((N + 31u) >> 5) + (n >> 5)) * 4u + ((n >> 1) & 3u);
+}
+
+/* The stochastic-rounding bits of column n from its group's Philox output v. */
+KILN_HD kiln_u32 kiln_gemm_sr_pick(kiln_philox4 v, kiln_u64 n)
+{
+    kiln_u32 w = v.v[(n >> 3) & 3u];
+    return (n & 1u) ? (w & 0xFFFF0000u) : (w << 16);
+}
+
+/* The stochastic-rounding bits of GEMM output element (row, n), one Philox call (the
+ * reference and CPU paths; the tensor-core kernels share one call among eight elements). */
+KILN_HD kiln_u32 kiln_gemm_sr_bits(kiln_u64 seed, kiln_u64 stream, kiln_u64 row, kiln_u64 n, kiln_u64 N)
+{
+    return kiln_gemm_sr_pick(kiln_philox4x32_10(seed, stream, kiln_gemm_sr_counter(row, n, N)), n);
 }
 
 /* Uniform in [0, 1) from 32 random bits: (u >> 8) * 2^-24 (exact). */

@@ -143,11 +143,11 @@ static inline double load_one(const char *p, kiln_dtype dt)
 
 /* Finishes the block of C with rows m0..m0+rows-1 and columns n0..n0+cols-1 of batch c
  * (C_b's element [0, 0]) from w, which holds acc = A_b @ B_b for that block (row-major,
- * leading dimension ldw) in the compute type T. idx0 = linear index of C_b[0, 0] over
- * (batch..., M, N), for stochastic rounding. */
+ * leading dimension ldw) in the compute type T. row0 = row of C_b[0, 0] over the batch
+ * (b * M), the key of stochastic rounding with the column (kiln_gemm_sr_bits). */
 #define DEFINE_EPILOGUE(T, sfx)                                                                                        \
     static void epilogue_##sfx(const kiln_ctx *ctx, const kiln_gemm_desc *d, const T *w, int64_t ldw, int64_t m0,      \
-                               int64_t rows, int64_t n0, int64_t cols, char *c, uint64_t idx0)                         \
+                               int64_t rows, int64_t n0, int64_t cols, char *c, uint64_t row0)                         \
     {                                                                                                                  \
         const kiln_dtype dt = d->dtype;                                                                                \
         const int64_t es = (int64_t)kiln_dtype_size(dt);                                                               \
@@ -167,14 +167,17 @@ static inline double load_one(const char *p, kiln_dtype dt)
                 case KILN_DTYPE_F32: *(float *)p = (float)t; break;                                                    \
                 case KILN_DTYPE_F64: *(double *)p = (double)t; break;                                                  \
                 case KILN_DTYPE_F16:                                                                                   \
-                    *(uint16_t *)p = sr ? kiln_f32_to_f16_sr((float)t, kiln_rng_bits(ctx->seed, d->sr_stream,          \
-                                                                                     idx0 + (uint64_t)(m * d->N + n))) \
+                    *(uint16_t *)p = sr ? kiln_f32_to_f16_sr((float)t, kiln_gemm_sr_bits(ctx->seed, d->sr_stream,      \
+                                                                                         row0 + (uint64_t)m,           \
+                                                                                         (uint64_t)n,                  \
+                                                                                         (uint64_t)d->N))              \
                                         : kiln_f32_to_f16_rn((float)t);                                                \
                     break;                                                                                             \
                 case KILN_DTYPE_BF16:                                                                                  \
                     *(uint16_t *)p =                                                                                   \
                         sr ? kiln_f32_to_bf16_sr(                                                                      \
-                                 (float)t, kiln_rng_bits(ctx->seed, d->sr_stream, idx0 + (uint64_t)(m * d->N + n)))    \
+                                 (float)t, kiln_gemm_sr_bits(ctx->seed, d->sr_stream, row0 + (uint64_t)m, (uint64_t)n,   \
+                                                            (uint64_t)d->N))                                           \
                            : kiln_f32_to_bf16_rn((float)t);                                                            \
                     break;                                                                                             \
                 default: break;                                                                                        \
@@ -187,12 +190,12 @@ DEFINE_EPILOGUE(float, f32)
 DEFINE_EPILOGUE(double, f64)
 
 static void epilogue(const kiln_ctx *ctx, const kiln_gemm_desc *d, kiln_dtype ct, const void *w, int64_t ldw,
-                     int64_t m0, int64_t rows, int64_t n0, int64_t cols, char *c, uint64_t idx0)
+                     int64_t m0, int64_t rows, int64_t n0, int64_t cols, char *c, uint64_t row0)
 {
     if (ct == KILN_DTYPE_F64)
-        epilogue_f64(ctx, d, (const double *)w, ldw, m0, rows, n0, cols, c, idx0);
+        epilogue_f64(ctx, d, (const double *)w, ldw, m0, rows, n0, cols, c, row0);
     else
-        epilogue_f32(ctx, d, (const float *)w, ldw, m0, rows, n0, cols, c, idx0);
+        epilogue_f32(ctx, d, (const float *)w, ldw, m0, rows, n0, cols, c, row0);
 }
 
 /* ---- built-in engine ------------------------------------------------------------------ */
@@ -362,7 +365,7 @@ static void builtin_task(void *arg, int64_t t, int worker)
             }
         }
     }
-    epilogue(j->ctx, d, e->ct, acc, ldt, m0, ms, n0, ns, d->c + co * es, (uint64_t)(bi * M * N));
+    epilogue(j->ctx, d, e->ct, acc, ldt, m0, ms, n0, ns, d->c + co * es, (uint64_t)(bi * M));
 }
 
 /* Every batch through the built-in engine, on the context's threads. */
@@ -517,7 +520,7 @@ static kiln_status blas_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d, int64_t nb)
         } else {
             mat w = {wbuf->ptr, M, N, N, 1};
             blas_call(ct, &a, &b, &w, 1.0, 0.0);
-            epilogue(ctx, d, ct, wbuf->ptr, N, 0, M, 0, N, (char *)c.p, (uint64_t)(bi * M * N));
+            epilogue(ctx, d, ct, wbuf->ptr, N, 0, M, 0, N, (char *)c.p, (uint64_t)(bi * M));
         }
         for (int i = d->nbatch - 1; i >= 0; i--) {
             idx[i]++;

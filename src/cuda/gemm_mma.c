@@ -19,8 +19,9 @@
  *    from its strides, so all four op(A) op(B) forms read memory along its contiguous axis;
  *  - the epilogue works on the accumulators in registers: alpha, bias (per column n,
  *    stride bias_s), ReLU, beta * C, then one rounding (nearest, or stochastic with the
- *    bits kiln_rng_bits(seed, sr_stream, (b*M + m)*N + n), as the reference kernel and the
- *    CPU do, so the bits never depend on the tiling) and the store (two neighbours as one
+ *    bits kiln_gemm_sr_bits(seed, sr_stream, b*M + m, n, N), as the reference kernel and
+ *    the CPU do, so the bits never depend on the tiling: one Philox call gives the bits of
+ *    the eight elements a thread holds in one row of its warp's 32 columns) and the store (two neighbours as one
  *    32-bit word when C is contiguous along N);
  *  - batches along blockIdx.y (a grid-stride loop past 65535), tiles along blockIdx.x in
  *    groups of 8 tile rows for L2 reuse (kg_tile, kg_batch: gemm.c's shared helpers).
@@ -51,6 +52,7 @@ static const char kernel_src[] =
     "constexpr int WM = 64, WN = 32, MI = WM / 16, NI = WN / 8;\n"
     "constexpr int TILE = BM * BK; /* elements of one operand in one stage (BN * BK is the same) */\n"
     "static_assert(BM == BN && NT == 256 && BK == 32, \"the loaders below assume these\");\n"
+    "static_assert(WN == 32, \"stochastic rounding: one Philox group per row of a warp's 32 columns\");\n"
     "/* argument words (kiln__cuda_gemm_mma_prepare): 0 seed, 1 SR stream, 2-4 M N K, 5-8 A B C\n"
     " * bias, 9-15 a_sm a_sk b_sk b_sn c_sm c_sn bias_s (elements), 16-17 alpha beta (f64 bits),\n"
     " * 18 batch count, 19-20 tiles along M and N, 21 ReLU (0 or 1), 22 merged batch axes,\n"
@@ -109,10 +111,8 @@ static const char kernel_src[] =
     "__device__ __forceinline__ float kg_f32(ST h) {\n"
     "  if constexpr (BF16) return kiln_bf2f(h); else return kiln_h2f(h);\n"
     "}\n"
-    "/* Stochastic rounding of element idx; out of line, so that the epilogue's 64 copies stay\n"
-    " * small (one Philox4x32-10 is about 100 instructions). */\n"
-    "__device__ __noinline__ ST kg_round_sr(float v, kiln_w64 seed, kiln_w64 stream, kiln_w64 idx) {\n"
-    "  const unsigned bits = kiln_rng_bits(seed, stream, idx);\n"
+    "/* stochastic rounding of v with the bits of its place (kiln_gemm_sr_bits) */\n"
+    "__device__ __forceinline__ ST kg_round_sr(float v, unsigned bits) {\n"
     "  if constexpr (BF16) return (ST)kiln_f32_to_bf16_sr(v, bits); else return (ST)kiln_f32_to_f16_sr(v, bits);\n"
     "}\n"
     "\n"
@@ -303,6 +303,11 @@ static const char kernel_src[] =
     "      for (int h = 0; h < 2; h++) {\n"
     "        const long long m = m0 + wm * WM + i * 16 + g + h * 8;\n"
     "        if (m >= M) continue;\n"
+    "        /* SR: this row's group of the warp's 32 columns (n0 + wn * WN is a multiple of 32):\n"
+    "         * column 2 t4 + e of n8 tile q takes half e of word q */\n"
+    "        kiln_philox4 sr = {};\n"
+    "        if constexpr (SR)\n"
+    "          sr = kiln_philox4x32_10(p.w[0], p.w[1], kiln_gemm_sr_counter((kiln_w64)(bi * M + m), (kiln_w64)(n0 + wn * WN + t4 * 2), (kiln_w64)N));\n"
     "#pragma unroll\n"
     "        for (int q = 0; q < NI; q++) {\n"
     "          const long long n = n0 + wn * WN + q * 8 + t4 * 2;\n"
@@ -316,7 +321,7 @@ static const char kernel_src[] =
     "            if (relu) v = v < 0.0f ? 0.0f : v;\n"
     "            if constexpr (HAS_BETA) v = v + beta * kg_f32(C[m * c_sm + (n + e) * c_sn]);\n"
     "            if constexpr (SR) {\n"
-    "              o[e] = kg_round_sr(v, p.w[0], p.w[1], (kiln_w64)((bi * M + m) * N + n + e));\n"
+    "              o[e] = kg_round_sr(v, e ? (sr.v[q] & 0xFFFF0000u) : (sr.v[q] << 16));\n"
     "            } else {\n"
     "              o[e] = BF16 ? (ST)kiln_f32_to_bf16_rn(v) : kiln_f2h(v);\n"
     "            }\n"
