@@ -187,5 +187,10 @@ static inline double __longlong_as_double(long long x)
 static inline float kiln_h2f(unsigned short h) { return kiln_f16_to_f32(h); }
 static inline unsigned short kiln_f2h(float f) { return kiln_f32_to_f16_rn(f); }
 static inline float kiln_bf2f(unsigned short h) { return kiln_bf16_to_f32(h); }
+static inline unsigned short kiln_f16_sr_fast(float x, unsigned bits)
+{
+    const unsigned u = kiln_f32_bits(x);
+    return kiln_f16_sr_is_normal(u) ? kiln_f32_to_f16_sr_normal(u, bits) : kiln_f32_to_f16_sr(x, bits);
+}
 
 #endif /* KILN_TESTS_GEMM_EMU_H */

@@ -982,10 +982,11 @@ static kiln_status run_gemm_sweep(bench *b)
 /* ---- gemm epilogue ----------------------------------------------------------------------- */
 
 /* kiln-bench gemm-epilogue (CUDA): what the full epilogue costs kiln's own kernels — each
- * shape timed with KILN_GEMM=own plain (C = A @ B, nearest rounding) and with bias + ReLU +
- * stochastic rounding of the 16-bit C, and cuBLASLt plain and with its bias + ReLU epilogue
- * (no stochastic rounding there) for scale; the cost is full / plain - 1 (target <= 3 %),
- * the check the worse of the two own runs against the f64 reference (bias and ReLU in). */
+ * shape timed with KILN_GEMM=own plain (C = A @ B, nearest rounding), with each part alone
+ * (bias, ReLU, stochastic rounding of the 16-bit C: the three percentages) and with all
+ * three (full), and cuBLASLt plain and with its bias + ReLU epilogue (no stochastic rounding
+ * there) for scale; the cost is full / plain - 1 (target <= 3 %), the check the worst own
+ * run against the f64 reference (bias and ReLU in). */
 static kiln_status run_gemm_epilogue(bench *b)
 {
     /* rows of gpu_cases: squares 4096 and 8192, fc9216 fprop / bprop / update, fc4096 update,
@@ -998,10 +999,11 @@ static kiln_status run_gemm_epilogue(bench *b)
     kiln_dtype dts[KILN_DTYPE_COUNT] = {KILN_DTYPE_F16, KILN_DTYPE_BF16};
     if (b->dtypes_given)
         for (int i = 0; i < ndt; i++) dts[i] = b->dtypes[i];
-    printf("\ngemm-epilogue: ms of kiln's own kernel plain and with bias + ReLU + stochastic rounding (full), "
-           "cuBLASLt plain and with bias + ReLU; cost = own full / own plain - 1 (target <= 3 %%)\n");
-    printf("%-15s %-5s %-20s %10s %10s %7s %10s %10s  %s\n", "case", "dtype", "M x N x K", "own ms", "full ms",
-           "cost", "vendor ms", "v+bias ms", "check");
+    printf("\ngemm-epilogue: ms of kiln's own kernel plain, the cost of bias, ReLU and stochastic rounding alone "
+           "and together (full), cuBLASLt plain and with bias + ReLU; cost = own full / own plain - 1 "
+           "(target <= 3 %%)\n");
+    printf("%-15s %-5s %-20s %10s %7s %7s %7s %10s %7s %10s %10s  %s\n", "case", "dtype", "M x N x K", "own ms",
+           "+bias", "+relu", "+sr", "full ms", "cost", "vendor ms", "v+bias ms", "check");
     for (int di = 0; di < ndt && st == KILN_OK; di++) {
         kiln_dtype dt = dts[di];
         if (dt != KILN_DTYPE_F16 && dt != KILN_DTYPE_BF16) continue; /* stochastic rounding: 16-bit C */
@@ -1010,20 +1012,24 @@ static kiln_status run_gemm_epilogue(bench *b)
             gemm_run g = {0};
             kiln_tensor *bias = NULL;
             int64_t ashape[2] = {gc->m, gc->k}, bshape[2] = {gc->k, gc->n}, cshape[2] = {gc->m, gc->n};
-            double t[4] = {0, 0, 0, 0}, err = 0.0, worst = 0.0;
+            /* runs: own plain, own + bias, own + ReLU, own + SR, own full, vendor, vendor + bias + ReLU */
+            enum { RUNS = 7 };
+            static const int r_bias[RUNS] = {0, 1, 0, 0, 1, 0, 1}, r_relu[RUNS] = {0, 0, 1, 0, 1, 0, 1},
+                             r_sr[RUNS] = {0, 0, 0, 1, 1, 0, 0};
+            double t[RUNS] = {0}, err = 0.0, worst = 0.0;
             b->current = "gemm-epilogue";
             TRY(random_tensor(b, dt, 2, ashape, -1.0, 1.0, &g.a));
             TRY(random_tensor(b, dt, 2, bshape, -1.0, 1.0, &g.b));
             TRY(random_tensor(b, dt, 1, &cshape[1], -1.0, 1.0, &bias));
             TRY(kiln_tensor_full(b->ctx, dt, 2, cshape, NAN, &g.c));
-            for (int run = 0; run < 4 && st == KILN_OK; run++) { /* own plain, own full, vendor, vendor+bias */
-                int full = run % 2 == 1;
-                setenv("KILN_GEMM", run < 2 ? "own" : "vendor", 1);
-                g.args.bias = full ? bias : NULL;
-                g.args.relu = full;
-                g.args.round = full && run < 2 ? KILN_ROUND_STOCHASTIC : KILN_ROUND_NEAREST;
+            for (int run = 0; run < RUNS && st == KILN_OK; run++) {
+                const int own = run < 5;
+                setenv("KILN_GEMM", own ? "own" : "vendor", 1);
+                g.args.bias = r_bias[run] ? bias : NULL;
+                g.args.relu = r_relu[run];
+                g.args.round = r_sr[run] ? KILN_ROUND_STOCHASTIC : KILN_ROUND_NEAREST;
                 TRY(gemm_run_once(&g));
-                if (run < 2) {
+                if (own) {
                     TRY(gemm_check(b, gc, &g, &err));
                     if (!(err <= worst)) worst = err; /* keeps NaN */
                 }
@@ -1033,8 +1039,10 @@ static kiln_status run_gemm_epilogue(bench *b)
             if (!(worst <= tol)) b->fails++;
             char shape[32];
             snprintf(shape, sizeof shape, "%" PRId64 "x%" PRId64 "x%" PRId64, gc->m, gc->n, gc->k);
-            printf("%-15s %-5s %-20s %10.4f %10.4f %6.1f%% %10.4f %10.4f  %s %.0e\n", gc->name, kiln_dtype_name(dt),
-                   shape, t[0], t[1], (t[1] / t[0] - 1.0) * 100.0, t[2], t[3], worst <= tol ? "ok" : "FAIL", worst);
+            printf("%-15s %-5s %-20s %10.4f %6.1f%% %6.1f%% %6.1f%% %10.4f %6.1f%% %10.4f %10.4f  %s %.0e\n", gc->name,
+                   kiln_dtype_name(dt), shape, t[0], (t[1] / t[0] - 1.0) * 100.0, (t[2] / t[0] - 1.0) * 100.0,
+                   (t[3] / t[0] - 1.0) * 100.0, t[4], (t[4] / t[0] - 1.0) * 100.0, t[5], t[6],
+                   worst <= tol ? "ok" : "FAIL", worst);
         done:
             kiln_tensor_release(g.a);
             kiln_tensor_release(g.b);

@@ -9,7 +9,8 @@
 #  - Exits non-zero when anything fails, pytest included (and when it collects no test).
 # Environment: BUILD (default build), KILN_VENV (default .venv), PYTHON (default python3),
 # KILN_PY_VENV=0 (use $PYTHON as it is: no venv, no installs; for the GPU machine),
-# KILN_DEVICE (the tests default to cpu; `make test-gpu` sets cuda), PYTEST_ARGS.
+# KILN_DEVICE (the tests default to cpu; `make test-gpu` sets cuda), PYTEST_ARGS,
+# KILN_PY_STAGE_ONLY=1 (build and stage the package, run no test: for benchmarks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -53,6 +54,8 @@ if [ "${KILN_PY_VENV:-1}" != 0 ]; then
   SITE=$("$VPY" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
   echo "$STAGE" > "$SITE/kiln.pth"
 fi
+
+[ "${KILN_PY_STAGE_ONLY:-0}" = 1 ] && exit 0
 
 export KILN_DEVICE=${KILN_DEVICE:-cpu}
 cd "$ROOT"

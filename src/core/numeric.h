@@ -456,18 +456,27 @@ KILN_HD kiln_u16 kiln_f32_to_bf16_sr(float x, kiln_u32 bits)
     return (kiln_u16)((sign | a) >> 16);
 }
 
+/* Whether f32 bits u lie in f16's normal range below 65536 (2^-14 <= |x| < 2^16), where
+ * kiln_f32_to_f16_sr is kiln_f32_to_f16_sr_normal: the common case, which the GPU's GEMM
+ * epilogues inline while the rest goes out of line. */
+KILN_HD int kiln_f16_sr_is_normal(kiln_u32 u) { return (u & 0x7FFFFFFFu) - 0x38800000u < 0x47800000u - 0x38800000u; }
+
+/* kiln_f32_to_f16_sr of f32 bits u in the normal range (D = 13): add, truncate, clamp a
+ * carry past the largest finite value to inf. */
+KILN_HD kiln_u16 kiln_f32_to_f16_sr_normal(kiln_u32 u, kiln_u32 bits)
+{
+    kiln_u32 t = ((u & 0x7FFFFFFFu) + (bits >> 19) - (112u << 23)) >> 13;
+    return (kiln_u16)(((u >> 16) & 0x8000u) | (t >= 0x7C00u ? 0x7C00u : t));
+}
+
 /* f32 -> f16, stochastic; D dropped bits as in the recipe at the top. */
 KILN_HD kiln_u16 kiln_f32_to_f16_sr(float x, kiln_u32 bits)
 {
     kiln_u32 u = kiln_f32_bits(x);
     kiln_u32 sign = (u >> 16) & 0x8000u, a = u & 0x7FFFFFFFu;
+    if (kiln_f16_sr_is_normal(u)) return kiln_f32_to_f16_sr_normal(u, bits);
     if (a > 0x7F800000u) return (kiln_u16)(sign | 0x7E00u | ((a >> 13) & 0x3FFu)); /* NaN */
     if (a >= 0x47800000u) return (kiln_u16)(sign | 0x7C00u); /* >= 65536 (and inf): inf */
-    if (a >= 0x38800000u) {                                 /* normal range: D = 13 */
-        a += bits >> 19;
-        kiln_u32 t = (a - (112u << 23)) >> 13;
-        return (kiln_u16)(sign | (t >= 0x7C00u ? 0x7C00u : t));
-    }
     /* subnormal range: x = mm * 2^(e-150); result in units of 2^-24 = mm >> s, s = 126 - e */
     kiln_u32 e = a >> 23, mm;
     if (e == 0) {
