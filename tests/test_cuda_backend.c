@@ -653,7 +653,7 @@ static void gemm_lt_cache(void)
     CHECK_INT(s3.lt_queries - s2.lt_queries, 1);
     /* f32 without an epilogue goes to cuBLAS (cublasGemmStridedBatchedEx), not cuBLASLt */
     CHECK(vendor_bias_err(72, 40, 96, 0) <= 2e-5);
-    CHECK(vendor_bias_err(128, 784, 4096, 0) <= 1e-4); /* the RBM's 128x784x4096 (sums of 4096) */
+    CHECK(vendor_bias_err(128, 784, 4096, 0) <= 1e-4); /* the RBM's C = A B^T shape; f32 sums of 4096 */
     CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s2));
     CHECK_INT(s2.lt_queries - s3.lt_queries, 0);
     CHECK_INT(s2.lt_hits - s3.lt_hits, 0);
