@@ -610,8 +610,7 @@ static void gemm_dispatch(void)
 
 /* cuBLASLt's plans are cached per problem: a repeated shape with a new bias vector reuses
  * the plan (no new heuristic query) and uses the new bias; a new shape builds one; more
- * shapes than the cache holds evict the least recently used, which is rebuilt on return.
- * f32 without bias or ReLU goes to cuBLAS instead. */
+ * shapes than the cache holds evict the least recently used, which is rebuilt on return. */
 static double vendor_bias_err(int64_t M, int64_t N, int64_t K, int with_bias)
 {
     int64_t as[2] = {M, K}, bs[2] = {K, N}, cs[2] = {M, N};
@@ -646,18 +645,11 @@ static void gemm_lt_cache(void)
     CHECK(vendor_bias_err(72, 40, 97, 1) <= 2e-5); /* a new K: a new plan */
     CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s2));
     CHECK_INT(s2.lt_queries - s1.lt_queries, 1);
-    for (int k = 1; k <= 70; k++) CHECK(vendor_bias_err(9, 11, k, 1) <= 2e-5); /* more shapes than plans */
+    for (int k = 1; k <= 70; k++) CHECK(vendor_bias_err(9, 11, k, 0) <= 2e-5); /* more shapes than plans */
     CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s2));
     CHECK(vendor_bias_err(72, 40, 96, 1) <= 2e-5); /* evicted: built again, still right */
     CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s3));
     CHECK_INT(s3.lt_queries - s2.lt_queries, 1);
-    /* f32 without an epilogue goes to cuBLAS (cublasGemmStridedBatchedEx), not cuBLASLt */
-    CHECK(vendor_bias_err(72, 40, 96, 0) <= 2e-5);
-    CHECK(vendor_bias_err(128, 784, 4096, 0) <= 1e-4); /* the RBM's C = A B^T shape; f32 sums of 4096 */
-    CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s2));
-    CHECK_INT(s2.lt_queries - s3.lt_queries, 0);
-    CHECK_INT(s2.lt_hits - s3.lt_hits, 0);
-    CHECK_INT(s2.blas_gemms - s3.blas_gemms, 2);
     unsetenv("KILN_GEMM");
 }
 

@@ -31,7 +31,6 @@ static void cuda_fini(void *state)
     if (st->ev1) cudaEventDestroy(st->ev1);
     if (st->gemm_counters) cudaFree(st->gemm_counters);
     if (st->lt) cublasLtDestroy(st->lt);
-    if (st->blas) cublasDestroy(st->blas);
     if (st->stream) cudaStreamDestroy(st->stream);
     free(st);
 }

@@ -10,7 +10,6 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cublasLt.h>
-#include <cublas_v2.h>
 #include <nvrtc.h>
 
 #include "backend.h"
@@ -107,7 +106,6 @@ typedef struct kiln_cuda_state {
     int max_threads;
     cudaStream_t stream;
     cublasLtHandle_t lt;
-    cublasHandle_t blas;      /* cuBLAS (f32 GEMMs without an epilogue), created on first use */
     int nvrtc_major, nvrtc_minor;
     char arch[32];            /* "sm_86"; "sm_90a" on compute capability 9.0 (wgmma, setmaxnreg) */
     char cache_dir[1024];     /* "" = no disk cache */

@@ -20,7 +20,6 @@ typedef struct kiln_cuda_stats {
     int64_t launches;        /* kernels launched */
     int64_t lt_queries;      /* cuBLASLt plans built (descriptors + heuristic query) */
     int64_t lt_hits;         /* cuBLASLt GEMMs that reused a cached plan */
-    int64_t blas_gemms;      /* f32 GEMMs without an epilogue through cuBLAS's GemmEx */
     double last_compile_ms;  /* NVRTC time of the last compilation */
     double last_get_ms;      /* time of the last kernel lookup (compile, disk or memory) */
 } kiln_cuda_stats;

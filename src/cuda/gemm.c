@@ -3,11 +3,7 @@
  *   C_b = relu?(alpha * A_b @ B_b + bias) + beta * C_b   for every batch index b.
  * The vendor path is cuBLASLt (f32 with TF32 only when the context allows it, f16, bf16,
  * f64; any transposes through the strides, strided batches, alpha/beta, bias and
- * bias+ReLU epilogues), except f32 without an epilogue, which goes to cuBLAS's
- * cublasGemmStridedBatchedEx (same layouts): for FFMA shapes its heuristic picks better
- * kernels than cuBLASLt's first answer (the RBM's 128x784x4096 C = A B^T: a split-K
- * sgemm_largek kernel at 70 us through cuBLASLt, a 64x64 xmma kernel at 27 us through
- * cuBLAS, measured with bench/rbm.py --profile on the H100). cuBLASLt is column-major: a row-major C (unit stride along N) is
+ * bias+ReLU epilogues). cuBLASLt is column-major: a row-major C (unit stride along N) is
  * computed as C^T = B^T A^T, a column-major C directly. Whatever it cannot take (strides
  * with no unit axis, negative strides, ReLU with beta != 0 — cuBLASLt applies the epilogue
  * after adding beta*C — a bias on a column-major C, a bias with beta != 0 on a 16-bit C
@@ -19,7 +15,6 @@
  * of both; see read_choice below.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -378,52 +373,6 @@ static kiln_status lt_entry_get(kiln_ctx *ctx, const kiln_cuda_lt_key *key, cons
     return KILN_OK;
 }
 
-/* f32 without an epilogue through cuBLAS (cublasGemmStridedBatchedEx: the plan's layouts,
- * strided batches nb with strides sa, sb, sd, outer batch axes one call each, kiln's
- * workspace ws of wsize bytes). cuBLAS is deterministic on a given GPU with atomics off
- * (its default). The handle is created on the first such call. */
-static kiln_status blas_run(kiln_ctx *ctx, const kiln_gemm_desc *d, const lt_plan *p, const batches *bt, int64_t nb,
-                            int64_t sa, int64_t sb, int64_t sd, kiln_block *ws, size_t wsize)
-{
-    kiln_cuda_state *st = kiln__cuda_state(ctx);
-    int c;
-    if (!st->blas && (c = (int)cublasCreate(&st->blas)) != 0) {
-        st->blas = NULL;
-        return kiln__cuda_check_lt(ctx, c, "cublasCreate", __FILE__, __LINE__);
-    }
-    if ((c = (int)cublasSetStream(st->blas, st->stream)) != 0)
-        return kiln__cuda_check_lt(ctx, c, "cublasSetStream", __FILE__, __LINE__);
-    if ((c = (int)cublasSetWorkspace(st->blas, ws ? ws->ptr : NULL, ws ? wsize : 0)) != 0)
-        return kiln__cuda_check_lt(ctx, c, "cublasSetWorkspace", __FILE__, __LINE__);
-    const float alpha = (float)d->alpha, beta = (float)d->beta;
-    const int64_t es = 4;
-    int64_t outer = 1;
-    for (int i = 0; i < bt->n - 1; i++) outer *= bt->shape[i];
-    int64_t idx[KILN_MAX_DIMS] = {0};
-    for (int64_t o = 0; o < outer; o++) {
-        int64_t oa = 0, ob = 0, oc = 0;
-        for (int i = 0; i < bt->n - 1; i++) {
-            oa += idx[i] * bt->sa[i];
-            ob += idx[i] * bt->sb[i];
-            oc += idx[i] * bt->sc[i];
-        }
-        const char *A = d->a + oa * es, *B = d->b + ob * es;
-        char *C = d->c + oc * es;
-        const char *pa = p->swap ? B : A, *pb = p->swap ? A : B;
-        c = (int)cublasGemmStridedBatchedEx(st->blas, (cublasOperation_t)p->opa, (cublasOperation_t)p->opb, (int)p->m,
-                                            (int)p->n, (int)p->k, &alpha, pa, CUDA_R_32F, (int)p->lda, sa, pb,
-                                            CUDA_R_32F, (int)p->ldb, sb, &beta, C, CUDA_R_32F, (int)p->ldd, sd, (int)nb,
-                                            (cublasComputeType_t)p->compute, CUBLAS_GEMM_DEFAULT);
-        if (c != 0) return kiln__cuda_check_lt(ctx, c, "cublasGemmStridedBatchedEx", __FILE__, __LINE__);
-        st->stats.blas_gemms++;
-        for (int i = bt->n - 2; i >= 0; i--) {
-            if (++idx[i] < bt->shape[i]) break;
-            idx[i] = 0;
-        }
-    }
-    return KILN_OK;
-}
-
 static kiln_status lt_run(kiln_ctx *ctx, const kiln_gemm_desc *d, const lt_plan *p, const batches *bt, int *done)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
@@ -488,12 +437,6 @@ static kiln_status lt_run(kiln_ctx *ctx, const kiln_gemm_desc *d, const lt_plan 
         key.al_b = al_b;
         key.al_d = al_d;
         key.al_bias = d->bias ? (uint32_t)ptr_align(d->bias) : 0;
-    }
-    if (p->type == CUDA_R_32F && epi == CUBLASLT_EPILOGUE_DEFAULT && p->m <= INT_MAX && p->n <= INT_MAX &&
-        p->k <= INT_MAX && p->lda <= INT_MAX && p->ldb <= INT_MAX && p->ldd <= INT_MAX && nb <= INT_MAX) {
-        s = blas_run(ctx, d, p, bt, nb, sa, sb, sd, ws, wsize);
-        if (s == KILN_OK) *done = 1;
-        goto out;
     }
     kiln_cuda_lt_entry *e = NULL;
     s = lt_entry_get(ctx, &key, d->bias, &e);
