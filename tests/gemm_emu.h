@@ -178,6 +178,7 @@ static inline int atomicAdd(int *p, int v)
     return o;
 }
 static inline float __ldcg(const float *p) { return *p; }
+template <class T> static inline T __ldg(const T *p) { return *p; }
 static inline double __longlong_as_double(long long x)
 {
     double d;
@@ -190,7 +191,9 @@ static inline float kiln_bf2f(unsigned short h) { return kiln_bf16_to_f32(h); }
 static inline unsigned short kiln_f16_sr_fast(float x, unsigned bits)
 {
     const unsigned u = kiln_f32_bits(x);
-    return kiln_f16_sr_is_normal(u) ? kiln_f32_to_f16_sr_normal(u, bits) : kiln_f32_to_f16_sr(x, bits);
+    if (kiln_f16_sr_is_normal(u)) return kiln_f32_to_f16_sr_normal(u, bits);
+    if ((u << 1) == 0u) return (unsigned short)(u >> 16); /* +-0, as the CUDA prelude */
+    return kiln_f32_to_f16_sr(x, bits);
 }
 
 #endif /* KILN_TESTS_GEMM_EMU_H */

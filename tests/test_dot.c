@@ -787,51 +787,62 @@ static void sr_tiles_case(int M, int N, int K)
     for (int i = 0; i < NB * M * N; i++) ch[i] = (double)((int)(check_rand_u64(&rng) % 61) - 30);
     for (int i = 0; i < N; i++) biash[i] = (double)((int)(check_rand_u64(&rng) % 61) - 30);
     for (int d = 0; d < 2; d++)
-        for (int ta = 0; ta < 2; ta++) {
-            kiln_dtype dt = d ? KILN_DTYPE_BF16 : KILN_DTYPE_F16;
-            /* A stored (NB, M, K) or, for trans_a, (NB, K, M); B stored (N, K), used with trans_b */
-            int64_t sa[3] = {NB, ta ? K : M, ta ? M : K}, sb[2] = {N, K}, sc[3] = {NB, M, N}, sbias[1] = {N};
-            double *at = malloc(sizeof(double) * NB * M * K), *bt = malloc(sizeof(double) * K * N);
-            for (int b = 0; b < NB; b++)
-                for (int m = 0; m < M; m++)
-                    for (int k = 0; k < K; k++)
-                        at[ta ? (b * K + k) * M + m : (b * M + m) * K + k] = ah[(b * M + m) * K + k];
-            for (int k = 0; k < K; k++)
-                for (int n = 0; n < N; n++) bt[n * K + k] = bh[k * N + n];
-            kiln_tensor *A = NULL, *B = NULL, *C = NULL, *bias = NULL;
-            CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, 3, sa, at, KILN_DTYPE_F64, &A));
-            CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, 2, sb, bt, KILN_DTYPE_F64, &B));
-            CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, 3, sc, ch, KILN_DTYPE_F64, &C));
-            CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, 1, sbias, biash, KILN_DTYPE_F64, &bias));
-            CHECK_OK(ctx, kiln_ctx_set_seed(ctx, 0x5eedULL + (uint64_t)d));
-            const kiln_gemm_args args = {.trans_a = ta, .trans_b = 1, .bias = bias, .round = KILN_ROUND_STOCHASTIC};
-            CHECK_OK(ctx, kiln_dot(C, A, B, 1.0, 0.5, &args));
-            CHECK_OK(ctx, kiln_tensor_read(C, got, dt));
-            int bad = 0, rounded = 0;
-            for (int b = 0; b < NB; b++)
-                for (int m = 0; m < M; m++)
-                    for (int n = 0; n < N; n++) {
-                        double acc = 0;
-                        for (int k = 0; k < K; k++) acc += ah[(b * M + m) * K + k] * bh[k * N + n];
-                        int idx = (b * M + m) * N + n;
-                        float t = (float)(acc + biash[n] + 0.5 * ch[idx]); /* exact */
-                        uint32_t bits = kiln_gemm_sr_bits(0x5eedULL + (uint64_t)d, 0, (uint64_t)(b * M + m), (uint64_t)n, N);
-                        uint16_t want = d ? kiln_f32_to_bf16_sr(t, bits) : kiln_f32_to_f16_sr(t, bits);
-                        float back = d ? kiln_bf16_to_f32(want) : kiln_f16_to_f32(want);
-                        rounded += back != t;
-                        if (got[idx] != want && bad++ < 3)
-                            fprintf(stderr, "  SR tiles %dx%dx%d %s trans_a=%d [%d,%d,%d]: got %04x want %04x\n", M, N,
-                                    K, kiln_dtype_name(dt), ta, b, m, n, got[idx], want);
-                    }
-            CHECK_INT(bad, 0);
-            CHECK(rounded > 1000); /* the rounding is exercised, not only exact values */
-            free(at);
-            free(bt);
-            kiln_tensor_release(A);
-            kiln_tensor_release(B);
-            kiln_tensor_release(C);
-            kiln_tensor_release(bias);
-        }
+        for (int ta = 0; ta < 2; ta++)
+            for (int relu = 0; relu < 2; relu++) {
+                kiln_dtype dt = d ? KILN_DTYPE_BF16 : KILN_DTYPE_F16;
+                /* relu: beta 0, so about half the results are exact zeros (the epilogues' inline
+                 * zero case of f16 stochastic rounding) */
+                const double beta = relu ? 0.0 : 0.5;
+                /* A stored (NB, M, K) or, for trans_a, (NB, K, M); B stored (N, K), used with trans_b */
+                int64_t sa[3] = {NB, ta ? K : M, ta ? M : K}, sb[2] = {N, K}, sc[3] = {NB, M, N}, sbias[1] = {N};
+                double *at = malloc(sizeof(double) * NB * M * K), *bt = malloc(sizeof(double) * K * N);
+                for (int b = 0; b < NB; b++)
+                    for (int m = 0; m < M; m++)
+                        for (int k = 0; k < K; k++)
+                            at[ta ? (b * K + k) * M + m : (b * M + m) * K + k] = ah[(b * M + m) * K + k];
+                for (int k = 0; k < K; k++)
+                    for (int n = 0; n < N; n++) bt[n * K + k] = bh[k * N + n];
+                kiln_tensor *A = NULL, *B = NULL, *C = NULL, *bias = NULL;
+                CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, 3, sa, at, KILN_DTYPE_F64, &A));
+                CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, 2, sb, bt, KILN_DTYPE_F64, &B));
+                CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, 3, sc, ch, KILN_DTYPE_F64, &C));
+                CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, 1, sbias, biash, KILN_DTYPE_F64, &bias));
+                CHECK_OK(ctx, kiln_ctx_set_seed(ctx, 0x5eedULL + (uint64_t)d));
+                const kiln_gemm_args args = {
+                    .trans_a = ta, .trans_b = 1, .bias = bias, .relu = relu, .round = KILN_ROUND_STOCHASTIC};
+                CHECK_OK(ctx, kiln_dot(C, A, B, 1.0, beta, &args));
+                CHECK_OK(ctx, kiln_tensor_read(C, got, dt));
+                int bad = 0, rounded = 0, zeros = 0;
+                for (int b = 0; b < NB; b++)
+                    for (int m = 0; m < M; m++)
+                        for (int n = 0; n < N; n++) {
+                            double acc = 0;
+                            for (int k = 0; k < K; k++) acc += ah[(b * M + m) * K + k] * bh[k * N + n];
+                            int idx = (b * M + m) * N + n;
+                            double v = acc + biash[n];
+                            if (relu && v < 0) v = 0;
+                            float t = (float)(v + beta * ch[idx]); /* exact */
+                            zeros += t == 0;
+                            uint32_t bits =
+                                kiln_gemm_sr_bits(0x5eedULL + (uint64_t)d, 0, (uint64_t)(b * M + m), (uint64_t)n, N);
+                            uint16_t want = d ? kiln_f32_to_bf16_sr(t, bits) : kiln_f32_to_f16_sr(t, bits);
+                            float back = d ? kiln_bf16_to_f32(want) : kiln_f16_to_f32(want);
+                            rounded += back != t;
+                            if (got[idx] != want && bad++ < 3)
+                                fprintf(stderr,
+                                        "  SR tiles %dx%dx%d %s trans_a=%d relu=%d [%d,%d,%d]: got %04x want %04x\n", M,
+                                        N, K, kiln_dtype_name(dt), ta, relu, b, m, n, got[idx], want);
+                        }
+                CHECK_INT(bad, 0);
+                CHECK(rounded > 1000); /* the rounding is exercised, not only exact values */
+                if (relu) CHECK(zeros > 1000);
+                free(at);
+                free(bt);
+                kiln_tensor_release(A);
+                kiln_tensor_release(B);
+                kiln_tensor_release(C);
+                kiln_tensor_release(bias);
+            }
     free(ah);
     free(bh);
     free(ch);
@@ -1089,7 +1100,8 @@ int main(void)
      * the same numeric suite and stochastic-rounding checks through that backend's GEMM; on
      * CUDA three times, with KILN_GEMM=vendor (cuBLASLt and the reference kernel),
      * KILN_GEMM=own (kiln's own kernels where they apply: wgmma on an H100) and
-     * KILN_GEMM=mma (the mma.sync kernel where it applies) */
+     * KILN_GEMM=mma (the mma.sync kernel where it applies); KILN_TEST_ENGINES (e.g. "vendor" or
+     * "own,mma") limits the CUDA pass to the engines it names, for a quick check on a visit */
     const char *dev = getenv("KILN_DEVICE");
     if (dev && strcmp(dev, "cpu") != 0) {
         kiln_ctx *cpu_ctx = ctx, *dctx = NULL;
@@ -1100,7 +1112,9 @@ int main(void)
             static const char *gemm_env[3] = {"vendor", "own", "mma"};
             static const char *gemm_name[3] = {"device, KILN_GEMM=vendor", "device, KILN_GEMM=own",
                                                "device, KILN_GEMM=mma"};
+            const char *only = getenv("KILN_TEST_ENGINES");
             for (int i = 0; i < (cuda ? 3 : 1); i++) {
+                if (cuda && only && only[0] && !strstr(only, gemm_env[i])) continue;
                 if (cuda) setenv("KILN_GEMM", gemm_env[i], 1);
                 engine_name = cuda ? gemm_name[i] : "device";
                 printf("GEMM on the %s engine\n", engine_name);

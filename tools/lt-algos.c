@@ -5,9 +5,10 @@
  * custom option) with the workspace it needs. A diagnostic for kiln's vendor path: it shows
  * whether the heuristic's first choice is the fastest one it knows.
  *
- *   lt-algos TYPE M N K OPA OPB [workspace-MiB]
+ *   lt-algos TYPE M N K OPA OPB [workspace-MiB [bias]]
  *     TYPE f32 | tf32 | f16 | bf16; OPA/OPB N or T; column-major, packed leading dimensions
- *     (A is M x K under OPA, B is K x N under OPB, D is M x N).
+ *     (A is M x K under OPA, B is K x N under OPB, D is M x N); bias: the BIAS epilogue (a
+ *     vector of M, as kiln's fused `dot(...) + row vector` asks for).
  * Exits 77 without a CUDA device.
  */
 #include <stdint.h>
@@ -44,7 +45,7 @@ static int cfg(const cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoConfigAttribu
 int main(int argc, char **argv)
 {
     if (argc < 7) {
-        fprintf(stderr, "usage: lt-algos f32|tf32|f16|bf16 M N K N|T N|T [workspace-MiB]\n");
+        fprintf(stderr, "usage: lt-algos f32|tf32|f16|bf16 M N K N|T N|T [workspace-MiB [bias]]\n");
         return 2;
     }
     int ndev = 0;
@@ -56,7 +57,8 @@ int main(int argc, char **argv)
     int64_t m = atoll(argv[2]), n = atoll(argv[3]), k = atoll(argv[4]);
     cublasOperation_t opa = argv[5][0] == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t opb = argv[6][0] == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N;
-    size_t wsize = (size_t)(argc > 7 ? atof(argv[7]) : 8.0) * (1u << 20);
+    size_t wsize = (size_t)((argc > 7 ? atof(argv[7]) : 8.0) * 1048576.0);
+    int with_bias = argc > 8 && !strcmp(argv[8], "bias");
     cudaDataType_t dt = CUDA_R_32F;
     cublasComputeType_t ct = CUBLAS_COMPUTE_32F;
     size_t es = 4;
@@ -78,6 +80,9 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&b, (size_t)(br * bc) * es));
     CK(cudaMalloc(&d, (size_t)(m * n) * es));
     if (wsize) CK(cudaMalloc(&ws, wsize));
+    void *bias = NULL;
+    CK(cudaMalloc(&bias, (size_t)m * es));
+    CK(cudaMemset(bias, 0x3c, (size_t)m * es));
     CK(cudaMemset(a, 0x3c, (size_t)(ar * ac) * es)); /* small finite values in every type */
     CK(cudaMemset(b, 0x3c, (size_t)(br * bc) * es));
     cublasLtHandle_t lt;
@@ -86,6 +91,11 @@ int main(int argc, char **argv)
     CK(cublasLtMatmulDescCreate(&op, ct, CUDA_R_32F));
     CK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
     CK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
+    if (with_bias) {
+        cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+        CK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+        CK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    }
     cublasLtMatrixLayout_t la, lb, ld;
     CK(cublasLtMatrixLayoutCreate(&la, dt, (uint64_t)ar, (uint64_t)ac, ar));
     CK(cublasLtMatrixLayoutCreate(&lb, dt, (uint64_t)br, (uint64_t)bc, br));
@@ -104,8 +114,8 @@ int main(int argc, char **argv)
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
     double flop = 2.0 * (double)m * (double)n * (double)k;
-    printf("%s M=%lld N=%lld K=%lld op%c%c workspace %.1f MiB: %d algorithms\n", ty, (long long)m, (long long)n,
-           (long long)k, argv[5][0], argv[6][0], wsize / 1048576.0, nres);
+    printf("%s M=%lld N=%lld K=%lld op%c%c%s workspace %.1f MiB: %d algorithms\n", ty, (long long)m, (long long)n,
+           (long long)k, argv[5][0], argv[6][0], with_bias ? " +bias" : "", wsize / 1048576.0, nres);
     printf("%3s %5s %5s %6s %6s %6s %6s %7s %7s %10s %9s %8s\n", "#", "id", "tile", "stages", "splitk", "reduce",
            "swizz", "custom", "ws-KiB", "median-us", "TFLOP/s", "waves");
     for (int i = 0; i < nres; i++) {
@@ -144,6 +154,7 @@ int main(int argc, char **argv)
     cudaFree(a);
     cudaFree(b);
     cudaFree(d);
+    cudaFree(bias);
     if (ws) cudaFree(ws);
     return 0;
 }

@@ -94,8 +94,9 @@ typedef struct kiln_cuda_lt_entry {
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t la, lb, ld;
     cublasLtMatmulAlgo_t algo;
-    int usable;         /* 0: the heuristic found no algorithm (kiln's fallback kernel runs) */
-    uint64_t last_use;  /* 0 = empty slot */
+    int usable;        /* 0: the heuristic found no algorithm (kiln's fallback kernel runs) */
+    uint64_t ws_need;  /* bytes of workspace the algorithm needs (at most key.workspace) */
+    uint64_t last_use; /* 0 = empty slot */
 } kiln_cuda_lt_entry;
 
 typedef struct kiln_cuda_state {

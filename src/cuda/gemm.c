@@ -22,7 +22,15 @@
 
 #include "cuda/gemm_own.h"
 
-#define LT_WORKSPACE (8u << 20)
+/* The most workspace cuBLASLt's heuristic may ask for; its choice depends on it. For f32 and
+ * f64 outputs 32 MiB, PyTorch's: for the RBM's 784x128x4096 f32 product the heuristic offers
+ * its 64x64 split-K-by-10 kernel (4 MiB, 43 us) only from that limit, a 84 us kernel under
+ * 8 MiB (tools/lt-algos on the H100). For 16-bit outputs 8 MiB: with 32 MiB the heuristic
+ * picked, for bf16 products of K = 7 and 9 with a bias, algorithms that are 1 ulp off the
+ * correctly rounded result (test_dot, vendor engine), with every reduction scheme but
+ * COMPUTE_TYPE masked off too. Each call allocates only what its algorithm needs. */
+#define LT_WORKSPACE_WIDE   (32u << 20)
+#define LT_WORKSPACE_NARROW (8u << 20)
 
 /* ---- batch axes -------------------------------------------------------------------------- */
 
@@ -341,7 +349,10 @@ static kiln_status lt_entry_build(kiln_ctx *ctx, const kiln_cuda_lt_key *key, co
         cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(st->lt, e->op, e->la, e->lb, e->ld, e->ld, pref, 1, &res,
                                                            &nres);
         e->usable = hs == CUBLAS_STATUS_SUCCESS && nres > 0;
-        if (e->usable) e->algo = res.algo;
+        if (e->usable) {
+            e->algo = res.algo;
+            e->ws_need = res.workspaceSize;
+        }
     }
     st->stats.lt_queries++;
 out:
@@ -389,11 +400,7 @@ static kiln_status lt_run(kiln_ctx *ctx, const kiln_gemm_desc *d, const lt_plan 
     size_t es = kiln_dtype_size(d->dtype);
     kiln_block *ws = NULL;
     kiln_status s = KILN_OK;
-    size_t wsize = LT_WORKSPACE;
-    if (kiln__mem_alloc(ctx, wsize, __FILE__, __LINE__, &ws) != KILN_OK) {
-        ws = NULL;
-        wsize = 0;
-    }
+    size_t wsize = 0;
     kiln_cuda_lt_key key;
     memset(&key, 0, sizeof key); /* padding included: the key is compared with memcmp */
     key.type = (int32_t)p->type;
@@ -419,7 +426,7 @@ static kiln_status lt_run(kiln_ctx *ctx, const kiln_gemm_desc *d, const lt_plan 
         key.sb = sb;
         key.sd = sd;
     }
-    key.workspace = wsize;
+    key.workspace = p->type == CUDA_R_16F || p->type == CUDA_R_16BF ? LT_WORKSPACE_NARROW : LT_WORKSPACE_WIDE;
     {
         /* the smallest alignment over every batch's pointers */
         uint32_t al_a = (uint32_t)ptr_align(p->pa), al_b = (uint32_t)ptr_align(p->pb);
@@ -441,6 +448,17 @@ static kiln_status lt_run(kiln_ctx *ctx, const kiln_gemm_desc *d, const lt_plan 
     kiln_cuda_lt_entry *e = NULL;
     s = lt_entry_get(ctx, &key, d->bias, &e);
     if (s != KILN_OK || !e->usable) goto out; /* an error, or no algorithm: the fallback kernel */
+    if (e->ws_need) {
+        wsize = (size_t)e->ws_need;
+        if (kiln__mem_alloc(ctx, wsize, __FILE__, __LINE__, &ws) != KILN_OK) {
+            /* under a memory cap: the heuristic's choice among algorithms without workspace */
+            ws = NULL;
+            wsize = 0;
+            key.workspace = 0;
+            s = lt_entry_get(ctx, &key, d->bias, &e);
+            if (s != KILN_OK || !e->usable) goto out;
+        }
+    }
     {
         const void *bp = d->bias; /* per call: the cached descriptor keeps the last one */
         if (d->bias) {

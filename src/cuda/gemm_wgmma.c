@@ -168,12 +168,28 @@ static const char kernel_src[] =
     "  return e ? (g.v[jj] & 0xFFFF0000u) : (g.v[jj] << 16);\n"
     "}\n"
     "\n"
+    "/* The bias of columns n and n + 1 (0 past N), read through the non-coherent cache */\n"
+    "__device__ __forceinline__ void kg_bias_pair(const kiln_args &p, long long n, float &b0, float &b1) {\n"
+    "  const long long N = (long long)p.w[3], bs = (long long)p.w[15];\n"
+    "  const ST *bias = (const ST *)p.w[8];\n"
+    "  b0 = n < N ? kg_f32(__ldg(bias + n * bs)) : 0.0f;\n"
+    "  b1 = n + 1 < N ? kg_f32(__ldg(bias + (n + 1) * bs)) : 0.0f;\n"
+    "}\n"
+    "/* The bias of a thread's eight columns of the 32-column group from n - n % 32 (pairs\n"
+    " * n + 8 jj): loaded once for both of its rows, all eight loads in flight before any use,\n"
+    " * and ahead of the group's shared-memory stores, which generic loads could not pass */\n"
+    "__device__ __forceinline__ void kg_bias_group(const kiln_args &p, long long n, float (&b)[8]) {\n"
+    "#pragma unroll\n"
+    "  for (int jj = 0; jj < 4; jj++) kg_bias_pair(p, n + 8 * jj, b[2 * jj], b[2 * jj + 1]);\n"
+    "}\n"
+    "\n"
     "/* C[m][n], C[m][n + 1] (the second only if n + 1 < N) of batch bi from the f32 sums v0, v1:\n"
-    " * alpha, bias (per column), ReLU, beta * C, one rounding (stochastic: word jj of the\n"
-    " * pair's group g), the store (one 32-bit word when C allows). The caller checks m < M and\n"
-    " * n < N. */\n"
-    "__device__ __forceinline__ void kg_pair_value(const kiln_args &p, long long bi, long long m, long long n, float v0,\n"
-    "                                              float v1, const kiln_philox4 &g, int jj, ST (&o)[2]) {\n"
+    " * alpha, bias (per column: b0, b1 from kg_bias_pair), ReLU, beta * C, one rounding\n"
+    " * (stochastic: word jj of the pair's group g), the store (one 32-bit word when C allows).\n"
+    " * The caller checks m < M and n < N. */\n"
+    "__device__ __forceinline__ void kg_pair_value(const kiln_args &p, long long bi, long long m, long long n,\n"
+    "                                              float v0, float v1, float b0, float b1, const kiln_philox4 &g,\n"
+    "                                              int jj, ST (&o)[2]) {\n"
     "  const long long N = (long long)p.w[3], c_sm = (long long)p.w[13], c_sn = (long long)p.w[14];\n"
     "  const ST *C = (const ST *)p.w[7] + bi * (long long)p.w[22];\n"
     "  const float alpha = (float)__longlong_as_double((long long)p.w[16]);\n"
@@ -183,7 +199,7 @@ static const char kernel_src[] =
     "  for (int e = 0; e < 2; e++) {\n"
     "    if (e == 1 && !two) break;\n"
     "    float v = alpha * (e ? v1 : v0);\n"
-    "    if constexpr (HAS_BIAS) v = v + kg_f32(((const ST *)p.w[8])[(n + e) * (long long)p.w[15]]);\n"
+    "    if constexpr (HAS_BIAS) v = v + (e ? b1 : b0);\n"
     "    if (p.w[21]) v = v < 0.0f ? 0.0f : v;\n"
     "    if constexpr (HAS_BETA)\n"
     "      v = v + (float)__longlong_as_double((long long)p.w[17]) * kg_f32(C[m * c_sm + (n + e) * c_sn]);\n"
@@ -194,13 +210,13 @@ static const char kernel_src[] =
     "    }\n"
     "  }\n"
     "}\n"
-    "__device__ __forceinline__ void kg_out_pair(const kiln_args &p, long long bi, long long m, long long n, float v0,\n"
-    "                                            float v1, const kiln_philox4 &g, int jj) {\n"
+    "__device__ __forceinline__ void kg_out_pair(const kiln_args &p, long long bi, long long m, long long n,\n"
+    "                                            float v0, float v1, float b0, float b1, const kiln_philox4 &g, int jj) {\n"
     "  const long long N = (long long)p.w[3], c_sm = (long long)p.w[13], c_sn = (long long)p.w[14];\n"
     "  ST *C = (ST *)p.w[7] + bi * (long long)p.w[22];\n"
     "  const bool two = n + 1 < N;\n"
     "  ST o[2];\n"
-    "  kg_pair_value(p, bi, m, n, v0, v1, g, jj, o);\n"
+    "  kg_pair_value(p, bi, m, n, v0, v1, b0, b1, g, jj, o);\n"
     "  ST *dst = C + m * c_sm + n * c_sn;\n"
     "  if (C_PAIR && two) {\n"
     "    kg_store_pair(dst, o[0], o[1]);\n"
@@ -391,7 +407,9 @@ static const char kernel_src[] =
     "          const long long m = (long long)tm * BM + cw * 64 + warp * 16 + (lane >> 2) + 8 * h;\n"
     "          const long long n = (long long)tn * BN + 8 * j + 2 * (lane & 3);\n"
     "          if (SR && jj == 0 && m < M) g[h] = kg_sr_group(p, bi, m, n);\n"
-    "          if (m < M && n < N) kg_out_pair(p, bi, m, n, v[k], v[k + 1], g[h], jj);\n"
+    "          float b0 = 0.0f, b1 = 0.0f;\n"
+    "          if (HAS_BIAS && m < M) kg_bias_pair(p, n, b0, b1);\n"
+    "          if (m < M && n < N) kg_out_pair(p, bi, m, n, v[k], v[k + 1], b0, b1, g[h], jj);\n"
     "        }\n"
     "      }\n"
     "      continue;\n"
@@ -408,7 +426,7 @@ static const char kernel_src[] =
     "    /* the group loop stays a loop only with stochastic rounding (its code is what made the\n"
     "     * unrolled form slow); without it, fully unrolled, the rotations vanish into register\n"
     "     * names (as a loop they cost the plain K=128 updates 19-35 %) */\n"
-    "    constexpr int EPI_UNROLL = SR ? 1 : BN / 32;\n"
+    "    constexpr int EPI_UNROLL = SR ? SR_UNROLL : BN / 32;\n"
     "    if constexpr (TMA_STORE) {\n"
     "      /* into this consumer's staging (the previous tile's store has read it: wait_group.read\n"
     "       * by the thread that issued it, then the warpgroup's barrier), row r of 64-row block rb,\n"
@@ -422,19 +440,37 @@ static const char kernel_src[] =
     "#pragma unroll\n"
     "      for (int rb = 0; rb < RB; rb++) {\n"
     "        float *a = acc + rb * NACC;\n"
+    "        /* each group's bias loads come before its stores (generic loads do not pass them):\n"
+    "         * in the SR loop those of group J + 1 fly while group J is computed and stored (the\n"
+    "         * unrolled form schedules them itself; there, loading ahead spills); both rows'\n"
+    "         * random words come before the group's math and stores */\n"
+    "        float bv[8] = {};\n"
+    "        if constexpr (HAS_BIAS && SR) kg_bias_group(p, nb, bv);\n"
     "#pragma unroll EPI_UNROLL\n"
     "        for (int J = 0; J < BN / 32; J++) {\n"
+    "          float bnext[8] = {};\n"
+    "          if constexpr (HAS_BIAS && SR) {\n"
+    "            if (J + 1 < BN / 32) kg_bias_group(p, nb + 32 * (J + 1), bnext);\n"
+    "          } else if constexpr (HAS_BIAS) {\n"
+    "            kg_bias_group(p, nb + 32 * J, bv);\n"
+    "          }\n"
+    "          kiln_philox4 g[2] = {};\n"
+    "#pragma unroll\n"
+    "          for (int h = 0; h < 2; h++) {\n"
+    "            const long long m = (long long)tm * BM + (PP ? rb : cw) * 64 + warp * 16 + (lane >> 2) + 8 * h;\n"
+    "            if (SR && m < M) g[h] = kg_sr_group(p, bi, m, nb + 32 * J);\n"
+    "          }\n"
     "#pragma unroll\n"
     "          for (int h = 0; h < 2; h++) {\n"
     "            const int r = warp * 16 + (lane >> 2) + 8 * h;\n"
     "            const long long m = (long long)tm * BM + (PP ? rb : cw) * 64 + r;\n"
-    "            kiln_philox4 g = {};\n"
-    "            if (SR && m < M) g = kg_sr_group(p, bi, m, nb + 32 * J);\n"
     "#pragma unroll\n"
     "            for (int jj = 0; jj < 4; jj++) {\n"
     "              const long long n = nb + 32 * J + 8 * jj;\n"
     "              ST o[2] = {0, 0};\n"
-    "              if (m < M && n < N) kg_pair_value(p, bi, m, n, a[4 * jj + 2 * h], a[4 * jj + 2 * h + 1], g, jj, o);\n"
+    "              if (m < M && n < N)\n"
+    "                kg_pair_value(p, bi, m, n, a[4 * jj + 2 * h], a[4 * jj + 2 * h + 1], bv[2 * jj],\n"
+    "                              bv[2 * jj + 1], g[h], jj, o);\n"
     "              const int c = 32 * J + 8 * jj + 2 * (lane & 3), q = (c & 63) >> 3;\n"
     "              const unsigned addr = cs + (rb * (BN / 64) + (c >> 6)) * 8192 + r * 128 + ((q ^ (r & 7)) << 4) + (c & 7) * 2;\n"
     "              kg_st_shared(addr, (unsigned)o[0] | ((unsigned)o[1] << 16));\n"
@@ -442,6 +478,8 @@ static const char kernel_src[] =
     "          }\n"
     "#pragma unroll\n"
     "          for (int i = 0; i < NACC - 16; i++) a[i] = a[i + 16];\n"
+    "#pragma unroll\n"
+    "          for (int i = 0; i < 8; i++) bv[i] = SR ? bnext[i] : bv[i];\n"
     "        }\n"
     "      }\n"
     "      kg_fence_async_smem();\n"
@@ -459,22 +497,38 @@ static const char kernel_src[] =
     "#pragma unroll\n"
     "      for (int rb = 0; rb < RB; rb++) {\n"
     "        float *a = acc + rb * NACC;\n"
+    "        float bv[8] = {};\n"
+    "        if constexpr (HAS_BIAS && SR) kg_bias_group(p, nb, bv);\n"
     "#pragma unroll EPI_UNROLL\n"
     "        for (int J = 0; J < BN / 32; J++) {\n"
+    "          float bnext[8] = {};\n"
+    "          if constexpr (HAS_BIAS && SR) {\n"
+    "            if (J + 1 < BN / 32) kg_bias_group(p, nb + 32 * (J + 1), bnext);\n"
+    "          } else if constexpr (HAS_BIAS) {\n"
+    "            kg_bias_group(p, nb + 32 * J, bv);\n"
+    "          }\n"
+    "          kiln_philox4 g[2] = {};\n"
+    "#pragma unroll\n"
+    "          for (int h = 0; h < 2; h++) {\n"
+    "            const long long m = (long long)tm * BM + (PP ? rb : cw) * 64 + warp * 16 + (lane >> 2) + 8 * h;\n"
+    "            if (SR && m < M) g[h] = kg_sr_group(p, bi, m, nb + 32 * J);\n"
+    "          }\n"
     "#pragma unroll\n"
     "          for (int h = 0; h < 2; h++) {\n"
     "            const long long m = (long long)tm * BM + (PP ? rb : cw) * 64 + warp * 16 + (lane >> 2) + 8 * h;\n"
     "            if (m >= M) continue;\n"
-    "            kiln_philox4 g = {};\n"
-    "            if constexpr (SR) g = kg_sr_group(p, bi, m, nb + 32 * J);\n"
     "#pragma unroll\n"
     "            for (int jj = 0; jj < 4; jj++) {\n"
     "              const long long n = nb + 32 * J + 8 * jj;\n"
-    "              if (n < N) kg_out_pair(p, bi, m, n, a[4 * jj + 2 * h], a[4 * jj + 2 * h + 1], g, jj);\n"
+    "              if (n < N)\n"
+    "                kg_out_pair(p, bi, m, n, a[4 * jj + 2 * h], a[4 * jj + 2 * h + 1], bv[2 * jj],\n"
+    "                            bv[2 * jj + 1], g[h], jj);\n"
     "            }\n"
     "          }\n"
     "#pragma unroll\n"
     "          for (int i = 0; i < NACC - 16; i++) a[i] = a[i + 16];\n"
+    "#pragma unroll\n"
+    "          for (int i = 0; i < 8; i++) bv[i] = SR ? bnext[i] : bv[i];\n"
     "        }\n"
     "      }\n"
     "    }\n"
@@ -519,6 +573,7 @@ void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
                       tf32, bf16, tf32 ? 4 : 2, c->a_kmajor, c->b_kmajor, c->bn, stages_for(c));
     kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, SR = %d, C_PAIR = %d, TMA_STORE = %d, PP = %d;\n",
                       c->bias, c->beta, c->sr, c->c_pair, c->tma_store, c->pingpong);
+    kiln__sbuf_printf(b, "constexpr int SR_UNROLL = %d;\n", c->sr_unroll > 1 ? c->sr_unroll : 1);
     /* the dtype's conversions and the paired store of two neighbours of C */
     if (tf32) {
         kiln__sbuf_puts(b, "__device__ __forceinline__ float kg_f32(ST h) { return h; }\n"
@@ -726,6 +781,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     c->bn = pick_tiles(d->M, d->N, kt, nb, sm_count, &splits);
     if (opts && (opts->bn == 128 || opts->bn == 256)) c->bn = opts->bn;
     c->pingpong = opts && opts->pingpong;
+    c->sr_unroll = c->sr ? (opts && opts->sr_unroll > 0 ? opts->sr_unroll : 4) : 0;
     if (c->pingpong) { /* a whole 128 x 128 tile per consumer: 128 accumulators; never split */
         c->bn = 128;
         splits = 1;
@@ -783,7 +839,9 @@ void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count)
  * sweep them): KILN_WGMMA_STORE=tma|regs (tma, the default, where C allows it: 16-bit,
  * unit stride along N, 16-byte rows), KILN_WGMMA_SCHED=coop|pingpong (coop, both consumers
  * on one tile, is the default: ping-pong measured slower on most shapes),
- * KILN_WGMMA_BN=128|256, KILN_WGMMA_SPLITS=1..64.
+ * KILN_WGMMA_BN=128|256, KILN_WGMMA_SPLITS=1..64, KILN_WGMMA_SR_UNROLL=1|2|4 (epilogue groups
+ * unrolled together with stochastic rounding; 4, the default, measured fastest, or within 3
+ * points of epilogue cost, on every shape of kiln-bench gemm-epilogue; 1 keeps the code smallest).
  * A value that is none of these is an error naming the variable. */
 static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
 {
@@ -810,6 +868,13 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
         if (strcmp(e, "128") != 0 && strcmp(e, "256") != 0)
             return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_WGMMA_BN='%s' is not 128 or 256", e);
         o->bn = atoi(e);
+    }
+    e = getenv("KILN_WGMMA_SR_UNROLL");
+    if (e && e[0]) {
+        if (strcmp(e, "1") != 0 && strcmp(e, "2") != 0 && strcmp(e, "4") != 0)
+            return KILN_ERROR(ctx, KILN_ERR_ARG,
+                              "kiln_dot: environment variable KILN_WGMMA_SR_UNROLL='%s' is not 1, 2 or 4", e);
+        o->sr_unroll = atoi(e);
     }
     e = getenv("KILN_WGMMA_SPLITS");
     if (e && e[0]) {
@@ -858,10 +923,10 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     if (r == KILN_OK) r = encode_map(ctx, &args.tb, d->dtype, &l.map[1], "B");
     if (r == KILN_OK && c->tma_store) r = encode_map(ctx, &args.tc, d->dtype, &l.map[2], "C");
     /* a tag ("GKWG") and this kernel's version first */
-    const int32_t sig[12] = {0x47574b47, 4,      (int32_t)c->dtype, c->a_kmajor, c->b_kmajor, c->bias,
-                             c->beta,    c->sr,  c->c_pair,         c->bn,        c->tma_store, c->pingpong};
+    const int32_t sig[13] = {0x47574b47, 5,     (int32_t)c->dtype, c->a_kmajor, c->b_kmajor, c->bias, c->beta, c->sr,
+                             c->c_pair,  c->bn, c->tma_store,      c->pingpong, c->sr_unroll};
     CUfunction fn;
-    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 12, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
+    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 13, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
     if (r == KILN_OK) r = kiln__cuda_launch_arg(ctx, fn, l.grid, 1, l.threads, 1, l.smem, &args);
     kiln__mem_free(ctx, ws);
     return r;
