@@ -83,7 +83,7 @@ static struct {
     char key[64];
     void *so;
     emu_launch_fn fn;
-} built[32];
+} built[64];
 static int nbuilt;
 
 /* Transforms (wgmma: the PTX blocks become their emulations, the dynamic shared memory the
@@ -99,7 +99,8 @@ static emu_launch_fn kernel_for(const char *key, char *src, int kind)
             free(src);
             return built[i].fn;
         }
-    if (nbuilt == 32 || !src) {
+    if (nbuilt == (int)(sizeof built / sizeof built[0]) || !src) {
+        if (src) fprintf(stderr, "  more than %d distinct emulated kernels: raise built[]\n", nbuilt);
         free(src);
         return NULL;
     }
@@ -166,6 +167,7 @@ typedef struct ecase {
     int bn, splits;     /* overrides of the tile rule (0 = the rule's) */
     int kernel;         /* K_WGMMA, K_FFMA (f32) or K_MMA (f16 / bf16, any strides) */
     int pp;             /* wgmma: ping-pong (KILN_WGMMA_SCHED=pingpong) */
+    int cbufs;          /* wgmma: C staging buffers per consumer (KILN_WGMMA_CBUFS; 0 = the rule's) */
 } ecase;
 
 /* element i of a buffer of dtype dt: write v rounded to the dtype, read as f64 */
@@ -181,6 +183,26 @@ static double get(int dt, const void *buf, int64_t i)
     if (dt == 2) return ((const float *)buf)[i];
     unsigned short h = ((const unsigned short *)buf)[i];
     return dt ? (double)kiln_bf16_to_f32(h) : (double)kiln_f16_to_f32(h);
+}
+
+/* The staging rule alone (no kernel run): an f16 M x N x K product, A stored (K, M) as in a
+ * weight update, B (K, N), packed C, on 132 SMs. */
+static int rule_cbufs(int64_t M, int64_t N, int64_t K)
+{
+    kiln_gemm_desc d;
+    memset(&d, 0, sizeof d);
+    d.dtype = KILN_DTYPE_F16;
+    d.M = M, d.N = N, d.K = K;
+    d.a = d.b = d.c = (char *)(uintptr_t)4096; /* 16-byte aligned; prepare reads no memory */
+    d.a_sm = 1, d.a_sk = M, d.b_sk = N, d.b_sn = 1, d.c_sm = N, d.c_sn = 1, d.bias_s = 1;
+    d.alpha = 1.0;
+    kiln_gemm_batches bt;
+    kiln__cuda_gemm_merge_batches(&d, &bt);
+    kiln_gemm_wgmma_opts o = {.tma_store = 1};
+    kiln_gemm_wgmma_launch l;
+    kiln__cuda_gemm_wgmma_prepare(&d, &bt, 132, 1, &o, &l);
+    CHECK_INT(l.cfg.tma_store, 1);
+    return l.cfg.cbufs;
 }
 
 static void run(const ecase *e)
@@ -259,12 +281,14 @@ static void run(const ecase *e)
         CHECK(fn != NULL);
         if (fn) rc = fn((const unsigned long long *)lm.w, lm.nw, NULL, lm.gx, lm.gy, lm.threads, 0, err, sizeof err);
     } else {
-        kiln_gemm_wgmma_opts o = {.tma_store = e->tma_store, .bn = e->bn, .splits = e->splits, .pingpong = e->pp};
+        kiln_gemm_wgmma_opts o = {
+            .tma_store = e->tma_store, .bn = e->bn, .splits = e->splits, .pingpong = e->pp, .cbufs = e->cbufs};
         kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, 1234, &o, &l);
         if (e->splits && !e->pp) CHECK_INT((int)l.w[26], e->splits);
         CHECK_INT(l.cfg.pingpong, e->pp);
         /* TMA stores only where N fills whole 16-byte chunks (they write past a ragged N) */
         CHECK_INT(l.cfg.tma_store, e->tma_store && e->dt != 2 && N % 8 == 0);
+        if (l.cfg.tma_store && e->cbufs) CHECK_INT(l.cfg.cbufs, e->cbufs);
         ws = l.ws_bytes ? calloc(1, l.ws_bytes) : NULL;
         l.w[28] = (uint64_t)(uintptr_t)ws;
         l.w[29] = (uint64_t)(uintptr_t)counters;
@@ -281,8 +305,8 @@ static void run(const ecase *e)
             m[7] = l.map[i].box[1];
         }
         const kiln_gemm_wgmma_cfg *c = &l.cfg;
-        snprintf(key, sizeof key, "wgmma-%d-%d%d-%d%d%d%d-%d-%d%d", (int)c->dtype, c->a_kmajor, c->b_kmajor, c->bias,
-                 c->beta, c->sr, c->c_pair, c->bn, c->tma_store, c->pingpong);
+        snprintf(key, sizeof key, "wgmma-%d-%d%d-%d%d%d%d-%d-%d%d-%d-%d", (int)c->dtype, c->a_kmajor, c->b_kmajor,
+                 c->bias, c->beta, c->sr, c->c_pair, c->bn, c->tma_store, c->pingpong, c->sr_unroll, c->cbufs);
         fn = kernel_for(key, kiln__cuda_gemm_wgmma_source_text(c), K_WGMMA);
         CHECK(fn != NULL);
         if (fn) rc = fn((const unsigned long long *)l.w, KILN_GEMM_WGMMA_WORDS, maps, l.grid, 1, l.threads, l.smem, err,
@@ -340,12 +364,13 @@ static void run(const ecase *e)
     if (bad || rc || touched || nonzero)
         fprintf(stderr,
                 "  case failed: %s M=%lld N=%lld K=%lld nb=%lld ta=%d tb=%d bcast=%d%d pad=%lld alpha=%g beta=%g "
-                "bias=%d relu=%d sr=%d sms=%d tma_store=%d kernel=%s | bn=%d splits=%llu grid=%u\n",
+                "bias=%d relu=%d sr=%d sms=%d tma_store=%d kernel=%s | bn=%d splits=%llu grid=%u cbufs=%d\n",
                 e->dt == 2 ? (e->kernel == K_FFMA ? "f32" : "f32 (tf32)") : e->dt ? "bf16" : "f16", (long long)M, (long long)N, (long long)K, (long long)nb, e->ta, e->tb,
                 e->a_bcast, e->b_bcast, (long long)e->pad, e->alpha, e->beta, e->bias, e->relu, e->sr, e->sms,
                 e->tma_store, kernel_name[e->kernel], e->kernel ? 128 : l.cfg.bn,
                 e->kernel ? 1ull : (unsigned long long)l.w[26],
-                e->kernel == K_FFMA ? lf.gx * lf.gy : e->kernel == K_MMA ? lm.gx * lm.gy : l.grid);
+                e->kernel == K_FFMA ? lf.gx * lf.gy : e->kernel == K_MMA ? lm.gx * lm.gy : l.grid,
+                e->kernel ? 0 : l.cfg.cbufs);
     free(A);
     free(B);
     free(C);
@@ -384,57 +409,71 @@ int main(void)
         return CHECK_SKIP;
     }
     static const ecase cases[] = {
-        /* dt M N K nb ta tb abc bbc pad alpha beta bias relu sr sms tma bn splits kernel pp */
-        {0, 200, 300, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 0},     /* NN, ragged, 256-wide, 2 x 2 tiles on 3 SMs */
-        {1, 130, 100, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0, 0, 0},    /* TT, 128-wide, the whole epilogue */
-        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 0, 0, 0, 0, 0},      /* TN, batches, B shared */
-        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 0, 0, 0, 0, 0},       /* NT, A shared, stochastic rounding */
-        {0, 130, 300, 3380, 1, 1, 0, 0, 0, 0, 1.0, -0.5, 1, 1, 0, 132, 0, 0, 0, 0, 0}, /* split-K, the last split short */
-        {1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 132, 0, 0, 0, 0, 0},         /* one element */
+        /* dt M N K nb ta tb abc bbc pad alpha beta bias relu sr sms tma bn splits kernel pp cbufs */
+        {0, 200, 300, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0},     /* NN, ragged, 256-wide, 2 x 2 tiles on 3 SMs */
+        {1, 130, 100, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0, 0, 0, 0},    /* TT, 128-wide, the whole epilogue */
+        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 0, 0, 0, 0, 0, 0},      /* TN, batches, B shared */
+        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 0, 0, 0, 0, 0, 0},       /* NT, A shared, stochastic rounding */
+        {0, 130, 300, 3380, 1, 1, 0, 0, 0, 0, 1.0, -0.5, 1, 1, 0, 132, 0, 0, 0, 0, 0, 0}, /* split-K, the last split short */
+        {1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 132, 0, 0, 0, 0, 0, 0},         /* one element */
         /* the TMA-store epilogue on the same kinds of shapes (N a multiple of 8), and refused
          * where N is not: test_dot's padded 129 x 135 C, whose pad the H100's 16-byte store
          * chunks overwrote */
-        {0, 200, 304, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 1, 0, 0, 0, 0},
-        {1, 130, 104, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 1, 0, 0, 0, 0},
-        {0, 129, 135, 70, 1, 1, 1, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 132, 1, 0, 0, 0, 0},
-        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 1, 0, 0, 0, 0},
-        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 1, 0, 0, 0, 0},
+        {0, 200, 304, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 1, 0, 0, 0, 0, 0},
+        {1, 130, 104, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 1, 0, 0, 0, 0, 0},
+        {0, 129, 135, 70, 1, 1, 1, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 132, 1, 0, 0, 0, 0, 0},
+        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 1, 0, 0, 0, 0, 0},
+        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 1, 0, 0, 0, 0, 0},
         /* forced tiles and splits (KILN_WGMMA_BN / KILN_WGMMA_SPLITS): 256-wide tiles split
          * 3 ways on batches with the whole epilogue, 128-wide split 6 ways through TMA stores */
-        {0, 150, 260, 700, 2, 0, 1, 0, 0, 0, 0.5, 1.0, 1, 1, 0, 5, 0, 256, 3, 0, 0},
-        {1, 150, 264, 700, 1, 1, 0, 0, 0, 8, 1.0, 0.0, 1, 0, 1, 7, 1, 128, 6, 0, 0},
+        {0, 150, 260, 700, 2, 0, 1, 0, 0, 0, 0.5, 1.0, 1, 1, 0, 5, 0, 256, 3, 0, 0, 0},
+        {1, 150, 264, 700, 1, 1, 0, 0, 0, 8, 1.0, 0.0, 1, 0, 1, 7, 1, 128, 6, 0, 0, 0},
         /* f32 through tf32 (K-major A and B: A stored (M, K), B stored (N, K)) */
-        {2, 200, 300, 100, 1, 0, 1, 0, 0, 4, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 0},
-        {2, 130, 100, 70, 2, 0, 1, 0, 1, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0, 0, 0},
-        {2, 130, 300, 1700, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 132, 0, 0, 0, 0, 0}, /* split-K */
+        {2, 200, 300, 100, 1, 0, 1, 0, 0, 4, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0},
+        {2, 130, 100, 70, 2, 0, 1, 0, 1, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0, 0, 0, 0},
+        {2, 130, 300, 1700, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 132, 0, 0, 0, 0, 0, 0}, /* split-K */
         /* the FFMA kernel (f32): the four transposes, float4 and element-by-element operands
          * (odd pads), ragged edges, batches with a shared operand, the whole epilogue */
-        {2, 200, 300, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 1, 0},
-        {2, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 1, 0},
-        {2, 129, 257, 50, 1, 1, 0, 0, 0, 4, 2.0, 1.0, 1, 0, 0, 0, 0, 0, 0, 1, 0},
-        {2, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 1, 0},
+        {2, 200, 300, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0},
+        {2, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0},
+        {2, 129, 257, 50, 1, 1, 0, 0, 0, 4, 2.0, 1.0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0},
+        {2, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0},
         /* its split-K (few tiles, long K; splits = the rule's choice for sms): 3 splits with
          * a short last one and the whole epilogue; 5 splits, A transposed and padded, a
          * ragged last k slice */
-        {2, 130, 100, 1000, 1, 0, 0, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 4, 0, 0, 3, 1, 0},
-        {2, 100, 250, 1290, 1, 1, 0, 0, 0, 4, 1.0, 0.0, 0, 0, 0, 5, 0, 0, 5, 1, 0},
+        {2, 130, 100, 1000, 1, 0, 0, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 4, 0, 0, 3, 1, 0, 0},
+        {2, 100, 250, 1290, 1, 1, 0, 0, 0, 4, 1.0, 0.0, 0, 0, 0, 5, 0, 0, 5, 1, 0, 0},
         /* the mma.sync kernel (f16 / bf16): cp.async and element-by-element operands (odd
          * pads), the four transposes, batches, the whole epilogue, stochastic rounding */
-        {0, 200, 150, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 2, 0},
-        {1, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 2, 0},
-        {0, 129, 140, 50, 1, 1, 0, 0, 0, 8, 2.0, 1.0, 1, 0, 1, 0, 0, 0, 0, 2, 0},
-        {1, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 2, 0},
+        {0, 200, 150, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0},
+        {1, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 2, 0, 0},
+        {0, 129, 140, 50, 1, 1, 0, 0, 0, 8, 2.0, 1.0, 1, 0, 1, 0, 0, 0, 0, 2, 0, 0},
+        {1, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 2, 0, 0},
         /* wgmma ping-pong: the consumers alternate items (odd and even counts per block),
          * register and TMA-store epilogues, transposes, batches, SR */
-        {0, 300, 260, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 1},
-        {1, 260, 200, 130, 2, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 4, 1, 0, 0, 0, 1},
-        {0, 140, 300, 70, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 1, 5, 1, 0, 0, 0, 1},
-        {2, 200, 250, 100, 1, 0, 1, 0, 0, 4, 1.0, 0.0, 1, 0, 0, 3, 0, 0, 0, 0, 1},
+        {0, 300, 260, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 1, 0},
+        {1, 260, 200, 130, 2, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 4, 1, 0, 0, 0, 1, 0},
+        {0, 140, 300, 70, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 1, 5, 1, 0, 0, 0, 1, 0},
+        {2, 200, 250, 100, 1, 0, 1, 0, 0, 4, 1.0, 0.0, 1, 0, 0, 3, 0, 0, 0, 0, 1, 0},
         /* ping-pong with many more k slices than stages and several items per consumer: the
          * second consumer must not wait on a stage rounds ahead of the ring (a phase alias) */
-        {0, 520, 260, 1000, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 1, 0, 0, 0, 0, 1},
-        {1, 390, 130, 700, 1, 1, 0, 0, 0, 0, 1.0, 0.5, 1, 1, 0, 2, 1, 0, 0, 0, 1},
+        {0, 520, 260, 1000, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0},
+        {1, 390, 130, 700, 1, 1, 0, 0, 0, 0, 1.0, 0.5, 1, 1, 0, 2, 1, 0, 0, 0, 1, 0},
+        /* two C staging buffers per consumer (the rule's choice at K <= 128: the weight
+         * updates), six tiles per block so both buffers are written twice: 256-wide with the
+         * whole epilogue and SR, 128-wide with beta, a ragged last tile row, a batch; and the
+         * two forced, one buffer on the same shape and two on a deeper K */
+        {0, 400, 520, 128, 1, 1, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 2, 1, 0, 0, 0, 0, 0},
+        {1, 390, 264, 100, 2, 1, 0, 0, 0, 8, -0.75, 0.5, 0, 0, 0, 3, 1, 128, 0, 0, 0, 0},
+        {0, 400, 520, 128, 1, 1, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 2, 1, 0, 0, 0, 0, 1},
+        {1, 260, 384, 330, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 2, 1, 128, 0, 0, 0, 2},
     };
+    /* two staging buffers for the K=128 weight updates (256- and 128-wide tiles), one for
+     * deep K (the squares, an fprop) */
+    CHECK_INT(rule_cbufs(9216, 4096, 128), 2);
+    CHECK_INT(rule_cbufs(4096, 1000, 128), 2);
+    CHECK_INT(rule_cbufs(4096, 4096, 4096), 1);
+    CHECK_INT(rule_cbufs(128, 4096, 9216), 1);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(&cases[i]);
     for (int i = 0; i < nbuilt; i++) dlclose(built[i].so);
     char cmd[128];

@@ -96,7 +96,7 @@ static inline void kg_sync(int id, int n) { emu_sync(id, n); }
 static inline void kg_st_shared(unsigned addr, unsigned v) { memcpy(emu_ptr(addr, 4), &v, 4); }
 static inline void kg_fence_async_smem(void) {}
 static inline void kg_bulk_commit(void) {}
-static inline void kg_bulk_wait_read(void) {}
+template <int PENDING> static inline void kg_bulk_wait_read(void) {}
 static inline void kg_bulk_wait(void) {}
 
 /* ---- the wgmma instruction ------------------------------------------------------------- */

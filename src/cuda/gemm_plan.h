@@ -34,6 +34,7 @@ typedef struct kiln_gemm_wgmma_cfg {
     int tma_store; /* C staged in shared memory and stored by TMA (KILN_WGMMA_STORE=tma) */
     int pingpong;  /* each consumer warpgroup on 128 x 128 tiles of its own (KILN_WGMMA_SCHED) */
     int sr_unroll; /* epilogue groups unrolled with stochastic rounding (KILN_WGMMA_SR_UNROLL; 4) */
+    int cbufs;     /* tma_store: C staging buffers per consumer, 1 or 2 (KILN_WGMMA_CBUFS) */
 } kiln_gemm_wgmma_cfg;
 
 /* 1 when the wgmma kernel takes d on ctx's device: compute capability 9.0 with the tensor-
@@ -79,6 +80,7 @@ typedef struct kiln_gemm_wgmma_opts {
     int splits;
     int pingpong;  /* 1 = ping-pong (then BN 128, no split) */
     int sr_unroll; /* 0 = the default (4) */
+    int cbufs;     /* C staging buffers per consumer, 1 or 2 (0 = the rule's) */
 } kiln_gemm_wgmma_opts;
 
 /* Fills *l for an eligible d on a device of sm_count SMs. */

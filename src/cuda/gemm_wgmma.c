@@ -32,8 +32,10 @@
  *    of a row, kiln_gemm_sr_bits; f32 C is not rounded); for 16-bit C with 16-byte rows (the default,
  *    KILN_WGMMA_STORE=regs turns it off) each consumer stages its 64 rows of C in shared
  *    memory (128-byte swizzled boxes) and one thread stores them with TMA, overlapping the
- *    next tile (1.7x faster than register stores on the K=128 updates); otherwise, and for
- *    split tiles, stores of two neighbours as one word from the registers.
+ *    next tile (1.7x faster than register stores on the K=128 updates), from two staging
+ *    buffers per consumer where the tile's k slices fit the ring beside them (the updates:
+ *    two stores in flight per consumer); otherwise, and for split tiles, stores of two
+ *    neighbours as one word from the registers.
  * Sizes, strides, pointers, alpha, beta, the seed and the tensor maps are arguments; the
  * source depends only on kiln_gemm_wgmma_cfg (gemm_plan.h). Every PTX instruction sits in
  * a marked block ("kg: PTX wrappers", "kg: generated wgmma") that tests/test_gemm_emu.c
@@ -80,7 +82,9 @@ static const char kernel_src[] =
     " * own, alternating work items, so one's epilogue runs under the other's wgmma; else both\n"
     " * consumers share each tile (64 rows each, RB = 1) */\n"
     "constexpr int RB = PP ? 2 : 1;\n"
-    "constexpr int CSTAGE = TMA_STORE ? 2 * RB * 64 * BN * 2 : 0; /* C staging of both consumers */\n"
+    "/* C staging of both consumers, CBUFS buffers each (two: a tile's staging is written while\n"
+    " * the previous tile's store still reads the other) */\n"
+    "constexpr int CBUF_BYTES = RB * 64 * BN * 2, CSTAGE = TMA_STORE ? 2 * CBUFS * CBUF_BYTES : 0;\n"
     "constexpr int GROUP_M = 8;         /* tile rows that walk the tile columns together (L2 reuse) */\n"
     "static_assert(STAGE_BYTES % 1024 == 0, \"stages stay 1024-byte aligned (128-byte swizzle atoms)\");\n"
     "\n"
@@ -150,8 +154,11 @@ static const char kernel_src[] =
     "/* generic-proxy stores to shared memory become visible to TMA (the async proxy) */\n"
     "__device__ __forceinline__ void kg_fence_async_smem() { asm volatile(\"fence.proxy.async.shared::cta;\\n\" ::: \"memory\"); }\n"
     "__device__ __forceinline__ void kg_bulk_commit() { asm volatile(\"cp.async.bulk.commit_group;\\n\" ::: \"memory\"); }\n"
-    "/* this thread's bulk stores have read their shared memory (it may be written again) */\n"
-    "__device__ __forceinline__ void kg_bulk_wait_read() { asm volatile(\"cp.async.bulk.wait_group.read 0;\\n\" ::: \"memory\"); }\n"
+    "/* this thread's bulk store groups but the newest PENDING have read their shared memory (it\n"
+    " * may be written again) */\n"
+    "template <int PENDING> __device__ __forceinline__ void kg_bulk_wait_read() {\n"
+    "  asm volatile(\"cp.async.bulk.wait_group.read %0;\\n\" :: \"n\"(PENDING) : \"memory\");\n"
+    "}\n"
     "/* this thread's bulk stores are complete */\n"
     "__device__ __forceinline__ void kg_bulk_wait() { asm volatile(\"cp.async.bulk.wait_group 0;\\n\" ::: \"memory\"); }\n"
     "/* kg: end of PTX wrappers */\n"
@@ -314,6 +321,7 @@ static const char kernel_src[] =
     "  int *counters = (int *)p.w[29];\n"
     "  const int ct = tid - 128; /* 0 .. 255 over both consumers */\n"
     "  unsigned it = 0;\n"
+    "  unsigned stored = 0; /* tiles this consumer stored through TMA: their staging buffer alternates */\n"
     "  long long local = 0; /* this block's items so far (ping-pong: consumer cw takes the ones of its parity) */\n"
     "  for (long long item = blockIdx.x; item < items; item += gridDim.x, local++) {\n"
     "    const long long tile = item / splits;\n"
@@ -428,14 +436,15 @@ static const char kernel_src[] =
     "     * names (as a loop they cost the plain K=128 updates 19-35 %) */\n"
     "    constexpr int EPI_UNROLL = SR ? SR_UNROLL : BN / 32;\n"
     "    if constexpr (TMA_STORE) {\n"
-    "      /* into this consumer's staging (the previous tile's store has read it: wait_group.read\n"
-    "       * by the thread that issued it, then the warpgroup's barrier), row r of 64-row block rb,\n"
+    "      /* into this consumer's staging buffer stored % CBUFS (the store of the tile that used\n"
+    "       * it last has read it: wait_group.read by the thread that issued it, leaving the\n"
+    "       * CBUFS - 1 newer stores in flight, then the warpgroup's barrier), row r of 64-row block rb,\n"
     "       * 16-byte chunk q of box b at (rb * BN / 64 + b) * 8192 + r * 128 + (q ^ r % 8) * 16 (the\n"
     "       * map's 128-byte swizzle; the eight rows of one store instruction land in eight\n"
     "       * different bank groups), then one thread stores the boxes; TMA clips what lies past\n"
     "       * M and N */\n"
-    "      const unsigned cs = cstage + cw * (RB * 64 * BN * 2);\n"
-    "      if (leader) kg_bulk_wait_read();\n"
+    "      const unsigned cs = cstage + (cw * CBUFS + stored % CBUFS) * CBUF_BYTES;\n"
+    "      if (leader) kg_bulk_wait_read<CBUFS - 1>();\n"
     "      kg_sync(2 + cw, 128);\n"
     "#pragma unroll\n"
     "      for (int rb = 0; rb < RB; rb++) {\n"
@@ -493,6 +502,7 @@ static const char kernel_src[] =
     "                         (int)bi);\n"
     "        kg_bulk_commit();\n"
     "      }\n"
+    "      stored++;\n"
     "    } else {\n"
     "#pragma unroll\n"
     "      for (int rb = 0; rb < RB; rb++) {\n"
@@ -541,10 +551,10 @@ static const char kernel_src[] =
 /* ---- structure, source ------------------------------------------------------------------- */
 
 /* Bytes of the C staging (tma_store: 64 rows x bn of 16-bit C per consumer, twice that
- * with ping-pong's whole tiles per consumer). */
+ * with ping-pong's whole tiles per consumer; cbufs buffers of it). */
 static int cstage_for(const kiln_gemm_wgmma_cfg *c)
 {
-    return c->tma_store ? (c->pingpong ? 2 : 1) * BM * c->bn * 2 : 0;
+    return c->tma_store ? (c->pingpong ? 2 : 1) * BM * c->bn * 2 * (c->cbufs > 1 ? 2 : 1) : 0;
 }
 
 /* Stages that fit beside the staging of C, at most 6. */
@@ -573,7 +583,8 @@ void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
                       tf32, bf16, tf32 ? 4 : 2, c->a_kmajor, c->b_kmajor, c->bn, stages_for(c));
     kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, SR = %d, C_PAIR = %d, TMA_STORE = %d, PP = %d;\n",
                       c->bias, c->beta, c->sr, c->c_pair, c->tma_store, c->pingpong);
-    kiln__sbuf_printf(b, "constexpr int SR_UNROLL = %d;\n", c->sr_unroll > 1 ? c->sr_unroll : 1);
+    kiln__sbuf_printf(b, "constexpr int SR_UNROLL = %d, CBUFS = %d;\n", c->sr_unroll > 1 ? c->sr_unroll : 1,
+                      c->cbufs > 1 ? 2 : 1);
     /* the dtype's conversions and the paired store of two neighbours of C */
     if (tf32) {
         kiln__sbuf_puts(b, "__device__ __forceinline__ float kg_f32(ST h) { return h; }\n"
@@ -817,6 +828,19 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     w[25] = (uint64_t)kt;
     int64_t kper = (kt + splits - 1) / splits;
     splits = (int)((kt + kper - 1) / kper); /* every split gets at least one slice */
+    /* Two C staging buffers per consumer where a tile's k slices all fit the ring that is left
+     * (the K=128 weight updates): there the C store, not the wgmma, sets the pace, and with one
+     * buffer each tile's epilogue waits for the previous tile's store to have left shared
+     * memory. Deep-K tiles keep one buffer and the deeper ring. */
+    if (c->tma_store && !c->pingpong && splits == 1) {
+        kiln_gemm_wgmma_cfg two = *c;
+        two.cbufs = 2;
+        int fits = stages_for(&two) >= 2 && kper <= stages_for(&two);
+        c->cbufs = opts && opts->cbufs ? opts->cbufs : fits ? 2 : 1;
+        if (stages_for(&two) < 2) c->cbufs = 1;
+    } else {
+        c->cbufs = 1;
+    }
     w[26] = (uint64_t)splits;
     w[27] = (uint64_t)kper;
     l->tiles = nb * tm * tn;
@@ -841,7 +865,9 @@ void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count)
  * on one tile, is the default: ping-pong measured slower on most shapes),
  * KILN_WGMMA_BN=128|256, KILN_WGMMA_SPLITS=1..64, KILN_WGMMA_SR_UNROLL=1|2|4 (epilogue groups
  * unrolled together with stochastic rounding; 4, the default, measured fastest, or within 3
- * points of epilogue cost, on every shape of kiln-bench gemm-epilogue; 1 keeps the code smallest).
+ * points of epilogue cost, on every shape of kiln-bench gemm-epilogue; 1 keeps the code smallest),
+ * KILN_WGMMA_CBUFS=1|2 (C staging buffers per consumer with TMA stores; the rule's: 2 where
+ * a tile's k slices fit the ring beside two buffers).
  * A value that is none of these is an error naming the variable. */
 static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
 {
@@ -875,6 +901,13 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
             return KILN_ERROR(ctx, KILN_ERR_ARG,
                               "kiln_dot: environment variable KILN_WGMMA_SR_UNROLL='%s' is not 1, 2 or 4", e);
         o->sr_unroll = atoi(e);
+    }
+    e = getenv("KILN_WGMMA_CBUFS");
+    if (e && e[0]) {
+        if (strcmp(e, "1") != 0 && strcmp(e, "2") != 0)
+            return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_WGMMA_CBUFS='%s' is not 1 or 2",
+                              e);
+        o->cbufs = atoi(e);
     }
     e = getenv("KILN_WGMMA_SPLITS");
     if (e && e[0]) {
@@ -923,10 +956,11 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     if (r == KILN_OK) r = encode_map(ctx, &args.tb, d->dtype, &l.map[1], "B");
     if (r == KILN_OK && c->tma_store) r = encode_map(ctx, &args.tc, d->dtype, &l.map[2], "C");
     /* a tag ("GKWG") and this kernel's version first */
-    const int32_t sig[13] = {0x47574b47, 5,     (int32_t)c->dtype, c->a_kmajor, c->b_kmajor, c->bias, c->beta, c->sr,
-                             c->c_pair,  c->bn, c->tma_store,      c->pingpong, c->sr_unroll};
+    const int32_t sig[14] = {0x47574b47, 6,           (int32_t)c->dtype, c->a_kmajor, c->b_kmajor,
+                             c->bias,    c->beta,     c->sr,             c->c_pair,   c->bn,
+                             c->tma_store, c->pingpong, c->sr_unroll,    c->cbufs};
     CUfunction fn;
-    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 13, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
+    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 14, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
     if (r == KILN_OK) r = kiln__cuda_launch_arg(ctx, fn, l.grid, 1, l.threads, 1, l.smem, &args);
     kiln__mem_free(ctx, ws);
     return r;
