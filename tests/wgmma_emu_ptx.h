@@ -98,6 +98,15 @@ static inline void kg_fence_async_smem(void) {}
 static inline void kg_bulk_commit(void) {}
 template <int PENDING> static inline void kg_bulk_wait_read(void) {}
 static inline void kg_bulk_wait(void) {}
+/* the paired conversions, element by element (NaN bits aside, which kg_pack_rn fixes for bf16) */
+static inline unsigned kg_cvt_f16x2(float lo, float hi)
+{
+    return (unsigned)kiln_f32_to_f16_rn(lo) | ((unsigned)kiln_f32_to_f16_rn(hi) << 16);
+}
+static inline unsigned kg_cvt_bf16x2(float lo, float hi)
+{
+    return (unsigned)kiln_f32_to_bf16_rn(lo) | ((unsigned)kiln_f32_to_bf16_rn(hi) << 16);
+}
 
 /* ---- the wgmma instruction ------------------------------------------------------------- */
 
