@@ -217,7 +217,10 @@ static void run(const ecase *e)
     const int64_t asz = na * ar * as, bsz = nbb * br * bs, csz = nb * M * cs;
     const size_t es = e->dt == 2 ? 4 : 2;
     void *A = aligned_alloc(64, (size_t)asz * es + 64), *B = aligned_alloc(64, (size_t)bsz * es + 64);
-    void *C = aligned_alloc(64, (size_t)csz * es + 64), *bias = malloc((size_t)N * es);
+    void *C = aligned_alloc(64, (size_t)csz * es + 64), *bias_mem = malloc((size_t)(N + 1) * es);
+    /* the bias one element into its block where B is transposed: a 2-byte aligned bias, which
+     * the staged epilogue's 32-bit pair loads must leave to the element-by-element form */
+    char *bias = (char *)bias_mem + (e->tb ? es : 0);
     double *h = malloc(sizeof(double) * (size_t)(asz > bsz ? (asz > csz ? asz : csz) : (bsz > csz ? bsz : csz)));
     check_fill(&rng, h, asz, -1, 1);
     for (int64_t i = 0; i < asz; i++) put(e->dt, A, i, h[i]);
@@ -375,7 +378,7 @@ static void run(const ecase *e)
     free(B);
     free(C);
     free(C0);
-    free(bias);
+    free(bias_mem);
     free(h);
     free(ws);
     free(counters);
