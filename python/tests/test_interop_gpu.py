@@ -137,6 +137,11 @@ def test_cupy(cuda, rng):
     d = cupy.from_dlpack(t.T)
     assert d.data.ptr == t._data and d.shape == (6, 4)
     c += 1
+    # CuPy's kernel runs on CuPy's stream, kiln's read on kiln's: ordering a foreign
+    # library's writes before kiln's work is the user's part (the array interface carries
+    # the producer's stream, not the consumer's); without this the read raced the write and
+    # failed once on the H100 under pytest -n 8 (2026-11-24)
+    cupy.cuda.get_current_stream().synchronize()
     close(t, tv + 1, kn.float64)
     x = cupy.arange(10, dtype=cupy.float32)
     k = kn.from_dlpack(x)
