@@ -587,21 +587,29 @@ static void gemm_dispatch(void)
                    {"KILN_WGMMA_SPLITS", "3x", "KILN_WGMMA_SPLITS='3x'"},
                    {"KILN_WGMMA_BN", "192", "KILN_WGMMA_BN='192'"},
                    {"KILN_WGMMA_STORE", "smem", "KILN_WGMMA_STORE='smem'"},
-                   {"KILN_WGMMA_SCHED", "stream-k", "KILN_WGMMA_SCHED='stream-k'"}};
+                   {"KILN_WGMMA_SCHED", "stream-k", "KILN_WGMMA_SCHED='stream-k'"},
+                   {"KILN_WGMMA_SR_UNROLL", "3", "KILN_WGMMA_SR_UNROLL='3'"},
+                   {"KILN_WGMMA_CBUFS", "4", "KILN_WGMMA_CBUFS='4'"}};
         setenv("KILN_GEMM", "wgmma", 1);
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             setenv(bad[i].var, bad[i].value, 1);
             CHECK_FAILS(gpu, kiln_dot(c16g, a16g, b16g, 1.0, 0.0, NULL), KILN_ERR_ARG, bad[i].msg);
             unsetenv(bad[i].var);
         }
-        /* and good ones run: a forced 128-wide tile split in two, through TMA stores */
+        /* and good ones run: a forced 128-wide tile split in two, through TMA stores; one
+         * staging buffer forced, two groups unrolled with stochastic rounding */
         setenv("KILN_WGMMA_BN", "128", 1);
         setenv("KILN_WGMMA_SPLITS", "2", 1);
         setenv("KILN_WGMMA_STORE", "tma", 1);
         CHECK_OK(gpu, kiln_dot(c16g, a16g, b16g, 1.0, 0.0, NULL));
-        unsetenv("KILN_WGMMA_BN");
         unsetenv("KILN_WGMMA_SPLITS");
+        setenv("KILN_WGMMA_CBUFS", "1", 1);
+        setenv("KILN_WGMMA_SR_UNROLL", "2", 1);
+        CHECK_OK(gpu, kiln_dot(c16g, a16g, b16g, 1.0, 0.0, &((kiln_gemm_args){.round = KILN_ROUND_STOCHASTIC})));
+        unsetenv("KILN_WGMMA_BN");
         unsetenv("KILN_WGMMA_STORE");
+        unsetenv("KILN_WGMMA_CBUFS");
+        unsetenv("KILN_WGMMA_SR_UNROLL");
     }
     unsetenv("KILN_GEMM");
     kiln_tensor *all[] = {a16, a16g, b16, b16g, c16, c16g, a32, a32g, c32, c32g};
