@@ -431,6 +431,8 @@ int main(void)
          * 3 ways on batches with the whole epilogue, 128-wide split 6 ways through TMA stores */
         {0, 150, 260, 700, 2, 0, 1, 0, 0, 0, 0.5, 1.0, 1, 1, 0, 5, 0, 256, 3, 0, 0, 0},
         {1, 150, 264, 700, 1, 1, 0, 0, 0, 8, 1.0, 0.0, 1, 0, 1, 7, 1, 128, 6, 0, 0, 0},
+        /* split tiles through the staged TMA epilogue: 256-wide, 4 splits, beta and ReLU */
+        {0, 130, 296, 1500, 1, 0, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 5, 1, 256, 4, 0, 0, 0},
         /* f32 through tf32 (K-major A and B: A stored (M, K), B stored (N, K)) */
         {2, 200, 300, 100, 1, 0, 1, 0, 0, 4, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0},
         {2, 130, 100, 70, 2, 0, 1, 0, 1, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0, 0, 0, 0},
