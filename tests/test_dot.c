@@ -1113,8 +1113,10 @@ int main(void)
             static const char *gemm_name[3] = {"device, KILN_GEMM=vendor", "device, KILN_GEMM=own",
                                                "device, KILN_GEMM=mma"};
             const char *only = getenv("KILN_TEST_ENGINES");
+            int engines_run = 0;
             for (int i = 0; i < (cuda ? 3 : 1); i++) {
                 if (cuda && only && only[0] && !strstr(only, gemm_env[i])) continue;
+                engines_run++;
                 if (cuda) setenv("KILN_GEMM", gemm_env[i], 1);
                 engine_name = cuda ? gemm_name[i] : "device";
                 printf("GEMM on the %s engine\n", engine_name);
@@ -1123,6 +1125,9 @@ int main(void)
                 test_sr_bits();
                 test_sr_tiles();
             }
+            /* a KILN_TEST_ENGINES that names no engine would pass having checked nothing */
+            if (engines_run == 0) fprintf(stderr, "  KILN_TEST_ENGINES='%s' names none of vendor, own, mma\n", only);
+            CHECK(engines_run > 0);
             if (cuda) { /* a value that names nothing is an error naming the variable */
                 setenv("KILN_GEMM", "fastest", 1);
                 kiln_tensor *A = mk(KILN_DTYPE_F16, 2, 3, 4, 0), *B = mk(KILN_DTYPE_F16, 2, 4, 5, 0),
