@@ -69,6 +69,7 @@ typedef struct bench {
     /* GPU gemm: sums of log(vendor ms / own ms) and counts, by [dtype][fully connected] */
     double gemm_log_ratio[KILN_DTYPE_COUNT][2];
     int gemm_count[KILN_DTYPE_COUNT][2];
+    double last_host_ms; /* time_median's median host time per call of a batch, up to its last return */
 } bench;
 
 /* Prints a failed kiln call with the context's last error; returns its status. */
@@ -125,6 +126,7 @@ typedef struct row {
     double unfused_ms; /* median time of the unfused way */
     double peer_ms;    /* median time of the peer (e.g. cuBLAS, a copy of the same bytes) */
     double own_ms;     /* GPU gemm: median time with KILN_GEMM=own (ms is KILN_GEMM=vendor) */
+    double host_ms, own_host_ms; /* GPU gemm: host time per call (enqueue, before the wait) */
     char gpu_state[24]; /* GPU gemm: SM clock (MHz) and board power (W) read after the timings */
     double err;        /* largest relative error the check found */
     double tol;        /* the check's tolerance */
@@ -228,6 +230,12 @@ static void cell_peer_ratio(const row *r, char *buf, size_t cap)
 {
     fmt_measured(buf, cap, r->peer_ms, "%.2fx", r->peer_ms / r->ms);
 }
+/* host time per call of vendor / own (the calls of a batch up to the last return): where it
+ * is near the ms columns the host, not the kernel, set the pace */
+static void cell_host_us(const row *r, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%.1f/%.1f", r->host_ms * 1e3, r->own_host_ms * 1e3);
+}
 static void cell_gpu_state(const row *r, char *buf, size_t cap)
 {
     snprintf(buf, cap, "%s", r->gpu_state[0] ? r->gpu_state : "-");
@@ -311,7 +319,7 @@ static int cmp_double(const void *a, const void *b)
 static kiln_status time_median(bench *b, run_fn fn, void *arg, double *ms_out)
 {
     kiln_status st = KILN_OK;
-    double t[MAX_REPS];
+    double t[MAX_REPS], th[MAX_REPS];
     int warm = b->gpu ? 3 : 1;
     double target = b->quick ? (b->gpu ? 50.0 : 60.0) : (b->gpu ? 300.0 : 400.0);
     int min_reps = b->quick ? 3 : 5;
@@ -333,6 +341,7 @@ static kiln_status time_median(bench *b, run_fn fn, void *arg, double *ms_out)
     for (; n < reps; n++) {
         double t0 = now_ms();
         for (int i = 0; i < batch; i++) TRY(fn(arg));
+        th[n] = (now_ms() - t0) / batch;
         TRY(kiln_ctx_synchronize(b->ctx));
         t[n] = (now_ms() - t0) / batch;
         spent += t[n] * (batch - 1);
@@ -343,7 +352,9 @@ static kiln_status time_median(bench *b, run_fn fn, void *arg, double *ms_out)
         }
     }
     qsort(t, (size_t)n, sizeof t[0], cmp_double);
+    qsort(th, (size_t)n, sizeof th[0], cmp_double);
     *ms_out = (n % 2) ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    b->last_host_ms = (n % 2) ? th[n / 2] : 0.5 * (th[n / 2 - 1] + th[n / 2]);
 done:
     return st;
 }
@@ -724,6 +735,7 @@ static kiln_status gemm_one(bench *b, const table *t, kiln_dtype dt, const gemm_
      * rounding differ; 16-bit C is rounded once to 8 (bf16) or 11 (f16) bits. */
     r.tol = dt == KILN_DTYPE_F16 ? 2e-3 : dt == KILN_DTYPE_BF16 ? 1e-2 : dt == KILN_DTYPE_F64 ? 1e-12 : b->tf32 ? 2e-3 : 1e-5;
     TRY(time_median(b, gemm_run_once, &g, &r.ms));
+    r.host_ms = b->last_host_ms;
     if (own) { /* the same case with KILN_GEMM=own, on a C full of NaN again */
         double err = 0.0;
         kiln_tensor_release(g.c);
@@ -734,6 +746,7 @@ static kiln_status gemm_one(bench *b, const table *t, kiln_dtype dt, const gemm_
         TRY(gemm_check(b, gc, &g, &err));
         if (!isnan(r.err) && !(err <= r.err)) r.err = err; /* the worse of the two (a NaN stays) */
         TRY(time_median(b, gemm_run_once, &g, &r.own_ms));
+        r.own_host_ms = b->last_host_ms;
     }
     if (b->gpu) read_gpu_state(r.gpu_state, sizeof r.gpu_state);
     if (own && r.own_ms > 0) {
@@ -790,13 +803,15 @@ static kiln_status run_gemm(bench *b)
         table_add(&t, "TFLOP/s", 8, 0, cell_own_tflops);
         table_add(&t, "own/vendor", 10, 0, cell_own_ratio);
         table_add(&t, "MHz/W", 9, 0, cell_gpu_state);
+        table_add(&t, "host us v/o", 11, 0, cell_host_us);
     } else {
         table_add(&t, "ms", 9, 0, cell_ms);
         table_add(&t, "GFLOP/s", 9, 0, cell_gflops);
     }
     table_add(&t, "check", 10, 1, cell_check);
     table_print_header(&t, b->gpu ? "gemm: kiln_dot, C = A @ B (alpha 1, beta 0), TFLOP/s = 2*M*N*K / time; "
-                                    "vendor = KILN_GEMM=vendor (cuBLASLt), own = KILN_GEMM=own (kiln's kernel)"
+                                    "vendor = KILN_GEMM=vendor (cuBLASLt), own = KILN_GEMM=own (kiln's kernel); host us "
+                                    "v/o = host time per call (vendor/own): near the ms the host sets the pace"
                                   : "gemm: kiln_dot, C = A @ B (alpha 1, beta 0), GFLOP/s = 2*M*N*K / time");
     /* KILN_GEMM is set per run below; the caller's value comes back at the end */
     const char *prev_env = getenv("KILN_GEMM");
@@ -882,8 +897,10 @@ done:
 
 static kiln_status run_gemm_sweep(bench *b)
 {
-    static const int bns[2] = {256, 128}, splits[6] = {1, 2, 3, 4, 6, 8};
+    /* the register store row is left out: the rule takes TMA stores wherever C allows them */
+    static const int bns[2] = {256, 128}, splits[8] = {1, 2, 3, 4, 6, 8, 12, 16};
     static const char *stores[2] = {"regs", "tma"};
+    enum { NSPLITS = sizeof splits / sizeof splits[0] };
     kiln_status st = KILN_OK;
     kiln_dtype dt = b->dtypes_given ? b->dtypes[0] : KILN_DTYPE_F16;
     int quick = b->quick;
@@ -912,16 +929,16 @@ static kiln_status run_gemm_sweep(bench *b)
         printf("%-15s %" PRId64 "x%" PRId64 "x%" PRId64 "%s: vendor %.4f ms, rule %.2fx\n", gc->name, gc->m, gc->n, gc->k,
                gc->trans_b ? " B^T" : "", vendor, rule);
         printf("    %-9s", "BN/store");
-        for (int si = 0; si < 6; si++) printf("  split %-2d", splits[si]);
+        for (int si = 0; si < NSPLITS; si++) printf("  split %-2d", splits[si]);
         printf("\n");
         for (int bi = 0; bi < 2 && st == KILN_OK; bi++)
-            for (int so = 0; so < 2 && st == KILN_OK; so++) {
+            for (int so = 1; so < 2 && st == KILN_OK; so++) {
                 char bn[8];
                 snprintf(bn, sizeof bn, "%d", bns[bi]);
                 setenv("KILN_WGMMA_BN", bn, 1);
                 setenv("KILN_WGMMA_STORE", stores[so], 1);
                 printf("    %3d/%-5s", bns[bi], stores[so]);
-                for (int si = 0; si < 6 && st == KILN_OK; si++) {
+                for (int si = 0; si < NSPLITS && st == KILN_OK; si++) {
                     if (splits[si] > 1 && gc->k / 64 < 2 * splits[si]) {
                         printf("  %8s", "-");
                         continue;
