@@ -8,10 +8,13 @@
  * kernel's "kg: PTX wrappers" and "kg: generated wgmma" blocks replaced by
  * tests/wgmma_emu_ptx.h, and tests/gemm_emu_launch.h behind it.
  *
- * Model: the blocks of the grid run one after another; the threads of a block (384 for
- * wgmma, 256 for FFMA) are coroutines (ucontext) that switch only where the kernel waits (mbarrier waits, named
- * barriers), so every interleaving the kernel's synchronization allows is one it may get
- * here, and a missing wait shows as a wrong result or a deadlock report. TMA copies
+ * Model: the clusters of the grid run one after another (a block is a cluster of one
+ * unless the launch says otherwise); the threads of a cluster's blocks (384 each for
+ * wgmma, 256 for FFMA) are coroutines (ucontext) that switch only where the kernel waits
+ * (mbarrier waits, named and cluster barriers), so every interleaving the kernel's
+ * synchronization allows is one it may get here, and a missing wait shows as a wrong
+ * result or a deadlock report. Each block has its own shared memory and barriers; a
+ * cluster address (mapa) carries the block's rank + 1 in bits 24-27. TMA copies
  * complete when issued (the mbarrier transaction count still runs: expect_tx, then the
  * boxes). Shared-memory addresses are offsets from EMU_SMEM_ORIGIN; the 128-byte swizzle
  * XORs address bits 4-6 with bits 7-9, as the hardware does on absolute addresses. wgmma:
@@ -60,6 +63,7 @@ struct emu_dim3 {
 /* ---- the block being run ----------------------------------------------------------------- */
 
 #define EMU_MAX_THREADS 384
+#define EMU_MAX_CLUSTER 8
 #define EMU_SMEM_ORIGIN 16u /* the first dynamic shared byte's address (not 1024-aligned) */
 
 struct emu_mbar {
@@ -84,13 +88,23 @@ struct emu_state {
     int done[EMU_MAX_THREADS];
     int nthreads;
     int cur;
-    long long idle; /* yields since the last change of any barrier: a deadlock when it grows */
-    int deadlock;
-    char error[256];
     emu_dim3 block_idx, grid_dim, thread_idx, block_dim;
 };
 
-static emu_state emu;
+/* the blocks of the cluster being run; emu is the one whose thread runs now */
+static emu_state emu_blocks[EMU_MAX_CLUSTER];
+static emu_state *emu_cur = &emu_blocks[0];
+#define emu (*emu_cur)
+
+/* what the cluster's blocks share */
+static struct emu_global {
+    int cluster;    /* blocks per cluster */
+    long long idle; /* yields since the last change of any barrier: a deadlock when it grows */
+    int deadlock;
+    char error[256];
+    int csync_arrived; /* barrier.cluster: arrivals and generation */
+    unsigned csync_gen;
+} emu_g;
 
 #define threadIdx (emu.thread_idx)
 #define blockIdx (emu.block_idx)
@@ -99,7 +113,7 @@ static emu_state emu;
 
 static void emu_fail(const char *msg)
 {
-    if (!emu.error[0]) snprintf(emu.error, sizeof emu.error, "%s", msg);
+    if (!emu_g.error[0]) snprintf(emu_g.error, sizeof emu_g.error, "%s", msg);
 }
 
 static unsigned char *emu_ptr(unsigned addr, unsigned bytes)
@@ -117,31 +131,59 @@ static unsigned char *emu_ptr(unsigned addr, unsigned bytes)
 /* 128-byte swizzle of a shared-memory address */
 static unsigned emu_swz(unsigned a) { return a ^ (((a >> 7) & 7u) << 4); }
 
-static void emu_progress(void) { emu.idle = 0; }
+static void emu_progress(void) { emu_g.idle = 0; }
 
 /* switch back to the scheduler (a waiting thread) */
 static void emu_yield(void)
 {
-    if (++emu.idle > 4000000LL) {
-        emu.deadlock = 1;
+    if (++emu_g.idle > 4000000LL) {
+        emu_g.deadlock = 1;
         emu_fail("deadlock: every thread waits");
     }
     swapcontext(&emu.ctx[emu.cur], &emu.sched);
 }
 
-static emu_mbar *emu_bar(unsigned addr, int create)
+/* the mbarrier at addr of block blk (its shared memory) */
+static emu_mbar *emu_bar_of(emu_state *blk, unsigned addr, int create)
 {
-    for (int i = 0; i < emu.nbars; i++)
-        if (emu.bars[i].addr == addr) return &emu.bars[i];
-    if (!create || emu.nbars == 64) {
+    for (int i = 0; i < blk->nbars; i++)
+        if (blk->bars[i].addr == addr) return &blk->bars[i];
+    if (!create || blk->nbars == 64) {
         emu_fail("mbarrier used before mbarrier.init");
         static emu_mbar dummy;
         return &dummy;
     }
-    emu_mbar *b = &emu.bars[emu.nbars++];
+    emu_mbar *b = &blk->bars[blk->nbars++];
     memset(b, 0, sizeof *b);
     b->addr = addr;
     return b;
+}
+
+static emu_mbar *emu_bar(unsigned addr, int create) { return emu_bar_of(emu_cur, addr, create); }
+
+/* the block and local address of a shared::cluster address (mapa's: rank + 1 in bits 24-27) */
+static emu_state *emu_cluster_block(unsigned addr, unsigned *local)
+{
+    const unsigned r = addr >> 24;
+    *local = addr & 0xFFFFFFu;
+    if (r == 0 || (int)r > emu_g.cluster) {
+        emu_fail("shared::cluster address without a block rank of the cluster (mapa)");
+        return emu_cur;
+    }
+    return &emu_blocks[r - 1];
+}
+
+/* barrier.cluster: every thread of every block of the cluster */
+static void emu_cluster_sync(void)
+{
+    unsigned g = emu_g.csync_gen;
+    if (++emu_g.csync_arrived == emu_g.cluster * emu.nthreads) {
+        emu_g.csync_arrived = 0;
+        emu_g.csync_gen++;
+        emu_progress();
+        return;
+    }
+    while (emu_g.csync_gen == g && !emu_g.deadlock) emu_yield();
 }
 
 static void emu_bar_check(emu_mbar *b)
@@ -163,7 +205,7 @@ static void emu_sync(int id, int n)
         emu_progress();
         return;
     }
-    while (emu.bar_gen[id] == g && !emu.deadlock) emu_yield();
+    while (emu.bar_gen[id] == g && !emu_g.deadlock) emu_yield();
 }
 
 /* ---- CUDA built-ins ------------------------------------------------------------------------ */

@@ -2,9 +2,9 @@
  * tests/gemm_emu_launch.h — runs an emulated GEMM kernel (tests/gemm_emu.h): emu_launch,
  * exported from the shared object tests/test_gemm_emu.c builds, takes a launch as the
  * library's prepare function described it (words, grid, threads, dynamic shared memory;
- * for the wgmma kernel, EMU_TMAPS defined, the tensor maps as descriptions) and runs every
- * block of the grid, one after another, each as its threads' coroutines. EMU_KERNEL names
- * the kernel function.
+ * for the wgmma kernel, EMU_TMAPS defined, the tensor maps as descriptions; the cluster
+ * size) and runs every cluster of the grid, one after another, each as the coroutines of
+ * its blocks' threads. EMU_KERNEL names the kernel function.
  */
 
 #define EMU_STACK (256 * 1024)
@@ -18,12 +18,14 @@ static void emu_thread_main(void)
     emu_progress();
 }
 
-/* maps: 3 x 9 words (base, dims[3], strides[2], box[2], element bytes), base 0 = unused */
+/* maps: 3 x 9 words (base, dims[3], strides[2], box[2], element bytes), base 0 = unused;
+ * cluster: blocks per cluster along x (1 = none), run together */
 extern "C" int emu_launch(const unsigned long long *words, int nwords, const unsigned long long *maps, unsigned gx,
-                          unsigned gy, unsigned threads, unsigned smem, char *error, size_t error_cap)
+                          unsigned gy, unsigned threads, unsigned smem, unsigned cluster, char *error, size_t error_cap)
 {
     memset(&emu_args, 0, sizeof emu_args);
     if (nwords > (int)(sizeof emu_args.w / 8) || threads > EMU_MAX_THREADS) return 2;
+    if (cluster < 1 || cluster > EMU_MAX_CLUSTER || gx % cluster != 0) return 2;
     memcpy(emu_args.w, words, (size_t)nwords * 8);
 #ifdef EMU_TMAPS
     kg_tmap *tm[3] = {&emu_args.ta, &emu_args.tb, &emu_args.tc};
@@ -31,45 +33,60 @@ extern "C" int emu_launch(const unsigned long long *words, int nwords, const uns
 #else
     (void)maps;
 #endif
-    emu.nthreads = (int)threads;
-    emu.smem_bytes = smem ? smem : 16;
-    emu.smem = (unsigned char *)malloc(emu.smem_bytes);
-    emu.stacks = (char *)malloc((size_t)threads * EMU_STACK);
-    emu.error[0] = 0;
-    emu.deadlock = 0;
+    memset(&emu_g, 0, sizeof emu_g);
+    emu_g.cluster = (int)cluster;
+    for (unsigned r = 0; r < cluster; r++) {
+        emu_state *b = &emu_blocks[r];
+        b->nthreads = (int)threads;
+        b->smem_bytes = smem ? smem : 16;
+        b->smem = (unsigned char *)malloc(b->smem_bytes);
+        b->stacks = (char *)malloc((size_t)threads * EMU_STACK);
+    }
     int rc = 0;
-    for (unsigned blk = 0; blk < gx * gy && rc == 0; blk++) {
-        memset(emu.smem, 0xA5, emu.smem_bytes); /* poison: what a kernel reads before writing shows */
-        emu.nbars = 0;
-        memset(emu.bar_arrived, 0, sizeof emu.bar_arrived);
-        memset(emu.bar_gen, 0, sizeof emu.bar_gen);
-        emu.block_idx = {blk % gx, blk / gx, 0};
-        emu.grid_dim = {gx, gy, 1};
-        emu.block_dim = {threads, 1, 1};
-        for (int t = 0; t < (int)threads; t++) {
-            emu.done[t] = 0;
-            getcontext(&emu.ctx[t]);
-            emu.ctx[t].uc_stack.ss_sp = emu.stacks + (size_t)t * EMU_STACK;
-            emu.ctx[t].uc_stack.ss_size = EMU_STACK;
-            emu.ctx[t].uc_link = &emu.sched;
-            makecontext(&emu.ctx[t], emu_thread_main, 0);
-        }
-        int left = (int)threads;
-        emu.idle = 0;
-        while (left > 0 && !emu.deadlock) {
-            left = 0;
-            for (int t = 0; t < (int)threads && !emu.deadlock; t++) {
-                if (emu.done[t]) continue;
-                emu.cur = t;
-                emu.thread_idx = {(unsigned)t, 0, 0};
-                swapcontext(&emu.sched, &emu.ctx[t]);
-                if (!emu.done[t]) left++;
+    for (unsigned c0 = 0; c0 < gx * gy && rc == 0; c0 += cluster) {
+        for (unsigned r = 0; r < cluster; r++) {
+            emu_state *b = &emu_blocks[r];
+            const unsigned blk = c0 + r;
+            memset(b->smem, 0xA5, b->smem_bytes); /* poison: what a kernel reads before writing shows */
+            b->nbars = 0;
+            memset(b->bar_arrived, 0, sizeof b->bar_arrived);
+            memset(b->bar_gen, 0, sizeof b->bar_gen);
+            b->block_idx = {blk % gx, blk / gx, 0};
+            b->grid_dim = {gx, gy, 1};
+            b->block_dim = {threads, 1, 1};
+            for (int t = 0; t < (int)threads; t++) {
+                b->done[t] = 0;
+                getcontext(&b->ctx[t]);
+                b->ctx[t].uc_stack.ss_sp = b->stacks + (size_t)t * EMU_STACK;
+                b->ctx[t].uc_stack.ss_size = EMU_STACK;
+                b->ctx[t].uc_link = &b->sched;
+                makecontext(&b->ctx[t], emu_thread_main, 0);
             }
         }
-        if (emu.deadlock || emu.error[0]) rc = 1;
+        int left = (int)(threads * cluster);
+        emu_g.idle = 0;
+        while (left > 0 && !emu_g.deadlock) {
+            left = 0;
+            for (unsigned r = 0; r < cluster && !emu_g.deadlock; r++) {
+                emu_cur = &emu_blocks[r];
+                for (int t = 0; t < (int)threads && !emu_g.deadlock; t++) {
+                    if (emu.done[t]) continue;
+                    emu.cur = t;
+                    emu.thread_idx = {(unsigned)t, 0, 0};
+                    swapcontext(&emu.sched, &emu.ctx[t]);
+                    if (!emu.done[t]) left++;
+                }
+            }
+        }
+        if (emu_g.deadlock || emu_g.error[0]) rc = 1;
     }
-    if (rc) snprintf(error, error_cap, "%s", emu.error[0] ? emu.error : "failed");
-    free(emu.smem);
-    free(emu.stacks);
+    if (rc) snprintf(error, error_cap, "%s", emu_g.error[0] ? emu_g.error : "failed");
+    for (unsigned r = 0; r < cluster; r++) {
+        free(emu_blocks[r].smem);
+        free(emu_blocks[r].stacks);
+        emu_blocks[r].smem = NULL;
+        emu_blocks[r].stacks = NULL;
+    }
+    emu_cur = &emu_blocks[0];
     return rc;
 }

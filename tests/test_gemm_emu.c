@@ -57,7 +57,7 @@ static char tmpdir[64];
 static const char *cxx;
 
 typedef int (*emu_launch_fn)(const unsigned long long *, int, const unsigned long long *, unsigned, unsigned,
-                             unsigned, unsigned, char *, size_t);
+                             unsigned, unsigned, unsigned, char *, size_t);
 
 /* ---- the emulated kernel of one structure -------------------------------------------------- */
 
@@ -168,7 +168,14 @@ typedef struct ecase {
     int kernel;         /* K_WGMMA, K_FFMA (f32) or K_MMA (f16 / bf16, any strides) */
     int pp;             /* wgmma: ping-pong (KILN_WGMMA_SCHED=pingpong) */
     int cbufs;          /* wgmma: C staging buffers per consumer (KILN_WGMMA_CBUFS; 0 = the rule's) */
+    int split_sum;      /* wgmma split-K: 0 the rule's, 1 a cluster (checked it is), 2 the workspace */
+    int same_bits;      /* the inputs of the case before, and C bit for bit as it came out there */
 } ecase;
+
+/* the case before: its input stream and its C (same_bits) */
+static uint64_t prev_rng;
+static void *prev_c;
+static size_t prev_c_bytes;
 
 /* element i of a buffer of dtype dt: write v rounded to the dtype, read as f64 */
 static void put(int dt, void *buf, int64_t i, double v)
@@ -201,13 +208,15 @@ static int rule_cbufs(int64_t M, int64_t N, int64_t K)
     kiln_gemm_wgmma_opts o = {.tma_store = 1};
     kiln_gemm_wgmma_launch l;
     kiln__cuda_gemm_wgmma_prepare(&d, &bt, 132, 1, &o, &l);
-    CHECK_INT(l.cfg.tma_store, 1);
+    CHECK_INT(l.cfg.tma_store, !l.cfg.cluster); /* split tiles summed in a cluster store from registers */
     return l.cfg.cbufs;
 }
 
 static void run(const ecase *e)
 {
     const int64_t M = e->M, N = e->N, K = e->K, nb = e->nb;
+    if (e->same_bits) rng = prev_rng;
+    prev_rng = rng;
     /* storage: A (nb or 1) x rows x (cols + pad), the same for B and C */
     const int64_t ar = e->ta ? K : M, ac = e->ta ? M : K, br = e->tb ? N : K, bc = e->tb ? K : N;
     /* rows of 16-byte multiples (TMA's rule; the wgmma kernel takes nothing else), plus the
@@ -274,7 +283,7 @@ static void run(const ecase *e)
                  c->beta, c->c_vec, c->split);
         fn = kernel_for(key, kiln__cuda_gemm_ffma_source_text(c), K_FFMA);
         CHECK(fn != NULL);
-        if (fn) rc = fn((const unsigned long long *)lf.w, lf.nw, NULL, lf.gx, lf.gy, lf.threads, 0, err, sizeof err);
+        if (fn) rc = fn((const unsigned long long *)lf.w, lf.nw, NULL, lf.gx, lf.gy, lf.threads, 0, 1, err, sizeof err);
     } else if (e->kernel == K_MMA) {
         kiln__cuda_gemm_mma_prepare(&d, &bt, 1234, &lm);
         const kiln_gemm_mma_cfg *c = &lm.cfg;
@@ -282,15 +291,26 @@ static void run(const ecase *e)
                  c->bias, c->beta, c->sr, c->c_pair);
         fn = kernel_for(key, kiln__cuda_gemm_mma_source_text(c), K_MMA);
         CHECK(fn != NULL);
-        if (fn) rc = fn((const unsigned long long *)lm.w, lm.nw, NULL, lm.gx, lm.gy, lm.threads, 0, err, sizeof err);
+        if (fn) rc = fn((const unsigned long long *)lm.w, lm.nw, NULL, lm.gx, lm.gy, lm.threads, 0, 1, err, sizeof err);
     } else {
-        kiln_gemm_wgmma_opts o = {
-            .tma_store = e->tma_store, .bn = e->bn, .splits = e->splits, .pingpong = e->pp, .cbufs = e->cbufs};
+        kiln_gemm_wgmma_opts o = {.tma_store = e->tma_store,
+                                  .bn = e->bn,
+                                  .splits = e->splits,
+                                  .pingpong = e->pp,
+                                  .cbufs = e->cbufs,
+                                  .split_sum = e->split_sum};
         kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, 1234, &o, &l);
         if (e->splits && !e->pp) CHECK_INT((int)l.w[26], e->splits);
         CHECK_INT(l.cfg.pingpong, e->pp);
-        /* TMA stores only where N fills whole 16-byte chunks (they write past a ragged N) */
-        CHECK_INT(l.cfg.tma_store, e->tma_store && e->dt != 2 && N % 8 == 0);
+        if (e->split_sum) CHECK_INT(l.cfg.cluster, e->split_sum == 1);
+        if (l.cfg.cluster) { /* whole clusters of one block per split */
+            CHECK_INT((int)l.cluster, (int)l.w[26]);
+            CHECK_INT((int)(l.grid % l.cluster), 0);
+            CHECK(l.ws_bytes == 0);
+        }
+        /* TMA stores only where N fills whole 16-byte chunks (they write past a ragged N), and
+         * not for tiles summed in a cluster */
+        CHECK_INT(l.cfg.tma_store, e->tma_store && e->dt != 2 && N % 8 == 0 && !l.cfg.cluster);
         if (l.cfg.tma_store && e->cbufs) CHECK_INT(l.cfg.cbufs, e->cbufs);
         ws = l.ws_bytes ? calloc(1, l.ws_bytes) : NULL;
         l.w[28] = (uint64_t)(uintptr_t)ws;
@@ -308,11 +328,13 @@ static void run(const ecase *e)
             m[7] = l.map[i].box[1];
         }
         const kiln_gemm_wgmma_cfg *c = &l.cfg;
-        snprintf(key, sizeof key, "wgmma-%d-%d%d-%d%d%d%d-%d-%d%d-%d-%d", (int)c->dtype, c->a_kmajor, c->b_kmajor,
-                 c->bias, c->beta, c->sr, c->c_pair, c->bn, c->tma_store, c->pingpong, c->sr_unroll, c->cbufs);
+        snprintf(key, sizeof key, "wgmma-%d-%d%d-%d%d%d%d-%d-%d%d-%d-%d-%d", (int)c->dtype, c->a_kmajor, c->b_kmajor,
+                 c->bias, c->beta, c->sr, c->c_pair, c->bn, c->tma_store, c->pingpong, c->sr_unroll, c->cbufs,
+                 c->cluster);
         fn = kernel_for(key, kiln__cuda_gemm_wgmma_source_text(c), K_WGMMA);
         CHECK(fn != NULL);
-        if (fn) rc = fn((const unsigned long long *)l.w, KILN_GEMM_WGMMA_WORDS, maps, l.grid, 1, l.threads, l.smem, err,
+        if (fn) rc = fn((const unsigned long long *)l.w, KILN_GEMM_WGMMA_WORDS, maps, l.grid, 1, l.threads, l.smem,
+                        l.cluster ? l.cluster : 1, err,
                         sizeof err);
     }
     if (rc) fprintf(stderr, "  emulator: %s\n", err);
@@ -360,6 +382,14 @@ static void run(const ecase *e)
         if (i % cs >= N && memcmp((char *)C + i * (int64_t)es, (char *)C0 + i * (int64_t)es, es) != 0) touched++;
     CHECK_INT(bad, 0);
     CHECK_INT(touched, 0);
+    if (e->same_bits) { /* the same inputs summed another way: the same bits */
+        CHECK(prev_c && prev_c_bytes == (size_t)csz * es);
+        if (prev_c && prev_c_bytes == (size_t)csz * es) CHECK(memcmp(prev_c, C, prev_c_bytes) == 0);
+    }
+    free(prev_c);
+    prev_c = malloc((size_t)csz * es);
+    prev_c_bytes = (size_t)csz * es;
+    if (prev_c) memcpy(prev_c, C, prev_c_bytes);
     /* the counters are zero again for the next launch */
     int nonzero = 0;
     for (int i = 0; i < 4096; i++) nonzero += counters[i] != 0;
@@ -367,13 +397,14 @@ static void run(const ecase *e)
     if (bad || rc || touched || nonzero)
         fprintf(stderr,
                 "  case failed: %s M=%lld N=%lld K=%lld nb=%lld ta=%d tb=%d bcast=%d%d pad=%lld alpha=%g beta=%g "
-                "bias=%d relu=%d sr=%d sms=%d tma_store=%d kernel=%s | bn=%d splits=%llu grid=%u cbufs=%d\n",
+                "bias=%d relu=%d sr=%d sms=%d tma_store=%d kernel=%s | bn=%d splits=%llu grid=%u cbufs=%d "
+                "cluster=%d\n",
                 e->dt == 2 ? (e->kernel == K_FFMA ? "f32" : "f32 (tf32)") : e->dt ? "bf16" : "f16", (long long)M, (long long)N, (long long)K, (long long)nb, e->ta, e->tb,
                 e->a_bcast, e->b_bcast, (long long)e->pad, e->alpha, e->beta, e->bias, e->relu, e->sr, e->sms,
                 e->tma_store, kernel_name[e->kernel], e->kernel ? 128 : l.cfg.bn,
                 e->kernel ? 1ull : (unsigned long long)l.w[26],
                 e->kernel == K_FFMA ? lf.gx * lf.gy : e->kernel == K_MMA ? lm.gx * lm.gy : l.grid,
-                e->kernel ? 0 : l.cfg.cbufs);
+                e->kernel ? 0 : l.cfg.cbufs, e->kernel ? 0 : l.cfg.cluster);
     free(A);
     free(B);
     free(C);
@@ -412,66 +443,82 @@ int main(void)
         return CHECK_SKIP;
     }
     static const ecase cases[] = {
-        /* dt M N K nb ta tb abc bbc pad alpha beta bias relu sr sms tma bn splits kernel pp cbufs */
-        {0, 200, 300, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0},     /* NN, ragged, 256-wide, 2 x 2 tiles on 3 SMs */
-        {1, 130, 100, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0, 0, 0, 0},    /* TT, 128-wide, the whole epilogue */
-        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 0, 0, 0, 0, 0, 0},      /* TN, batches, B shared */
-        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 0, 0, 0, 0, 0, 0},       /* NT, A shared, stochastic rounding */
-        {0, 130, 300, 3380, 1, 1, 0, 0, 0, 0, 1.0, -0.5, 1, 1, 0, 132, 0, 0, 0, 0, 0, 0}, /* split-K, the last split short */
-        {1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 132, 0, 0, 0, 0, 0, 0},         /* one element */
+        /* dt M N K nb ta tb abc bbc pad alpha beta bias relu sr sms tma bn splits kernel pp cbufs sum same */
+        {0, 200, 300, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0},     /* NN, ragged, 256-wide, 2 x 2 tiles on 3 SMs */
+        {1, 130, 100, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0},    /* TT, 128-wide, the whole epilogue */
+        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0},      /* TN, batches, B shared */
+        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 0, 0, 0, 0, 0, 0, 0, 0},       /* NT, A shared, stochastic rounding */
+        {0, 130, 300, 3380, 1, 1, 0, 0, 0, 0, 1.0, -0.5, 1, 1, 0, 132, 0, 0, 0, 0, 0, 0, 0, 0}, /* split-K, the last split short */
+        {1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 132, 0, 0, 0, 0, 0, 0, 0, 0},         /* one element */
         /* the TMA-store epilogue on the same kinds of shapes (N a multiple of 8), and refused
          * where N is not: test_dot's padded 129 x 135 C, whose pad the H100's 16-byte store
          * chunks overwrote */
-        {0, 200, 304, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 1, 0, 0, 0, 0, 0},
-        {1, 130, 104, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 1, 0, 0, 0, 0, 0},
-        {0, 129, 135, 70, 1, 1, 1, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 132, 1, 0, 0, 0, 0, 0},
-        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 1, 0, 0, 0, 0, 0},
-        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 1, 0, 0, 0, 0, 0},
+        {0, 200, 304, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 1, 0, 0, 0, 0, 0, 0, 0},
+        {1, 130, 104, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0},
+        {0, 129, 135, 70, 1, 1, 1, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 132, 1, 0, 0, 0, 0, 0, 0, 0},
+        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0},
+        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 1, 0, 0, 0, 0, 0, 0, 0},
         /* forced tiles and splits (KILN_WGMMA_BN / KILN_WGMMA_SPLITS): 256-wide tiles split
-         * 3 ways on batches with the whole epilogue, 128-wide split 6 ways through TMA stores */
-        {0, 150, 260, 700, 2, 0, 1, 0, 0, 0, 0.5, 1.0, 1, 1, 0, 5, 0, 256, 3, 0, 0, 0},
-        {1, 150, 264, 700, 1, 1, 0, 0, 0, 8, 1.0, 0.0, 1, 0, 1, 7, 1, 128, 6, 0, 0, 0},
+         * 3 ways on batches with the whole epilogue, 128-wide split 6 ways through the
+         * workspace and TMA stores (KILN_WGMMA_SPLIT_SUM=workspace) */
+        {0, 150, 260, 700, 2, 0, 1, 0, 0, 0, 0.5, 1.0, 1, 1, 0, 5, 0, 256, 3, 0, 0, 0, 0, 0},
+        {1, 150, 264, 700, 1, 1, 0, 0, 0, 8, 1.0, 0.0, 1, 0, 1, 7, 1, 128, 6, 0, 0, 0, 2, 0},
         /* split tiles through the staged TMA epilogue: 256-wide, 4 splits, beta and ReLU */
-        {0, 130, 296, 1500, 1, 0, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 5, 1, 256, 4, 0, 0, 0},
+        {0, 130, 296, 1500, 1, 0, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 5, 1, 256, 4, 0, 0, 0, 0, 0},
         /* f32 through tf32 (K-major A and B: A stored (M, K), B stored (N, K)) */
-        {2, 200, 300, 100, 1, 0, 1, 0, 0, 4, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0},
-        {2, 130, 100, 70, 2, 0, 1, 0, 1, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0, 0, 0, 0},
-        {2, 130, 300, 1700, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 132, 0, 0, 0, 0, 0, 0}, /* split-K */
+        {2, 200, 300, 100, 1, 0, 1, 0, 0, 4, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0},
+        {2, 130, 100, 70, 2, 0, 1, 0, 1, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0},
+        {2, 130, 300, 1700, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 132, 0, 0, 0, 0, 0, 0, 0, 0}, /* split-K */
         /* the FFMA kernel (f32): the four transposes, float4 and element-by-element operands
          * (odd pads), ragged edges, batches with a shared operand, the whole epilogue */
-        {2, 200, 300, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0},
-        {2, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0},
-        {2, 129, 257, 50, 1, 1, 0, 0, 0, 4, 2.0, 1.0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0},
-        {2, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0},
+        {2, 200, 300, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0},
+        {2, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0},
+        {2, 129, 257, 50, 1, 1, 0, 0, 0, 4, 2.0, 1.0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0},
+        {2, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0},
         /* its split-K (few tiles, long K; splits = the rule's choice for sms): 3 splits with
          * a short last one and the whole epilogue; 5 splits, A transposed and padded, a
          * ragged last k slice */
-        {2, 130, 100, 1000, 1, 0, 0, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 4, 0, 0, 3, 1, 0, 0},
-        {2, 100, 250, 1290, 1, 1, 0, 0, 0, 4, 1.0, 0.0, 0, 0, 0, 5, 0, 0, 5, 1, 0, 0},
+        {2, 130, 100, 1000, 1, 0, 0, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 4, 0, 0, 3, 1, 0, 0, 0, 0},
+        {2, 100, 250, 1290, 1, 1, 0, 0, 0, 4, 1.0, 0.0, 0, 0, 0, 5, 0, 0, 5, 1, 0, 0, 0, 0},
         /* the mma.sync kernel (f16 / bf16): cp.async and element-by-element operands (odd
          * pads), the four transposes, batches, the whole epilogue, stochastic rounding */
-        {0, 200, 150, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0},
-        {1, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 2, 0, 0},
-        {0, 129, 140, 50, 1, 1, 0, 0, 0, 8, 2.0, 1.0, 1, 0, 1, 0, 0, 0, 0, 2, 0, 0},
-        {1, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 2, 0, 0},
+        {0, 200, 150, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0},
+        {1, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0},
+        {0, 129, 140, 50, 1, 1, 0, 0, 0, 8, 2.0, 1.0, 1, 0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 0},
+        {1, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0},
         /* wgmma ping-pong: the consumers alternate items (odd and even counts per block),
          * register and TMA-store epilogues, transposes, batches, SR */
-        {0, 300, 260, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 1, 0},
-        {1, 260, 200, 130, 2, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 4, 1, 0, 0, 0, 1, 0},
-        {0, 140, 300, 70, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 1, 5, 1, 0, 0, 0, 1, 0},
-        {2, 200, 250, 100, 1, 0, 1, 0, 0, 4, 1.0, 0.0, 1, 0, 0, 3, 0, 0, 0, 0, 1, 0},
+        {0, 300, 260, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 1, 0, 0, 0},
+        {1, 260, 200, 130, 2, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 4, 1, 0, 0, 0, 1, 0, 0, 0},
+        {0, 140, 300, 70, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 1, 5, 1, 0, 0, 0, 1, 0, 0, 0},
+        {2, 200, 250, 100, 1, 0, 1, 0, 0, 4, 1.0, 0.0, 1, 0, 0, 3, 0, 0, 0, 0, 1, 0, 0, 0},
         /* ping-pong with many more k slices than stages and several items per consumer: the
          * second consumer must not wait on a stage rounds ahead of the ring (a phase alias) */
-        {0, 520, 260, 1000, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0},
-        {1, 390, 130, 700, 1, 1, 0, 0, 0, 0, 1.0, 0.5, 1, 1, 0, 2, 1, 0, 0, 0, 1, 0},
+        {0, 520, 260, 1000, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0},
+        {1, 390, 130, 700, 1, 1, 0, 0, 0, 0, 1.0, 0.5, 1, 1, 0, 2, 1, 0, 0, 0, 1, 0, 0, 0},
         /* two C staging buffers per consumer (the rule's choice at K <= 128: the weight
          * updates), six tiles per block so both buffers are written twice: 256-wide with the
          * whole epilogue and SR, 128-wide with beta, a ragged last tile row, a batch; and the
          * two forced, one buffer on the same shape and two on a deeper K */
-        {0, 400, 520, 128, 1, 1, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 2, 1, 0, 0, 0, 0, 0},
-        {1, 390, 264, 100, 2, 1, 0, 0, 0, 8, -0.75, 0.5, 0, 0, 0, 3, 1, 128, 0, 0, 0, 0},
-        {0, 400, 520, 128, 1, 1, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 2, 1, 0, 0, 0, 0, 1},
-        {1, 260, 384, 330, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 2, 1, 128, 0, 0, 0, 2},
+        {0, 400, 520, 128, 1, 1, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 2, 1, 0, 0, 0, 0, 0, 0, 0},
+        {1, 390, 264, 100, 2, 1, 0, 0, 0, 8, -0.75, 0.5, 0, 0, 0, 3, 1, 128, 0, 0, 0, 0, 0, 0},
+        {0, 400, 520, 128, 1, 1, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 2, 1, 0, 0, 0, 0, 1, 0, 0},
+        {1, 260, 384, 330, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 2, 1, 128, 0, 0, 0, 2, 0, 0},
+        /* split-K summed in a cluster (the rule's choice for the fprop shapes) against the
+         * workspace: the same inputs give the same bits either way. 2 splits over ragged
+         * tiles with the whole epilogue, several tiles per cluster (the ready / read barriers
+         * run through phases); 3 splits with a short last one, SR, batches; 4 splits of a
+         * TMA-eligible C, transposed B, bias pairs; 8 splits (the largest cluster), one tile
+         * row, beta; then an fprop-like shape on the rule's own choice */
+        {0, 300, 300, 700, 1, 0, 0, 0, 0, 8, -0.75, 0.5, 1, 1, 0, 4, 0, 128, 2, 0, 0, 0, 1, 0},
+        {0, 300, 300, 700, 1, 0, 0, 0, 0, 8, -0.75, 0.5, 1, 1, 0, 4, 0, 128, 2, 0, 0, 0, 2, 1},
+        {1, 130, 200, 1100, 2, 1, 0, 0, 1, 0, 1.0, 0.0, 1, 0, 1, 7, 1, 128, 3, 0, 0, 0, 1, 0},
+        {1, 130, 200, 1100, 2, 1, 0, 0, 1, 0, 1.0, 0.0, 1, 0, 1, 7, 1, 128, 3, 0, 0, 0, 2, 1},
+        {0, 128, 256, 1024, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 8, 1, 128, 4, 0, 0, 0, 1, 0},
+        {0, 128, 256, 1024, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 8, 1, 128, 4, 0, 0, 0, 2, 1},
+        {1, 100, 136, 1500, 1, 0, 0, 0, 0, 0, 2.0, -1.0, 0, 0, 0, 16, 1, 128, 8, 0, 0, 0, 1, 0},
+        {1, 100, 136, 1500, 1, 0, 0, 0, 0, 0, 2.0, -1.0, 0, 0, 0, 16, 1, 128, 8, 0, 0, 0, 2, 1},
+        {0, 128, 512, 2048, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 0, 132, 1, 0, 0, 0, 0, 0, 1, 0},
     };
     /* two staging buffers for the K=128 weight updates (256- and 128-wide tiles), one for
      * deep K (the squares, an fprop) */
@@ -480,6 +527,7 @@ int main(void)
     CHECK_INT(rule_cbufs(4096, 4096, 4096), 1);
     CHECK_INT(rule_cbufs(128, 4096, 9216), 1);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(&cases[i]);
+    free(prev_c);
     for (int i = 0; i < nbuilt; i++) dlclose(built[i].so);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);

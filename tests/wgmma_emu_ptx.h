@@ -38,8 +38,37 @@ static inline void kg_bar_arrive(unsigned bar)
 static inline void kg_bar_wait(unsigned bar, unsigned parity)
 {
     emu_mbar *b = emu_bar(bar, 0);
-    while ((b->phase & 1u) == (parity & 1u) && !emu.deadlock) emu_yield();
+    while ((b->phase & 1u) == (parity & 1u) && !emu_g.deadlock) emu_yield();
 }
+/* clusters: addresses from mapa carry the block's rank + 1 in bits 24-27 */
+static inline void kg_cluster_sync(void) { emu_cluster_sync(); }
+static inline unsigned kg_mapa(unsigned addr, int rank)
+{
+    if (rank < 0 || rank >= emu_g.cluster || addr >= (1u << 24)) emu_fail("mapa: rank outside the cluster");
+    return addr | ((unsigned)(rank + 1) << 24);
+}
+static inline float kg_ld_cluster(unsigned addr)
+{
+    unsigned local;
+    emu_state *blk = emu_cluster_block(addr, &local), *self = emu_cur;
+    emu_cur = blk; /* emu_ptr checks against that block's shared memory */
+    float v;
+    memcpy(&v, emu_ptr(local, 4), 4);
+    emu_cur = self;
+    return v;
+}
+static inline void kg_st_shared_f32(unsigned addr, float v) { memcpy(emu_ptr(addr, 4), &v, 4); }
+static inline void kg_fence_cluster(void) {}
+static inline void kg_bar_arrive_cluster(unsigned remote)
+{
+    unsigned local;
+    emu_state *blk = emu_cluster_block(remote, &local);
+    emu_mbar *b = emu_bar_of(blk, local, 0);
+    b->pending--;
+    if (b->pending < 0) emu_fail("mbarrier: more arrivals than expected (cluster)");
+    emu_bar_check(b);
+}
+static inline void kg_bar_wait_cluster(unsigned bar, unsigned parity) { kg_bar_wait(bar, parity); }
 /* Copies the box at (c0, c1, c2) of map between global memory and shared memory at smem
  * (128-byte swizzled rows of 128 bytes): a load zero-fills what lies outside the tensor, a
  * store skips it. Returns the box's bytes. */

@@ -95,7 +95,8 @@ static kiln_status cuda_init(kiln_ctx *ctx, void **state)
             const char *name;
             void **fn;
         } opt[] = {{"cuFuncSetAttribute", (void **)&st->cu.FuncSetAttribute},
-                   {"cuTensorMapEncodeTiled", (void **)&st->cu.TensorMapEncodeTiled}};
+                   {"cuTensorMapEncodeTiled", (void **)&st->cu.TensorMapEncodeTiled},
+                   {"cuLaunchKernelEx", (void **)&st->cu.LaunchKernelEx}};
         for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++) {
             enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
             if (cudaGetDriverEntryPointByVersion(opt[i].name, opt[i].fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||

@@ -69,6 +69,7 @@ typedef struct kiln_cuda_driver {
     CUresult (*DeviceTotalMem)(size_t *, CUdevice);
     /* optional (NULL when the driver lacks them; the wgmma GEMM then stays unused) */
     CUresult (*FuncSetAttribute)(CUfunction, CUfunction_attribute, int);
+    CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **); /* clusters */
     CUresult (*TensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
                                      const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
                                      CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
@@ -177,6 +178,9 @@ kiln_status kiln__cuda_launch(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigne
  * layout, which the flat buffer of kiln__cuda_launch does not (it landed 48 bytes off). */
 kiln_status kiln__cuda_launch_arg(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned by,
                                   unsigned smem, void *arg);
+/* The same in clusters of `cluster` blocks along x (gx a multiple; cuLaunchKernelEx). */
+kiln_status kiln__cuda_launch_cluster(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned bx, unsigned smem,
+                                      unsigned cluster, void *arg);
 
 /* ---- code generation (codegen.c) ------------------------------------------------------ */
 

@@ -35,6 +35,9 @@ typedef struct kiln_gemm_wgmma_cfg {
     int pingpong;  /* each consumer warpgroup on 128 x 128 tiles of its own (KILN_WGMMA_SCHED) */
     int sr_unroll; /* epilogue groups unrolled with stochastic rounding (KILN_WGMMA_SR_UNROLL; 4) */
     int cbufs;     /* tma_store: C staging buffers per consumer, 1 or 2 (KILN_WGMMA_CBUFS) */
+    int cluster;   /* split-K: the splits of a tile are one cluster of blocks whose partials meet in
+                    * distributed shared memory, each block summing and storing a slice of the tile
+                    * (KILN_WGMMA_SPLIT_SUM=cluster); 0 = through the workspace, the last block sums */
 } kiln_gemm_wgmma_cfg;
 
 /* 1 when the wgmma kernel takes d on ctx's device: compute capability 9.0 with the tensor-
@@ -67,6 +70,7 @@ typedef struct kiln_gemm_wgmma_launch {
     uint64_t w[KILN_GEMM_WGMMA_WORDS];
     int64_t tiles;
     unsigned grid, threads, smem;
+    unsigned cluster; /* cfg.cluster: blocks per cluster (= the splits; the grid a multiple); else 0 */
     size_t ws_bytes;
 } kiln_gemm_wgmma_launch;
 
@@ -81,6 +85,8 @@ typedef struct kiln_gemm_wgmma_opts {
     int pingpong;  /* 1 = ping-pong (then BN 128, no split) */
     int sr_unroll; /* 0 = the default (4) */
     int cbufs;     /* C staging buffers per consumer, 1 or 2 (0 = the rule's) */
+    int split_sum; /* 0 = the rule's (cluster where it applies), 1 = cluster, 2 = workspace */
+    int no_cluster; /* the device cannot launch clusters: split sums go through the workspace */
 } kiln_gemm_wgmma_opts;
 
 /* Fills *l for an eligible d on a device of sm_count SMs. */

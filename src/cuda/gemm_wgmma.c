@@ -85,6 +85,9 @@ static const char kernel_src[] =
     "/* C staging of both consumers, CBUFS buffers each (two: a tile's staging is written while\n"
     " * the previous tile's store still reads the other) */\n"
     "constexpr int CBUF_BYTES = RB * 64 * BN * 2, CSTAGE = TMA_STORE ? 2 * CBUFS * CBUF_BYTES : 0;\n"
+    "/* CLUSTER: the split-K partial of this block's tile (f32, element i of consumer thread ct at\n"
+    " * i * 256 + ct), read by every block of the cluster */\n"
+    "constexpr int PBYTES = CLUSTER ? BM * BN * 4 : 0;\n"
     "constexpr int GROUP_M = 8;         /* tile rows that walk the tile columns together (L2 reuse) */\n"
     "static_assert(STAGE_BYTES % 1024 == 0, \"stages stay 1024-byte aligned (128-byte swizzle atoms)\");\n"
     "\n"
@@ -172,6 +175,38 @@ static const char kernel_src[] =
     "  unsigned r;\n"
     "  asm(\"cvt.rn.bf16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo));\n"
     "  return r;\n"
+    "}\n"
+    "/* clusters (CLUSTER): the blocks of a cluster at one barrier (all threads of each); the\n"
+    " * address of addr in the shared memory of the cluster's block rank; a load from such an\n"
+    " * address; an arrival on a block's mbarrier from another block of the cluster (release at\n"
+    " * cluster scope: this thread's and, after a barrier, its block's writes go before it); a\n"
+    " * wait that acquires at cluster scope */\n"
+    "__device__ __forceinline__ void kg_cluster_sync() {\n"
+    "  asm volatile(\"barrier.cluster.arrive.release.aligned;\\n barrier.cluster.wait.acquire.aligned;\\n\" ::: \"memory\");\n"
+    "}\n"
+    "__device__ __forceinline__ unsigned kg_mapa(unsigned addr, int rank) {\n"
+    "  unsigned r;\n"
+    "  asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\\n\" : \"=r\"(r) : \"r\"(addr), \"r\"(rank));\n"
+    "  return r;\n"
+    "}\n"
+    "__device__ __forceinline__ float kg_ld_cluster(unsigned addr) {\n"
+    "  float v;\n"
+    "  asm volatile(\"ld.shared::cluster.f32 %0, [%1];\\n\" : \"=f\"(v) : \"r\"(addr));\n"
+    "  return v;\n"
+    "}\n"
+    "__device__ __forceinline__ void kg_st_shared_f32(unsigned addr, float v) {\n"
+    "  asm volatile(\"st.shared.f32 [%0], %1;\\n\" :: \"r\"(addr), \"f\"(v) : \"memory\");\n"
+    "}\n"
+    "__device__ __forceinline__ void kg_fence_cluster() { asm volatile(\"fence.acq_rel.cluster;\\n\" ::: \"memory\"); }\n"
+    "__device__ __forceinline__ void kg_bar_arrive_cluster(unsigned remote) {\n"
+    "  asm volatile(\"mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\\n\" :: \"r\"(remote) : \"memory\");\n"
+    "}\n"
+    "__device__ __forceinline__ void kg_bar_wait_cluster(unsigned bar, unsigned parity) {\n"
+    "  unsigned done;\n"
+    "  do {\n"
+    "    asm volatile(\"{\\n .reg .pred p;\\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\\n\"\n"
+    "                 \" selp.u32 %0, 1, 0, p;\\n}\\n\" : \"=r\"(done) : \"r\"(bar), \"r\"(parity) : \"memory\");\n"
+    "  } while (!done);\n"
     "}\n"
     "/* kg: end of PTX wrappers */\n"
     "\n"
@@ -350,6 +385,65 @@ static const char kernel_src[] =
     "  }\n"
     "}\n"
     "\n"
+    "/* The launch's kg_epi (alpha, beta, ReLU; whether the bias can be read in pairs) */\n"
+    "__device__ __forceinline__ kg_epi kg_epi_of(const kiln_args &p) {\n"
+    "  return kg_epi{(float)__longlong_as_double((long long)p.w[16]), (float)__longlong_as_double((long long)p.w[17]),\n"
+    "                p.w[21] != 0, p.w[15] == 1 && (p.w[8] & 3) == 0};\n"
+    "}\n"
+    "/* One 32-column group of a thread's values into a 64-row block of the C staging at cs (the\n"
+    " * block's BN / 64 swizzled boxes of 64 x 64): a[4 jj + 2 h + e] is the f32 sum of\n"
+    " * C[m0 + 8 h][n + 8 jj + e], bv the group's bias, r0 = 16 warp + lane / 4 the thread's first\n"
+    " * row in the block, J the group (tile columns 32 J + 8 jj + 2 (lane % 4) + e). Both rows'\n"
+    " * random words first, then the math (kg_stage_pair), the rounding (kg_stage_words) and the\n"
+    " * stores at (c / 64) * 8192 + r * 128 + (q ^ r % 8) * 16 (the map's 128-byte swizzle: the\n"
+    " * eight rows of one store instruction land in eight different bank groups) */\n"
+    "__device__ __forceinline__ void kg_stage_group(const kiln_args &p, const kg_epi &ep, long long bi, long long m0,\n"
+    "                                               long long n, const float *a, const float (&bv)[8], unsigned cs, int r0,\n"
+    "                                               int J, int lane) {\n"
+    "  const long long M = (long long)p.w[2];\n"
+    "  kiln_philox4 g[2] = {};\n"
+    "#pragma unroll\n"
+    "  for (int h = 0; h < 2; h++)\n"
+    "    if (SR && m0 + 8 * h < M) g[h] = kg_sr_group(p, bi, m0 + 8 * h, n);\n"
+    "  float x[16];\n"
+    "#pragma unroll\n"
+    "  for (int h = 0; h < 2; h++)\n"
+    "#pragma unroll\n"
+    "    for (int jj = 0; jj < 4; jj++)\n"
+    "      kg_stage_pair(p, ep, bi, m0 + 8 * h, n + 8 * jj, a[4 * jj + 2 * h], a[4 * jj + 2 * h + 1], bv[2 * jj],\n"
+    "                    bv[2 * jj + 1], x[8 * h + 2 * jj], x[8 * h + 2 * jj + 1]);\n"
+    "  unsigned w[8];\n"
+    "  kg_stage_words(x, g, w);\n"
+    "#pragma unroll\n"
+    "  for (int h = 0; h < 2; h++) {\n"
+    "    const int r = r0 + 8 * h;\n"
+    "#pragma unroll\n"
+    "    for (int jj = 0; jj < 4; jj++) {\n"
+    "      const int c = 32 * J + 8 * jj + 2 * (lane & 3), q = (c & 63) >> 3;\n"
+    "      kg_st_shared(cs + (c >> 6) * 8192 + r * 128 + ((q ^ (r & 7)) << 4) + (c & 7) * 2, w[4 * h + jj]);\n"
+    "    }\n"
+    "  }\n"
+    "}\n"
+    "/* The same group straight from the registers to C, pair by pair (the checked form of\n"
+    " * kg_out_pair: any C, ragged edges) */\n"
+    "__device__ __forceinline__ void kg_out_group(const kiln_args &p, long long bi, long long m0, long long n,\n"
+    "                                             const float *a, const float (&bv)[8]) {\n"
+    "  const long long M = (long long)p.w[2], N = (long long)p.w[3];\n"
+    "  kiln_philox4 g[2] = {};\n"
+    "#pragma unroll\n"
+    "  for (int h = 0; h < 2; h++)\n"
+    "    if (SR && m0 + 8 * h < M) g[h] = kg_sr_group(p, bi, m0 + 8 * h, n);\n"
+    "#pragma unroll\n"
+    "  for (int h = 0; h < 2; h++) {\n"
+    "    if (m0 + 8 * h >= M) continue;\n"
+    "#pragma unroll\n"
+    "    for (int jj = 0; jj < 4; jj++)\n"
+    "      if (n + 8 * jj < N)\n"
+    "        kg_out_pair(p, bi, m0 + 8 * h, n + 8 * jj, a[4 * jj + 2 * h], a[4 * jj + 2 * h + 1], bv[2 * jj],\n"
+    "                    bv[2 * jj + 1], g[h], jj);\n"
+    "  }\n"
+    "}\n"
+    "\n"
     "/* Work item -> (batch, tile row, tile column), tiles in groups of GROUP_M tile rows. */\n"
     "__device__ __forceinline__ void kg_item(long long item, int tiles_m, int tiles_n, long long *bi, int *tm, int *tn) {\n"
     "  const long long per_batch = (long long)tiles_m * tiles_n;\n"
@@ -369,10 +463,14 @@ static const char kernel_src[] =
     "  /* TMA_STORE: each consumer's RB * 64 x BN staging of C (BN / 64 swizzled boxes of 64 x 64\n"
     "   * per 64 rows) */\n"
     "  const unsigned cstage = sbase + STAGES * STAGE_BYTES;\n"
-    "  const unsigned full0 = cstage + CSTAGE, empty0 = full0 + 8 * STAGES;\n"
+    "  const unsigned psum = cstage + CSTAGE; /* CLUSTER: this block's partial (PBYTES) */\n"
+    "  const unsigned full0 = psum + PBYTES, empty0 = full0 + 8 * STAGES;\n"
     "  /* PP: turn0 + 8 c = consumer c's turn: its mainloop starts once the other consumer's\n"
     "   * previous mainloop is through the ring, so its waits are never rounds ahead of a stage */\n"
     "  const unsigned turn0 = empty0 + 8 * STAGES;\n"
+    "  /* CLUSTER: cl_ready completes a phase when every block of the cluster has its partial of the\n"
+    "   * tile in shared memory, cl_read when every block has read this block's partial */\n"
+    "  const unsigned cl_ready = turn0 + 16, cl_read = cl_ready + 8;\n"
     "  __shared__ int kg_last; /* split-K: this block arrived last at the tile's counter */\n"
     "  const int tid = (int)threadIdx.x, wg = tid >> 7;\n"
     "  if (tid == 0) {\n"
@@ -384,11 +482,16 @@ static const char kernel_src[] =
     "      kg_bar_init(turn0, 1);\n"
     "      kg_bar_init(turn0 + 8, 1);\n"
     "    }\n"
+    "    if (CLUSTER) { /* one arrival per block of the cluster (= the splits) */\n"
+    "      kg_bar_init(cl_ready, (unsigned)p.w[26]);\n"
+    "      kg_bar_init(cl_read, (unsigned)p.w[26]);\n"
+    "    }\n"
     "    kg_fence_bar_init();\n"
     "  }\n"
     "  __syncthreads();\n"
+    "  /* every block's barriers are set up before another block of the cluster arrives on them */\n"
+    "  if constexpr (CLUSTER) kg_cluster_sync();\n"
     "\n"
-    "  const long long M = (long long)p.w[2], N = (long long)p.w[3];\n"
     "  const long long NB = (long long)p.w[18];\n"
     "  const int tiles_m = (int)p.w[19], tiles_n = (int)p.w[20];\n"
     "  const int KT = (int)p.w[25], splits = (int)p.w[26], kper = (int)p.w[27];\n"
@@ -492,6 +595,46 @@ static const char kernel_src[] =
     "    kg_acc_fence(acc);\n"
     "    if constexpr (PP) kg_acc_fence(acc + NACC);\n"
     "\n"
+    "    if (CLUSTER && splits > 1) {\n"
+    "      /* split-K in a cluster (one block per split, ranks = splits): each block puts its\n"
+    "       * partial in its shared memory, and once all are there sums a slice of the tile over the\n"
+    "       * cluster's partials in split order (the bits of the workspace path: the same order from\n"
+    "       * 0) and stores it. Units u = 256 J + t of the tile: 32-column group J of consumer thread\n"
+    "       * t's fragment, block s taking [s U / S, (s + 1) U / S) */\n"
+    "      if (local > 0) kg_bar_wait_cluster(cl_read, (unsigned)((local - 1) & 1)); /* our partial was read */\n"
+    "#pragma unroll\n"
+    "      for (int i = 0; i < NACC; i++) kg_st_shared_f32(psum + (unsigned)(i * 256 + ct) * 4u, acc[i]);\n"
+    "      kg_sync(1, 256);\n"
+    "      if (ct == 0) {\n"
+    "        kg_fence_cluster();\n"
+    "        for (int q = 0; q < splits; q++) kg_bar_arrive_cluster(kg_mapa(cl_ready, q));\n"
+    "      }\n"
+    "      kg_bar_wait_cluster(cl_ready, (unsigned)(local & 1));\n"
+    "      constexpr int U = (BN / 32) * 256;\n"
+    "      const int u1 = (split + 1) * U / splits;\n"
+    "      for (int u = split * U / splits + ct; u < u1; u += 256) {\n"
+    "        const int J = u >> 8, t = u & 255, tl = t & 31, r0 = ((t & 127) >> 5) * 16 + (tl >> 2);\n"
+    "        float v[16];\n"
+    "#pragma unroll\n"
+    "        for (int k = 0; k < 16; k++) v[k] = 0.0f;\n"
+    "        for (int q = 0; q < splits; q++) {\n"
+    "          const unsigned src = kg_mapa(psum, q) + (unsigned)(16 * J * 256 + t) * 4u;\n"
+    "          float x[16];\n"
+    "#pragma unroll\n"
+    "          for (int k = 0; k < 16; k++) x[k] = kg_ld_cluster(src + k * 1024);\n"
+    "#pragma unroll\n"
+    "          for (int k = 0; k < 16; k++) v[k] += x[k];\n"
+    "        }\n"
+    "        const long long n = (long long)tn * BN + 32 * J + 2 * (tl & 3);\n"
+    "        float bv[8] = {};\n"
+    "        if constexpr (HAS_BIAS) kg_bias_group(p, n, bv);\n"
+    "        kg_out_group(p, bi, (long long)tm * BM + (t >> 7) * 64 + r0, n, v, bv);\n"
+    "      }\n"
+    "      kg_sync(1, 256); /* this block's reads of the cluster's partials are done */\n"
+    "      if (ct == 0)\n"
+    "        for (int q = 0; q < splits; q++) kg_bar_arrive_cluster(kg_mapa(cl_read, q));\n"
+    "      continue;\n"
+    "    }\n"
     "    if (!PP && splits > 1) { /* (ping-pong launches are never split) */\n"
     "      /* split-K: publish this partial (element i of consumer thread ct at i * 256 + ct),\n"
     "       * count the arrival; the last block adds all partials in split order */\n"
@@ -513,12 +656,12 @@ static const char kernel_src[] =
     "       * and chunk, not per element */\n"
     "      constexpr int RCH = 32;\n"
     "      const float *own = ws + (size_t)tile * splits * (BM * BN) + ct;\n"
+    "      const int r0 = warp * 16 + (lane >> 2);\n"
+    "      const long long m0 = (long long)tm * BM + cw * 64 + r0, nb = (long long)tn * BN + 2 * (lane & 3);\n"
     "      /* with TMA stores the sums go out as the unsplit tiles' do (kg_stage_words into this\n"
     "       * consumer's staging, one bulk store); else pair by pair from the registers */\n"
     "      const unsigned cs = cstage + (cw * CBUFS + stored % CBUFS) * CBUF_BYTES;\n"
-    "      const kg_epi ep = {(float)__longlong_as_double((long long)p.w[16]),\n"
-    "                         (float)__longlong_as_double((long long)p.w[17]), p.w[21] != 0,\n"
-    "                         p.w[15] == 1 && (p.w[8] & 3) == 0};\n"
+    "      const kg_epi ep = kg_epi_of(p);\n"
     "      if constexpr (TMA_STORE) {\n"
     "        if (leader) kg_bulk_wait_read<CBUFS - 1>();\n"
     "        kg_sync(2 + cw, 128);\n"
@@ -535,50 +678,23 @@ static const char kernel_src[] =
     "#pragma unroll\n"
     "          for (int k = 0; k < RCH; k++) v[k] += t[k];\n"
     "        }\n"
+    "        /* v[16 gi + 4 jj + 2 h + e] is element e of pair jj, row h, in group J = i0 / 16 + gi */\n"
     "        if constexpr (TMA_STORE) {\n"
-    "          /* v[16 gi + 4 jj + 2 h + e] is element e of pair jj, row h, in group J = i0 / 16 + gi */\n"
-    "          const long long nb = (long long)tn * BN + 2 * (lane & 3);\n"
     "#pragma unroll\n"
     "          for (int gi = 0; gi < RCH / 16; gi++) {\n"
     "            const int J = i0 / 16 + gi;\n"
     "            float bv[8] = {};\n"
     "            if constexpr (HAS_BIAS) kg_bias_group_staged(p, ep, nb + 32 * J, bv);\n"
-    "            kiln_philox4 g[2] = {};\n"
-    "            float x[16];\n"
-    "#pragma unroll\n"
-    "            for (int h = 0; h < 2; h++) {\n"
-    "              const long long m = (long long)tm * BM + cw * 64 + warp * 16 + (lane >> 2) + 8 * h;\n"
-    "              if (SR && m < M) g[h] = kg_sr_group(p, bi, m, nb + 32 * J);\n"
-    "#pragma unroll\n"
-    "              for (int jj = 0; jj < 4; jj++)\n"
-    "                kg_stage_pair(p, ep, bi, m, nb + 32 * J + 8 * jj, v[16 * gi + 4 * jj + 2 * h],\n"
-    "                              v[16 * gi + 4 * jj + 2 * h + 1], bv[2 * jj], bv[2 * jj + 1], x[8 * h + 2 * jj],\n"
-    "                              x[8 * h + 2 * jj + 1]);\n"
-    "            }\n"
-    "            unsigned w[8];\n"
-    "            kg_stage_words(x, g, w);\n"
-    "#pragma unroll\n"
-    "            for (int h = 0; h < 2; h++) {\n"
-    "              const int r = warp * 16 + (lane >> 2) + 8 * h;\n"
-    "#pragma unroll\n"
-    "              for (int jj = 0; jj < 4; jj++) {\n"
-    "                const int c = 32 * J + 8 * jj + 2 * (lane & 3), q = (c & 63) >> 3;\n"
-    "                kg_st_shared(cs + (c >> 6) * 8192 + r * 128 + ((q ^ (r & 7)) << 4) + (c & 7) * 2, w[4 * h + jj]);\n"
-    "              }\n"
-    "            }\n"
+    "            kg_stage_group(p, ep, bi, m0, nb + 32 * J, v + 16 * gi, bv, cs, r0, J, lane);\n"
     "          }\n"
     "          continue;\n"
     "        }\n"
-    "        kiln_philox4 g[2] = {}; /* SR groups of rows h = 0, 1 (i0 is a multiple of 32: j % 4 = k / 4 % 4) */\n"
     "#pragma unroll\n"
-    "        for (int k = 0; k < RCH; k += 2) {\n"
-    "          const int i = i0 + k, j = i >> 2, h = (i >> 1) & 1, jj = (k >> 2) & 3;\n"
-    "          const long long m = (long long)tm * BM + cw * 64 + warp * 16 + (lane >> 2) + 8 * h;\n"
-    "          const long long n = (long long)tn * BN + 8 * j + 2 * (lane & 3);\n"
-    "          if (SR && jj == 0 && m < M) g[h] = kg_sr_group(p, bi, m, n);\n"
-    "          float b0 = 0.0f, b1 = 0.0f;\n"
-    "          if (HAS_BIAS && m < M) kg_bias_pair(p, n, b0, b1);\n"
-    "          if (m < M && n < N) kg_out_pair(p, bi, m, n, v[k], v[k + 1], b0, b1, g[h], jj);\n"
+    "        for (int gi = 0; gi < RCH / 16; gi++) {\n"
+    "          const int J = i0 / 16 + gi;\n"
+    "          float bv[8] = {};\n"
+    "          if constexpr (HAS_BIAS) kg_bias_group(p, nb + 32 * J, bv);\n"
+    "          kg_out_group(p, bi, m0, nb + 32 * J, v + 16 * gi, bv);\n"
     "        }\n"
     "      }\n"
     "      if constexpr (TMA_STORE) {\n"
@@ -603,6 +719,8 @@ static const char kernel_src[] =
     "     * with bias and stochastic rounding was ~9000 instructions run once per tile, and the\n"
     "     * instruction fetch, not the math, set the epilogue's time) */\n"
     "    const long long nb = (long long)tn * BN + 2 * (lane & 3);\n"
+    "    const int r0 = warp * 16 + (lane >> 2); /* the thread's first row in a 64-row block */\n"
+    "    const long long m0 = (long long)tm * BM + r0;\n"
     "    /* the group loop stays a loop only with stochastic rounding (its code is what made the\n"
     "     * unrolled form slow); without it, fully unrolled, the rotations vanish into register\n"
     "     * names (as a loop they cost the plain K=128 updates 19-35 %) */\n"
@@ -616,9 +734,7 @@ static const char kernel_src[] =
     "       * different bank groups), then one thread stores the boxes; TMA clips what lies past\n"
     "       * M and N */\n"
     "      const unsigned cs = cstage + (cw * CBUFS + stored % CBUFS) * CBUF_BYTES;\n"
-    "      const kg_epi ep = {(float)__longlong_as_double((long long)p.w[16]),\n"
-    "                         (float)__longlong_as_double((long long)p.w[17]), p.w[21] != 0,\n"
-    "                         p.w[15] == 1 && (p.w[8] & 3) == 0};\n"
+    "      const kg_epi ep = kg_epi_of(p);\n"
     "      if (leader) kg_bulk_wait_read<CBUFS - 1>();\n"
     "      kg_sync(2 + cw, 128);\n"
     "#pragma unroll\n"
@@ -638,33 +754,8 @@ static const char kernel_src[] =
     "          } else if constexpr (HAS_BIAS) {\n"
     "            kg_bias_group_staged(p, ep, nb + 32 * J, bv);\n"
     "          }\n"
-    "          kiln_philox4 g[2] = {};\n"
-    "#pragma unroll\n"
-    "          for (int h = 0; h < 2; h++) {\n"
-    "            const long long m = (long long)tm * BM + (PP ? rb : cw) * 64 + warp * 16 + (lane >> 2) + 8 * h;\n"
-    "            if (SR && m < M) g[h] = kg_sr_group(p, bi, m, nb + 32 * J);\n"
-    "          }\n"
-    "          float x[16];\n"
-    "#pragma unroll\n"
-    "          for (int h = 0; h < 2; h++) {\n"
-    "            const long long m = (long long)tm * BM + (PP ? rb : cw) * 64 + warp * 16 + (lane >> 2) + 8 * h;\n"
-    "#pragma unroll\n"
-    "            for (int jj = 0; jj < 4; jj++)\n"
-    "              kg_stage_pair(p, ep, bi, m, nb + 32 * J + 8 * jj, a[4 * jj + 2 * h], a[4 * jj + 2 * h + 1], bv[2 * jj],\n"
-    "                            bv[2 * jj + 1], x[8 * h + 2 * jj], x[8 * h + 2 * jj + 1]);\n"
-    "          }\n"
-    "          unsigned w[8];\n"
-    "          kg_stage_words(x, g, w);\n"
-    "#pragma unroll\n"
-    "          for (int h = 0; h < 2; h++) {\n"
-    "            const int r = warp * 16 + (lane >> 2) + 8 * h;\n"
-    "#pragma unroll\n"
-    "            for (int jj = 0; jj < 4; jj++) {\n"
-    "              const int c = 32 * J + 8 * jj + 2 * (lane & 3), q = (c & 63) >> 3;\n"
-    "              const unsigned addr = cs + (rb * (BN / 64) + (c >> 6)) * 8192 + r * 128 + ((q ^ (r & 7)) << 4) + (c & 7) * 2;\n"
-    "              kg_st_shared(addr, w[4 * h + jj]);\n"
-    "            }\n"
-    "          }\n"
+    "          kg_stage_group(p, ep, bi, m0 + (PP ? rb : cw) * 64, nb + 32 * J, a, bv, cs + rb * (BN / 64) * 8192, r0, J,\n"
+    "                         lane);\n"
     "#pragma unroll\n"
     "          for (int i = 0; i < NACC - 16; i++) a[i] = a[i + 16];\n"
     "#pragma unroll\n"
@@ -697,24 +788,7 @@ static const char kernel_src[] =
     "          } else if constexpr (HAS_BIAS) {\n"
     "            kg_bias_group(p, nb + 32 * J, bv);\n"
     "          }\n"
-    "          kiln_philox4 g[2] = {};\n"
-    "#pragma unroll\n"
-    "          for (int h = 0; h < 2; h++) {\n"
-    "            const long long m = (long long)tm * BM + (PP ? rb : cw) * 64 + warp * 16 + (lane >> 2) + 8 * h;\n"
-    "            if (SR && m < M) g[h] = kg_sr_group(p, bi, m, nb + 32 * J);\n"
-    "          }\n"
-    "#pragma unroll\n"
-    "          for (int h = 0; h < 2; h++) {\n"
-    "            const long long m = (long long)tm * BM + (PP ? rb : cw) * 64 + warp * 16 + (lane >> 2) + 8 * h;\n"
-    "            if (m >= M) continue;\n"
-    "#pragma unroll\n"
-    "            for (int jj = 0; jj < 4; jj++) {\n"
-    "              const long long n = nb + 32 * J + 8 * jj;\n"
-    "              if (n < N)\n"
-    "                kg_out_pair(p, bi, m, n, a[4 * jj + 2 * h], a[4 * jj + 2 * h + 1], bv[2 * jj],\n"
-    "                            bv[2 * jj + 1], g[h], jj);\n"
-    "            }\n"
-    "          }\n"
+    "          kg_out_group(p, bi, m0 + (PP ? rb : cw) * 64, nb + 32 * J, a, bv);\n"
     "#pragma unroll\n"
     "          for (int i = 0; i < NACC - 16; i++) a[i] = a[i + 16];\n"
     "#pragma unroll\n"
@@ -725,6 +799,8 @@ static const char kernel_src[] =
     "  }\n"
     "  /* the last stores of C are complete before the block's shared memory goes */\n"
     "  if (TMA_STORE && leader) kg_bulk_wait();\n"
+    "  /* and the cluster's other blocks have read this block's last partial */\n"
+    "  if (CLUSTER && splits > 1 && ct == 0 && local > 0) kg_bar_wait_cluster(cl_read, (unsigned)((local - 1) & 1));\n"
     "\n"
     "}\n";
 
@@ -737,19 +813,23 @@ static int cstage_for(const kiln_gemm_wgmma_cfg *c)
     return c->tma_store ? (c->pingpong ? 2 : 1) * BM * c->bn * 2 * (c->cbufs > 1 ? 2 : 1) : 0;
 }
 
-/* Stages that fit beside the staging of C, at most 6. */
+/* Bytes of a cluster-summed split's partial (f32, the whole tile). */
+static int psum_for(const kiln_gemm_wgmma_cfg *c) { return c->cluster ? BM * c->bn * 4 : 0; }
+
+/* Stages that fit beside the staging of C (and a cluster partial), at most 6. */
 static int stages_for(const kiln_gemm_wgmma_cfg *c)
 {
     int stage = (BM + c->bn) * ROW_BYTES;
-    int n = (SMEM_MAX - 1024 - 256 - cstage_for(c)) / stage;
+    int n = (SMEM_MAX - 1024 - 256 - cstage_for(c) - psum_for(c)) / stage;
     return n > 6 ? 6 : n;
 }
 
 static unsigned smem_for(const kiln_gemm_wgmma_cfg *c)
 {
     int s = stages_for(c);
-    /* full and empty barriers per stage, the two turn barriers (ping-pong) */
-    return (unsigned)(1024 + s * (BM + c->bn) * ROW_BYTES + cstage_for(c) + 16 * s + 16);
+    /* full and empty barriers per stage, the two turn barriers (ping-pong), the two cluster
+     * barriers */
+    return (unsigned)(1024 + s * (BM + c->bn) * ROW_BYTES + cstage_for(c) + psum_for(c) + 16 * s + 32);
 }
 
 void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
@@ -763,8 +843,8 @@ void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
                       tf32, bf16, tf32 ? 4 : 2, c->a_kmajor, c->b_kmajor, c->bn, stages_for(c));
     kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, SR = %d, C_PAIR = %d, TMA_STORE = %d, PP = %d;\n",
                       c->bias, c->beta, c->sr, c->c_pair, c->tma_store, c->pingpong);
-    kiln__sbuf_printf(b, "constexpr int SR_UNROLL = %d, CBUFS = %d;\n", c->sr_unroll > 1 ? c->sr_unroll : 1,
-                      c->cbufs > 1 ? 2 : 1);
+    kiln__sbuf_printf(b, "constexpr int SR_UNROLL = %d, CBUFS = %d, CLUSTER = %d;\n", c->sr_unroll > 1 ? c->sr_unroll : 1,
+                      c->cbufs > 1 ? 2 : 1, c->cluster ? 1 : 0);
     /* the dtype's conversions and the paired store of two neighbours of C */
     if (tf32) {
         kiln__sbuf_puts(b, "__device__ __forceinline__ float kg_f32(ST h) { return h; }\n"
@@ -1008,6 +1088,16 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     w[25] = (uint64_t)kt;
     int64_t kper = (kt + splits - 1) / splits;
     splits = (int)((kt + kper - 1) / kper); /* every split gets at least one slice */
+    /* The split sums in a cluster (the rule's choice where it applies): the splits of a tile
+     * are the blocks of one cluster, at most 8 (the portable cluster size), on 128-wide tiles
+     * (the f32 partial, 64 KiB, sits in shared memory beside the ring), not ping-pong. Every
+     * tile is split there, so C goes out from the registers (no staging). */
+    c->cluster = splits > 1 && splits <= 8 && c->bn == 128 && !c->pingpong &&
+                 !(opts && (opts->split_sum == 2 || opts->no_cluster));
+    if (c->cluster) {
+        c->tma_store = 0;
+        l->map[2].used = 0;
+    }
     /* Two C staging buffers per consumer where a tile's k slices all fit the ring that is left
      * (the K=128 weight updates): there the C store, not the wgmma, sets the pace, and with one
      * buffer each tile's epilogue waits for the previous tile's store to have left shared
@@ -1024,9 +1114,15 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     w[26] = (uint64_t)splits;
     w[27] = (uint64_t)kper;
     l->tiles = nb * tm * tn;
-    l->ws_bytes = splits > 1 ? (size_t)l->tiles * (size_t)splits * BM * (size_t)c->bn * sizeof(float) : 0;
+    l->ws_bytes = splits > 1 && !c->cluster ? (size_t)l->tiles * (size_t)splits * BM * (size_t)c->bn * sizeof(float) : 0;
     int64_t items = l->tiles * splits;
     l->grid = (unsigned)(items < sm_count ? items : sm_count);
+    if (c->cluster) { /* whole clusters: the persistent loop walks tiles cluster by cluster */
+        int64_t clusters = sm_count / splits > 0 ? sm_count / splits : 1;
+        if (clusters > l->tiles) clusters = l->tiles;
+        l->grid = (unsigned)(clusters * splits);
+        l->cluster = (unsigned)splits;
+    }
     l->threads = THREADS;
     l->smem = smem_for(c);
 }
@@ -1047,7 +1143,8 @@ void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count)
  * unrolled together with stochastic rounding; 4, the default, measured fastest, or within 3
  * points of epilogue cost, on every shape of kiln-bench gemm-epilogue; 1 keeps the code smallest),
  * KILN_WGMMA_CBUFS=1|2 (C staging buffers per consumer with TMA stores; the rule's: 2 where
- * a tile's k slices fit the ring beside two buffers).
+ * a tile's k slices fit the ring beside two buffers), KILN_WGMMA_SPLIT_SUM=cluster|workspace
+ * (where split tiles meet: cluster, the default where it applies, or the workspace).
  * A value that is none of these is an error naming the variable. */
 static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
 {
@@ -1089,6 +1186,16 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
                               e);
         o->cbufs = atoi(e);
     }
+    e = getenv("KILN_WGMMA_SPLIT_SUM");
+    if (e && e[0]) {
+        if (strcmp(e, "cluster") == 0)
+            o->split_sum = 1;
+        else if (strcmp(e, "workspace") == 0)
+            o->split_sum = 2;
+        else
+            return KILN_ERROR(ctx, KILN_ERR_ARG,
+                              "kiln_dot: environment variable KILN_WGMMA_SPLIT_SUM='%s' is not cluster or workspace", e);
+    }
     e = getenv("KILN_WGMMA_SPLITS");
     if (e && e[0]) {
         char *end = NULL;
@@ -1113,6 +1220,7 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     kiln_cuda_state *st = kiln__cuda_state(ctx);
     kiln_gemm_wgmma_opts o;
     KILN_TRY(read_opts(ctx, &o));
+    o.no_cluster = !st->cu.LaunchKernelEx;
     kiln_gemm_wgmma_launch l;
     kiln__cuda_gemm_wgmma_prepare(d, bt, st->sm_count, ctx->seed, &o, &l);
     const kiln_gemm_wgmma_cfg *c = &l.cfg;
@@ -1136,12 +1244,15 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     if (r == KILN_OK) r = encode_map(ctx, &args.tb, d->dtype, &l.map[1], "B");
     if (r == KILN_OK && c->tma_store) r = encode_map(ctx, &args.tc, d->dtype, &l.map[2], "C");
     /* a tag ("GKWG") and this kernel's version first */
-    const int32_t sig[14] = {0x47574b47, 6,           (int32_t)c->dtype, c->a_kmajor, c->b_kmajor,
-                             c->bias,    c->beta,     c->sr,             c->c_pair,   c->bn,
-                             c->tma_store, c->pingpong, c->sr_unroll,    c->cbufs};
+    const int32_t sig[15] = {0x47574b47,   7,           (int32_t)c->dtype, c->a_kmajor, c->b_kmajor,
+                             c->bias,      c->beta,     c->sr,             c->c_pair,   c->bn,
+                             c->tma_store, c->pingpong, c->sr_unroll,      c->cbufs,    c->cluster};
     CUfunction fn;
-    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 14, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
-    if (r == KILN_OK) r = kiln__cuda_launch_arg(ctx, fn, l.grid, 1, l.threads, 1, l.smem, &args);
+    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 15, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
+    if (r == KILN_OK && l.cluster)
+        r = kiln__cuda_launch_cluster(ctx, fn, l.grid, l.threads, l.smem, l.cluster, &args);
+    else if (r == KILN_OK)
+        r = kiln__cuda_launch_arg(ctx, fn, l.grid, 1, l.threads, 1, l.smem, &args);
     kiln__mem_free(ctx, ws);
     return r;
 }

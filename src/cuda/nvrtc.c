@@ -465,3 +465,30 @@ kiln_status kiln__cuda_launch_arg(kiln_ctx *ctx, CUfunction fn, unsigned gx, uns
     void *params[1] = {arg};
     return launch(ctx, fn, gx, gy, bx, by, smem, params, NULL);
 }
+
+kiln_status kiln__cuda_launch_cluster(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned bx, unsigned smem,
+                                      unsigned cluster, void *arg)
+{
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    if (!st->cu.LaunchKernelEx)
+        return KILN_ERROR(ctx, KILN_ERR_DRIVER, "argument 'cluster': the CUDA driver lacks cuLaunchKernelEx");
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = cluster;
+    attr.value.clusterDim.y = 1;
+    attr.value.clusterDim.z = 1;
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = gx, cfg.gridDimY = 1, cfg.gridDimZ = 1;
+    cfg.blockDimX = bx, cfg.blockDimY = 1, cfg.blockDimZ = 1;
+    cfg.sharedMemBytes = smem;
+    cfg.hStream = (CUstream)st->stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    void *params[1] = {arg};
+    KILN_CK(ctx, drv, st->cu.LaunchKernelEx(&cfg, fn, params, NULL));
+    st->stats.launches++;
+    if (st->sync_each) KILN_CK(ctx, rt, cudaStreamSynchronize(st->stream));
+    return KILN_OK;
+}
