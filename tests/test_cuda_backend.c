@@ -589,7 +589,8 @@ static void gemm_dispatch(void)
                    {"KILN_WGMMA_STORE", "smem", "KILN_WGMMA_STORE='smem'"},
                    {"KILN_WGMMA_SCHED", "stream-k", "KILN_WGMMA_SCHED='stream-k'"},
                    {"KILN_WGMMA_SR_UNROLL", "3", "KILN_WGMMA_SR_UNROLL='3'"},
-                   {"KILN_WGMMA_CBUFS", "4", "KILN_WGMMA_CBUFS='4'"}};
+                   {"KILN_WGMMA_CBUFS", "4", "KILN_WGMMA_CBUFS='4'"},
+                   {"KILN_WGMMA_SPLIT_SUM", "dsmem", "KILN_WGMMA_SPLIT_SUM='dsmem'"}};
         setenv("KILN_GEMM", "wgmma", 1);
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             setenv(bad[i].var, bad[i].value, 1);
@@ -602,6 +603,11 @@ static void gemm_dispatch(void)
         setenv("KILN_WGMMA_SPLITS", "2", 1);
         setenv("KILN_WGMMA_STORE", "tma", 1);
         CHECK_OK(gpu, kiln_dot(c16g, a16g, b16g, 1.0, 0.0, NULL));
+        setenv("KILN_WGMMA_SPLIT_SUM", "workspace", 1); /* the same split through the workspace */
+        CHECK_OK(gpu, kiln_dot(c16g, a16g, b16g, 1.0, 0.0, NULL));
+        setenv("KILN_WGMMA_SPLIT_SUM", "cluster", 1);
+        CHECK_OK(gpu, kiln_dot(c16g, a16g, b16g, 1.0, 0.0, NULL));
+        unsetenv("KILN_WGMMA_SPLIT_SUM");
         unsetenv("KILN_WGMMA_SPLITS");
         setenv("KILN_WGMMA_CBUFS", "1", 1);
         setenv("KILN_WGMMA_SR_UNROLL", "2", 1);
