@@ -70,6 +70,7 @@ typedef struct bench {
     double gemm_log_ratio[KILN_DTYPE_COUNT][2];
     int gemm_count[KILN_DTYPE_COUNT][2];
     double last_host_ms; /* time_median's median host time per call of a batch, up to its last return */
+    const char *only;    /* --only: the GPU gemm cases whose name holds this text (NULL = all) */
 } bench;
 
 /* Prints a failed kiln call with the context's last error; returns its status. */
@@ -845,6 +846,7 @@ static kiln_status run_gemm(bench *b)
             /* f32 with --tf32 on a GPU: every shape with B stored (N, K) (nn.Linear's weight
              * layout), the K-major operands kiln's tf32 kernel takes */
             gemm_case gc = cases[i];
+            if (b->gpu && b->only && !strstr(gc.name, b->only)) continue;
             if (b->gpu && b->tf32 && dt == KILN_DTYPE_F32) gc.trans_b = 1;
             result = gemm_one(b, &t, dt, &gc);
         }
@@ -911,6 +913,7 @@ static kiln_status run_gemm_sweep(bench *b)
     for (size_t i = 0; i < sizeof gpu_cases / sizeof gpu_cases[0] && st == KILN_OK; i++) {
         const gemm_case *gc = &gpu_cases[i];
         if (!gc->fc && i != 0) continue; /* the fully-connected shapes and the 4096 square */
+        if (b->only && !strstr(gc->name, b->only)) continue;
         gemm_run g = {0};
         int64_t ashape[2] = {gc->m, gc->k}, cshape[2] = {gc->m, gc->n};
         int64_t bshape[2] = {gc->trans_b ? gc->n : gc->k, gc->trans_b ? gc->k : gc->n};
@@ -1213,6 +1216,7 @@ static void usage(FILE *f)
                "  gemm-epilogue  (CUDA) the cost of bias + ReLU + stochastic rounding in kiln's\n"
                "          own kernels (f16, bf16)\n"
                "  --quick fewer sizes and shorter timing\n"
+               "  --only TEXT  GPU gemm, gemm-sweep: only the cases whose name holds TEXT (\"fprop\")\n"
                "  --tf32  allow TF32 for f32 GEMM (cuBLASLt's and kiln's tf32 kernel, A and B K-major)\n"
                "  --dtype float dtypes to run: f32, f16, bf16, f64 (default: expr f32 on the CPU and\n"
                "          f32,f16 on a GPU; gemm f32,f16)\n"
@@ -1277,6 +1281,8 @@ int main(int argc, char **argv)
             b.tf32 = 1;
         } else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
             dtype_list = argv[++i];
+        } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+            b.only = argv[++i];
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;

@@ -86,8 +86,9 @@ static const char kernel_src[] =
     " * the previous tile's store still reads the other) */\n"
     "constexpr int CBUF_BYTES = RB * 64 * BN * 2, CSTAGE = TMA_STORE ? 2 * CBUFS * CBUF_BYTES : 0;\n"
     "/* CLUSTER: the split-K partial of this block's tile (f32, element i of consumer thread ct at\n"
-    " * i * 256 + ct), read by every block of the cluster */\n"
-    "constexpr int PBYTES = CLUSTER ? BM * BN * 4 : 0;\n"
+    " * i * 256 + ct), read by every block of the cluster, takes the ring's first stages once the\n"
+    " * mainloop is through (one work item per block there) */\n"
+    "static_assert(!CLUSTER || STAGES * STAGE_BYTES >= BM * BN * 4, \"the cluster partial fits the ring\");\n"
     "constexpr int GROUP_M = 8;         /* tile rows that walk the tile columns together (L2 reuse) */\n"
     "static_assert(STAGE_BYTES % 1024 == 0, \"stages stay 1024-byte aligned (128-byte swizzle atoms)\");\n"
     "\n"
@@ -463,8 +464,8 @@ static const char kernel_src[] =
     "  /* TMA_STORE: each consumer's RB * 64 x BN staging of C (BN / 64 swizzled boxes of 64 x 64\n"
     "   * per 64 rows) */\n"
     "  const unsigned cstage = sbase + STAGES * STAGE_BYTES;\n"
-    "  const unsigned psum = cstage + CSTAGE; /* CLUSTER: this block's partial (PBYTES) */\n"
-    "  const unsigned full0 = psum + PBYTES, empty0 = full0 + 8 * STAGES;\n"
+    "  const unsigned psum = sbase; /* CLUSTER: this block's partial, over the ring */\n"
+    "  const unsigned full0 = cstage + CSTAGE, empty0 = full0 + 8 * STAGES;\n"
     "  /* PP: turn0 + 8 c = consumer c's turn: its mainloop starts once the other consumer's\n"
     "   * previous mainloop is through the ring, so its waits are never rounds ahead of a stage */\n"
     "  const unsigned turn0 = empty0 + 8 * STAGES;\n"
@@ -596,12 +597,14 @@ static const char kernel_src[] =
     "    if constexpr (PP) kg_acc_fence(acc + NACC);\n"
     "\n"
     "    if (CLUSTER && splits > 1) {\n"
-    "      /* split-K in a cluster (one block per split, ranks = splits): each block puts its\n"
-    "       * partial in its shared memory, and once all are there sums a slice of the tile over the\n"
-    "       * cluster's partials in split order (the bits of the workspace path: the same order from\n"
-    "       * 0) and stores it. Units u = 256 J + t of the tile: 32-column group J of consumer thread\n"
-    "       * t's fragment, block s taking [s U / S, (s + 1) U / S) */\n"
-    "      if (local > 0) kg_bar_wait_cluster(cl_read, (unsigned)((local - 1) & 1)); /* our partial was read */\n"
+    "      /* split-K in a cluster (one block per split, ranks = splits, one work item per block):\n"
+    "       * each block puts its partial in its shared memory over the ring (idle now: every load\n"
+    "       * of the item has landed, and after this barrier both consumers' wgmma have read their\n"
+    "       * stages), and once all are there sums a slice of the tile over the cluster's partials\n"
+    "       * in split order (the bits of the workspace path: the same order from 0) and stores it.\n"
+    "       * Units u = 256 J + t of the tile: 32-column group J of consumer thread t's fragment,\n"
+    "       * block s taking [s U / S, (s + 1) U / S) */\n"
+    "      kg_sync(1, 256);\n"
     "#pragma unroll\n"
     "      for (int i = 0; i < NACC; i++) kg_st_shared_f32(psum + (unsigned)(i * 256 + ct) * 4u, acc[i]);\n"
     "      kg_sync(1, 256);\n"
@@ -813,15 +816,13 @@ static int cstage_for(const kiln_gemm_wgmma_cfg *c)
     return c->tma_store ? (c->pingpong ? 2 : 1) * BM * c->bn * 2 * (c->cbufs > 1 ? 2 : 1) : 0;
 }
 
-/* Bytes of a cluster-summed split's partial (f32, the whole tile). */
-static int psum_for(const kiln_gemm_wgmma_cfg *c) { return c->cluster ? BM * c->bn * 4 : 0; }
-
-/* Stages that fit beside the staging of C (and a cluster partial), at most 6. */
+/* Stages that fit beside the staging of C, at most 7 (a cluster-summed split's partial
+ * takes the ring over after the mainloop: 64 KiB, two stages of 128-wide tiles). */
 static int stages_for(const kiln_gemm_wgmma_cfg *c)
 {
     int stage = (BM + c->bn) * ROW_BYTES;
-    int n = (SMEM_MAX - 1024 - 256 - cstage_for(c) - psum_for(c)) / stage;
-    return n > 6 ? 6 : n;
+    int n = (SMEM_MAX - 1024 - 256 - cstage_for(c)) / stage;
+    return n > 7 ? 7 : n;
 }
 
 static unsigned smem_for(const kiln_gemm_wgmma_cfg *c)
@@ -829,7 +830,7 @@ static unsigned smem_for(const kiln_gemm_wgmma_cfg *c)
     int s = stages_for(c);
     /* full and empty barriers per stage, the two turn barriers (ping-pong), the two cluster
      * barriers */
-    return (unsigned)(1024 + s * (BM + c->bn) * ROW_BYTES + cstage_for(c) + psum_for(c) + 16 * s + 32);
+    return (unsigned)(1024 + s * (BM + c->bn) * ROW_BYTES + cstage_for(c) + 16 * s + 32);
 }
 
 void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
@@ -1090,9 +1091,12 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     splits = (int)((kt + kper - 1) / kper); /* every split gets at least one slice */
     /* The split sums in a cluster (the rule's choice where it applies): the splits of a tile
      * are the blocks of one cluster, at most 8 (the portable cluster size), on 128-wide tiles
-     * (the f32 partial, 64 KiB, sits in shared memory beside the ring), not ping-pong. Every
-     * tile is split there, so C goes out from the registers (no staging). */
-    c->cluster = splits > 1 && splits <= 8 && c->bn == 128 && !c->pingpong &&
+     * (the f32 partial, 64 KiB, takes over the ring's first two stages after the mainloop),
+     * not ping-pong, and one work item per block (every tile's cluster in the first wave:
+     * nothing loads into the ring after the mainloop). Every tile is split there, so C goes
+     * out from the registers (no staging, one more stage). */
+    int64_t ntiles = nb * ((d->M + BM - 1) / BM) * ((d->N + c->bn - 1) / c->bn);
+    c->cluster = splits > 1 && splits <= 8 && c->bn == 128 && !c->pingpong && ntiles <= sm_count / splits &&
                  !(opts && (opts->split_sum == 2 || opts->no_cluster));
     if (c->cluster) {
         c->tma_store = 0;
