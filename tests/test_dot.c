@@ -462,8 +462,8 @@ static void test_broadcast_operands(void);
 /* Shapes and layouts that walk every path of the CUDA backend's own GEMM kernels
  * (src/cuda/gemm_wgmma.c and gemm_mma.c, KILN_GEMM=own and =mma): whole 128 x 128 x 32
  * tiles; more work items than an H100 has SMs (the wgmma kernel's persistent loop, its ring
- * of stages wrapping across items, 128- and 256-wide tiles; split-K summed in a cluster, and
- * with its workspace, arrival counters and ordered sums); ragged M, N and K
+ * of stages wrapping across items, 128- and 256-wide tiles; split-K with its workspace,
+ * arrival counters and ordered sums, and summed in a cluster); ragged M, N and K
  * (1, 7, 129, 1000); the four transposes with 16-byte aligned rows (16-byte cp.async into
  * K-major and MN-major tiles); padded rows whose length is not a multiple of 8 (partial
  * chunks); strided and negative-step views (element by element); strided and broadcast
@@ -535,10 +535,10 @@ static void test_tiles(void)
         g.tb = 1 - d;
         g.relu = 1;
         run_case(&g);
-        /* split-K: the splits of a tile summed in a cluster (the rule's way on the wgmma
-         * kernel), then through the workspace (KILN_WGMMA_SPLIT_SUM=workspace) */
-        for (int ws = 0; ws < 2; ws++) {
-            if (ws) setenv("KILN_WGMMA_SPLIT_SUM", "workspace", 1);
+        /* split-K: the splits of a tile summed through the workspace (the rule's way on the
+         * wgmma kernel), then in a cluster (KILN_WGMMA_SPLIT_SUM=cluster) */
+        for (int cl = 0; cl < 2; cl++) {
+            if (cl) setenv("KILN_WGMMA_SPLIT_SUM", "cluster", 1);
             g = base_case(dt, 130, 300, 3380); /* few tiles, long K (53 slices): split-K, the last split short */
             g.ta = d;
             g.bias = 1;

@@ -194,7 +194,7 @@ static double get(int dt, const void *buf, int64_t i)
 
 /* The rule alone (no kernel run): an f16 M x N x K product, A stored (K, M) as in a weight
  * update, B (K, N), packed C, on sms SMs, splits forced (0 = the rule's). */
-static void rule_launch(int64_t M, int64_t N, int64_t K, int sms, int splits, kiln_gemm_wgmma_launch *l)
+static void rule_launch(int64_t M, int64_t N, int64_t K, int sms, int splits, int split_sum, kiln_gemm_wgmma_launch *l)
 {
     kiln_gemm_desc d;
     memset(&d, 0, sizeof d);
@@ -205,7 +205,7 @@ static void rule_launch(int64_t M, int64_t N, int64_t K, int sms, int splits, ki
     d.alpha = 1.0;
     kiln_gemm_batches bt;
     kiln__cuda_gemm_merge_batches(&d, &bt);
-    kiln_gemm_wgmma_opts o = {.tma_store = 1, .splits = splits};
+    kiln_gemm_wgmma_opts o = {.tma_store = 1, .splits = splits, .split_sum = split_sum};
     kiln__cuda_gemm_wgmma_prepare(&d, &bt, sms, 1, &o, l);
     CHECK_INT(l->cfg.tma_store, !l->cfg.cluster); /* split tiles summed in a cluster store from registers */
 }
@@ -213,14 +213,14 @@ static void rule_launch(int64_t M, int64_t N, int64_t K, int sms, int splits, ki
 static int rule_cbufs(int64_t M, int64_t N, int64_t K)
 {
     kiln_gemm_wgmma_launch l;
-    rule_launch(M, N, K, 132, 0, &l);
+    rule_launch(M, N, K, 132, 0, 0, &l);
     return l.cfg.cbufs;
 }
-/* whether its splits meet in a cluster */
-static int rule_cluster(int64_t M, int64_t N, int64_t K, int sms, int splits)
+/* whether its splits meet in a cluster (split_sum: KILN_WGMMA_SPLIT_SUM's choice) */
+static int rule_cluster(int64_t M, int64_t N, int64_t K, int sms, int splits, int split_sum)
 {
     kiln_gemm_wgmma_launch l;
-    rule_launch(M, N, K, sms, splits, &l);
+    rule_launch(M, N, K, sms, splits, split_sum, &l);
     if (l.cfg.cluster) { /* one work item per block: the partial takes the ring over */
         CHECK_INT((int64_t)l.grid, l.tiles * (int64_t)l.w[26]);
         CHECK_INT((int)l.cluster, (int)l.w[26]);
@@ -520,11 +520,10 @@ int main(void)
         {1, 390, 264, 100, 2, 1, 0, 0, 0, 8, -0.75, 0.5, 0, 0, 0, 3, 1, 128, 0, 0, 0, 0, 0, 0},
         {0, 400, 520, 128, 1, 1, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 2, 1, 0, 0, 0, 0, 1, 0, 0},
         {1, 260, 384, 330, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 2, 1, 128, 0, 0, 0, 2, 0, 0},
-        /* split-K summed in a cluster (the rule's choice for the fprop shapes) against the
-         * workspace: the same inputs give the same bits either way. 2 splits over ragged
+        /* split-K summed in a cluster (KILN_WGMMA_SPLIT_SUM=cluster) against the workspace: the same inputs give the same bits either way. 2 splits over ragged
          * tiles with the whole epilogue; 3 splits with a short last one, SR, batches; 4 splits of a
          * TMA-eligible C, transposed B, bias pairs; 8 splits (the largest cluster), one tile
-         * row, beta; then an fprop-like shape on the rule's own choice */
+         * row, beta; then an fprop-like shape on the rule's split count */
         {0, 300, 300, 700, 1, 0, 0, 0, 0, 8, -0.75, 0.5, 1, 1, 0, 18, 0, 128, 2, 0, 0, 0, 1, 0},
         {0, 300, 300, 700, 1, 0, 0, 0, 0, 8, -0.75, 0.5, 1, 1, 0, 18, 0, 128, 2, 0, 0, 0, 2, 1},
         {1, 130, 200, 1100, 2, 1, 0, 0, 1, 0, 1.0, 0.0, 1, 0, 1, 25, 1, 128, 3, 0, 0, 0, 1, 0},
@@ -541,12 +540,15 @@ int main(void)
     CHECK_INT(rule_cbufs(4096, 1000, 128), 2);
     CHECK_INT(rule_cbufs(4096, 4096, 4096), 1);
     CHECK_INT(rule_cbufs(128, 4096, 9216), 1);
-    /* split sums in a cluster where every tile's cluster fits the first wave (fc4096 fprop:
-     * 32 tiles; forced 4 splits of 40 tiles on 132 SMs do not fit, nor 9 splits) */
-    CHECK_INT(rule_cluster(128, 4096, 4096, 132, 0), 1);
-    CHECK_INT(rule_cluster(128, 4096, 4096, 132, 4), 1);
-    CHECK_INT(rule_cluster(128, 5120, 4096, 132, 4), 0);
-    CHECK_INT(rule_cluster(128, 1000, 4608, 132, 9), 0);
+    /* split sums through the workspace by default; in a cluster when asked, where every
+     * tile's cluster fits the first wave (fc4096 fprop: 32 tiles; forced 4 splits of 40
+     * tiles on 132 SMs do not fit, nor 9 splits), never through the workspace when so asked */
+    CHECK_INT(rule_cluster(128, 4096, 4096, 132, 0, 0), 0);
+    CHECK_INT(rule_cluster(128, 4096, 4096, 132, 0, 1), 1);
+    CHECK_INT(rule_cluster(128, 4096, 4096, 132, 4, 1), 1);
+    CHECK_INT(rule_cluster(128, 4096, 4096, 132, 4, 2), 0);
+    CHECK_INT(rule_cluster(128, 5120, 4096, 132, 4, 1), 0);
+    CHECK_INT(rule_cluster(128, 1000, 4608, 132, 9, 1), 0);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(&cases[i]);
     free(prev_c);
     for (int i = 0; i < nbuilt; i++) dlclose(built[i].so);

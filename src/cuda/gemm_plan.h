@@ -85,7 +85,7 @@ typedef struct kiln_gemm_wgmma_opts {
     int pingpong;  /* 1 = ping-pong (then BN 128, no split) */
     int sr_unroll; /* 0 = the default (4) */
     int cbufs;     /* C staging buffers per consumer, 1 or 2 (0 = the rule's) */
-    int split_sum; /* 0 = the rule's (cluster where it applies), 1 = cluster, 2 = workspace */
+    int split_sum; /* 0 = the rule's (the workspace), 1 = a cluster where it applies, 2 = workspace */
     int no_cluster; /* the device cannot launch clusters: split sums go through the workspace */
 } kiln_gemm_wgmma_opts;
 

@@ -1089,15 +1089,17 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     w[25] = (uint64_t)kt;
     int64_t kper = (kt + splits - 1) / splits;
     splits = (int)((kt + kper - 1) / kper); /* every split gets at least one slice */
-    /* The split sums in a cluster (the rule's choice where it applies): the splits of a tile
-     * are the blocks of one cluster, at most 8 (the portable cluster size), on 128-wide tiles
-     * (the f32 partial, 64 KiB, takes over the ring's first two stages after the mainloop),
-     * not ping-pong, and one work item per block (every tile's cluster in the first wave:
-     * nothing loads into the ring after the mainloop). Every tile is split there, so C goes
-     * out from the registers (no staging, one more stage). */
+    /* The split sums in a cluster (KILN_WGMMA_SPLIT_SUM=cluster, where it applies): the
+     * splits of a tile are the blocks of one cluster, at most 8 (the portable cluster size),
+     * on 128-wide tiles (the f32 partial, 64 KiB, takes over the ring's first two stages after
+     * the mainloop), not ping-pong, and one work item per block (every tile's cluster in the
+     * first wave: nothing loads into the ring after the mainloop). Every tile is split there,
+     * so C goes out from the registers (no staging, one more stage). Not the rule's choice:
+     * on the H100 the fprop shapes ran 6-15 % slower than through the workspace at every
+     * split count (bench/NOTES.md, step 7; the clusters pack their blocks into fewer GPCs). */
     int64_t ntiles = nb * ((d->M + BM - 1) / BM) * ((d->N + c->bn - 1) / c->bn);
     c->cluster = splits > 1 && splits <= 8 && c->bn == 128 && !c->pingpong && ntiles <= sm_count / splits &&
-                 !(opts && (opts->split_sum == 2 || opts->no_cluster));
+                 opts && opts->split_sum == 1 && !opts->no_cluster;
     if (c->cluster) {
         c->tma_store = 0;
         l->map[2].used = 0;
@@ -1148,7 +1150,7 @@ void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count)
  * points of epilogue cost, on every shape of kiln-bench gemm-epilogue; 1 keeps the code smallest),
  * KILN_WGMMA_CBUFS=1|2 (C staging buffers per consumer with TMA stores; the rule's: 2 where
  * a tile's k slices fit the ring beside two buffers), KILN_WGMMA_SPLIT_SUM=cluster|workspace
- * (where split tiles meet: cluster, the default where it applies, or the workspace).
+ * (where split tiles meet: the workspace, the default, or a cluster where it applies).
  * A value that is none of these is an error naming the variable. */
 static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
 {
