@@ -221,6 +221,12 @@ static inline int atomicAdd(int *p, int v)
 }
 static inline float __ldcg(const float *p) { return *p; }
 template <class T> static inline T __ldg(const T *p) { return *p; }
+static inline float __uint_as_float(unsigned u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
 static inline double __longlong_as_double(long long x)
 {
     double d;

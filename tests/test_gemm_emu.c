@@ -228,6 +228,38 @@ static int rule_cluster(int64_t M, int64_t N, int64_t K, int sms, int splits, in
     return l.cfg.cluster;
 }
 
+/* The staged epilogue's f16 stochastic rounding (kg_stage_words): the random bits added below
+ * the 13 bits f16 drops, those bits cleared in f32, one round-to-nearest conversion (exact but
+ * for the carries to 65536 and beyond, which become inf) gives the bits of
+ * kiln_f32_to_f16_sr_normal, over its whole range: random values, and the edges 2^-14 and
+ * 65504 with random bits and all of the top 13. */
+static void f16_sr_identity(void)
+{
+    int bad = 0;
+    for (int i = 0; i < 400000; i++) {
+        uint64_t r = check_rand_u64(&rng);
+        uint32_t u;
+        if (i % 4 == 0)
+            u = 0x38800000u + (uint32_t)(r % (0x47800000u - 0x38800000u));
+        else if (i % 4 == 1)
+            u = 0x477FE000u + (uint32_t)(r % 0x2000u); /* 65504 .. below 65536 */
+        else if (i % 4 == 2)
+            u = 0x38800000u + (uint32_t)(r % 0x4000u); /* just above 2^-14 */
+        else
+            u = 0x38800000u + (uint32_t)(r % (0x47800000u - 0x38800000u));
+        u |= (uint32_t)(r >> 63) << 31;
+        const uint32_t bits = (uint32_t)(r >> 16) & 0xFFFF0000u;
+        if (!kiln_f16_sr_is_normal(u)) continue;
+        uint32_t t = (u & 0x80000000u) | (((u & 0x7FFFFFFFu) + (bits >> 19)) & ~0x1FFFu);
+        float tf;
+        memcpy(&tf, &t, 4);
+        if (kiln_f32_to_f16_rn(tf) != kiln_f32_to_f16_sr_normal(u, bits) && bad++ < 4)
+            fprintf(stderr, "  f16 SR: u %08x bits %08x: %04x want %04x\n", u, bits, kiln_f32_to_f16_rn(tf),
+                    kiln_f32_to_f16_sr_normal(u, bits));
+    }
+    CHECK_INT(bad, 0);
+}
+
 static void run(const ecase *e)
 {
     const int64_t M = e->M, N = e->N, K = e->K, nb = e->nb;
@@ -549,6 +581,7 @@ int main(void)
     CHECK_INT(rule_cluster(128, 4096, 4096, 132, 4, 2), 0);
     CHECK_INT(rule_cluster(128, 5120, 4096, 132, 4, 1), 0);
     CHECK_INT(rule_cluster(128, 1000, 4608, 132, 9, 1), 0);
+    f16_sr_identity();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(&cases[i]);
     free(prev_c);
     for (int i = 0; i < nbuilt; i++) dlclose(built[i].so);

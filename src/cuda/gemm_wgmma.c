@@ -336,16 +336,30 @@ static const char kernel_src[] =
     "      const unsigned u = kiln_f32_bits(x[i]);\n"
     "      rare |= BF16 ? (u & 0x7FFFFFFFu) >= 0x7F800000u : !(kiln_f16_sr_is_normal(u) || (u << 1) == 0u);\n"
     "    }\n"
-    "    if (!rare) {\n"
+    "    if (!rare && BF16) {\n"
     "#pragma unroll\n"
     "      for (int i = 0; i < 16; i++) {\n"
     "        const unsigned u = kiln_f32_bits(x[i]), bits = kg_sr_half(g[i >> 3], (i >> 1) & 3, i & 1);\n"
-    "        const unsigned h = BF16 ? ((u & 0x80000000u) | ((u & 0x7FFFFFFFu) + (bits >> 16))) >> 16\n"
-    "                         : (u << 1) == 0u ? u >> 16 : (unsigned)kiln_f32_to_f16_sr_normal(u, bits);\n"
+    "        const unsigned h = ((u & 0x80000000u) | ((u & 0x7FFFFFFFu) + (bits >> 16))) >> 16;\n"
     "        if (i & 1)\n"
     "          w[i >> 1] |= h << 16;\n"
     "        else\n"
     "          w[i >> 1] = h;\n"
+    "      }\n"
+    "    } else if (!rare) {\n"
+    "      /* f16 (normal range or zero): the random bits added below the 13 bits f16 drops, those\n"
+    "       * bits cleared in f32 (a zero stays a zero), then one exact cvt.rn per pair: the bits\n"
+    "       * of kiln_f32_to_f16_sr_normal (a carry to 65536 or beyond rounds to inf, as its clamp)\n"
+    "       * in 4 integer operations an element instead of ~10 */\n"
+    "#pragma unroll\n"
+    "      for (int i = 0; i < 8; i++) {\n"
+    "        float t[2];\n"
+    "#pragma unroll\n"
+    "        for (int e = 0; e < 2; e++) {\n"
+    "          const unsigned u = kiln_f32_bits(x[2 * i + e]), bits = kg_sr_half(g[i >> 2], i & 3, e);\n"
+    "          t[e] = __uint_as_float((u & 0x80000000u) | (((u & 0x7FFFFFFFu) + (bits >> 19)) & ~0x1FFFu));\n"
+    "        }\n"
+    "        w[i] = kg_cvt_f16x2(t[0], t[1]);\n"
     "      }\n"
     "    } else {\n"
     "#pragma unroll\n"
@@ -1000,6 +1014,11 @@ static kiln_status encode_map(kiln_ctx *ctx, CUtensorMap *map, kiln_dtype dt, co
  *  - 256-wide tiles when they alone fill the SMs (squares, the K=128 weight updates), or
  *    when the 128-wide ones would need a second wave (fc25088 bprop: 98 vs 196 tiles);
  *    128-wide when N <= 128;
+ *  - but 128-wide where the 256-wide ones leave the second of two waves mostly empty and the
+ *    128-wide fill more of their last (fc36864 bprop: 144 tiles on 132 SMs; 288 of 128 ran
+ *    0.86x of cuBLAS against 0.79x in two sweeps of 2026-11-24), and for K <= 128 when the
+ *    256-wide ones make at most one wave (fc1000 update: 128 vs 256 tiles, 1.36x / 0.93x of
+ *    cuBLAS against 1.20x / 0.81x: a second tile per SM loads under the first one's stores);
  *  - otherwise 128-wide tiles (the batch-128 fprop and bprop shapes: 72 tiles of 128 ran
  *    1.4x faster than 36 of 256), split over k only while there are fewer than 64 tiles,
  *    into about 64 work items with at least 16 slices each: these shapes read the weights
@@ -1011,6 +1030,12 @@ static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int
     if (N <= 128) return 128;
     int64_t tm = nb * ((M + BM - 1) / BM);
     int64_t tiles256 = tm * ((N + 255) / 256), tiles128 = tm * ((N + 127) / 128);
+    if (tiles256 > sms && tiles256 < 2 * sms) { /* the fill of the last wave: busy / (waves x sms) */
+        double fill256 = (double)tiles256 / (double)(((tiles256 + sms - 1) / sms) * sms);
+        double fill128 = (double)tiles128 / (double)(((tiles128 + sms - 1) / sms) * sms);
+        if (fill128 > fill256 + 0.1) return 128;
+    }
+    if (tiles256 <= sms && tiles128 > sms && kt <= 2) return 128;
     if (tiles256 >= sms || tiles128 > sms) return 256;
     if (tiles128 < 64 && tiles128 < KILN_CUDA_COUNTERS) {
         int64_t s = (64 + tiles128 - 1) / tiles128, smax = kt / 16;
