@@ -71,9 +71,11 @@ launch() {
 }
 
 # --require-cuda-init no: tests that never touch the GPU (test_plan on the CPU parts,
-# test_cpu_exec) are not an error for the sanitizer
-MEMCHECK="$SAN --tool memcheck --require-cuda-init no --report-api-errors no --leak-check no --error-exitcode 99"
-RACECHECK="$SAN --tool racecheck --require-cuda-init no --racecheck-report all --error-exitcode 99"
+# test_cpu_exec) are not an error for the sanitizer; --target-processes application-only:
+# the test alone, not the C++ compilers test_gemm_emu starts (the sanitizer waited to attach
+# to one of them and failed the run: "No attachable process found", 2026-11-24)
+MEMCHECK="$SAN --tool memcheck --target-processes application-only --require-cuda-init no --report-api-errors no --leak-check no --error-exitcode 99"
+RACECHECK="$SAN --tool racecheck --target-processes application-only --require-cuda-init no --racecheck-report all --error-exitcode 99"
 PYTEST_PAR=""
 if python3 -c "import xdist" 2>/dev/null; then PYTEST_PAR="-n $PAR"; fi
 rm -f "$LOG"/*.row
