@@ -1,7 +1,7 @@
 /*
  * tools/kiln-bench.c — kiln's benchmark driver, the main job of `make bench`.
  *
- *   kiln-bench [expr|gemm|overhead|all|gemm-sweep|gemm-epilogue] [--quick] [--tf32] [--dtype f32,f16,...] [--help]
+ *   kiln-bench [expr|gemm|overhead|all|gemm-sweep|gemm-epilogue] [--quick] [--tf32] [--dtype f32,f16,...] [--only TEXT] [--help]
  *
  * expr: lazily fused expressions — batch-norm in place, two element-wise chains, the row
  *       variance — each timed FUSED (one kiln_assign) and UNFUSED (one kiln_assign per
