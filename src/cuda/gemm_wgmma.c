@@ -25,7 +25,10 @@
  *  - split-K where there are few tiles (pick_tiles): the k slices of a tile split over
  *    several work items whose f32 partials meet in a workspace; the last to arrive adds them
  *    in split order, so the result does not depend on timing (it does on the split count,
- *    which follows the shape and the SM count);
+ *    which follows the shape and the SM count); opt-in (KILN_WGMMA_SPLIT_SUM=cluster, measured
+ *    slower on the H100), the splits of a tile as one cluster: the partials stay in each
+ *    block's shared memory and every block sums a slice of the tile through distributed
+ *    shared memory, in the same order;
  *  - the epilogue works from the accumulators in registers, like gemm_mma.c's: alpha, bias
  *    (per column), ReLU, beta * C, one rounding (nearest, or stochastic keyed by the
  *    element's place: one Philox call for the eight elements a thread holds in 32 columns
@@ -44,7 +47,7 @@
  *    tiles of its own (two m64 wgmma per k step), alternating work items in turn (a pair
  *    of turn barriers), so one's epilogue runs while the other's wgmma use the tensor
  *    cores; measured slower than the default on most shapes, so not chosen by the rule.
- * Not here yet: stream-K, clusters with TMA multicast.
+ * Not here yet: stream-K, clusters with TMA multicast of the operands.
  */
 #include <limits.h>
 #include <stdint.h>
