@@ -350,7 +350,7 @@ static const char kernel_src[] =
     "        w[i] = (t0 >> 16) | (t1 & 0xFFFF0000u);\n"
     "      }\n"
     "    } else if (!rare) {\n"
-    "      /* f16 (normal range or zero): the random bits added below the 13 bits f16 drops, those\n"
+    "      /* f16 (normal range or zero): 13 random bits added to the 13 low bits f16 drops, those\n"
     "       * bits cleared in f32 (a zero stays a zero), then one exact cvt.rn per pair: the bits\n"
     "       * of kiln_f32_to_f16_sr_normal (a carry to 65536 or beyond rounds to inf, as its clamp)\n"
     "       * in 4 integer operations an element instead of ~10 */\n"
