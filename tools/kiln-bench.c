@@ -1029,6 +1029,7 @@ static kiln_status run_gemm_epilogue(bench *b)
         if (dt != KILN_DTYPE_F16 && dt != KILN_DTYPE_BF16) continue; /* stochastic rounding: 16-bit C */
         for (size_t i = 0; i < sizeof pick / sizeof pick[0] && st == KILN_OK; i++) {
             const gemm_case *gc = &gpu_cases[pick[i]];
+            if (b->only && !strstr(gc->name, b->only)) continue;
             gemm_run g = {0};
             kiln_tensor *bias = NULL;
             int64_t ashape[2] = {gc->m, gc->k}, bshape[2] = {gc->k, gc->n}, cshape[2] = {gc->m, gc->n};
@@ -1216,7 +1217,7 @@ static void usage(FILE *f)
                "  gemm-epilogue  (CUDA) the cost of bias + ReLU + stochastic rounding in kiln's\n"
                "          own kernels (f16, bf16)\n"
                "  --quick fewer sizes and shorter timing\n"
-               "  --only TEXT  GPU gemm, gemm-sweep: only the cases whose name holds TEXT (\"fprop\")\n"
+               "  --only TEXT  GPU gemm, gemm-sweep, gemm-epilogue: only the cases whose name holds TEXT\n"
                "  --tf32  allow TF32 for f32 GEMM (cuBLASLt's and kiln's tf32 kernel, A and B K-major)\n"
                "  --dtype float dtypes to run: f32, f16, bf16, f64 (default: expr f32 on the CPU and\n"
                "          f32,f16 on a GPU; gemm f32,f16)\n"
