@@ -552,8 +552,9 @@ int main(void)
         {1, 390, 264, 100, 2, 1, 0, 0, 0, 8, -0.75, 0.5, 0, 0, 0, 3, 1, 128, 0, 0, 0, 0, 0, 0},
         {0, 400, 520, 128, 1, 1, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 2, 1, 0, 0, 0, 0, 1, 0, 0},
         {1, 260, 384, 330, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 2, 1, 128, 0, 0, 0, 2, 0, 0},
-        /* split-K summed in a cluster (KILN_WGMMA_SPLIT_SUM=cluster) against the workspace: the same inputs give the same bits either way. 2 splits over ragged
-         * tiles with the whole epilogue; 3 splits with a short last one, SR, batches; 4 splits of a
+        /* split-K summed in a cluster (KILN_WGMMA_SPLIT_SUM=cluster) against the workspace:
+         * the same inputs give the same bits either way. 2 splits over ragged tiles with the
+         * whole epilogue; 3 splits with a short last one, SR, batches; 4 splits of a
          * TMA-eligible C, transposed B, bias pairs; 8 splits (the largest cluster), one tile
          * row, beta; then an fprop-like shape on the rule's split count */
         {0, 300, 300, 700, 1, 0, 0, 0, 0, 8, -0.75, 0.5, 1, 1, 0, 18, 0, 128, 2, 0, 0, 0, 1, 0},

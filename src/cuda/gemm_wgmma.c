@@ -1151,10 +1151,8 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     l->ws_bytes = splits > 1 && !c->cluster ? (size_t)l->tiles * (size_t)splits * BM * (size_t)c->bn * sizeof(float) : 0;
     int64_t items = l->tiles * splits;
     l->grid = (unsigned)(items < sm_count ? items : sm_count);
-    if (c->cluster) { /* whole clusters: the persistent loop walks tiles cluster by cluster */
-        int64_t clusters = sm_count / splits > 0 ? sm_count / splits : 1;
-        if (clusters > l->tiles) clusters = l->tiles;
-        l->grid = (unsigned)(clusters * splits);
+    if (c->cluster) { /* a cluster per tile, a block per split: every item in the first wave */
+        l->grid = (unsigned)items;
         l->cluster = (unsigned)splits;
     }
     l->threads = THREADS;
