@@ -63,7 +63,7 @@ struct emu_dim3 {
 /* ---- the block being run ----------------------------------------------------------------- */
 
 #define EMU_MAX_THREADS 384
-#define EMU_MAX_CLUSTER 8
+#define EMU_MAX_CLUSTER 16 /* blocks run together: a cluster, or the splits of a slice-summed tile */
 #define EMU_SMEM_ORIGIN 16u /* the first dynamic shared byte's address (not 1024-aligned) */
 
 struct emu_mbar {

@@ -8,6 +8,10 @@
  */
 
 #define EMU_STACK (256 * 1024)
+/* Blocks that run together start skewed: block r of the group only after r x EMU_SKEW sweeps
+ * of the scheduler, so the first blocks reach any wait on the others long before those
+ * have done their part (a missing wait reads what is not there yet) */
+#define EMU_SKEW 64
 
 static kiln_args emu_args;
 
@@ -65,9 +69,13 @@ extern "C" int emu_launch(const unsigned long long *words, int nwords, const uns
         }
         int left = (int)(threads * cluster);
         emu_g.idle = 0;
-        while (left > 0 && !emu_g.deadlock) {
+        for (long long sweep = 0; left > 0 && !emu_g.deadlock; sweep++) {
             left = 0;
             for (unsigned r = 0; r < cluster && !emu_g.deadlock; r++) {
+                if (sweep < (long long)r * EMU_SKEW) { /* not started yet */
+                    left++;
+                    continue;
+                }
                 emu_cur = &emu_blocks[r];
                 for (int t = 0; t < (int)threads && !emu_g.deadlock; t++) {
                     if (emu.done[t]) continue;

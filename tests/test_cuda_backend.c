@@ -607,6 +607,8 @@ static void gemm_dispatch(void)
         CHECK_OK(gpu, kiln_dot(c16g, a16g, b16g, 1.0, 0.0, NULL));
         setenv("KILN_WGMMA_SPLIT_SUM", "cluster", 1);
         CHECK_OK(gpu, kiln_dot(c16g, a16g, b16g, 1.0, 0.0, NULL));
+        setenv("KILN_WGMMA_SPLIT_SUM", "slices", 1);
+        CHECK_OK(gpu, kiln_dot(c16g, a16g, b16g, 1.0, 0.0, NULL));
         unsetenv("KILN_WGMMA_SPLIT_SUM");
         unsetenv("KILN_WGMMA_SPLITS");
         setenv("KILN_WGMMA_CBUFS", "1", 1);

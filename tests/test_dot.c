@@ -535,10 +535,12 @@ static void test_tiles(void)
         g.tb = 1 - d;
         g.relu = 1;
         run_case(&g);
-        /* split-K: the splits of a tile summed through the workspace (the rule's way on the
-         * wgmma kernel), then in a cluster (KILN_WGMMA_SPLIT_SUM=cluster) */
-        for (int cl = 0; cl < 2; cl++) {
-            if (cl) setenv("KILN_WGMMA_SPLIT_SUM", "cluster", 1);
+        /* split-K: the splits of a tile summed in slices (the rule's way on the wgmma kernel
+         * where every split fits the first wave), by the last block through the workspace
+         * (KILN_WGMMA_SPLIT_SUM=workspace), then in a cluster (KILN_WGMMA_SPLIT_SUM=cluster) */
+        static const char *const split_sums[3] = {NULL, "workspace", "cluster"};
+        for (int cl = 0; cl < 3; cl++) {
+            if (split_sums[cl]) setenv("KILN_WGMMA_SPLIT_SUM", split_sums[cl], 1);
             g = base_case(dt, 130, 300, 3380); /* few tiles, long K (53 slices): split-K, the last split short */
             g.ta = d;
             g.bias = 1;

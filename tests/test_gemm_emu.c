@@ -168,7 +168,8 @@ typedef struct ecase {
     int kernel;         /* K_WGMMA, K_FFMA (f32) or K_MMA (f16 / bf16, any strides) */
     int pp;             /* wgmma: ping-pong (KILN_WGMMA_SCHED=pingpong) */
     int cbufs;          /* wgmma: C staging buffers per consumer (KILN_WGMMA_CBUFS; 0 = the rule's) */
-    int split_sum;      /* wgmma split-K: 0 the rule's, 1 a cluster (checked it is), 2 the workspace */
+    int split_sum;      /* wgmma split-K: 0 the rule's, 1 a cluster, 2 the workspace (the last block
+                         * sums), 3 slices (1 and 3 checked they apply) */
     int same_bits;      /* the inputs of the case before, and C bit for bit as it came out there */
 } ecase;
 
@@ -207,7 +208,8 @@ static void rule_launch(int64_t M, int64_t N, int64_t K, int sms, int splits, in
     kiln__cuda_gemm_merge_batches(&d, &bt);
     kiln_gemm_wgmma_opts o = {.tma_store = 1, .splits = splits, .split_sum = split_sum};
     kiln__cuda_gemm_wgmma_prepare(&d, &bt, sms, 1, &o, l);
-    CHECK_INT(l->cfg.tma_store, !l->cfg.cluster); /* split tiles summed in a cluster store from registers */
+    /* split tiles summed in a cluster or in slices store from the registers */
+    CHECK_INT(l->cfg.tma_store, !l->cfg.cluster && !l->cfg.slice_sum);
 }
 /* its staging buffers per consumer on 132 SMs */
 static int rule_cbufs(int64_t M, int64_t N, int64_t K)
@@ -226,6 +228,17 @@ static int rule_cluster(int64_t M, int64_t N, int64_t K, int sms, int splits, in
         CHECK_INT((int)l.cluster, (int)l.w[26]);
     }
     return l.cfg.cluster;
+}
+/* its split count where the splits sum in slices (every work item in the first wave), else 0 */
+static int rule_slices(int64_t M, int64_t N, int64_t K, int sms, int splits, int split_sum)
+{
+    kiln_gemm_wgmma_launch l;
+    rule_launch(M, N, K, sms, splits, split_sum, &l);
+    if (l.cfg.slice_sum) {
+        CHECK_INT((int64_t)l.grid, l.tiles * (int64_t)l.w[26]);
+        CHECK(l.grid <= (unsigned)sms && l.cooperative && l.ws_bytes > 0);
+    }
+    return l.cfg.slice_sum ? (int)l.w[26] : 0;
 }
 
 /* The staged epilogue's f16 stochastic rounding (kg_stage_words): the random bits added below
@@ -351,6 +364,11 @@ static void run(const ecase *e)
         if (e->splits && !e->pp) CHECK_INT((int)l.w[26], e->splits);
         CHECK_INT(l.cfg.pingpong, e->pp);
         if (e->split_sum) CHECK_INT(l.cfg.cluster, e->split_sum == 1);
+        if (e->split_sum) CHECK_INT(l.cfg.slice_sum, e->split_sum == 3);
+        if (l.cfg.slice_sum) { /* one block per split of every tile, all at once */
+            CHECK_INT((int64_t)l.grid, l.tiles * (int64_t)l.w[26]);
+            CHECK(l.cooperative && l.ws_bytes > 0);
+        }
         if (l.cfg.cluster) { /* whole clusters of one block per split */
             CHECK_INT((int)l.cluster, (int)l.w[26]);
             CHECK_INT((int)(l.grid % l.cluster), 0);
@@ -358,7 +376,7 @@ static void run(const ecase *e)
         }
         /* TMA stores only where N fills whole 16-byte chunks (they write past a ragged N), and
          * not for tiles summed in a cluster */
-        CHECK_INT(l.cfg.tma_store, e->tma_store && e->dt != 2 && N % 8 == 0 && !l.cfg.cluster);
+        CHECK_INT(l.cfg.tma_store, e->tma_store && e->dt != 2 && N % 8 == 0 && !l.cfg.cluster && !l.cfg.slice_sum);
         if (l.cfg.tma_store && e->cbufs) CHECK_INT(l.cfg.cbufs, e->cbufs);
         ws = l.ws_bytes ? calloc(1, l.ws_bytes) : NULL;
         l.w[28] = (uint64_t)(uintptr_t)ws;
@@ -376,13 +394,14 @@ static void run(const ecase *e)
             m[7] = l.map[i].box[1];
         }
         const kiln_gemm_wgmma_cfg *c = &l.cfg;
-        snprintf(key, sizeof key, "wgmma-%d-%d%d-%d%d%d%d-%d-%d%d-%d-%d-%d", (int)c->dtype, c->a_kmajor, c->b_kmajor,
-                 c->bias, c->beta, c->sr, c->c_pair, c->bn, c->tma_store, c->pingpong, c->sr_unroll, c->cbufs,
-                 c->cluster);
+        snprintf(key, sizeof key, "wgmma-%d-%d%d-%d%d%d%d-%d-%d%d-%d-%d-%d%d", (int)c->dtype, c->a_kmajor,
+                 c->b_kmajor, c->bias, c->beta, c->sr, c->c_pair, c->bn, c->tma_store, c->pingpong, c->sr_unroll,
+                 c->cbufs, c->cluster, c->slice_sum);
         fn = kernel_for(key, kiln__cuda_gemm_wgmma_source_text(c), K_WGMMA);
         CHECK(fn != NULL);
         if (fn) rc = fn((const unsigned long long *)l.w, KILN_GEMM_WGMMA_WORDS, maps, l.grid, 1, l.threads, l.smem,
-                        l.cluster ? l.cluster : 1, err,
+                        /* the blocks that run together: a cluster, a slice-summed tile's splits */
+                        l.cluster ? l.cluster : l.cooperative ? (unsigned)l.w[26] : 1, err,
                         sizeof err);
     }
     if (rc) fprintf(stderr, "  emulator: %s\n", err);
@@ -446,13 +465,14 @@ static void run(const ecase *e)
         fprintf(stderr,
                 "  case failed: %s M=%lld N=%lld K=%lld nb=%lld ta=%d tb=%d bcast=%d%d pad=%lld alpha=%g beta=%g "
                 "bias=%d relu=%d sr=%d sms=%d tma_store=%d kernel=%s | bn=%d splits=%llu grid=%u cbufs=%d "
-                "cluster=%d\n",
+                "cluster=%d slices=%d\n",
                 e->dt == 2 ? (e->kernel == K_FFMA ? "f32" : "f32 (tf32)") : e->dt ? "bf16" : "f16", (long long)M, (long long)N, (long long)K, (long long)nb, e->ta, e->tb,
                 e->a_bcast, e->b_bcast, (long long)e->pad, e->alpha, e->beta, e->bias, e->relu, e->sr, e->sms,
                 e->tma_store, kernel_name[e->kernel], e->kernel ? 128 : l.cfg.bn,
                 e->kernel ? 1ull : (unsigned long long)l.w[26],
                 e->kernel == K_FFMA ? lf.gx * lf.gy : e->kernel == K_MMA ? lm.gx * lm.gy : l.grid,
-                e->kernel ? 0 : l.cfg.cbufs, e->kernel ? 0 : l.cfg.cluster);
+                e->kernel ? 0 : l.cfg.cbufs, e->kernel ? 0 : l.cfg.cluster,
+                e->kernel ? 0 : l.cfg.slice_sum);
     free(A);
     free(B);
     free(C);
@@ -566,6 +586,19 @@ int main(void)
         {1, 100, 136, 1500, 1, 0, 0, 0, 0, 0, 2.0, -1.0, 0, 0, 0, 16, 1, 128, 8, 0, 0, 0, 1, 0},
         {1, 100, 136, 1500, 1, 0, 0, 0, 0, 0, 2.0, -1.0, 0, 0, 0, 16, 1, 128, 8, 0, 0, 0, 2, 1},
         {0, 128, 512, 2048, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 0, 132, 1, 0, 0, 0, 0, 0, 1, 0},
+        /* split-K summed in slices through the workspace (KILN_WGMMA_SPLIT_SUM=slices, the
+         * rule's where every work item fits the first wave) against the last block's sum:
+         * the same bits. 2 splits over ragged tiles with the whole epilogue; 3 with SR and
+         * batches; 16 splits (the rule's most) with beta; then the rule's own choice on an
+         * fprop-like shape (4 tiles, 8 splits) with SR and on one of tf32 */
+        {0, 300, 300, 700, 1, 0, 0, 0, 0, 8, -0.75, 0.5, 1, 1, 0, 18, 0, 128, 2, 0, 0, 0, 3, 0},
+        {0, 300, 300, 700, 1, 0, 0, 0, 0, 8, -0.75, 0.5, 1, 1, 0, 18, 0, 128, 2, 0, 0, 0, 2, 1},
+        {1, 130, 200, 1100, 2, 1, 0, 0, 1, 0, 1.0, 0.0, 1, 0, 1, 25, 1, 128, 3, 0, 0, 0, 3, 0},
+        {1, 130, 200, 1100, 2, 1, 0, 0, 1, 0, 1.0, 0.0, 1, 0, 1, 25, 1, 128, 3, 0, 0, 0, 2, 1},
+        {1, 100, 136, 2000, 1, 0, 0, 0, 0, 0, 2.0, -1.0, 0, 0, 0, 40, 1, 128, 16, 0, 0, 0, 3, 0},
+        {1, 100, 136, 2000, 1, 0, 0, 0, 0, 0, 2.0, -1.0, 0, 0, 0, 40, 1, 128, 16, 0, 0, 0, 2, 1},
+        {0, 128, 512, 2048, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 132, 1, 0, 0, 0, 0, 0, 0, 0},
+        {2, 130, 300, 1000, 1, 0, 1, 0, 0, 0, 0.5, 0.25, 1, 0, 0, 24, 0, 0, 0, 0, 0, 0, 0, 0},
     };
     /* two staging buffers for the K=128 weight updates (256- and 128-wide tiles), one for
      * deep K (the squares, an fprop) */
@@ -582,6 +615,19 @@ int main(void)
     CHECK_INT(rule_cluster(128, 4096, 4096, 132, 4, 2), 0);
     CHECK_INT(rule_cluster(128, 5120, 4096, 132, 4, 1), 0);
     CHECK_INT(rule_cluster(128, 1000, 4608, 132, 9, 1), 0);
+    /* split sums in slices by default: as many work items as SMs, at most 16 splits of at least
+     * 4 slices (fc4096 and fc9216 fprop: 32 tiles, 4 splits; fc36864 fprop: 24 tiles, 5;
+     * fc1000 fprop: 8 tiles, 16; fc1000 bprop: 32 tiles of 16 slices, 4); not where the
+     * workspace or a cluster is asked for, nor where the items overflow the first wave */
+    CHECK_INT(rule_slices(128, 4096, 4096, 132, 0, 0), 4);
+    CHECK_INT(rule_slices(128, 4096, 9216, 132, 0, 0), 4);
+    CHECK_INT(rule_slices(128, 3072, 36864, 132, 0, 0), 5);
+    CHECK_INT(rule_slices(128, 1000, 4096, 132, 0, 0), 16);
+    CHECK_INT(rule_slices(128, 4096, 1000, 132, 0, 0), 4);
+    CHECK_INT(rule_slices(128, 4096, 4096, 132, 0, 2), 0);
+    CHECK_INT(rule_slices(128, 4096, 4096, 132, 0, 1), 0);
+    CHECK_INT(rule_slices(128, 5120, 4096, 132, 4, 3), 0);
+    CHECK_INT(rule_slices(128, 4096, 4096, 132, 3, 3), 3);
     f16_sr_identity();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(&cases[i]);
     free(prev_c);

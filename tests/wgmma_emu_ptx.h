@@ -47,6 +47,12 @@ static inline unsigned kg_mapa(unsigned addr, int rank)
     if (rank < 0 || rank >= emu_g.cluster || addr >= (1u << 24)) emu_fail("mapa: rank outside the cluster");
     return addr | ((unsigned)(rank + 1) << 24);
 }
+/* a spin on a global counter: the other blocks of the group run before the value is read */
+static inline int kg_ld_acquire(const int *p)
+{
+    emu_yield();
+    return *p;
+}
 static inline float kg_ld_cluster(unsigned addr)
 {
     unsigned local;

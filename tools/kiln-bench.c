@@ -899,8 +899,14 @@ done:
 
 static kiln_status run_gemm_sweep(bench *b)
 {
-    /* the register store row is left out: the rule takes TMA stores wherever C allows them */
-    static const int bns[2] = {256, 128}, splits[8] = {1, 2, 3, 4, 6, 8, 12, 16};
+    /* rows: tile width, epilogue store and split sum (the register store row is left out:
+     * the rule takes TMA stores wherever C allows them; split tiles summed in slices store
+     * from the registers, and where their items overflow the SMs they are the workspace's) */
+    static const int splits[8] = {1, 2, 3, 4, 6, 8, 12, 16};
+    static const struct {
+        int bn;
+        const char *store, *sum;
+    } rows[3] = {{256, "tma", "workspace"}, {128, "tma", "workspace"}, {128, "tma", "slices"}};
     static const char *stores[2] = {"regs", "tma"};
     enum { NSPLITS = sizeof splits / sizeof splits[0] };
     kiln_status st = KILN_OK;
@@ -931,16 +937,16 @@ static kiln_status run_gemm_sweep(bench *b)
         TRY(sweep_one(b, &g, gc, cshape, dt, vendor, &rule));
         printf("%-15s %" PRId64 "x%" PRId64 "x%" PRId64 "%s: vendor %.4f ms, rule %.2fx\n", gc->name, gc->m, gc->n, gc->k,
                gc->trans_b ? " B^T" : "", vendor, rule);
-        printf("    %-9s", "BN/store");
+        printf("    %-15s", "BN/store/sum");
         for (int si = 0; si < NSPLITS; si++) printf("  split %-2d", splits[si]);
         printf("\n");
-        for (int bi = 0; bi < 2 && st == KILN_OK; bi++)
-            for (int so = 1; so < 2 && st == KILN_OK; so++) {
+        for (int ri = 0; ri < 3 && st == KILN_OK; ri++) {
                 char bn[8];
-                snprintf(bn, sizeof bn, "%d", bns[bi]);
+                snprintf(bn, sizeof bn, "%d", rows[ri].bn);
                 setenv("KILN_WGMMA_BN", bn, 1);
-                setenv("KILN_WGMMA_STORE", stores[so], 1);
-                printf("    %3d/%-5s", bns[bi], stores[so]);
+                setenv("KILN_WGMMA_STORE", rows[ri].store, 1);
+                setenv("KILN_WGMMA_SPLIT_SUM", rows[ri].sum, 1);
+                printf("    %3d/%s/%-9s", rows[ri].bn, rows[ri].store, rows[ri].sum);
                 for (int si = 0; si < NSPLITS && st == KILN_OK; si++) {
                     if (splits[si] > 1 && gc->k / 64 < 2 * splits[si]) {
                         printf("  %8s", "-");
@@ -958,8 +964,8 @@ static kiln_status run_gemm_sweep(bench *b)
                         printf("  %7.2fx", r);
                     if (r > best) {
                         best = r;
-                        snprintf(bestcfg, sizeof bestcfg, "BN %d, %d split%s, %s store", bns[bi], splits[si],
-                                 splits[si] > 1 ? "s" : "", stores[so]);
+                        snprintf(bestcfg, sizeof bestcfg, "BN %d, %d split%s, %s store, %s", rows[ri].bn,
+                                 splits[si], splits[si] > 1 ? "s" : "", rows[ri].store, rows[ri].sum);
                     }
                 }
                 printf("\n");
@@ -967,6 +973,7 @@ static kiln_status run_gemm_sweep(bench *b)
             }
         unsetenv("KILN_WGMMA_BN");
         unsetenv("KILN_WGMMA_STORE");
+        unsetenv("KILN_WGMMA_SPLIT_SUM");
         /* ping-pong (128-wide, unsplit), with each epilogue store */
         setenv("KILN_WGMMA_SCHED", "pingpong", 1);
         printf("    ping-pong:");

@@ -118,6 +118,7 @@ typedef struct kiln_cuda_state {
     cudaEvent_t ev0, ev1;     /* benchmark timer (created on first use) */
     kiln_cuda_lt_entry lt_plans[KILN_CUDA_LT_PLANS];
     uint64_t lt_clock;        /* use counter of the plan cache */
+    int gemm_no_coop;         /* the driver refused a cooperative GEMM launch: no more slice sums */
     int *gemm_counters;       /* split-K arrival counters of the wgmma GEMM (KILN_CUDA_COUNTERS
                                * ints, zero between launches; cudaMalloc'd on first use) */
 } kiln_cuda_state;
@@ -178,9 +179,12 @@ kiln_status kiln__cuda_launch(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigne
  * layout, which the flat buffer of kiln__cuda_launch does not (it landed 48 bytes off). */
 kiln_status kiln__cuda_launch_arg(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned by,
                                   unsigned smem, void *arg);
-/* The same in clusters of `cluster` blocks along x (gx a multiple; cuLaunchKernelEx). */
-kiln_status kiln__cuda_launch_cluster(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned bx, unsigned smem,
-                                      unsigned cluster, void *arg);
+/* The same through cuLaunchKernelEx: in clusters of `cluster` blocks along x (gx a
+ * multiple; 0 = none), cooperative (every block resident at once) or not. A cooperative
+ * launch the driver refuses as too large (fewer SMs to be had than blocks: MPS, green
+ * contexts) is not an error: *refused is set and nothing runs. */
+kiln_status kiln__cuda_launch_ex(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned bx, unsigned smem, unsigned cluster,
+                                 int cooperative, void *arg, int *refused);
 
 /* ---- code generation (codegen.c) ------------------------------------------------------ */
 

@@ -38,6 +38,9 @@ typedef struct kiln_gemm_wgmma_cfg {
     int cluster;   /* split-K: the splits of a tile are one cluster of blocks whose partials meet in
                     * distributed shared memory, each block summing and storing a slice of the tile
                     * (KILN_WGMMA_SPLIT_SUM=cluster); 0 = through the workspace, the last block sums */
+    int slice_sum; /* split-K: every block of a tile sums a slice of it from the partials in the
+                    * workspace, all blocks resident together (a cooperative launch; the rule's
+                    * choice where every work item fits the first wave, KILN_WGMMA_SPLIT_SUM=slices) */
 } kiln_gemm_wgmma_cfg;
 
 /* 1 when the wgmma kernel takes d on ctx's device: compute capability 9.0 with the tensor-
@@ -71,6 +74,7 @@ typedef struct kiln_gemm_wgmma_launch {
     int64_t tiles;
     unsigned grid, threads, smem;
     unsigned cluster; /* cfg.cluster: blocks per cluster (= the splits; the grid a multiple); else 0 */
+    int cooperative;  /* cfg.slice_sum: every block resident at once (a cooperative launch) */
     size_t ws_bytes;
 } kiln_gemm_wgmma_launch;
 
@@ -85,8 +89,10 @@ typedef struct kiln_gemm_wgmma_opts {
     int pingpong;  /* 1 = ping-pong (then BN 128, no split) */
     int sr_unroll; /* 0 = the default (4) */
     int cbufs;     /* C staging buffers per consumer, 1 or 2 (0 = the rule's) */
-    int split_sum; /* 0 = the rule's (the workspace), 1 = a cluster where it applies, 2 = workspace */
+    int split_sum; /* 0 = the rule's, 1 = a cluster where it applies, 2 = the workspace (the last
+                    * block sums), 3 = slices where they apply (the rule's choice there) */
     int no_cluster; /* the device cannot launch clusters: split sums go through the workspace */
+    int no_coop;    /* no cooperative launches (the driver refused one): no slice sums */
 } kiln_gemm_wgmma_opts;
 
 /* Fills *l for an eligible d on a device of sm_count SMs. */

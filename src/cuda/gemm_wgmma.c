@@ -193,6 +193,13 @@ static const char kernel_src[] =
     "  asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\\n\" : \"=r\"(r) : \"r\"(addr), \"r\"(rank));\n"
     "  return r;\n"
     "}\n"
+    "/* SLICE_SUM: a load of a split tile's counter that acquires at GPU scope (the partials\n"
+    " * published before the arrivals it counts are visible after it) */\n"
+    "__device__ __forceinline__ int kg_ld_acquire(const int *p) {\n"
+    "  int v;\n"
+    "  asm volatile(\"ld.acquire.gpu.global.s32 %0, [%1];\\n\" : \"=r\"(v) : \"l\"(p) : \"memory\");\n"
+    "  return v;\n"
+    "}\n"
     "__device__ __forceinline__ float kg_ld_cluster(unsigned addr) {\n"
     "  float v;\n"
     "  asm volatile(\"ld.shared::cluster.f32 %0, [%1];\\n\" : \"=f\"(v) : \"r\"(addr));\n"
@@ -613,23 +620,43 @@ static const char kernel_src[] =
     "    kg_acc_fence(acc);\n"
     "    if constexpr (PP) kg_acc_fence(acc + NACC);\n"
     "\n"
-    "    if (CLUSTER && splits > 1) {\n"
-    "      /* split-K in a cluster (one block per split, ranks = splits, one work item per block):\n"
-    "       * each block puts its partial in its shared memory over the ring (idle now: every load\n"
-    "       * of the item has landed, and after this barrier both consumers' wgmma have read their\n"
-    "       * stages), and once all are there sums a slice of the tile over the cluster's partials\n"
-    "       * in split order (the bits of the workspace path: the same order from 0) and stores it.\n"
+    "    if ((CLUSTER || SLICE_SUM) && splits > 1) {\n"
+    "      /* split-K with every block of the tile summing a slice of it (one block per split, one\n"
+    "       * work item per block, all of them resident together): each block publishes its\n"
+    "       * partial, and once all are there sums a slice of the tile over the partials in split\n"
+    "       * order (the bits of the workspace path: the same order from 0) and stores it.\n"
+    "       * CLUSTER: the tile's blocks are one cluster (ranks = splits); the partial goes to the\n"
+    "       * block's shared memory over the ring (idle now: every load of the item has landed,\n"
+    "       * and after this barrier both consumers' wgmma have read their stages), arrivals on\n"
+    "       * every block's cl_ready say it is there. SLICE_SUM (a cooperative launch): the partial\n"
+    "       * goes to the workspace as in the last-block sum, the tile's counter counts the\n"
+    "       * arrivals (0 .. S) and then the blocks done reading (S .. 2 S; the last zeroes it).\n"
     "       * Units u = 256 J + t of the tile: 32-column group J of consumer thread t's fragment,\n"
     "       * block s taking [s U / S, (s + 1) U / S) */\n"
-    "      kg_sync(1, 256);\n"
+    "      float *part = ws + (size_t)tile * splits * (BM * BN);\n"
+    "      if constexpr (CLUSTER) {\n"
+    "        kg_sync(1, 256);\n"
     "#pragma unroll\n"
-    "      for (int i = 0; i < NACC; i++) kg_st_shared_f32(psum + (unsigned)(i * 256 + ct) * 4u, acc[i]);\n"
-    "      kg_sync(1, 256);\n"
-    "      if (ct == 0) {\n"
-    "        kg_fence_cluster();\n"
-    "        for (int q = 0; q < splits; q++) kg_bar_arrive_cluster(kg_mapa(cl_ready, q));\n"
+    "        for (int i = 0; i < NACC; i++) kg_st_shared_f32(psum + (unsigned)(i * 256 + ct) * 4u, acc[i]);\n"
+    "        kg_sync(1, 256);\n"
+    "        if (ct == 0) {\n"
+    "          kg_fence_cluster();\n"
+    "          for (int q = 0; q < splits; q++) kg_bar_arrive_cluster(kg_mapa(cl_ready, q));\n"
+    "        }\n"
+    "        kg_bar_wait_cluster(cl_ready, (unsigned)(local & 1));\n"
+    "      } else {\n"
+    "#pragma unroll\n"
+    "        for (int i = 0; i < NACC; i++) part[(size_t)split * (BM * BN) + i * 256 + ct] = acc[i];\n"
+    "        __threadfence();\n"
+    "        kg_sync(1, 256);\n"
+    "        if (ct == 0) {\n"
+    "          atomicAdd(&counters[tile], 1);\n"
+    "          while (kg_ld_acquire(&counters[tile]) < splits) {\n"
+    "          }\n"
+    "        }\n"
+    "        kg_sync(1, 256);\n"
+    "        __threadfence();\n"
     "      }\n"
-    "      kg_bar_wait_cluster(cl_ready, (unsigned)(local & 1));\n"
     "      constexpr int U = (BN / 32) * 256;\n"
     "      const int u1 = (split + 1) * U / splits;\n"
     "      for (int u = split * U / splits + ct; u < u1; u += 256) {\n"
@@ -638,10 +665,16 @@ static const char kernel_src[] =
     "#pragma unroll\n"
     "        for (int k = 0; k < 16; k++) v[k] = 0.0f;\n"
     "        for (int q = 0; q < splits; q++) {\n"
-    "          const unsigned src = kg_mapa(psum, q) + (unsigned)(16 * J * 256 + t) * 4u;\n"
     "          float x[16];\n"
+    "          if constexpr (CLUSTER) {\n"
+    "            const unsigned src = kg_mapa(psum, q) + (unsigned)(16 * J * 256 + t) * 4u;\n"
     "#pragma unroll\n"
-    "          for (int k = 0; k < 16; k++) x[k] = kg_ld_cluster(src + k * 1024);\n"
+    "            for (int k = 0; k < 16; k++) x[k] = kg_ld_cluster(src + k * 1024);\n"
+    "          } else {\n"
+    "            const float *src = part + (size_t)q * (BM * BN) + 16 * J * 256 + t;\n"
+    "#pragma unroll\n"
+    "            for (int k = 0; k < 16; k++) x[k] = __ldcg(src + k * 256);\n"
+    "          }\n"
     "#pragma unroll\n"
     "          for (int k = 0; k < 16; k++) v[k] += x[k];\n"
     "        }\n"
@@ -650,9 +683,14 @@ static const char kernel_src[] =
     "        if constexpr (HAS_BIAS) kg_bias_group(p, n, bv);\n"
     "        kg_out_group(p, bi, (long long)tm * BM + (t >> 7) * 64 + r0, n, v, bv);\n"
     "      }\n"
-    "      kg_sync(1, 256); /* this block's reads of the cluster's partials are done */\n"
-    "      if (ct == 0)\n"
-    "        for (int q = 0; q < splits; q++) kg_bar_arrive_cluster(kg_mapa(cl_read, q));\n"
+    "      kg_sync(1, 256); /* this block's reads of the partials are done */\n"
+    "      if (ct == 0) {\n"
+    "        if constexpr (CLUSTER) {\n"
+    "          for (int q = 0; q < splits; q++) kg_bar_arrive_cluster(kg_mapa(cl_read, q));\n"
+    "        } else if (atomicAdd(&counters[tile], 1) == 2 * splits - 1) {\n"
+    "          counters[tile] = 0; /* every block has read: zero again for the next launch */\n"
+    "        }\n"
+    "      }\n"
     "      continue;\n"
     "    }\n"
     "    if (!PP && splits > 1) { /* (ping-pong launches are never split) */\n"
@@ -861,8 +899,9 @@ void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
                       tf32, bf16, tf32 ? 4 : 2, c->a_kmajor, c->b_kmajor, c->bn, stages_for(c));
     kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, SR = %d, C_PAIR = %d, TMA_STORE = %d, PP = %d;\n",
                       c->bias, c->beta, c->sr, c->c_pair, c->tma_store, c->pingpong);
-    kiln__sbuf_printf(b, "constexpr int SR_UNROLL = %d, CBUFS = %d, CLUSTER = %d;\n", c->sr_unroll > 1 ? c->sr_unroll : 1,
-                      c->cbufs > 1 ? 2 : 1, c->cluster ? 1 : 0);
+    kiln__sbuf_printf(b, "constexpr int SR_UNROLL = %d, CBUFS = %d, CLUSTER = %d, SLICE_SUM = %d;\n",
+                      c->sr_unroll > 1 ? c->sr_unroll : 1, c->cbufs > 1 ? 2 : 1, c->cluster ? 1 : 0,
+                      c->slice_sum ? 1 : 0);
     /* the dtype's conversions and the paired store of two neighbours of C */
     if (tf32) {
         kiln__sbuf_puts(b, "__device__ __forceinline__ float kg_f32(ST h) { return h; }\n"
@@ -1023,11 +1062,14 @@ static kiln_status encode_map(kiln_ctx *ctx, CUtensorMap *map, kiln_dtype dt, co
  *    256-wide ones make at most one wave (fc1000 update: 128 vs 256 tiles, 1.36x / 0.93x of
  *    cuBLAS against 1.20x / 0.81x: a second tile per SM loads under the first one's stores);
  *  - otherwise 128-wide tiles (the batch-128 fprop and bprop shapes: 72 tiles of 128 ran
- *    1.4x faster than 36 of 256), split over k only while there are fewer than 64 tiles,
- *    into about 64 work items with at least 16 slices each: these shapes read the weights
- *    once and are bound by DRAM; more items than that bought nothing and each split adds a
- *    partial (fc9216 fprop: 2 splits 0.82x of cuBLAS, 3 0.74x, 4 0.76x, 1 0.65x). */
-static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int *splits_out)
+ *    1.4x faster than 36 of 256), split over k only while there are fewer than 64 tiles.
+ *    These shapes read the weights once and are bound by DRAM. Where the splits may sum
+ *    in slices (slices: every block of a tile sums a part of it, so a split costs its
+ *    partial's write and read, not a longer serial sum), into as many work items as there
+ *    are SMs, at most 16 splits of at least 4 slices; else into about 64 work items with at
+ *    least 16 slices each: with the last block summing, more items than that bought nothing
+ *    (fc9216 fprop: 2 splits 0.82x of cuBLAS, 3 0.74x, 4 0.76x, 1 0.65x). */
+static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int slices, int *splits_out)
 {
     *splits_out = 1;
     if (N <= 128) return 128;
@@ -1041,7 +1083,8 @@ static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int
     if (tiles256 <= sms && tiles128 > sms && kt <= 2) return 128;
     if (tiles256 >= sms || tiles128 > sms) return 256;
     if (tiles128 < 64 && tiles128 < KILN_CUDA_COUNTERS) {
-        int64_t s = (64 + tiles128 - 1) / tiles128, smax = kt / 16;
+        int64_t s = slices ? sms / tiles128 : (64 + tiles128 - 1) / tiles128, smax = slices ? kt / 4 : kt / 16;
+        if (slices && smax > 16) smax = 16;
         if (s > smax) s = smax;
         if (s > 1) *splits_out = (int)s;
     }
@@ -1078,7 +1121,9 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     int64_t nb = bt->n ? bt->shape[0] : 1;
     int64_t kt = (d->K + bk - 1) / bk;
     int splits = 1;
-    c->bn = pick_tiles(d->M, d->N, kt, nb, sm_count, &splits);
+    /* slice sums where they may apply: not turned off, not a cluster's or the workspace's */
+    const int slices_ok = !(opts && (opts->no_coop || opts->split_sum == 1 || opts->split_sum == 2));
+    c->bn = pick_tiles(d->M, d->N, kt, nb, sm_count, slices_ok, &splits);
     if (opts && (opts->bn == 128 || opts->bn == 256)) c->bn = opts->bn;
     c->pingpong = opts && opts->pingpong;
     c->sr_unroll = c->sr ? (opts && opts->sr_unroll > 0 ? opts->sr_unroll : 4) : 0;
@@ -1128,7 +1173,13 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     int64_t ntiles = nb * ((d->M + BM - 1) / BM) * ((d->N + c->bn - 1) / c->bn);
     c->cluster = splits > 1 && splits <= 8 && c->bn == 128 && !c->pingpong && ntiles <= sm_count / splits &&
                  opts && opts->split_sum == 1 && !opts->no_cluster;
-    if (c->cluster) {
+    /* Slice sums (the rule's choice, or KILN_WGMMA_SPLIT_SUM=slices) where every work item is
+     * in the first wave: one block per split of every tile, all resident together (at most
+     * one block fits an SM; the launch is cooperative, so the driver refuses it rather than
+     * leaving a block waiting for one that cannot start). As with clusters every tile is
+     * split, so C goes out from the registers. */
+    c->slice_sum = splits > 1 && !c->cluster && !c->pingpong && ntiles * splits <= sm_count && slices_ok;
+    if (c->cluster || c->slice_sum) {
         c->tma_store = 0;
         l->map[2].used = 0;
     }
@@ -1155,12 +1206,16 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
         l->grid = (unsigned)items;
         l->cluster = (unsigned)splits;
     }
+    l->cooperative = c->slice_sum;
     l->threads = THREADS;
     l->smem = smem_for(c);
 }
 
 void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count)
 {
+    /* (a slice-summed launch stays structured so: its kernel then runs one split, stores
+     * from the registers and needs neither workspace nor a cooperative launch) */
+    l->cooperative = 0;
     l->w[26] = 1;
     l->w[27] = l->w[25];
     l->ws_bytes = 0;
@@ -1224,9 +1279,13 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
             o->split_sum = 1;
         else if (strcmp(e, "workspace") == 0)
             o->split_sum = 2;
+        else if (strcmp(e, "slices") == 0)
+            o->split_sum = 3;
         else
             return KILN_ERROR(ctx, KILN_ERR_ARG,
-                              "kiln_dot: environment variable KILN_WGMMA_SPLIT_SUM='%s' is not cluster or workspace", e);
+                              "kiln_dot: environment variable KILN_WGMMA_SPLIT_SUM='%s' is not slices, cluster or "
+                              "workspace",
+                              e);
     }
     e = getenv("KILN_WGMMA_SPLITS");
     if (e && e[0]) {
@@ -1253,6 +1312,7 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     kiln_gemm_wgmma_opts o;
     KILN_TRY(read_opts(ctx, &o));
     o.no_cluster = !st->cu.LaunchKernelEx;
+    o.no_coop = !st->cu.LaunchKernelEx || st->gemm_no_coop;
     kiln_gemm_wgmma_launch l;
     kiln__cuda_gemm_wgmma_prepare(d, bt, st->sm_count, ctx->seed, &o, &l);
     const kiln_gemm_wgmma_cfg *c = &l.cfg;
@@ -1276,15 +1336,22 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     if (r == KILN_OK) r = encode_map(ctx, &args.tb, d->dtype, &l.map[1], "B");
     if (r == KILN_OK && c->tma_store) r = encode_map(ctx, &args.tc, d->dtype, &l.map[2], "C");
     /* a tag ("GKWG") and this kernel's version first */
-    const int32_t sig[15] = {0x47574b47,   7,           (int32_t)c->dtype, c->a_kmajor, c->b_kmajor,
-                             c->bias,      c->beta,     c->sr,             c->c_pair,   c->bn,
-                             c->tma_store, c->pingpong, c->sr_unroll,      c->cbufs,    c->cluster};
+    const int32_t sig[16] = {0x47574b47,   8,           (int32_t)c->dtype, c->a_kmajor, c->b_kmajor, c->bias,
+                             c->beta,      c->sr,       c->c_pair,         c->bn,       c->tma_store, c->pingpong,
+                             c->sr_unroll, c->cbufs,    c->cluster,        c->slice_sum};
     CUfunction fn;
-    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 15, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
-    if (r == KILN_OK && l.cluster)
-        r = kiln__cuda_launch_cluster(ctx, fn, l.grid, l.threads, l.smem, l.cluster, &args);
+    int refused = 0;
+    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 16, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
+    if (r == KILN_OK && (l.cluster || l.cooperative))
+        r = kiln__cuda_launch_ex(ctx, fn, l.grid, l.threads, l.smem, l.cluster, l.cooperative, &args, &refused);
     else if (r == KILN_OK)
         r = kiln__cuda_launch_arg(ctx, fn, l.grid, 1, l.threads, 1, l.smem, &args);
     kiln__mem_free(ctx, ws);
+    /* the driver would not have every block resident (fewer SMs to be had than it has):
+     * slice sums are off for this context, and the GEMM runs again without */
+    if (r == KILN_OK && refused) {
+        st->gemm_no_coop = 1;
+        return kiln__cuda_gemm_wgmma(ctx, d, bt);
+    }
     return r;
 }

@@ -466,28 +466,44 @@ kiln_status kiln__cuda_launch_arg(kiln_ctx *ctx, CUfunction fn, unsigned gx, uns
     return launch(ctx, fn, gx, gy, bx, by, smem, params, NULL);
 }
 
-kiln_status kiln__cuda_launch_cluster(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned bx, unsigned smem,
-                                      unsigned cluster, void *arg)
+kiln_status kiln__cuda_launch_ex(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned bx, unsigned smem, unsigned cluster,
+                                 int cooperative, void *arg, int *refused)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
+    *refused = 0;
     if (!st->cu.LaunchKernelEx)
-        return KILN_ERROR(ctx, KILN_ERR_DRIVER, "argument 'cluster': the CUDA driver lacks cuLaunchKernelEx");
-    CUlaunchAttribute attr;
-    memset(&attr, 0, sizeof attr);
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = cluster;
-    attr.value.clusterDim.y = 1;
-    attr.value.clusterDim.z = 1;
+        return KILN_ERROR(ctx, KILN_ERR_DRIVER, "argument '%s': the CUDA driver lacks cuLaunchKernelEx",
+                          cluster ? "cluster" : "cooperative");
+    CUlaunchAttribute attr[2];
+    memset(attr, 0, sizeof attr);
+    unsigned na = 0;
+    if (cluster) {
+        attr[na].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attr[na].value.clusterDim.x = cluster;
+        attr[na].value.clusterDim.y = 1;
+        attr[na].value.clusterDim.z = 1;
+        na++;
+    }
+    if (cooperative) {
+        attr[na].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+        attr[na].value.cooperative = 1;
+        na++;
+    }
     CUlaunchConfig cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.gridDimX = gx, cfg.gridDimY = 1, cfg.gridDimZ = 1;
     cfg.blockDimX = bx, cfg.blockDimY = 1, cfg.blockDimZ = 1;
     cfg.sharedMemBytes = smem;
     cfg.hStream = (CUstream)st->stream;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = na;
     void *params[1] = {arg};
-    KILN_CK(ctx, drv, st->cu.LaunchKernelEx(&cfg, fn, params, NULL));
+    CUresult e = st->cu.LaunchKernelEx(&cfg, fn, params, NULL);
+    if (cooperative && e == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) {
+        *refused = 1;
+        return KILN_OK;
+    }
+    KILN_CK(ctx, drv, e);
     st->stats.launches++;
     if (st->sync_each) KILN_CK(ctx, rt, cudaStreamSynchronize(st->stream));
     return KILN_OK;
