@@ -8,9 +8,12 @@
  */
 
 #define EMU_STACK (256 * 1024)
-/* Blocks that run together start skewed: block r of the group only after r x EMU_SKEW sweeps
- * of the scheduler, so the first blocks reach any wait on the others long before those
- * have done their part (a missing wait reads what is not there yet) */
+/* Blocks that run together are scheduled two ways, so that a missing wait on another block
+ * reads what is not there yet: in even groups they start skewed (block r only after r x
+ * EMU_SKEW sweeps of the scheduler: the first blocks reach a wait long before the others
+ * have done their part), in odd groups together but each block left out of each sweep at
+ * random (a fixed sequence: the same run every time), so one block runs ahead while another
+ * stands still between two steps of its own */
 #define EMU_SKEW 64
 
 static kiln_args emu_args;
@@ -23,13 +26,14 @@ static void emu_thread_main(void)
 }
 
 /* maps: 3 x 9 words (base, dims[3], strides[2], box[2], element bytes), base 0 = unused;
- * cluster: blocks per cluster along x (1 = none), run together */
+ * cluster: blocks run together (a cluster along x: the grid a multiple; else the last group
+ * may be short) */
 extern "C" int emu_launch(const unsigned long long *words, int nwords, const unsigned long long *maps, unsigned gx,
                           unsigned gy, unsigned threads, unsigned smem, unsigned cluster, char *error, size_t error_cap)
 {
     memset(&emu_args, 0, sizeof emu_args);
     if (nwords > (int)(sizeof emu_args.w / 8) || threads > EMU_MAX_THREADS) return 2;
-    if (cluster < 1 || cluster > EMU_MAX_CLUSTER || gx % cluster != 0) return 2;
+    if (cluster < 1 || cluster > EMU_MAX_CLUSTER) return 2;
     memcpy(emu_args.w, words, (size_t)nwords * 8);
 #ifdef EMU_TMAPS
     kg_tmap *tm[3] = {&emu_args.ta, &emu_args.tb, &emu_args.tc};
@@ -47,8 +51,11 @@ extern "C" int emu_launch(const unsigned long long *words, int nwords, const uns
         b->stacks = (char *)malloc((size_t)threads * EMU_STACK);
     }
     int rc = 0;
+    unsigned long long rng = 0x9E3779B97F4A7C15ull; /* xorshift64: the odd groups' schedule */
     for (unsigned c0 = 0; c0 < gx * gy && rc == 0; c0 += cluster) {
-        for (unsigned r = 0; r < cluster; r++) {
+        const unsigned n = gx * gy - c0 < cluster ? gx * gy - c0 : cluster, odd = (c0 / cluster) & 1;
+        emu_g.cluster = (int)n;
+        for (unsigned r = 0; r < n; r++) {
             emu_state *b = &emu_blocks[r];
             const unsigned blk = c0 + r;
             memset(b->smem, 0xA5, b->smem_bytes); /* poison: what a kernel reads before writing shows */
@@ -67,13 +74,19 @@ extern "C" int emu_launch(const unsigned long long *words, int nwords, const uns
                 makecontext(&b->ctx[t], emu_thread_main, 0);
             }
         }
-        int left = (int)(threads * cluster);
+        int left = (int)(threads * n);
         emu_g.idle = 0;
         for (long long sweep = 0; left > 0 && !emu_g.deadlock; sweep++) {
             left = 0;
-            for (unsigned r = 0; r < cluster && !emu_g.deadlock; r++) {
-                if (sweep < (long long)r * EMU_SKEW) { /* not started yet */
-                    left++;
+            for (unsigned i = 0; i < n && !emu_g.deadlock; i++) {
+                const unsigned r = i;
+                int skip = !odd && sweep < (long long)r * EMU_SKEW; /* not started yet */
+                if (odd) {
+                    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+                    skip = (rng >> 40) & 1;
+                }
+                if (skip) { /* its threads still to finish */
+                    for (int t = 0; t < (int)threads; t++) left += !emu_blocks[r].done[t];
                     continue;
                 }
                 emu_cur = &emu_blocks[r];

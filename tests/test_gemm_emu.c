@@ -400,8 +400,13 @@ static void run(const ecase *e)
         fn = kernel_for(key, kiln__cuda_gemm_wgmma_source_text(c), K_WGMMA);
         CHECK(fn != NULL);
         if (fn) rc = fn((const unsigned long long *)l.w, KILN_GEMM_WGMMA_WORDS, maps, l.grid, 1, l.threads, l.smem,
-                        /* the blocks that run together: a cluster, a slice-summed tile's splits */
-                        l.cluster ? l.cluster : l.cooperative ? (unsigned)l.w[26] : 1, err,
+                        /* the blocks that run together: a cluster, a slice-summed tile's
+                         * splits; up to 16 where the last block waits for the others' partials */
+                        l.cluster       ? l.cluster
+                        : l.cooperative ? (unsigned)l.w[26]
+                        : l.w[26] > 1   ? (l.grid < 16 ? l.grid : 16)
+                                        : 1,
+                        err,
                         sizeof err);
     }
     if (rc) fprintf(stderr, "  emulator: %s\n", err);
@@ -589,8 +594,8 @@ int main(void)
         /* split-K summed in slices through the workspace (KILN_WGMMA_SPLIT_SUM=slices, the
          * rule's where every work item fits the first wave) against the last block's sum:
          * the same bits. 2 splits over ragged tiles with the whole epilogue; 3 with SR and
-         * batches; 16 splits (the rule's most) with beta; then the rule's own choice on an
-         * fprop-like shape (4 tiles, 8 splits) with SR and on one of tf32 */
+         * batches; 16 splits with beta; then the rule's own choice on an fprop-like shape (4
+         * tiles: 4 splits of 8 slices) with SR, and on one of tf32 (6 tiles on 24 SMs: 4) */
         {0, 300, 300, 700, 1, 0, 0, 0, 0, 8, -0.75, 0.5, 1, 1, 0, 18, 0, 128, 2, 0, 0, 0, 3, 0},
         {0, 300, 300, 700, 1, 0, 0, 0, 0, 8, -0.75, 0.5, 1, 1, 0, 18, 0, 128, 2, 0, 0, 0, 2, 1},
         {1, 130, 200, 1100, 2, 1, 0, 0, 1, 0, 1.0, 0.0, 1, 0, 1, 25, 1, 128, 3, 0, 0, 0, 3, 0},
@@ -615,15 +620,18 @@ int main(void)
     CHECK_INT(rule_cluster(128, 4096, 4096, 132, 4, 2), 0);
     CHECK_INT(rule_cluster(128, 5120, 4096, 132, 4, 1), 0);
     CHECK_INT(rule_cluster(128, 1000, 4608, 132, 9, 1), 0);
-    /* split sums in slices by default: as many work items as SMs, at most 16 splits of at least
-     * 4 slices (fc4096 and fc9216 fprop: 32 tiles, 4 splits; fc36864 fprop: 24 tiles, 5;
-     * fc1000 fprop: 8 tiles, 16; fc1000 bprop: 32 tiles of 16 slices, 4); not where the
-     * workspace or a cluster is asked for, nor where the items overflow the first wave */
-    CHECK_INT(rule_slices(128, 4096, 4096, 132, 0, 0), 4);
-    CHECK_INT(rule_slices(128, 4096, 9216, 132, 0, 0), 4);
-    CHECK_INT(rule_slices(128, 3072, 36864, 132, 0, 0), 5);
-    CHECK_INT(rule_slices(128, 1000, 4096, 132, 0, 0), 16);
-    CHECK_INT(rule_slices(128, 4096, 1000, 132, 0, 0), 4);
+    /* split sums in slices by default from 4 splits up (fc1000 fprop: 8 tiles, 8 splits of 8
+     * slices), through the last block below (fc4096 and fc9216 fprop: 32 tiles, 2 splits;
+     * fc36864 fprop: 24 tiles, 3; fc1000 bprop: unsplit) or when forced so; in slices when
+     * forced so; not where the workspace or a cluster is asked for, nor where the items
+     * overflow the first wave */
+    CHECK_INT(rule_slices(128, 1000, 4096, 132, 0, 0), 8);
+    CHECK_INT(rule_slices(128, 4096, 4096, 132, 0, 0), 0);
+    CHECK_INT(rule_slices(128, 4096, 9216, 132, 0, 0), 0);
+    CHECK_INT(rule_slices(128, 3072, 36864, 132, 0, 0), 0);
+    CHECK_INT(rule_slices(128, 4096, 1000, 132, 0, 0), 0);
+    CHECK_INT(rule_slices(128, 4096, 4096, 132, 4, 0), 4);
+    CHECK_INT(rule_slices(128, 4096, 4096, 132, 3, 0), 0);
     CHECK_INT(rule_slices(128, 4096, 4096, 132, 0, 2), 0);
     CHECK_INT(rule_slices(128, 4096, 4096, 132, 0, 1), 0);
     CHECK_INT(rule_slices(128, 5120, 4096, 132, 4, 3), 0);

@@ -128,6 +128,12 @@ static inline void kg_fence_bar_init(void) {}
 static inline void kg_regs_producer(void) {}
 static inline void kg_regs_consumer(void) {}
 static inline void kg_sync(int id, int n) { emu_sync(id, n); }
+static inline unsigned kg_ld_shared(unsigned addr)
+{
+    unsigned v;
+    memcpy(&v, emu_ptr(addr, 4), 4);
+    return v;
+}
 static inline void kg_st_shared(unsigned addr, unsigned v) { memcpy(emu_ptr(addr, 4), &v, 4); }
 static inline void kg_fence_async_smem(void) {}
 static inline void kg_bulk_commit(void) {}

@@ -155,6 +155,11 @@ static const char kernel_src[] =
     "__device__ __forceinline__ void kg_sync(int id, int n) {\n"
     "  asm volatile(\"bar.sync %0, %1;\\n\" :: \"r\"(id), \"r\"(n) : \"memory\");\n"
     "}\n"
+    "__device__ __forceinline__ unsigned kg_ld_shared(unsigned addr) {\n"
+    "  unsigned v;\n"
+    "  asm volatile(\"ld.shared.u32 %0, [%1];\\n\" : \"=r\"(v) : \"r\"(addr) : \"memory\");\n"
+    "  return v;\n"
+    "}\n"
     "__device__ __forceinline__ void kg_st_shared(unsigned addr, unsigned v) {\n"
     "  asm volatile(\"st.shared.u32 [%0], %1;\\n\" :: \"r\"(addr), \"r\"(v) : \"memory\");\n"
     "}\n"
@@ -193,7 +198,7 @@ static const char kernel_src[] =
     "  asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\\n\" : \"=r\"(r) : \"r\"(addr), \"r\"(rank));\n"
     "  return r;\n"
     "}\n"
-    "/* SLICE_SUM: a load of a split tile's counter that acquires at GPU scope (the partials\n"
+    "/* split-K: a load of a split tile's counter that acquires at GPU scope (the partials\n"
     " * published before the arrivals it counts are visible after it) */\n"
     "__device__ __forceinline__ int kg_ld_acquire(const int *p) {\n"
     "  int v;\n"
@@ -496,7 +501,9 @@ static const char kernel_src[] =
     "  /* CLUSTER: cl_ready completes a phase when every block of the cluster has its partial of the\n"
     "   * tile in shared memory, cl_read when every block has read this block's partial */\n"
     "  const unsigned cl_ready = turn0 + 16, cl_read = cl_ready + 8;\n"
-    "  __shared__ int kg_last; /* split-K: this block arrived last at the tile's counter */\n"
+    "  /* split-K through the workspace: 1 when this block arrived last at the tile's counter (a\n"
+    "   * word of the dynamic shared memory, like every other per-block value here) */\n"
+    "  const unsigned last_flag = cl_read + 8;\n"
     "  const int tid = (int)threadIdx.x, wg = tid >> 7;\n"
     "  if (tid == 0) {\n"
     "    for (int s = 0; s < STAGES; s++) {\n"
@@ -694,24 +701,35 @@ static const char kernel_src[] =
     "      continue;\n"
     "    }\n"
     "    if (!PP && splits > 1) { /* (ping-pong launches are never split) */\n"
-    "      /* split-K: publish this partial (element i of consumer thread ct at i * 256 + ct),\n"
-    "       * count the arrival; the last block adds all partials in split order */\n"
-    "      float *part = ws + (size_t)tile * splits * (BM * BN);\n"
-    "#pragma unroll\n"
-    "      for (int i = 0; i < NACC; i++) part[(size_t)split * (BM * BN) + i * 256 + ct] = acc[i];\n"
-    "      __threadfence();\n"
+    "      /* split-K through the workspace: the arrival counts first (the low 16 bits of the\n"
+    "       * tile's counter). A block that is not the last publishes its partial (element i of\n"
+    "       * consumer thread ct at i * 256 + ct) and counts it written (bits 16 and up); the last\n"
+    "       * waits until the others' are written (their blocks are running: they arrived) and adds\n"
+    "       * all partials in split order, its own from the registers: the bits of summing them all\n"
+    "       * from memory, whichever block is last, with one partial less written and read */\n"
+    "      kg_sync(1, 256); /* both consumers' accumulators are final */\n"
+    "      if (ct == 0) kg_st_shared(last_flag, (atomicAdd(&counters[tile], 1) & 0xFFFF) == splits - 1);\n"
     "      kg_sync(1, 256);\n"
+    "      if (!kg_ld_shared(last_flag)) {\n"
+    "        float *part = ws + (size_t)tile * splits * (BM * BN);\n"
+    "#pragma unroll\n"
+    "        for (int i = 0; i < NACC; i++) part[(size_t)split * (BM * BN) + i * 256 + ct] = acc[i];\n"
+    "        __threadfence();\n"
+    "        kg_sync(1, 256);\n"
+    "        if (ct == 0) atomicAdd(&counters[tile], 1 << 16);\n"
+    "        continue;\n"
+    "      }\n"
     "      if (ct == 0) {\n"
-    "        const int old = atomicAdd(&counters[tile], 1);\n"
-    "        kg_last = old == splits - 1;\n"
-    "        if (old == splits - 1) counters[tile] = 0; /* zero again for the next launch */\n"
+    "        while ((kg_ld_acquire(&counters[tile]) >> 16) < splits - 1) {\n"
+    "        }\n"
+    "        counters[tile] = 0; /* every other block is through: zero again for the next launch */\n"
     "      }\n"
     "      kg_sync(1, 256);\n"
-    "      if (!kg_last) continue;\n"
     "      __threadfence();\n"
-    "      /* the sums in split order (the accumulators are dead), RCH elements at a time: the RCH\n"
-    "       * loads of one partial are in flight together, so the wait is one L2 latency per partial\n"
-    "       * and chunk, not per element */\n"
+    "      /* the sums in split order, RCH elements at a time (the accumulators rotate down by RCH\n"
+    "       * after each chunk, so this chunk's own elements are acc[0 .. RCH - 1] in registers): the\n"
+    "       * RCH loads of one partial are in flight together, so the wait is one L2 latency per\n"
+    "       * partial and chunk, not per element */\n"
     "      constexpr int RCH = 32;\n"
     "      const float *own = ws + (size_t)tile * splits * (BM * BN) + ct;\n"
     "      const int r0 = warp * 16 + (lane >> 2);\n"
@@ -731,11 +749,18 @@ static const char kernel_src[] =
     "        for (int k = 0; k < RCH; k++) v[k] = 0.0f;\n"
     "        for (int q = 0; q < splits; q++) {\n"
     "          const float *src = own + (size_t)q * (BM * BN) + i0 * 256;\n"
+    "          if (q == split) {\n"
     "#pragma unroll\n"
-    "          for (int k = 0; k < RCH; k++) t[k] = __ldcg(src + k * 256);\n"
+    "            for (int k = 0; k < RCH; k++) t[k] = acc[k];\n"
+    "          } else {\n"
+    "#pragma unroll\n"
+    "            for (int k = 0; k < RCH; k++) t[k] = __ldcg(src + k * 256);\n"
+    "          }\n"
     "#pragma unroll\n"
     "          for (int k = 0; k < RCH; k++) v[k] += t[k];\n"
     "        }\n"
+    "#pragma unroll\n"
+    "        for (int i = 0; i < NACC - RCH; i++) acc[i] = acc[i + RCH]; /* the next chunk's own down */\n"
     "        /* v[16 gi + 4 jj + 2 h + e] is element e of pair jj, row h, in group J = i0 / 16 + gi */\n"
     "        if constexpr (TMA_STORE) {\n"
     "#pragma unroll\n"
@@ -884,8 +909,8 @@ static unsigned smem_for(const kiln_gemm_wgmma_cfg *c)
 {
     int s = stages_for(c);
     /* full and empty barriers per stage, the two turn barriers (ping-pong), the two cluster
-     * barriers */
-    return (unsigned)(1024 + s * (BM + c->bn) * ROW_BYTES + cstage_for(c) + 16 * s + 32);
+     * barriers, the split-K last flag (8 bytes: the next would stay 8-byte aligned) */
+    return (unsigned)(1024 + s * (BM + c->bn) * ROW_BYTES + cstage_for(c) + 16 * s + 40);
 }
 
 void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
@@ -1063,12 +1088,13 @@ static kiln_status encode_map(kiln_ctx *ctx, CUtensorMap *map, kiln_dtype dt, co
  *    cuBLAS against 1.20x / 0.81x: a second tile per SM loads under the first one's stores);
  *  - otherwise 128-wide tiles (the batch-128 fprop and bprop shapes: 72 tiles of 128 ran
  *    1.4x faster than 36 of 256), split over k only while there are fewer than 64 tiles.
- *    These shapes read the weights once and are bound by DRAM. Where the splits may sum
- *    in slices (slices: every block of a tile sums a part of it, so a split costs its
- *    partial's write and read, not a longer serial sum), into as many work items as there
- *    are SMs, at most 16 splits of at least 4 slices; else into about 64 work items with at
- *    least 16 slices each: with the last block summing, more items than that bought nothing
- *    (fc9216 fprop: 2 splits 0.82x of cuBLAS, 3 0.74x, 4 0.76x, 1 0.65x). */
+ *    These shapes read the weights once and are bound by DRAM: into about 64 work items
+ *    (more bought nothing, even where the splits sum in slices: fc4096 fprop 0.84x of
+ *    cuBLAS at 2 splits, 0.79x at 4 in slices, fc9216 fprop 0.88x / 0.83x; H100,
+ *    2026-11-24) with at least 16 slices each, or 8 where that makes 4 splits or more
+ *    (slices: every block of a tile then sums a part of it, where the last block's serial
+ *    sum grows with the splits: fc1000 fprop 0.99x at 8 splits in slices, 0.72x through the
+ *    last block). */
 static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int slices, int *splits_out)
 {
     *splits_out = 1;
@@ -1083,9 +1109,11 @@ static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int
     if (tiles256 <= sms && tiles128 > sms && kt <= 2) return 128;
     if (tiles256 >= sms || tiles128 > sms) return 256;
     if (tiles128 < 64 && tiles128 < KILN_CUDA_COUNTERS) {
-        int64_t s = slices ? sms / tiles128 : (64 + tiles128 - 1) / tiles128, smax = slices ? kt / 4 : kt / 16;
-        if (slices && smax > 16) smax = 16;
-        if (s > smax) s = smax;
+        int64_t s = (64 + tiles128 - 1) / tiles128, s8 = s < kt / 8 ? s : kt / 8;
+        if (slices && s8 >= 4)
+            s = s8;
+        else if (s > kt / 16)
+            s = kt / 16;
         if (s > 1) *splits_out = (int)s;
     }
     return 128;
@@ -1173,12 +1201,13 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     int64_t ntiles = nb * ((d->M + BM - 1) / BM) * ((d->N + c->bn - 1) / c->bn);
     c->cluster = splits > 1 && splits <= 8 && c->bn == 128 && !c->pingpong && ntiles <= sm_count / splits &&
                  opts && opts->split_sum == 1 && !opts->no_cluster;
-    /* Slice sums (the rule's choice, or KILN_WGMMA_SPLIT_SUM=slices) where every work item is
+    /* Slice sums (the rule's choice from 4 splits up, or KILN_WGMMA_SPLIT_SUM=slices) where every work item is
      * in the first wave: one block per split of every tile, all resident together (at most
      * one block fits an SM; the launch is cooperative, so the driver refuses it rather than
      * leaving a block waiting for one that cannot start). As with clusters every tile is
      * split, so C goes out from the registers. */
-    c->slice_sum = splits > 1 && !c->cluster && !c->pingpong && ntiles * splits <= sm_count && slices_ok;
+    c->slice_sum = splits > 1 && !c->cluster && !c->pingpong && ntiles * splits <= sm_count && slices_ok &&
+                   (splits >= 4 || (opts && opts->split_sum == 3));
     if (c->cluster || c->slice_sum) {
         c->tma_store = 0;
         l->map[2].used = 0;
