@@ -138,7 +138,7 @@ static inline void kg_st_shared(unsigned addr, unsigned v) { memcpy(emu_ptr(addr
 static inline void kg_fence_async_smem(void) {}
 static inline void kg_bulk_commit(void) {}
 template <int PENDING> static inline void kg_bulk_wait_read(void) {}
-static inline void kg_bulk_wait(void) {}
+static inline void kg_prefetch_map(const kg_tmap *) {}
 /* the paired conversions, element by element (NaN bits aside, which kg_pack_rn fixes for bf16) */
 static inline unsigned kg_cvt_f16x2(float lo, float hi)
 {
