@@ -63,6 +63,12 @@ static inline float kg_ld_cluster(unsigned addr)
     emu_cur = self;
     return v;
 }
+static inline void kg_ld_shared_f32x2(unsigned addr, float &x, float &y)
+{
+    if (addr % 8 != 0) emu_fail("ld.shared.v2.f32: address not 8-byte aligned");
+    memcpy(&x, emu_ptr(addr, 4), 4);
+    memcpy(&y, emu_ptr(addr + 4, 4), 4);
+}
 static inline void kg_st_shared_f32(unsigned addr, float v) { memcpy(emu_ptr(addr, 4), &v, 4); }
 static inline void kg_fence_cluster(void) {}
 static inline void kg_bar_arrive_cluster(unsigned remote)

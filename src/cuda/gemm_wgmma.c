@@ -94,6 +94,13 @@ static const char kernel_src[] =
     "static_assert(!CLUSTER || STAGES * STAGE_BYTES >= BM * BN * 4, \"the cluster partial fits the ring\");\n"
     "constexpr int GROUP_M = 8;         /* tile rows that walk the tile columns together (L2 reuse) */\n"
     "static_assert(STAGE_BYTES % 1024 == 0, \"stages stay 1024-byte aligned (128-byte swizzle atoms)\");\n"
+    "/* BIAS_SMEM (a bias, both consumers on one tile): each tile's BN bias values, loaded by one\n"
+    " * consumer thread each at the item's start (under the mainloop's waits) and converted to f32\n"
+    " * once, go to shared memory for the epilogue (two buffers, alternating by item: one barrier\n"
+    " * a tile keeps a buffer from being written while it is read). Per-column loads from the\n"
+    " * epilogue cost the K=128 updates 35-56 % (a load, a clamp and two conversions per pair, and\n"
+    " * their latency in every group); ping-pong and split tiles keep them */\n"
+    "constexpr bool BIAS_SMEM = HAS_BIAS && !PP;\n"
     "\n"
     "/* the kernel's one argument: the two tensor maps (cuTensorMapEncodeTiled's 128 opaque bytes)\n"
     " * and the argument words (kiln__cuda_gemm_wgmma): 0 seed, 1 SR stream, 2-4 M N K, 5-8 A B C\n"
@@ -213,6 +220,10 @@ static const char kernel_src[] =
     "  asm volatile(\"ld.shared::cluster.f32 %0, [%1];\\n\" : \"=f\"(v) : \"r\"(addr));\n"
     "  return v;\n"
     "}\n"
+    "/* two neighbouring f32 of shared memory (addr 8-byte aligned) */\n"
+    "__device__ __forceinline__ void kg_ld_shared_f32x2(unsigned addr, float &x, float &y) {\n"
+    "  asm volatile(\"ld.shared.v2.f32 {%0, %1}, [%2];\\n\" : \"=f\"(x), \"=f\"(y) : \"r\"(addr) : \"memory\");\n"
+    "}\n"
     "__device__ __forceinline__ void kg_st_shared_f32(unsigned addr, float v) {\n"
     "  asm volatile(\"st.shared.f32 [%0], %1;\\n\" :: \"r\"(addr), \"f\"(v) : \"memory\");\n"
     "}\n"
@@ -284,6 +295,13 @@ static const char kernel_src[] =
     "    }\n"
     "  }\n"
     "  kg_bias_group(p, n, b);\n"
+    "}\n"
+    "/* BIAS_SMEM: the bias of a thread's eight columns of 32-column group J of the tile from its\n"
+    " * f32 copy in shared memory at bsm (column c at bsm + 4 c): four paired loads */\n"
+    "__device__ __forceinline__ void kg_bias_group_smem(unsigned bsm, int J, int lane, float (&b)[8]) {\n"
+    "#pragma unroll\n"
+    "  for (int jj = 0; jj < 4; jj++)\n"
+    "    kg_ld_shared_f32x2(bsm + (unsigned)(32 * J + 8 * jj + 2 * (lane & 3)) * 4u, b[2 * jj], b[2 * jj + 1]);\n"
     "}\n"
     "\n"
     "/* C[m][n], C[m][n + 1] (the second only if n + 1 < N) of batch bi from the f32 sums v0, v1:\n"
@@ -507,6 +525,7 @@ static const char kernel_src[] =
     "  /* split-K through the workspace: 1 when this block arrived last at the tile's counter (a\n"
     "   * word of the dynamic shared memory, like every other per-block value here) */\n"
     "  const unsigned last_flag = cl_read + 8;\n"
+    "  const unsigned bias_smem = (last_flag + 8 + 15) & ~15u; /* BIAS_SMEM: 2 x BN f32 */\n"
     "  const int tid = (int)threadIdx.x, wg = tid >> 7;\n"
     "  if (tid == 0) {\n"
     "    kg_prefetch_map(&p.ta);\n"
@@ -599,6 +618,11 @@ static const char kernel_src[] =
     "    long long bi;\n"
     "    int tm, tn;\n"
     "    kg_item(tile, tiles_m, tiles_n, &bi, &tm, &tn);\n"
+    "    float bias_mine = 0.0f; /* BIAS_SMEM: the bias of column ct of the tile */\n"
+    "    if constexpr (BIAS_SMEM) {\n"
+    "      const long long n = (long long)tn * BN + ct;\n"
+    "      if (ct < BN && n < (long long)p.w[3]) bias_mine = kg_f32(__ldg((const ST *)p.w[8] + n * (long long)p.w[15]));\n"
+    "    }\n"
     "    float acc[RB * NACC];\n"
     "#pragma unroll\n"
     "    for (int i = 0; i < RB * NACC; i++) acc[i] = 0.0f;\n"
@@ -808,6 +832,11 @@ static const char kernel_src[] =
     "     * with bias and stochastic rounding was ~9000 instructions run once per tile, and the\n"
     "     * instruction fetch, not the math, set the epilogue's time) */\n"
     "    const long long nb = (long long)tn * BN + 2 * (lane & 3);\n"
+    "    const unsigned bsm = bias_smem + (unsigned)(local & 1) * (BN * 4);\n"
+    "    if constexpr (BIAS_SMEM) {\n"
+    "      if (ct < BN) kg_st_shared_f32(bsm + (unsigned)ct * 4u, bias_mine);\n"
+    "      kg_sync(1, 256);\n"
+    "    }\n"
     "    const int r0 = warp * 16 + (lane >> 2); /* the thread's first row in a 64-row block */\n"
     "    const long long m0 = (long long)tm * BM + r0;\n"
     "    /* the group loop stays a loop only with stochastic rounding (its code is what made the\n"
@@ -834,11 +863,13 @@ static const char kernel_src[] =
     "         * unrolled form schedules them itself; there, loading ahead spills); both rows'\n"
     "         * random words come before the group's math and stores */\n"
     "        float bv[8] = {};\n"
-    "        if constexpr (HAS_BIAS && SR) kg_bias_group_staged(p, ep, nb, bv);\n"
+    "        if constexpr (HAS_BIAS && SR && !BIAS_SMEM) kg_bias_group_staged(p, ep, nb, bv);\n"
     "#pragma unroll EPI_UNROLL\n"
     "        for (int J = 0; J < BN / 32; J++) {\n"
     "          float bnext[8] = {};\n"
-    "          if constexpr (HAS_BIAS && SR) {\n"
+    "          if constexpr (BIAS_SMEM) {\n"
+    "            kg_bias_group_smem(bsm, J, lane, bv);\n"
+    "          } else if constexpr (HAS_BIAS && SR) {\n"
     "            if (J + 1 < BN / 32) kg_bias_group_staged(p, ep, nb + 32 * (J + 1), bnext);\n"
     "          } else if constexpr (HAS_BIAS) {\n"
     "            kg_bias_group_staged(p, ep, nb + 32 * J, bv);\n"
@@ -868,11 +899,13 @@ static const char kernel_src[] =
     "      for (int rb = 0; rb < RB; rb++) {\n"
     "        float *a = acc + rb * NACC;\n"
     "        float bv[8] = {};\n"
-    "        if constexpr (HAS_BIAS && SR) kg_bias_group(p, nb, bv);\n"
+    "        if constexpr (HAS_BIAS && SR && !BIAS_SMEM) kg_bias_group(p, nb, bv);\n"
     "#pragma unroll EPI_UNROLL\n"
     "        for (int J = 0; J < BN / 32; J++) {\n"
     "          float bnext[8] = {};\n"
-    "          if constexpr (HAS_BIAS && SR) {\n"
+    "          if constexpr (BIAS_SMEM) {\n"
+    "            kg_bias_group_smem(bsm, J, lane, bv);\n"
+    "          } else if constexpr (HAS_BIAS && SR) {\n"
     "            if (J + 1 < BN / 32) kg_bias_group(p, nb + 32 * (J + 1), bnext);\n"
     "          } else if constexpr (HAS_BIAS) {\n"
     "            kg_bias_group(p, nb + 32 * J, bv);\n"
@@ -905,10 +938,14 @@ static int cstage_for(const kiln_gemm_wgmma_cfg *c)
 
 /* Stages that fit beside the staging of C, at most 7 (a cluster-summed split's partial
  * takes the ring over after the mainloop: 64 KiB, two stages of 128-wide tiles). */
+/* Bytes of the staged bias (a bias, not ping-pong: two buffers of bn f32 and their 16-byte
+ * alignment after the barriers). */
+static int bias_smem_for(const kiln_gemm_wgmma_cfg *c) { return c->bias && !c->pingpong ? 2 * c->bn * 4 + 16 : 0; }
+
 static int stages_for(const kiln_gemm_wgmma_cfg *c)
 {
     int stage = (BM + c->bn) * ROW_BYTES;
-    int n = (SMEM_MAX - 1024 - 256 - cstage_for(c)) / stage;
+    int n = (SMEM_MAX - 1024 - 256 - cstage_for(c) - bias_smem_for(c)) / stage;
     return n > 7 ? 7 : n;
 }
 
@@ -916,8 +953,8 @@ static unsigned smem_for(const kiln_gemm_wgmma_cfg *c)
 {
     int s = stages_for(c);
     /* full and empty barriers per stage, the two turn barriers (ping-pong), the two cluster
-     * barriers, the split-K last flag (8 bytes: the next would stay 8-byte aligned) */
-    return (unsigned)(1024 + s * (BM + c->bn) * ROW_BYTES + cstage_for(c) + 16 * s + 40);
+     * barriers, the split-K last flag (8 bytes), the staged bias */
+    return (unsigned)(1024 + s * (BM + c->bn) * ROW_BYTES + cstage_for(c) + 16 * s + 40 + bias_smem_for(c));
 }
 
 void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
