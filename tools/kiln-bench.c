@@ -1084,6 +1084,85 @@ static kiln_status run_gemm_epilogue(bench *b)
     return st;
 }
 
+/* ---- one gemm ------------------------------------------------------------------------- */
+
+/* kiln-bench gemm-one MxNxK [--epilogue bias,relu,sr] [--dtype DT]: one GEMM, C = A @ B with
+ * A (M, K), B (K, N), random inputs, the epilogue asked for, through whichever engine
+ * KILN_GEMM and the backend pick: a warm-up call, the sampled f64 check, then the timed
+ * calls. For profilers: the warm-up is kernel launch 1 of the GEMM, so
+ *   ncu --kernel-name regex:kiln_gemm --launch-skip 1 --launch-count 1 kiln-bench gemm-one ...
+ * profiles a timed call. */
+enum { ONE_BIAS = 1, ONE_RELU = 2, ONE_SR = 4 };
+
+/* The shape and the epilogue's flags of gemm-one from its arguments; 0 (after a message
+ * naming the bad one) when they are not MxNxK and a list of bias, relu, sr. */
+static int parse_gemm_one(const char *shape, const char *epilogue, gemm_case *gc, int *flags)
+{
+    char tail = 0;
+    if (sscanf(shape, "%" SCNd64 "x%" SCNd64 "x%" SCNd64 "%c", &gc->m, &gc->n, &gc->k, &tail) != 3 || gc->m < 1 ||
+        gc->n < 1 || gc->k < 1) {
+        fprintf(stderr, "kiln-bench: gemm-one: shape '%s' is not MxNxK with positive sizes\n", shape);
+        return 0;
+    }
+    *flags = 0;
+    if (epilogue) {
+        char buf[128];
+        snprintf(buf, sizeof buf, "%s", epilogue);
+        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            if (!strcmp(tok, "bias"))
+                *flags |= ONE_BIAS;
+            else if (!strcmp(tok, "relu"))
+                *flags |= ONE_RELU;
+            else if (!strcmp(tok, "sr"))
+                *flags |= ONE_SR;
+            else {
+                fprintf(stderr, "kiln-bench: --epilogue: '%s' is not a list of bias, relu, sr\n", epilogue);
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+static kiln_status run_gemm_one(bench *b, gemm_case gc, int flags)
+{
+    kiln_status st = KILN_OK;
+    const int bias = flags & ONE_BIAS, relu = flags & ONE_RELU, sr = flags & ONE_SR;
+    kiln_dtype dt = b->dtypes_given ? b->dtypes[0] : b->gpu ? KILN_DTYPE_F16 : KILN_DTYPE_F32;
+    gemm_run g = {0};
+    kiln_tensor *bt = NULL;
+    int64_t ashape[2] = {gc.m, gc.k}, bshape[2] = {gc.k, gc.n}, cshape[2] = {gc.m, gc.n};
+    double ms = 0.0, err = 0.0;
+    b->current = "gemm-one";
+    TRY(random_tensor(b, dt, 2, ashape, -1.0, 1.0, &g.a));
+    TRY(random_tensor(b, dt, 2, bshape, -1.0, 1.0, &g.b));
+    TRY(kiln_tensor_full(b->ctx, dt, 2, cshape, NAN, &g.c));
+    if (bias) {
+        TRY(random_tensor(b, dt, 1, &gc.n, -1.0, 1.0, &bt));
+        g.args.bias = bt;
+    }
+    g.args.relu = relu;
+    if (sr) g.args.round = KILN_ROUND_STOCHASTIC;
+    TRY(gemm_run_once(&g));
+    TRY(gemm_check(b, &gc, &g, &err));
+    TRY(time_median(b, gemm_run_once, &g, &ms));
+    {
+        const double tol = dt == KILN_DTYPE_BF16 ? 1e-2 : dt == KILN_DTYPE_F16 ? 2e-3 : 1e-5;
+        int ok = err <= tol * (sr ? 2.0 : 1.0);
+        if (!ok) b->fails++;
+        printf("\ngemm-one %s %" PRId64 "x%" PRId64 "x%" PRId64 "%s%s%s (KILN_GEMM=%s): %.4f ms, %.1f TFLOP/s, check %s %.0e\n",
+               kiln_dtype_name(dt), gc.m, gc.n, gc.k, bias ? " +bias" : "", relu ? " +relu" : "", sr ? " +sr" : "",
+               getenv("KILN_GEMM") ? getenv("KILN_GEMM") : "auto", ms, 2.0 * (double)gc.m * (double)gc.n * (double)gc.k / (ms * 1e9),
+               ok ? "ok" : "FAIL", err);
+    }
+done:
+    kiln_tensor_release(g.a);
+    kiln_tensor_release(g.b);
+    kiln_tensor_release(g.c);
+    kiln_tensor_release(bt);
+    return st;
+}
+
 /* ---- overhead ------------------------------------------------------------------------ */
 
 /* kiln-bench overhead: the host cost of one call through the C API, paid per operation
@@ -1214,7 +1293,8 @@ static kiln_status host_copy_peer(bench *b, const row *r, double *ms_out)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: kiln-bench [expr|gemm|overhead|all|gemm-sweep|gemm-epilogue] [--quick] [--dtype f32,f16,...]\n"
+    fprintf(f, "usage: kiln-bench [expr|gemm|overhead|all|gemm-sweep|gemm-epilogue|gemm-one MxNxK] [--quick]\n"
+               "                  [--dtype f32,f16,...] [--only TEXT] [--epilogue bias,relu,sr] [--tf32]\n"
                "  expr    fused vs unfused expressions (ms, GB/s, unfused/fused)\n"
                "  gemm    kiln_dot (ms, GFLOP/s)\n"
                "  overhead  host time per call: a small assignment, a small and the RBM's kiln_dot\n"
@@ -1223,6 +1303,9 @@ static void usage(FILE *f)
                "          epilogue stores against cuBLASLt, per shape (first --dtype, default f16)\n"
                "  gemm-epilogue  (CUDA) the cost of bias + ReLU + stochastic rounding in kiln's\n"
                "          own kernels (f16, bf16)\n"
+               "  gemm-one MxNxK  one GEMM, A (M, K) @ B (K, N), through the engine KILN_GEMM picks:\n"
+               "          a warm-up call, the check, the timed calls (first --dtype, default f16 on a\n"
+               "          GPU, f32 on the CPU; --epilogue adds bias, relu, sr); for profilers\n"
                "  --quick fewer sizes and shorter timing\n"
                "  --only TEXT  GPU gemm, gemm-sweep, gemm-epilogue: only the cases whose name holds TEXT\n"
                "  --tf32  allow TF32 for f32 GEMM (cuBLASLt's and kiln's tf32 kernel, A and B K-major)\n"
@@ -1267,7 +1350,7 @@ int main(int argc, char **argv)
 {
     bench b = {0};
     int do_expr = 1, do_gemm = 1, do_sweep = 0, do_overhead = 1, do_epilogue = 0;
-    const char *dtype_list = NULL;
+    const char *dtype_list = NULL, *one_shape = NULL, *one_epilogue = NULL;
     b.rng = 0x9E3779B97F4A7C15ull;
 
     for (int i = 1; i < argc; i++) {
@@ -1283,6 +1366,10 @@ int main(int argc, char **argv)
             do_expr = do_gemm = do_overhead = 0, do_sweep = 1;
         } else if (!strcmp(argv[i], "gemm-epilogue")) {
             do_expr = do_gemm = do_overhead = 0, do_epilogue = 1;
+        } else if (!strcmp(argv[i], "gemm-one") && i + 1 < argc) {
+            do_expr = do_gemm = do_overhead = 0, one_shape = argv[++i];
+        } else if (!strcmp(argv[i], "--epilogue") && i + 1 < argc) {
+            one_epilogue = argv[++i];
         } else if (!strcmp(argv[i], "--quick")) {
             b.quick = 1;
         } else if (!strcmp(argv[i], "--tf32")) {
@@ -1301,6 +1388,14 @@ int main(int argc, char **argv)
         }
     }
 
+    if (one_epilogue && !one_shape) {
+        fprintf(stderr, "kiln-bench: --epilogue goes with gemm-one\n");
+        usage(stderr);
+        return 2;
+    }
+    gemm_case one_case = {0, 0, 0, 0, "gemm-one", 0};
+    int one_flags = 0;
+    if (one_shape && !parse_gemm_one(one_shape, one_epilogue, &one_case, &one_flags)) return 2;
     setvbuf(stdout, NULL, _IOLBF, 0); /* rows survive a run cut short (a time limit) */
     kiln_status st = kiln_ctx_create(&b.ctx, NULL);
     if (st != KILN_OK) {
@@ -1346,6 +1441,7 @@ int main(int argc, char **argv)
     if (do_expr && st == KILN_OK && b.gpu) run_gpu_bench(argv[0], b.quick);
     if (do_gemm && st == KILN_OK) st = run_gemm(&b);
     if (do_overhead && st == KILN_OK) st = run_overhead(&b);
+    if (one_shape && st == KILN_OK) st = run_gemm_one(&b, one_case, one_flags);
     if ((do_sweep || do_epilogue) && st == KILN_OK) {
         if (kiln_ctx_device(b.ctx) == KILN_DEVICE_CUDA)
             st = do_sweep ? run_gemm_sweep(&b) : run_gemm_epilogue(&b);
