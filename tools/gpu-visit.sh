@@ -7,7 +7,8 @@
 #      bench/rbm.py, bench/overhead.py, and the Python examples on the GPU; steps gemm-regs,
 #      gemm-tf32, gemm-sweep and gemm-epilogue (not in the default STEPS) time the wgmma GEMM
 #      with KILN_WGMMA_STORE=regs, in tf32, over forced tile widths / k splits / stores, and
-#      the cost of the full epilogue (bias + ReLU + stochastic rounding)
+#      the cost of the full epilogue (bias + ReLU + stochastic rounding); step gemm-ncu runs
+#      Nsight Compute on one call of kiln's kernel and of cuBLASLt's per shape (NCU_SHAPES)
 #   3. the suite under compute-sanitizer (MODES="memcheck racecheck"; $OUT/table-san.txt)
 # Each step gets what is left of VISIT_SECONDS (default 540) and is cut off at the deadline,
 # keeping its partial output. Logs: $OUT/*.txt (OUT defaults to ./gpu-out). The device tool
@@ -65,6 +66,21 @@ for s in $STEPS; do
             step gemm-tf32 150 "$BUILD_GPU/kiln-bench" gemm --tf32 --dtype f32 ;;
         gemm-sweep) # tile width x k splits x epilogue store per shape: the data for the tile rule
             step gemm-sweep 300 "$BUILD_GPU/kiln-bench" gemm-sweep --dtype f16 ;;
+        gemm-ncu) # Nsight Compute on one timed call of kiln's kernel and of cuBLASLt's, per shape in
+            # NCU_SHAPES (default: fc4096 fprop, fc9216 update, one 128 x 128 x 64 tile): speed of
+            # light, memory workload, warp states, DRAM bytes (ncu locks the clocks: compare
+            # within a run). KILN_GEMM picks the engine; the warm-up call is launch 1.
+            ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+            for shape in ${NCU_SHAPES:-128x4096x4096 9216x4096x128 128x128x64}; do
+                step "ncu-own-$shape" 90 env KILN_DEVICE=cuda KILN_GEMM=own "$ncu" --kernel-name regex:kiln_gemm \
+                    --launch-skip 1 --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+                    --section WarpStateStats --metrics dram__bytes_read.sum,dram__bytes_write.sum \
+                    "$BUILD_GPU/kiln-bench" gemm-one "$shape" --dtype f16
+                step "ncu-vendor-$shape" 90 env KILN_DEVICE=cuda KILN_GEMM=vendor "$ncu" \
+                    --kernel-name "regex:gemm|nvjet|xmma|sm90" --launch-skip 1 --launch-count 1 \
+                    --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+                    --metrics dram__bytes_read.sum,dram__bytes_write.sum "$BUILD_GPU/kiln-bench" gemm-one "$shape" --dtype f16
+            done ;;
         examples)
             for e in gemm_fp16 variance_batchnorm rbm_gnumpy; do
                 step "example-$e" 60 env KILN_DEVICE=cuda PYTHONPATH="$BUILD_GPU/python" python3 "examples/$e.py"
