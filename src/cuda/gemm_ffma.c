@@ -4,25 +4,32 @@
  * not take), any compute capability:
  *   C_b = relu?(alpha * A_b @ B_b + bias) + beta * C_b,   f32 accumulation, no rounding.
  *
- * Design (bench/NOTES.md, "GEMM kernels (issue 5)"): 128 x 128 tiles of C per block of 256
- * threads, each thread an 8 x 8 register tile (two 4 x 4 quadrants 64 apart, so that its
- * shared-memory reads are float4s without bank conflicts); k walked in slices of 8 through
- * two shared-memory buffers, the next slice fetched into registers during this one's 512
- * FFMA per thread; both operands stored MN-major in shared memory (a K-major operand is
- * transposed on the way in), fetched as float4 where the operand's contiguous axis has unit
- * stride and 16-byte aligned rows, else element by element with any strides (negative
- * steps included); ragged edges zero-filled, the epilogue (alpha, bias per column, ReLU,
- * beta * C) in registers with float4 stores where C allows. Tiles in groups of 8 tile rows,
- * batches along blockIdx.y (kiln__cuda_gemm_tile_words, shared with gemm_mma.c). Split-K
- * for one GEMM with fewer tiles than SMs and a long K (the fully-connected fprop/bprop
- * shapes): blockIdx.y is then the k split, each split writes an f32 partial to a
- * workspace and the last block of a tile to arrive (the wgmma kernel's counters) sums them
- * in split order, so the bits do not depend on timing.
+ * Design (bench/NOTES.md, "GEMM kernels (issue 5)", step 9): 128 x 128 tiles of C per block
+ * of 256 threads, each thread an 8 x 8 register tile (two 4 x 4 quadrants 64 apart, so that
+ * its shared-memory reads are float4s without bank conflicts; warps of 4 x 8 threads by
+ * default, so a warp's reads of B are one wavefront); k walked in slices of BK (8 by
+ * default, or 16) through two shared-memory buffers, the next slice fetched into registers
+ * during this one's FFMAs, each step's fragments read during the step before, and the next
+ * slice's first fragments read before the last step's FFMAs; both operands stored MN-major
+ * in shared memory (a K-major operand is transposed on the way in). Tiles whose operands
+ * are float4-able and whose rows, columns and k are all inside walk per-thread pointers
+ * with no tests; edge tiles fetch with tests, as float4 where the operand's contiguous axis
+ * has unit stride and 16-byte aligned rows, else element by element with any strides
+ * (negative steps included), zero-filled outside. One block per SM by default (no
+ * register cap: ~175 registers, no spills; two blocks capped at 128 spilled). The
+ * epilogue (alpha, bias per column, ReLU, beta * C) in registers with float4 stores where
+ * C allows. Tiles in groups of 8 tile rows, batches along blockIdx.y
+ * (kiln__cuda_gemm_tile_words, shared with gemm_mma.c). Split-K for one GEMM where a model
+ * of whole waves says it pays (split_model: the fully-connected fprop/bprop shapes, few
+ * tiles or a tile count just past a wave): blockIdx.y is then the k split, each split
+ * writes an f32 partial to a workspace and the last block of a tile to arrive (the wgmma
+ * kernel's counters) sums them in split order, so the bits do not depend on timing.
  * The source depends only on kiln_gemm_ffma_cfg; no inline PTX, so tests/test_gemm_emu.c
  * runs it on the host as well.
  */
 #include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda/gemm_own.h"
@@ -30,54 +37,165 @@
 #define TILE    128
 #define THREADS 256
 
+/* The structure kiln_dot uses (KILN_FFMA_* override it) */
+#define DEFAULT_BK    8
+#define DEFAULT_MINB  1
+#define DEFAULT_WARPS 1 /* 4 x 8 */
+
 static const char kernel_src[] =
     "/* Tiles: a block of 256 threads computes a 128 x 128 tile of C, walking K in slices of\n"
-    " * BK = 8 through two shared-memory buffers (the next slice is fetched into registers\n"
-    " * while this one is used, then stored into the other buffer). Both operands sit MN-major\n"
+    " * BK (8 or 16) through two shared-memory buffers (the next slice is fetched into registers\n"
+    " * while this one is used, then stored into the other buffer; kg_mainloop). Both operands sit MN-major\n"
     " * in shared memory (As[k][m], Bs[k][n]), so a thread reads its 8 rows of A and 8 columns\n"
-    " * of B for one k as four float4 loads. Thread (ty, tx) = (tid / 16, tid % 16) owns rows\n"
+    " * of B for one k as four float4 loads. Thread (ty, tx) of the 16 x 16 grid owns rows\n"
     " * 4 ty + i and 64 + 4 ty + i, columns 4 tx + j and 64 + 4 tx + j (i, j < 4): 64 f32\n"
-    " * accumulators, 64 FFMA per k per thread. */\n"
+    " * accumulators, 64 FFMA per k per thread. WARPS 0: a warp is 2 x 16 threads of the grid\n"
+    " * (its B reads 16 float4s, two shared-memory wavefronts); WARPS 1: 4 x 8 (one each). */\n"
     "typedef float ST;\n"
-    "constexpr int BM = 128, BN = 128, BK = 8, NT = 256;\n"
+    "constexpr int BM = 128, BN = 128, NT = 256;\n"
+    "constexpr int FPT = BK / 8; /* float4 fetches per thread, operand and slice */\n"
     "/* argument words: those of the mma.sync kernel (kiln__cuda_gemm_tile_words), then for\n"
     " * SPLIT the k slices per split, the f32 workspace and the arrival counters */\n"
     "constexpr int TW = 23 + 4 * MAXBAX;\n"
     "struct kiln_args { kiln_w64 w[TW + 3]; };\n"
     "\n"
     "/* One operand's slice: R rows (m or n) by BK k of X, element (r, k) at X[r * s_r + k * s_k],\n"
-    " * zero outside r < R, k < K. Thread tid fetches four elements along the operand's\n"
-    " * contiguous axis: K-major (KMAJ: k contiguous) rows r = tid / 2, k = 4 (tid % 2) + q;\n"
-    " * MN-major rows r = 4 (tid % 32) + q, k = tid / 32. VEC: one float4 when all four are\n"
-    " * inside and 16-byte aligned (the host checked the strides and the base). */\n"
+    " * zero outside r < R, k < K. Fetch f of thread tid is float4 number t = tid + NT f of the\n"
+    " * slice, four elements along the operand's contiguous axis: K-major (KMAJ: k contiguous)\n"
+    " * row t / (BK / 4), k 4 (t % (BK / 4)) + q; MN-major rows 4 (t % 32) + q, k t / 32. VEC: one\n"
+    " * float4 when all four are inside and 16-byte aligned (the host checked the strides and\n"
+    " * the base); inside: the block's R rows and the slice's BK k are all inside (no tests). */\n"
     "template <int KMAJ, int VEC>\n"
-    "__device__ __forceinline__ void kg_fetch(float (&v)[4], const float *X, long long r0, long long R, long long k0,\n"
-    "                                         long long K, long long s_r, long long s_k, int tid) {\n"
-    "  const long long r = r0 + (KMAJ ? tid >> 1 : (tid & 31) * 4), k = k0 + (KMAJ ? (tid & 1) * 4 : tid >> 5);\n"
-    "  const long long lim_r = KMAJ ? 1 : 4, lim_k = KMAJ ? 4 : 1; /* the walked axis gets 4 */\n"
-    "  if (VEC && r + lim_r <= R && k + lim_k <= K) {\n"
-    "    const float4 q = *(const float4 *)(X + r * s_r + k * s_k);\n"
-    "    v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;\n"
-    "    return;\n"
-    "  }\n"
+    "__device__ __forceinline__ void kg_fetch(float (&v)[FPT][4], const float *X, long long r0, long long R, long long k0,\n"
+    "                                         long long K, long long s_r, long long s_k, int tid, bool inside) {\n"
     "#pragma unroll\n"
-    "  for (int q = 0; q < 4; q++) {\n"
-    "    const long long rr = r + (KMAJ ? 0 : q), kk = k + (KMAJ ? q : 0);\n"
-    "    v[q] = rr < R && kk < K ? X[rr * s_r + kk * s_k] : 0.0f;\n"
+    "  for (int f = 0; f < FPT; f++) {\n"
+    "    const int t = tid + NT * f;\n"
+    "    const long long r = r0 + (KMAJ ? t / (BK / 4) : (t & 31) * 4), k = k0 + (KMAJ ? (t % (BK / 4)) * 4 : t >> 5);\n"
+    "    const long long lim_r = KMAJ ? 1 : 4, lim_k = KMAJ ? 4 : 1; /* the walked axis gets 4 */\n"
+    "    if (VEC && (inside || (r + lim_r <= R && k + lim_k <= K))) {\n"
+    "      const float4 q = *(const float4 *)(X + r * s_r + k * s_k);\n"
+    "      v[f][0] = q.x; v[f][1] = q.y; v[f][2] = q.z; v[f][3] = q.w;\n"
+    "      continue;\n"
+    "    }\n"
+    "#pragma unroll\n"
+    "    for (int q = 0; q < 4; q++) {\n"
+    "      const long long rr = r + (KMAJ ? 0 : q), kk = k + (KMAJ ? q : 0);\n"
+    "      v[f][q] = rr < R && kk < K ? X[rr * s_r + kk * s_k] : 0.0f;\n"
+    "    }\n"
     "  }\n"
     "}\n"
     "/* ... into the MN-major buffer S[k][r] */\n"
     "template <int KMAJ>\n"
-    "__device__ __forceinline__ void kg_put(float (*S)[BM], const float (&v)[4], int tid) {\n"
-    "  if constexpr (KMAJ) {\n"
+    "__device__ __forceinline__ void kg_put(float (*S)[BM], const float (&v)[FPT][4], int tid) {\n"
     "#pragma unroll\n"
-    "    for (int q = 0; q < 4; q++) S[(tid & 1) * 4 + q][tid >> 1] = v[q];\n"
-    "  } else {\n"
-    "    *(float4 *)&S[tid >> 5][(tid & 31) * 4] = make_float4(v[0], v[1], v[2], v[3]);\n"
+    "  for (int f = 0; f < FPT; f++) {\n"
+    "    const int t = tid + NT * f;\n"
+    "    if constexpr (KMAJ) {\n"
+    "#pragma unroll\n"
+    "      for (int q = 0; q < 4; q++) S[(t % (BK / 4)) * 4 + q][t / (BK / 4)] = v[f][q];\n"
+    "    } else {\n"
+    "      *(float4 *)&S[t >> 5][(t & 31) * 4] = make_float4(v[f][0], v[f][1], v[f][2], v[f][3]);\n"
+    "    }\n"
     "  }\n"
     "}\n"
     "\n"
-    "extern \"C\" __global__ void __launch_bounds__(NT, 2) kiln_gemm_ffma(const __grid_constant__ kiln_args p) {\n"
+    "/* Thread (ty, tx)'s fragments of step k: its 8 rows of A and 8 columns of B */\n"
+    "__device__ __forceinline__ void kg_frag(float (&a)[8], float (&b)[8], const float (*As)[BM], const float (*Bs)[BN], int k,\n"
+    "                                        int ty, int tx) {\n"
+    "  const float4 a0 = *(const float4 *)&As[k][ty * 4], a1 = *(const float4 *)&As[k][64 + ty * 4];\n"
+    "  const float4 b0 = *(const float4 *)&Bs[k][tx * 4], b1 = *(const float4 *)&Bs[k][64 + tx * 4];\n"
+    "  a[0] = a0.x; a[1] = a0.y; a[2] = a0.z; a[3] = a0.w; a[4] = a1.x; a[5] = a1.y; a[6] = a1.z; a[7] = a1.w;\n"
+    "  b[0] = b0.x; b[1] = b0.y; b[2] = b0.z; b[3] = b0.w; b[4] = b1.x; b[5] = b1.y; b[6] = b1.z; b[7] = b1.w;\n"
+    "}\n"
+    "/* FAST: thread tid's float4 f of operand X (KMAJ as kg_fetch) at slice kb */\n"
+    "template <int KMAJ>\n"
+    "__device__ __forceinline__ const float *kg_walk_start(const float *X, long long r0, long long kb, long long s_r,\n"
+    "                                                      long long s_k, int tid, int f) {\n"
+    "  const int t = tid + NT * f;\n"
+    "  const long long r = r0 + (KMAJ ? t / (BK / 4) : (t & 31) * 4), k = kb * BK + (KMAJ ? (t % (BK / 4)) * 4 : t >> 5);\n"
+    "  return X + r * s_r + k * s_k;\n"
+    "}\n"
+    "__device__ __forceinline__ void kg_walk_load(float (&v)[FPT][4], const float *const (&x)[FPT]) {\n"
+    "#pragma unroll\n"
+    "  for (int f = 0; f < FPT; f++) {\n"
+    "    const float4 q = *(const float4 *)x[f];\n"
+    "    v[f][0] = q.x; v[f][1] = q.y; v[f][2] = q.z; v[f][3] = q.w;\n"
+    "  }\n"
+    "}\n"
+    "\n"
+    "/* The k walk of one tile, slices [kb, ke) through the two buffers. The fragments of step\n"
+    " * k + 1 are read during step k's FFMAs; at a slice's last step the next slice is stored,\n"
+    " * the barrier passed and the next slice's first fragments read before that step's FFMAs,\n"
+    " * so no step starts by waiting on shared memory. FAST (both operands float4, the tile's\n"
+    " * rows and columns and every slice's k inside): each thread's float4s walk by pointer,\n"
+    " * with no tests and no index arithmetic. */\n"
+    "template <bool FAST>\n"
+    "__device__ __forceinline__ void kg_mainloop(float (&acc)[8][8], float (*As)[BK][BM], float (*Bs)[BK][BN],\n"
+    "                                            const float *A, const float *B, long long m0, long long n0, long long M,\n"
+    "                                            long long N, long long K, long long a_sm, long long a_sk, long long b_sn,\n"
+    "                                            long long b_sk, int kb, int ke, int tid, int ty, int tx, bool m_in,\n"
+    "                                            bool n_in) {\n"
+    "  float va[FPT][4], vb[FPT][4];\n"
+    "  const float *pa[FPT], *pb[FPT];\n"
+    "  if constexpr (FAST) {\n"
+    "#pragma unroll\n"
+    "    for (int f = 0; f < FPT; f++) {\n"
+    "      pa[f] = kg_walk_start<A_KMAJ>(A, m0, kb, a_sm, a_sk, tid, f);\n"
+    "      pb[f] = kg_walk_start<B_KMAJ>(B, n0, kb, b_sn, b_sk, tid, f);\n"
+    "    }\n"
+    "    kg_walk_load(va, pa);\n"
+    "    kg_walk_load(vb, pb);\n"
+    "  } else {\n"
+    "    const bool k_in = (long long)(kb + 1) * BK <= K;\n"
+    "    kg_fetch<A_KMAJ, A_VEC>(va, A, m0, M, (long long)kb * BK, K, a_sm, a_sk, tid, m_in && k_in);\n"
+    "    kg_fetch<B_KMAJ, B_VEC>(vb, B, n0, N, (long long)kb * BK, K, b_sn, b_sk, tid, n_in && k_in);\n"
+    "  }\n"
+    "  kg_put<A_KMAJ>(As[0], va, tid);\n"
+    "  kg_put<B_KMAJ>(Bs[0], vb, tid);\n"
+    "  __syncthreads();\n"
+    "  float a[2][8], b[2][8];\n"
+    "  kg_frag(a[0], b[0], As[0], Bs[0], 0, ty, tx);\n"
+    "  const long long a_step = BK * a_sk, b_step = BK * b_sk;\n"
+    "  for (int kt = kb; kt < ke; kt++) {\n"
+    "    const int cur = (kt - kb) & 1;\n"
+    "    const bool more = kt + 1 < ke;\n"
+    "    if (more) { /* the next slice into registers while this one is used */\n"
+    "      if constexpr (FAST) {\n"
+    "#pragma unroll\n"
+    "        for (int f = 0; f < FPT; f++) pa[f] += a_step, pb[f] += b_step;\n"
+    "        kg_walk_load(va, pa);\n"
+    "        kg_walk_load(vb, pb);\n"
+    "      } else {\n"
+    "        const bool k_in = (long long)(kt + 2) * BK <= K;\n"
+    "        kg_fetch<A_KMAJ, A_VEC>(va, A, m0, M, (long long)(kt + 1) * BK, K, a_sm, a_sk, tid, m_in && k_in);\n"
+    "        kg_fetch<B_KMAJ, B_VEC>(vb, B, n0, N, (long long)(kt + 1) * BK, K, b_sn, b_sk, tid, n_in && k_in);\n"
+    "      }\n"
+    "    }\n"
+    "#pragma unroll\n"
+    "    for (int k = 0; k < BK; k++) {\n"
+    "      if (k < BK - 1) {\n"
+    "        kg_frag(a[(k + 1) & 1], b[(k + 1) & 1], As[cur], Bs[cur], k + 1, ty, tx);\n"
+    "      } else {\n"
+    "        /* the other buffer was last read in slice kt - 1, before that slice's barrier */\n"
+    "        if (more) {\n"
+    "          kg_put<A_KMAJ>(As[cur ^ 1], va, tid);\n"
+    "          kg_put<B_KMAJ>(Bs[cur ^ 1], vb, tid);\n"
+    "        }\n"
+    "        __syncthreads();\n"
+    "        /* unconditional (after the last slice it reads stale values, never used): a load\n"
+    "         * under a branch was scheduled after the step's FFMAs */\n"
+    "        kg_frag(a[0], b[0], As[cur ^ 1], Bs[cur ^ 1], 0, ty, tx);\n"
+    "      }\n"
+    "#pragma unroll\n"
+    "      for (int i = 0; i < 8; i++)\n"
+    "#pragma unroll\n"
+    "        for (int j = 0; j < 8; j++) acc[i][j] = fmaf(a[k & 1][i], b[k & 1][j], acc[i][j]);\n"
+    "    }\n"
+    "  }\n"
+    "}\n"
+    "\n"
+    "extern \"C\" __global__ void __launch_bounds__(NT, MINB) kiln_gemm_ffma(const __grid_constant__ kiln_args p) {\n"
     "  __shared__ __align__(16) float As[2][BK][BM];\n"
     "  __shared__ __align__(16) float Bs[2][BK][BN];\n"
     "  KG_TILE_ARGS(p);\n"
@@ -86,8 +204,11 @@ static const char kernel_src[] =
     "  int tm, tn;\n"
     "  kg_tile((int)blockIdx.x, (int)p.w[19], (int)p.w[20], &tm, &tn);\n"
     "  const long long m0 = (long long)tm * BM, n0 = (long long)tn * BN;\n"
-    "  const int tid = (int)threadIdx.x, tx = tid & 15, ty = tid >> 4;\n"
+    "  const int tid = (int)threadIdx.x;\n"
+    "  const int ty = WARPS ? ((tid >> 6) << 2) | ((tid >> 3) & 3) : tid >> 4;\n"
+    "  const int tx = WARPS ? (((tid >> 5) & 1) << 3) | (tid & 7) : tid & 15;\n"
     "  const int KT = (int)((K + BK - 1) / BK);\n"
+    "  const bool m_in = m0 + BM <= M, n_in = n0 + BN <= N; /* the tile's rows (columns) all inside */\n"
     "  /* SPLIT (one batch): block (x, y) sums k slices [y kper, (y + 1) kper) of tile x */\n"
     "  int kb = 0, ke = KT;\n"
     "  if constexpr (SPLIT) {\n"
@@ -95,6 +216,7 @@ static const char kernel_src[] =
     "    kb = (int)blockIdx.y * kper;\n"
     "    ke = kb + kper < KT ? kb + kper : KT;\n"
     "  }\n"
+    "  const bool fast = A_VEC && B_VEC && m_in && n_in && (long long)ke * BK <= K;\n"
     "\n"
     "  for (long long bi = SPLIT ? 0 : blockIdx.y; bi < NB; bi += SPLIT ? NB : gridDim.y) {\n"
     "    long long oa, ob, oc;\n"
@@ -106,37 +228,10 @@ static const char kernel_src[] =
     "    for (int i = 0; i < 8; i++)\n"
     "#pragma unroll\n"
     "      for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;\n"
-    "    float va[4], vb[4];\n"
-    "    kg_fetch<A_KMAJ, A_VEC>(va, A, m0, M, (long long)kb * BK, K, a_sm, a_sk, tid);\n"
-    "    kg_fetch<B_KMAJ, B_VEC>(vb, B, n0, N, (long long)kb * BK, K, b_sn, b_sk, tid);\n"
-    "    kg_put<A_KMAJ>(As[0], va, tid);\n"
-    "    kg_put<B_KMAJ>(Bs[0], vb, tid);\n"
-    "    __syncthreads();\n"
-    "    for (int kt = kb; kt < ke; kt++) {\n"
-    "      const int cur = (kt - kb) & 1;\n"
-    "      const bool more = kt + 1 < ke;\n"
-    "      if (more) { /* the next slice into registers while this one is used */\n"
-    "        kg_fetch<A_KMAJ, A_VEC>(va, A, m0, M, (long long)(kt + 1) * BK, K, a_sm, a_sk, tid);\n"
-    "        kg_fetch<B_KMAJ, B_VEC>(vb, B, n0, N, (long long)(kt + 1) * BK, K, b_sn, b_sk, tid);\n"
-    "      }\n"
-    "#pragma unroll\n"
-    "      for (int k = 0; k < BK; k++) {\n"
-    "        const float4 a0 = *(const float4 *)&As[cur][k][ty * 4], a1 = *(const float4 *)&As[cur][k][64 + ty * 4];\n"
-    "        const float4 b0 = *(const float4 *)&Bs[cur][k][tx * 4], b1 = *(const float4 *)&Bs[cur][k][64 + tx * 4];\n"
-    "        const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};\n"
-    "        const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};\n"
-    "#pragma unroll\n"
-    "        for (int i = 0; i < 8; i++)\n"
-    "#pragma unroll\n"
-    "          for (int j = 0; j < 8; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);\n"
-    "      }\n"
-    "      if (more) {\n"
-    "        /* the other buffer was last read in slice kt - 1, before the barrier that ended it */\n"
-    "        kg_put<A_KMAJ>(As[cur ^ 1], va, tid);\n"
-    "        kg_put<B_KMAJ>(Bs[cur ^ 1], vb, tid);\n"
-    "      }\n"
-    "      __syncthreads();\n"
-    "    }\n"
+    "    if (fast)\n"
+    "      kg_mainloop<true>(acc, As, Bs, A, B, m0, n0, M, N, K, a_sm, a_sk, b_sn, b_sk, kb, ke, tid, ty, tx, m_in, n_in);\n"
+    "    else\n"
+    "      kg_mainloop<false>(acc, As, Bs, A, B, m0, n0, M, N, K, a_sm, a_sk, b_sn, b_sk, kb, ke, tid, ty, tx, m_in, n_in);\n"
     "\n"
     "    if constexpr (SPLIT) {\n"
     "      /* publish this split's partial (accumulator (i, j) of thread tid at (8 i + j) NT +\n"
@@ -230,8 +325,18 @@ int kiln__cuda_gemm_ffma_eligible(const kiln_gemm_desc *d)
     return 1;
 }
 
+/* The split rule's model of a split launch's time, in units of k depth walked by a block:
+ * whole waves of blocks (slots at once) times each block's depth plus the cost of writing
+ * its partial (~3 slices of 8: 64 KiB at a block's share of the bandwidth), plus the last
+ * block's sum of s partials (~0.4 slice each). Fitted to nothing yet: bench/NOTES.md. */
+static double split_model(int64_t tiles, int64_t slots, int64_t s, int64_t depth)
+{
+    double waves = (double)((tiles * s + slots - 1) / slots);
+    return s == 1 ? waves * (double)depth : waves * ((double)depth + 24.0) + 3.2 * (double)s;
+}
+
 void kiln__cuda_gemm_ffma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int sms,
-                                  kiln_gemm_ffma_launch *l)
+                                  const kiln_gemm_ffma_opts *o, kiln_gemm_ffma_launch *l)
 {
     memset(l, 0, sizeof *l);
     kiln_gemm_ffma_cfg *c = &l->cfg;
@@ -241,23 +346,34 @@ void kiln__cuda_gemm_ffma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batch
     c->beta = d->beta != 0.0;
     c->c_vec = d->c_sn == 1 && (d->M == 1 || d->c_sm % 4 == 0) && kiln__cuda_aligned(d->c, 16);
     for (int i = 0; i < bt->n; i++) c->c_vec = c->c_vec && bt->sc[i] % 4 == 0;
+    c->bk = o && o->bk ? o->bk : DEFAULT_BK;
+    c->minb = o && o->minb ? o->minb : DEFAULT_MINB;
+    c->warps = o && o->warps ? o->warps - 1 : DEFAULT_WARPS;
     int64_t tm = (d->M + TILE - 1) / TILE, tn = (d->N + TILE - 1) / TILE;
     kiln__cuda_gemm_tile_words(d, bt, 0, tm, tn, l->w, &l->gx, &l->gy);
     l->nw = KILN_GEMM_FFMA_WORDS;
     l->threads = THREADS;
-    /* split-K: one batch, fewer tiles than SMs, k slices of 8 split toward two blocks per
-     * SM (the kernel's occupancy), at least 32 slices (K 256) per split */
-    int64_t nb = bt->n ? bt->shape[0] : 1, tiles = tm * tn, kt = (d->K + 7) / 8;
-    if (nb == 1 && sms > 0 && tiles < sms && tiles <= KILN_CUDA_COUNTERS) {
-        int64_t s = (2 * (int64_t)sms + tiles - 1) / tiles, smax = kt / 32;
-        if (s > smax) s = smax;
-        if (s > 1) {
+    /* split-K (one GEMM): the split count of the lowest split_model among those that keep
+     * every split >= 128 deep, at most 64 splits and the workspace within 256 MiB; the
+     * whole waves are what it weighs (fc fprop: 32 tiles on 264 slots split 8 ways, one
+     * wave, where 9 ways took two) */
+    int64_t nb = bt->n ? bt->shape[0] : 1, tiles = tm * tn, kt = (d->K + c->bk - 1) / c->bk;
+    if (nb == 1 && sms > 0 && tiles <= KILN_CUDA_COUNTERS) {
+        int64_t slots = (int64_t)c->minb * sms, smax = kt * c->bk / 128, best_s = 1, best_kper = kt;
+        if (smax > 64) smax = 64;
+        double best = split_model(tiles, slots, 1, kt * c->bk);
+        for (int64_t s = 2; s <= smax; s++) {
             int64_t kper = (kt + s - 1) / s;
-            s = (kt + kper - 1) / kper; /* every split gets at least one slice */
+            if ((kt + kper - 1) / kper != s) continue; /* the same as a smaller count */
+            if ((uint64_t)tiles * (uint64_t)s * TILE * TILE * sizeof(float) > ((uint64_t)256 << 20)) break;
+            double t = split_model(tiles, slots, s, kper * c->bk);
+            if (t < best) best = t, best_s = s, best_kper = kper;
+        }
+        if (best_s > 1) {
             c->split = 1;
-            l->gy = (unsigned)s;
-            l->w[KILN_GEMM_FFMA_W_KPER] = (uint64_t)kper;
-            l->ws_bytes = (size_t)tiles * (size_t)s * TILE * TILE * sizeof(float);
+            l->gy = (unsigned)best_s;
+            l->w[KILN_GEMM_FFMA_W_KPER] = (uint64_t)best_kper;
+            l->ws_bytes = (size_t)tiles * (size_t)best_s * TILE * TILE * sizeof(float);
         }
     }
 }
@@ -270,6 +386,7 @@ void kiln__cuda_gemm_ffma_source(const kiln_gemm_ffma_cfg *c, kiln_sbuf *b)
                       c->a_vec, c->b_kmajor, c->b_vec, KILN_MAX_DIMS);
     kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, C_VEC = %d, SPLIT = %d;\n", c->bias, c->beta,
                       c->c_vec, c->split);
+    kiln__sbuf_printf(b, "constexpr int BK = %d, MINB = %d, WARPS = %d;\n", c->bk, c->minb, c->warps);
     kiln__sbuf_puts(b, kiln__cuda_gemm_tile_src);
     kiln__sbuf_puts(b, kernel_src);
 }
@@ -278,18 +395,52 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_ffma_sou
 
 char *kiln__cuda_gemm_ffma_source_text(const kiln_gemm_ffma_cfg *cfg) { return kiln__cuda_gemm_text(gen_source, cfg); }
 
+/* The overrides from the environment, read at every call (benchmarks sweep them):
+ * KILN_FFMA_BK=8|16, KILN_FFMA_MINB=1|2, KILN_FFMA_WARPS=2x16|4x8. A value that is none of
+ * these is an error naming the variable. */
+static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_ffma_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    const char *e = getenv("KILN_FFMA_BK");
+    if (e && e[0]) {
+        if (strcmp(e, "8") != 0 && strcmp(e, "16") != 0)
+            return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_FFMA_BK='%s' is not 8 or 16", e);
+        o->bk = atoi(e);
+    }
+    e = getenv("KILN_FFMA_MINB");
+    if (e && e[0]) {
+        if (strcmp(e, "1") != 0 && strcmp(e, "2") != 0)
+            return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_FFMA_MINB='%s' is not 1 or 2", e);
+        o->minb = atoi(e);
+    }
+    e = getenv("KILN_FFMA_WARPS");
+    if (e && e[0]) {
+        if (strcmp(e, "2x16") == 0)
+            o->warps = 1;
+        else if (strcmp(e, "4x8") == 0)
+            o->warps = 2;
+        else
+            return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_FFMA_WARPS='%s' is not 2x16 or 4x8",
+                              e);
+    }
+    return KILN_OK;
+}
+
 kiln_status kiln__cuda_gemm_ffma(kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
+    kiln_gemm_ffma_opts o;
+    kiln_status r = read_opts(ctx, &o);
+    if (r != KILN_OK) return r;
     kiln_gemm_ffma_launch l;
-    kiln__cuda_gemm_ffma_prepare(d, bt, st->sm_count, &l);
+    kiln__cuda_gemm_ffma_prepare(d, bt, st->sm_count, &o, &l);
     /* the workspace is stream-ordered (see kiln__cuda_gemm_wgmma); without it or the
      * counters (the memory cap, the device full) the GEMM runs unsplit */
     kiln_block *ws = NULL;
     if (l.ws_bytes &&
         (kiln__cuda_gemm_counters(ctx) != KILN_OK || kiln__mem_alloc(ctx, l.ws_bytes, __FILE__, __LINE__, &ws) != KILN_OK)) {
         ws = NULL;
-        kiln__cuda_gemm_ffma_prepare(d, bt, 0, &l);
+        kiln__cuda_gemm_ffma_prepare(d, bt, 0, &o, &l);
     }
     if (ws) {
         l.w[KILN_GEMM_FFMA_W_WS] = (uint64_t)(uintptr_t)ws->ptr;
@@ -297,10 +448,10 @@ kiln_status kiln__cuda_gemm_ffma(kiln_ctx *ctx, const kiln_gemm_desc *d, const k
     }
     const kiln_gemm_ffma_cfg *c = &l.cfg;
     /* a tag ("GKFF") and this kernel's version first */
-    const int32_t sig[10] = {0x46464b47, 2, c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec, c->bias, c->beta, c->c_vec,
-                             c->split};
+    const int32_t sig[13] = {0x46464b47, 3,        c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec, c->bias,
+                             c->beta,    c->c_vec, c->split,    c->bk,    c->minb,     c->warps};
     CUfunction fn;
-    kiln_status r = kiln__cuda_gemm_kernel(ctx, sig, 10, gen_source, c, "kiln_gemm_ffma", 0, &fn);
+    r = kiln__cuda_gemm_kernel(ctx, sig, 13, gen_source, c, "kiln_gemm_ffma", 0, &fn);
     if (r == KILN_OK) r = kiln__cuda_launch(ctx, fn, l.gx, l.gy, l.threads, 1, 0, l.w, l.nw);
     kiln__mem_free(ctx, ws);
     return r;

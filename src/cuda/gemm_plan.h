@@ -154,7 +154,16 @@ typedef struct kiln_gemm_ffma_cfg {
     int a_kmajor, a_vec, b_kmajor, b_vec;
     int bias, beta, c_vec;
     int split; /* split-K: blockIdx.y is the k split, partials meet in a workspace */
+    int bk;    /* k slice depth: 8 or 16 */
+    int minb;  /* blocks per SM the registers are capped for (__launch_bounds__): 1 or 2 */
+    int warps; /* thread layout of a warp in the 16 x 16 grid: 0 2 x 16, 1 4 x 8 */
 } kiln_gemm_ffma_cfg;
+
+/* Overrides of the FFMA kernel's structure (0 = the default): KILN_FFMA_BK, KILN_FFMA_MINB,
+ * KILN_FFMA_WARPS (benchmarks sweep them; warps 1 = 2 x 16, 2 = 4 x 8). */
+typedef struct kiln_gemm_ffma_opts {
+    int bk, minb, warps;
+} kiln_gemm_ffma_opts;
 
 /* Argument words: the tile words, then (split-K) the k slices per split, the f32
  * workspace (tiles x splits x 128 x 128) and the arrival counters (an int per tile, zero
@@ -175,10 +184,11 @@ typedef struct kiln_gemm_ffma_launch {
 /* 1 when the FFMA kernel takes d: f32, M, N, K > 0, the tile count within int. */
 int kiln__cuda_gemm_ffma_eligible(const kiln_gemm_desc *d);
 /* Fills *l for an eligible d (no device calls). sms: the device's SMs for the split rule
- * (one unbatched GEMM with fewer 128 x 128 tiles than SMs and a long K splits its k slices
- * so that about two blocks per SM run, each split >= 256 deep); 0 = never split. */
+ * (one unbatched GEMM splits its k slices where the modelled time, whole waves of blocks
+ * times the split's depth plus the cost of its partial, is lower; each split >= 128
+ * deep); 0 = never split. o: overrides (NULL = none). */
 void kiln__cuda_gemm_ffma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int sms,
-                                  kiln_gemm_ffma_launch *l);
+                                  const kiln_gemm_ffma_opts *o, kiln_gemm_ffma_launch *l);
 /* The CUDA C source of cfg's kernel ("kiln_gemm_ffma"), malloc'd; NULL on no memory. */
 char *kiln__cuda_gemm_ffma_source_text(const kiln_gemm_ffma_cfg *cfg);
 
