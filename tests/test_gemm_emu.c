@@ -563,9 +563,9 @@ int main(void)
         {2, 129, 257, 50, 1, 1, 0, 0, 0, 4, 2.0, 1.0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 11},
         {2, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 12},
         {2, 200, 300, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 9},
-        /* tiles on the pointer walk (float4 operands, rows, columns and k inside) beside edge
-         * tiles on the tested fetch: NN with a bias, TT batched with beta, BK 16 2 x 16; one
-         * split on the walk (4 splits of 512) */
+        /* interior tiles (float4 operands, rows and k inside: fetches without bounds tests)
+         * beside edge tiles: NN with a bias, TT batched with beta, BK 16 2 x 16; a split
+         * tile all inside (4 splits of 512) */
         {2, 256, 136, 64, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
         {2, 130, 256, 96, 2, 1, 1, 0, 0, 0, -0.75, 0.5, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
         {2, 256, 136, 64, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 9},
