@@ -619,6 +619,44 @@ static void gemm_dispatch(void)
         unsetenv("KILN_WGMMA_CBUFS");
         unsetenv("KILN_WGMMA_SR_UNROLL");
     }
+    { /* the FFMA kernel's structure overrides (any GPU): a bad value is an error naming its
+       * variable; the other structures give the default's bits (k in the same order, one
+       * fmaf at a time, no split at K = 64) */
+        static const struct {
+            const char *var, *value, *msg;
+        } bad[] = {{"KILN_FFMA_BK", "32", "KILN_FFMA_BK='32'"},
+                   {"KILN_FFMA_MINB", "3", "KILN_FFMA_MINB='3'"},
+                   {"KILN_FFMA_WARPS", "8x4", "KILN_FFMA_WARPS='8x4'"}};
+        setenv("KILN_GEMM", "ffma", 1);
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            setenv(bad[i].var, bad[i].value, 1);
+            CHECK_FAILS(gpu, kiln_dot(c32g, a32g, a32g, 1.0, 0.0, NULL), KILN_ERR_ARG, bad[i].msg);
+            unsetenv(bad[i].var);
+        }
+        static const char *const structs[3][3] = {{"16", "2", "2x16"}, {"8", "2", "4x8"}, {"16", "1", "4x8"}};
+        float *want_c = malloc(64 * 64 * sizeof *want_c), *got_c = malloc(64 * 64 * sizeof *got_c);
+        CHECK(want_c && got_c);
+        CHECK_OK(gpu, kiln_dot(c32g, a32g, a32g, 1.0, 0.0, NULL));
+        if (want_c) CHECK_OK(gpu, kiln_tensor_read(c32g, want_c, KILN_DTYPE_F32));
+        for (int v = 0; v < 3 && want_c && got_c; v++) {
+            setenv("KILN_FFMA_BK", structs[v][0], 1);
+            setenv("KILN_FFMA_MINB", structs[v][1], 1);
+            setenv("KILN_FFMA_WARPS", structs[v][2], 1);
+            CHECK_OK(gpu, kiln_assign(c32g, kiln_scalar(NAN)));
+            CHECK_OK(gpu, kiln_dot(c32g, a32g, a32g, 1.0, 0.0, NULL));
+            CHECK_OK(gpu, kiln_tensor_read(c32g, got_c, KILN_DTYPE_F32));
+            int same = memcmp(want_c, got_c, 64 * 64 * sizeof *got_c) == 0;
+            if (!same)
+                fprintf(stderr, "  KILN_FFMA_BK=%s MINB=%s WARPS=%s: C differs from the default structure's\n",
+                        structs[v][0], structs[v][1], structs[v][2]);
+            CHECK(same);
+        }
+        unsetenv("KILN_FFMA_BK");
+        unsetenv("KILN_FFMA_MINB");
+        unsetenv("KILN_FFMA_WARPS");
+        free(want_c);
+        free(got_c);
+    }
     unsetenv("KILN_GEMM");
     kiln_tensor *all[] = {a16, a16g, b16, b16g, c16, c16g, a32, a32g, c32, c32g};
     for (int i = 0; i < 10; i++) kiln_tensor_release(all[i]);
