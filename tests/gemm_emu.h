@@ -220,6 +220,7 @@ static inline int atomicAdd(int *p, int v)
     return o;
 }
 static inline float __ldcg(const float *p) { return *p; }
+static inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
 template <class T> static inline T __ldg(const T *p) { return *p; }
 static inline float __uint_as_float(unsigned u)
 {

@@ -174,7 +174,14 @@ typedef struct ecase {
     int ffma;           /* FFMA structure (0 = the default): bit 0 BK 16 (else 8), bit 1 one block
                          * per SM (else 2), bit 2 warps of 4 x 8 threads (else 2 x 16); plus 8:
                          * the bits say all three */
+    int exact;          /* inputs whose f32 sums are exact (A in eighths up to 1, B in 1024ths with
+                         * f16's or bf16's 11 or 8 significant bits, the bias in 1024ths; beta 0,
+                         * alpha a power of two): every output's bits are the rounding of the f64
+                         * value, stochastic rounding with kiln_gemm_sr_bits of its place */
 } ecase;
+
+/* the context seed of every launch (both halves of Philox's key nonzero) */
+#define EMU_SEED 0x9E3779B97F4A7C15ull
 
 /* the case before: its input stream and its C (same_bits) */
 static uint64_t prev_rng;
@@ -244,34 +251,33 @@ static int rule_slices(int64_t M, int64_t N, int64_t K, int sms, int splits, int
     return l.cfg.slice_sum ? (int)l.w[26] : 0;
 }
 
-/* The staged epilogue's f16 stochastic rounding (kg_stage_words): the random bits added below
- * the 13 bits f16 drops, those bits cleared in f32, one round-to-nearest conversion (exact but
- * for the carries to 65536 and beyond, which become inf) gives the bits of
- * kiln_f32_to_f16_sr_normal, over its whole range: random values, and the edges 2^-14 and
- * 65504 with random bits and all of the top 13. */
+/* The staged epilogue's f16 stochastic rounding (kg_stage_words): where |x| lies in
+ * [2^-14, 65504) or x is a zero, the random bits added below the 13 bits f16 drops (to the
+ * f32 bits, sign and all) and one conversion toward zero (cvt.rz, kiln_f32_to_f16_rz) give
+ * kiln_f32_to_f16_sr's bits: random values over the range, its edges 2^-14 and just below
+ * 65504 with random bits, and the zeros. (From 65504 up the kernel takes the exact path: a
+ * carry there must give inf, which rounding toward zero cannot.) */
 static void f16_sr_identity(void)
 {
     int bad = 0;
     for (int i = 0; i < 400000; i++) {
         uint64_t r = check_rand_u64(&rng);
         uint32_t u;
-        if (i % 4 == 0)
-            u = 0x38800000u + (uint32_t)(r % (0x47800000u - 0x38800000u));
+        if (i % 4 == 0 || i % 4 == 3)
+            u = 0x38800000u + (uint32_t)(r % (0x477FE000u - 0x38800000u));
         else if (i % 4 == 1)
-            u = 0x477FE000u + (uint32_t)(r % 0x2000u); /* 65504 .. below 65536 */
-        else if (i % 4 == 2)
-            u = 0x38800000u + (uint32_t)(r % 0x4000u); /* just above 2^-14 */
+            u = 0x477FE000u - 1u - (uint32_t)(r % 0x4000u); /* just below 65504 */
         else
-            u = 0x38800000u + (uint32_t)(r % (0x47800000u - 0x38800000u));
+            u = i % 64 == 2 ? 0u : 0x38800000u + (uint32_t)(r % 0x4000u); /* zeros, just above 2^-14 */
         u |= (uint32_t)(r >> 63) << 31;
         const uint32_t bits = (uint32_t)(r >> 16) & 0xFFFF0000u;
-        if (!kiln_f16_sr_is_normal(u)) continue;
-        uint32_t t = (u & 0x80000000u) | (((u & 0x7FFFFFFFu) + (bits >> 19)) & ~0x1FFFu);
-        float tf;
-        memcpy(&tf, &t, 4);
-        if (kiln_f32_to_f16_rn(tf) != kiln_f32_to_f16_sr_normal(u, bits) && bad++ < 4)
-            fprintf(stderr, "  f16 SR: u %08x bits %08x: %04x want %04x\n", u, bits, kiln_f32_to_f16_rn(tf),
-                    kiln_f32_to_f16_sr_normal(u, bits));
+        float x, t;
+        const uint32_t tu = u + (bits >> 19);
+        memcpy(&x, &u, 4);
+        memcpy(&t, &tu, 4);
+        if (kiln_f32_to_f16_rz(t) != kiln_f32_to_f16_sr(x, bits) && bad++ < 4)
+            fprintf(stderr, "  f16 SR: u %08x bits %08x: %04x want %04x\n", u, bits, kiln_f32_to_f16_rz(t),
+                    kiln_f32_to_f16_sr(x, bits));
     }
     CHECK_INT(bad, 0);
 }
@@ -303,6 +309,13 @@ static void run(const ecase *e)
     for (int64_t i = 0; i < csz; i++) put(e->dt, C, i, e->beta != 0 ? h[i] : NAN);
     check_fill(&rng, h, N, -1, 1);
     for (int64_t i = 0; i < N; i++) put(e->dt, bias, i, h[i]);
+    if (e->exact) {
+        const int64_t jb = e->dt == 1 ? 255 : 2047;
+        for (int64_t i = 0; i < asz; i++) put(e->dt, A, i, (double)((int64_t)(check_rand_u64(&rng) % 17) - 8) / 8.0);
+        for (int64_t i = 0; i < bsz; i++)
+            put(e->dt, B, i, (double)((int64_t)(check_rand_u64(&rng) % (uint64_t)(2 * jb + 1)) - jb) / 1024.0);
+        for (int64_t i = 0; i < N; i++) put(e->dt, bias, i, (double)((int64_t)(check_rand_u64(&rng) % 511) - 255) / 1024.0);
+    }
     void *C0 = malloc((size_t)csz * es);
     memcpy(C0, C, (size_t)csz * es);
 
@@ -355,7 +368,7 @@ static void run(const ecase *e)
         CHECK(fn != NULL);
         if (fn) rc = fn((const unsigned long long *)lf.w, lf.nw, NULL, lf.gx, lf.gy, lf.threads, 0, 1, err, sizeof err);
     } else if (e->kernel == K_MMA) {
-        kiln__cuda_gemm_mma_prepare(&d, &bt, 1234, &lm);
+        kiln__cuda_gemm_mma_prepare(&d, &bt, EMU_SEED, &lm);
         const kiln_gemm_mma_cfg *c = &lm.cfg;
         snprintf(key, sizeof key, "mma-%d-%d%d%d%d-%d%d%d%d", (int)c->dtype, c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec,
                  c->bias, c->beta, c->sr, c->c_pair);
@@ -369,7 +382,7 @@ static void run(const ecase *e)
                                   .pingpong = e->pp,
                                   .cbufs = e->cbufs,
                                   .split_sum = e->split_sum};
-        kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, 1234, &o, &l);
+        kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, EMU_SEED, &o, &l);
         if (e->splits && !e->pp) CHECK_INT((int)l.w[26], e->splits);
         CHECK_INT(l.cfg.pingpong, e->pp);
         if (e->split_sum) CHECK_INT(l.cfg.cluster, e->split_sum == 1);
@@ -450,7 +463,19 @@ static void run(const ecase *e)
                     bound += fabs(e->beta * get(e->dt, C0, ci));
                 }
                 double got = get(e->dt, C, ci);
-                if (!(fabs(got - t) <= (u * (double)(K + 8) + r) * bound + 1e-7)) {
+                if (e->exact) { /* t is an f32: the output's bits are its rounding */
+                    const float tf = (float)t;
+                    const uint32_t sb = kiln_gemm_sr_bits(EMU_SEED, 3, (uint64_t)(b * M + m), (uint64_t)n, (uint64_t)N);
+                    const unsigned short want = e->sr ? (e->dt ? kiln_f32_to_bf16_sr(tf, sb) : kiln_f32_to_f16_sr(tf, sb))
+                                                      : (e->dt ? kiln_f32_to_bf16_rn(tf) : kiln_f32_to_f16_rn(tf)),
+                                         have = ((const unsigned short *)C)[ci];
+                    if (have != want || (double)tf != t) {
+                        if (bad < 4)
+                            fprintf(stderr, "    [%lld, %lld, %lld]: bits %04x want %04x (of %.9g)\n", (long long)b,
+                                    (long long)m, (long long)n, have, want, t);
+                        bad++;
+                    }
+                } else if (!(fabs(got - t) <= (u * (double)(K + 8) + r) * bound + 1e-7)) {
                     if (bad < 4)
                         fprintf(stderr, "    [%lld, %lld, %lld]: got %.8g want %.8g\n", (long long)b, (long long)m,
                                 (long long)n, got, t);
@@ -525,108 +550,123 @@ int main(void)
         return CHECK_SKIP;
     }
     static const ecase cases[] = {
-        /* dt M N K nb ta tb abc bbc pad alpha beta bias relu sr sms tma bn splits kernel pp cbufs sum same ffma */
-        {0, 200, 300, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0},     /* NN, ragged, 256-wide, 2 x 2 tiles on 3 SMs */
-        {1, 130, 100, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0},    /* TT, 128-wide, the whole epilogue */
-        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0},      /* TN, batches, B shared */
-        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0},       /* NT, A shared, stochastic rounding */
-        {0, 130, 300, 3380, 1, 1, 0, 0, 0, 0, 1.0, -0.5, 1, 1, 0, 132, 0, 0, 0, 0, 0, 0, 0, 0, 0}, /* split-K, the last split short */
-        {1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 132, 0, 0, 0, 0, 0, 0, 0, 0, 0},         /* one element */
+        /* dt M N K nb ta tb abc bbc pad alpha beta bias relu sr sms tma bn splits kernel pp cbufs sum same ffma exact */
+        {0, 200, 300, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},     /* NN, ragged, 256-wide, 2 x 2 tiles on 3 SMs */
+        {1, 130, 100, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},    /* TT, 128-wide, the whole epilogue */
+        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},      /* TN, batches, B shared */
+        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},       /* NT, A shared, stochastic rounding */
+        {0, 130, 300, 3380, 1, 1, 0, 0, 0, 0, 1.0, -0.5, 1, 1, 0, 132, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, /* split-K, the last split short */
+        {1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 132, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},         /* one element */
         /* the TMA-store epilogue on the same kinds of shapes (N a multiple of 8), and refused
          * where N is not: test_dot's padded 129 x 135 C, whose pad the H100's 16-byte store
          * chunks overwrote */
-        {0, 200, 304, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0},
-        {1, 130, 104, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0},
-        {0, 129, 135, 70, 1, 1, 1, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 132, 1, 0, 0, 0, 0, 0, 0, 0, 0},
-        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0},
-        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+        {0, 200, 304, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {1, 130, 104, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {0, 129, 135, 70, 1, 1, 1, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 132, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0},
         /* forced tiles and splits (KILN_WGMMA_BN / KILN_WGMMA_SPLITS): 256-wide tiles split
          * 3 ways on batches with the whole epilogue, 128-wide split 6 ways through the
          * workspace and TMA stores (KILN_WGMMA_SPLIT_SUM=workspace) */
-        {0, 150, 260, 700, 2, 0, 1, 0, 0, 0, 0.5, 1.0, 1, 1, 0, 5, 0, 256, 3, 0, 0, 0, 0, 0, 0},
-        {1, 150, 264, 700, 1, 1, 0, 0, 0, 8, 1.0, 0.0, 1, 0, 1, 7, 1, 128, 6, 0, 0, 0, 2, 0, 0},
+        {0, 150, 260, 700, 2, 0, 1, 0, 0, 0, 0.5, 1.0, 1, 1, 0, 5, 0, 256, 3, 0, 0, 0, 0, 0, 0, 0},
+        {1, 150, 264, 700, 1, 1, 0, 0, 0, 8, 1.0, 0.0, 1, 0, 1, 7, 1, 128, 6, 0, 0, 0, 2, 0, 0, 0},
         /* split tiles through the staged TMA epilogue: 256-wide, 4 splits, beta and ReLU */
-        {0, 130, 296, 1500, 1, 0, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 5, 1, 256, 4, 0, 0, 0, 0, 0, 0},
+        {0, 130, 296, 1500, 1, 0, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 5, 1, 256, 4, 0, 0, 0, 0, 0, 0, 0},
         /* f32 through tf32 (K-major A and B: A stored (M, K), B stored (N, K)) */
-        {2, 200, 300, 100, 1, 0, 1, 0, 0, 4, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-        {2, 130, 100, 70, 2, 0, 1, 0, 1, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-        {2, 130, 300, 1700, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 132, 0, 0, 0, 0, 0, 0, 0, 0, 0}, /* split-K */
+        {2, 200, 300, 100, 1, 0, 1, 0, 0, 4, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {2, 130, 100, 70, 2, 0, 1, 0, 1, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {2, 130, 300, 1700, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 132, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, /* split-K */
         /* the FFMA kernel (f32): the four transposes, float4 and element-by-element operands
          * (odd pads), ragged edges, batches with a shared operand, the whole epilogue */
-        {2, 200, 300, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
-        {2, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
-        {2, 129, 257, 50, 1, 1, 0, 0, 0, 4, 2.0, 1.0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
-        {2, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+        {2, 200, 300, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0},
+        {2, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0},
+        {2, 129, 257, 50, 1, 1, 0, 0, 0, 4, 2.0, 1.0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0},
+        {2, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0},
         /* the other FFMA structures (KILN_FFMA_*): BK 8, 2 x 16 (the first kernel's); BK 16 at
          * one block per SM, 2 x 16; BK 8, 4 x 8; on ragged, transposed, padded, batched cases */
-        {2, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 8},
-        {2, 129, 257, 50, 1, 1, 0, 0, 0, 4, 2.0, 1.0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 11},
-        {2, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 12},
-        {2, 200, 300, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 9},
+        {2, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 8, 0},
+        {2, 129, 257, 50, 1, 1, 0, 0, 0, 4, 2.0, 1.0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 11, 0},
+        {2, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 12, 0},
+        {2, 200, 300, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 9, 0},
         /* interior tiles (float4 operands, rows and k inside: fetches without bounds tests)
          * beside edge tiles: NN with a bias, TT batched with beta, BK 16 2 x 16; a split
          * tile all inside (4 splits of 512) */
-        {2, 256, 136, 64, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
-        {2, 130, 256, 96, 2, 1, 1, 0, 0, 0, -0.75, 0.5, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
-        {2, 256, 136, 64, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 9},
-        {2, 128, 128, 2048, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 4, 0, 0, 4, 1, 0, 0, 0, 0, 0},
+        {2, 256, 136, 64, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0},
+        {2, 130, 256, 96, 2, 1, 1, 0, 0, 0, -0.75, 0.5, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0},
+        {2, 256, 136, 64, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 9, 0},
+        {2, 128, 128, 2048, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 4, 0, 0, 4, 1, 0, 0, 0, 0, 0, 0},
         /* its split-K (few tiles, long K; splits = the rule's choice for sms): 3 splits with
          * a short last one and the whole epilogue; 5 splits, A transposed and padded, a
          * ragged last k slice */
-        {2, 130, 100, 1000, 1, 0, 0, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 3, 0, 0, 3, 1, 0, 0, 0, 0, 0},
-        {2, 130, 100, 1000, 1, 0, 0, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 3, 0, 0, 3, 1, 0, 0, 0, 0, 8}, /* BK 8 */
-        {2, 100, 250, 1290, 1, 1, 0, 0, 0, 4, 1.0, 0.0, 0, 0, 0, 5, 0, 0, 5, 1, 0, 0, 0, 0, 0},
+        {2, 130, 100, 1000, 1, 0, 0, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 3, 0, 0, 3, 1, 0, 0, 0, 0, 0, 0},
+        {2, 130, 100, 1000, 1, 0, 0, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 3, 0, 0, 3, 1, 0, 0, 0, 0, 8, 0}, /* BK 8 */
+        {2, 100, 250, 1290, 1, 1, 0, 0, 0, 4, 1.0, 0.0, 0, 0, 0, 5, 0, 0, 5, 1, 0, 0, 0, 0, 0, 0},
         /* the mma.sync kernel (f16 / bf16): cp.async and element-by-element operands (odd
          * pads), the four transposes, batches, the whole epilogue, stochastic rounding */
-        {0, 200, 150, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0},
-        {1, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0},
-        {0, 129, 140, 50, 1, 1, 0, 0, 0, 8, 2.0, 1.0, 1, 0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0},
-        {1, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0},
+        {0, 200, 150, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0},
+        {1, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0},
+        {0, 129, 140, 50, 1, 1, 0, 0, 0, 8, 2.0, 1.0, 1, 0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0},
+        {1, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0},
         /* wgmma ping-pong: the consumers alternate items (odd and even counts per block),
          * register and TMA-store epilogues, transposes, batches, SR */
-        {0, 300, 260, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 1, 0, 0, 0, 0},
-        {1, 260, 200, 130, 2, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 4, 1, 0, 0, 0, 1, 0, 0, 0, 0},
-        {0, 140, 300, 70, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 1, 5, 1, 0, 0, 0, 1, 0, 0, 0, 0},
-        {2, 200, 250, 100, 1, 0, 1, 0, 0, 4, 1.0, 0.0, 1, 0, 0, 3, 0, 0, 0, 0, 1, 0, 0, 0, 0},
+        {0, 300, 260, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+        {1, 260, 200, 130, 2, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 4, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+        {0, 140, 300, 70, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 1, 5, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+        {2, 200, 250, 100, 1, 0, 1, 0, 0, 4, 1.0, 0.0, 1, 0, 0, 3, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
         /* ping-pong with many more k slices than stages and several items per consumer: the
          * second consumer must not wait on a stage rounds ahead of the ring (a phase alias) */
-        {0, 520, 260, 1000, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0},
-        {1, 390, 130, 700, 1, 1, 0, 0, 0, 0, 1.0, 0.5, 1, 1, 0, 2, 1, 0, 0, 0, 1, 0, 0, 0, 0},
+        {0, 520, 260, 1000, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+        {1, 390, 130, 700, 1, 1, 0, 0, 0, 0, 1.0, 0.5, 1, 1, 0, 2, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0},
         /* two C staging buffers per consumer (the rule's choice at K <= 128: the weight
          * updates), six tiles per block so both buffers are written twice: 256-wide with the
          * whole epilogue and SR, 128-wide with beta, a ragged last tile row, a batch; and the
          * two forced, one buffer on the same shape and two on a deeper K */
-        {0, 400, 520, 128, 1, 1, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0},
-        {1, 390, 264, 100, 2, 1, 0, 0, 0, 8, -0.75, 0.5, 0, 0, 0, 3, 1, 128, 0, 0, 0, 0, 0, 0, 0},
-        {0, 400, 520, 128, 1, 1, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 2, 1, 0, 0, 0, 0, 1, 0, 0, 0},
-        {1, 260, 384, 330, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 2, 1, 128, 0, 0, 0, 2, 0, 0, 0},
+        {0, 400, 520, 128, 1, 1, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {1, 390, 264, 100, 2, 1, 0, 0, 0, 8, -0.75, 0.5, 0, 0, 0, 3, 1, 128, 0, 0, 0, 0, 0, 0, 0, 0},
+        {0, 400, 520, 128, 1, 1, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 2, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0},
+        {1, 260, 384, 330, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 2, 1, 128, 0, 0, 0, 2, 0, 0, 0, 0},
         /* split-K summed in a cluster (KILN_WGMMA_SPLIT_SUM=cluster) against the workspace:
          * the same inputs give the same bits either way. 2 splits over ragged tiles with the
          * whole epilogue; 3 splits with a short last one, SR, batches; 4 splits of a
          * TMA-eligible C, transposed B, bias pairs; 8 splits (the largest cluster), one tile
          * row, beta; then an fprop-like shape on the rule's split count */
-        {0, 300, 300, 700, 1, 0, 0, 0, 0, 8, -0.75, 0.5, 1, 1, 0, 18, 0, 128, 2, 0, 0, 0, 1, 0, 0},
-        {0, 300, 300, 700, 1, 0, 0, 0, 0, 8, -0.75, 0.5, 1, 1, 0, 18, 0, 128, 2, 0, 0, 0, 2, 1, 0},
-        {1, 130, 200, 1100, 2, 1, 0, 0, 1, 0, 1.0, 0.0, 1, 0, 1, 25, 1, 128, 3, 0, 0, 0, 1, 0, 0},
-        {1, 130, 200, 1100, 2, 1, 0, 0, 1, 0, 1.0, 0.0, 1, 0, 1, 25, 1, 128, 3, 0, 0, 0, 2, 1, 0},
-        {0, 128, 256, 1024, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 8, 1, 128, 4, 0, 0, 0, 1, 0, 0},
-        {0, 128, 256, 1024, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 8, 1, 128, 4, 0, 0, 0, 2, 1, 0},
-        {1, 100, 136, 1500, 1, 0, 0, 0, 0, 0, 2.0, -1.0, 0, 0, 0, 16, 1, 128, 8, 0, 0, 0, 1, 0, 0},
-        {1, 100, 136, 1500, 1, 0, 0, 0, 0, 0, 2.0, -1.0, 0, 0, 0, 16, 1, 128, 8, 0, 0, 0, 2, 1, 0},
-        {0, 128, 512, 2048, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 0, 132, 1, 0, 0, 0, 0, 0, 1, 0, 0},
+        {0, 300, 300, 700, 1, 0, 0, 0, 0, 8, -0.75, 0.5, 1, 1, 0, 18, 0, 128, 2, 0, 0, 0, 1, 0, 0, 0},
+        {0, 300, 300, 700, 1, 0, 0, 0, 0, 8, -0.75, 0.5, 1, 1, 0, 18, 0, 128, 2, 0, 0, 0, 2, 1, 0, 0},
+        {1, 130, 200, 1100, 2, 1, 0, 0, 1, 0, 1.0, 0.0, 1, 0, 1, 25, 1, 128, 3, 0, 0, 0, 1, 0, 0, 0},
+        {1, 130, 200, 1100, 2, 1, 0, 0, 1, 0, 1.0, 0.0, 1, 0, 1, 25, 1, 128, 3, 0, 0, 0, 2, 1, 0, 0},
+        {0, 128, 256, 1024, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 8, 1, 128, 4, 0, 0, 0, 1, 0, 0, 0},
+        {0, 128, 256, 1024, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 8, 1, 128, 4, 0, 0, 0, 2, 1, 0, 0},
+        {1, 100, 136, 1500, 1, 0, 0, 0, 0, 0, 2.0, -1.0, 0, 0, 0, 16, 1, 128, 8, 0, 0, 0, 1, 0, 0, 0},
+        {1, 100, 136, 1500, 1, 0, 0, 0, 0, 0, 2.0, -1.0, 0, 0, 0, 16, 1, 128, 8, 0, 0, 0, 2, 1, 0, 0},
+        {0, 128, 512, 2048, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 0, 132, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0},
         /* split-K summed in slices through the workspace (KILN_WGMMA_SPLIT_SUM=slices, the
          * rule's where every work item fits the first wave) against the last block's sum:
          * the same bits. 2 splits over ragged tiles with the whole epilogue; 3 with SR and
          * batches; 16 splits with beta; then the rule's own choice on an fprop-like shape (4
          * tiles: 4 splits of 8 slices) with SR, and on one of tf32 (6 tiles on 24 SMs: 4) */
-        {0, 300, 300, 700, 1, 0, 0, 0, 0, 8, -0.75, 0.5, 1, 1, 0, 18, 0, 128, 2, 0, 0, 0, 3, 0, 0},
-        {0, 300, 300, 700, 1, 0, 0, 0, 0, 8, -0.75, 0.5, 1, 1, 0, 18, 0, 128, 2, 0, 0, 0, 2, 1, 0},
-        {1, 130, 200, 1100, 2, 1, 0, 0, 1, 0, 1.0, 0.0, 1, 0, 1, 25, 1, 128, 3, 0, 0, 0, 3, 0, 0},
-        {1, 130, 200, 1100, 2, 1, 0, 0, 1, 0, 1.0, 0.0, 1, 0, 1, 25, 1, 128, 3, 0, 0, 0, 2, 1, 0},
-        {1, 100, 136, 2000, 1, 0, 0, 0, 0, 0, 2.0, -1.0, 0, 0, 0, 40, 1, 128, 16, 0, 0, 0, 3, 0, 0},
-        {1, 100, 136, 2000, 1, 0, 0, 0, 0, 0, 2.0, -1.0, 0, 0, 0, 40, 1, 128, 16, 0, 0, 0, 2, 1, 0},
-        {0, 128, 512, 2048, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 132, 1, 0, 0, 0, 0, 0, 0, 0, 0},
-        {2, 130, 300, 1000, 1, 0, 1, 0, 0, 0, 0.5, 0.25, 1, 0, 0, 24, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {0, 300, 300, 700, 1, 0, 0, 0, 0, 8, -0.75, 0.5, 1, 1, 0, 18, 0, 128, 2, 0, 0, 0, 3, 0, 0, 0},
+        {0, 300, 300, 700, 1, 0, 0, 0, 0, 8, -0.75, 0.5, 1, 1, 0, 18, 0, 128, 2, 0, 0, 0, 2, 1, 0, 0},
+        {1, 130, 200, 1100, 2, 1, 0, 0, 1, 0, 1.0, 0.0, 1, 0, 1, 25, 1, 128, 3, 0, 0, 0, 3, 0, 0, 0},
+        {1, 130, 200, 1100, 2, 1, 0, 0, 1, 0, 1.0, 0.0, 1, 0, 1, 25, 1, 128, 3, 0, 0, 0, 2, 1, 0, 0},
+        {1, 100, 136, 2000, 1, 0, 0, 0, 0, 0, 2.0, -1.0, 0, 0, 0, 40, 1, 128, 16, 0, 0, 0, 3, 0, 0, 0},
+        {1, 100, 136, 2000, 1, 0, 0, 0, 0, 0, 2.0, -1.0, 0, 0, 0, 40, 1, 128, 16, 0, 0, 0, 2, 1, 0, 0},
+        {0, 128, 512, 2048, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 132, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {2, 130, 300, 1000, 1, 0, 1, 0, 0, 0, 0.5, 0.25, 1, 0, 0, 24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        /* exact sums (the last column): every output's bits, stochastic rounding's Philox
+         * words included. The staged epilogue (f16, bf16; one and two staging buffers; the
+         * sums of split tiles), the register epilogue (a ragged N; slice-summed splits), f16
+         * values below 2^-14 and from 65504 up (alpha 2^-20 and 2048: the exact path beside
+         * the fast one), and the mma.sync kernel */
+        {0, 200, 264, 64, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+        {1, 200, 264, 64, 1, 1, 1, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+        {0, 400, 520, 128, 1, 1, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+        {1, 130, 264, 640, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 5, 1, 256, 2, 0, 0, 0, 2, 0, 0, 1},
+        {0, 130, 260, 64, 2, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 1, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+        {0, 130, 200, 640, 1, 1, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 25, 1, 128, 3, 0, 0, 0, 3, 0, 0, 1},
+        {0, 200, 264, 64, 1, 0, 0, 0, 0, 0, 0x1p-20, 0.0, 0, 0, 1, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+        {0, 200, 264, 64, 1, 0, 0, 0, 0, 0, 2048.0, 0.0, 0, 1, 1, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+        {0, 200, 264, 64, 1, 0, 0, 0, 0, 0, 2048.0, 0.0, 0, 0, 0, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+        {1, 129, 140, 50, 1, 1, 0, 0, 0, 8, 1.0, 0.0, 1, 1, 1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 1},
     };
     /* two staging buffers for the K=128 weight updates (256- and 128-wide tiles), one for
      * deep K (the squares, an fprop) */

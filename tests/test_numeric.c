@@ -350,7 +350,7 @@ static void test_16bit_exhaustive(void)
 
 static void test_rn_vs_reference(uint64_t *rs)
 {
-    int bad16 = 0, badbf = 0, bad16d = 0, badbfd = 0;
+    int bad16 = 0, badbf = 0, bad16d = 0, badbfd = 0, bad16z = 0;
     for (int i = 0; i < 1500000; i++) {
         float x;
         uint32_t b;
@@ -384,6 +384,12 @@ static void test_rn_vs_reference(uint64_t *rs)
         if (!same16(kiln_f32_to_f16_rn(x), ref_round(x, 5, 10, 0), 0)) {
             if (bad16++ < 5) fprintf(stderr, "f32->f16 %a: got %04x want %04x\n", x, kiln_f32_to_f16_rn(x), ref_round(x, 5, 10, 0));
         }
+        /* toward zero: finite values beyond the largest finite f16 stay there (the reference
+         * rounds them to inf) */
+        const uint32_t rz = isfinite(x) && fabsf(x) >= 65504.0f ? (signbit(x) ? 0xFBFFu : 0x7BFFu) : ref_round(x, 5, 10, 1);
+        if (!same16(kiln_f32_to_f16_rz(x), rz, 0)) {
+            if (bad16z++ < 5) fprintf(stderr, "f32->f16 rz %a: got %04x want %04x\n", x, kiln_f32_to_f16_rz(x), rz);
+        }
         if (!same16(kiln_f32_to_bf16_rn(x), ref_round(x, 8, 7, 0), 1)) {
             if (badbf++ < 5) fprintf(stderr, "f32->bf16 %a: got %04x want %04x\n", x, kiln_f32_to_bf16_rn(x), ref_round(x, 8, 7, 0));
         }
@@ -400,7 +406,17 @@ static void test_rn_vs_reference(uint64_t *rs)
     CHECK_INT(badbf, 0);
     CHECK_INT(bad16d, 0);
     CHECK_INT(badbfd, 0);
+    CHECK_INT(bad16z, 0);
     /* Edge values, spelled out. */
+    CHECK_INT(kiln_f32_to_f16_rz(65519.996f), 0x7BFF);
+    CHECK_INT(kiln_f32_to_f16_rz(-1e10f), 0xFBFF);
+    CHECK_INT(kiln_f32_to_f16_rz(INFINITY), 0x7C00);
+    CHECK_INT(kiln_f32_to_f16_rz(1.0f + 0x1.fp-11f), 0x3C00);
+    CHECK_INT(kiln_f32_to_f16_rz(-(1.0f + 0x1.fp-10f)), 0xBC01);
+    CHECK_INT(kiln_f32_to_f16_rz(0x1.ffcp-15f), 0x03FF);
+    CHECK_INT(kiln_f32_to_f16_rz(0x1.fffffep-25f), 0x0000);
+    CHECK_INT(kiln_f32_to_f16_rz(-0.0f), 0x8000);
+    CHECK(f16_is_nan(kiln_f32_to_f16_rz(NAN)));
     CHECK_INT(kiln_f32_to_f16_rn(65504.0f), 0x7BFF);
     CHECK_INT(kiln_f32_to_f16_rn(65519.996f), 0x7BFF);
     CHECK_INT(kiln_f32_to_f16_rn(65520.0f), 0x7C00);

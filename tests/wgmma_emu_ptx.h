@@ -150,6 +150,10 @@ static inline unsigned kg_cvt_f16x2(float lo, float hi)
 {
     return (unsigned)kiln_f32_to_f16_rn(lo) | ((unsigned)kiln_f32_to_f16_rn(hi) << 16);
 }
+static inline unsigned kg_cvt_rz_f16x2(float lo, float hi)
+{
+    return (unsigned)kiln_f32_to_f16_rz(lo) | ((unsigned)kiln_f32_to_f16_rz(hi) << 16);
+}
 static inline unsigned kg_cvt_bf16x2(float lo, float hi)
 {
     return (unsigned)kiln_f32_to_bf16_rn(lo) | ((unsigned)kiln_f32_to_bf16_rn(hi) << 16);

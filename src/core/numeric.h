@@ -445,6 +445,21 @@ KILN_HD kiln_u32 kiln_num_f64_to_small_rn(double x, int ebits, int mbits)
 KILN_HD kiln_u16 kiln_f64_to_f16_rn(double x) { return (kiln_u16)kiln_num_f64_to_small_rn(x, 5, 10); }
 KILN_HD kiln_u16 kiln_f64_to_bf16_rn(double x) { return (kiln_u16)kiln_num_f64_to_small_rn(x, 8, 7); }
 
+/* f32 -> f16 rounded toward zero (IEEE: beyond the largest finite value it stays finite, inf
+ * and NaN pass as in _rn): what PTX's cvt.rz.f16x2.f32 gives, for the host emulator and the
+ * checks of the GEMM epilogue that truncates with it. */
+KILN_HD kiln_u16 kiln_f32_to_f16_rz(float x)
+{
+    kiln_u32 u = kiln_f32_bits(x);
+    kiln_u32 sign = (u >> 16) & 0x8000u, a = u & 0x7FFFFFFFu;
+    if (a >= 0x7F800000u) return kiln_f32_to_f16_rn(x);               /* inf, NaN */
+    if (a >= 0x477FE000u) return (kiln_u16)(sign | 0x7BFFu);          /* >= 65504: 65504 */
+    if (a >= 0x38800000u) return (kiln_u16)(sign | ((a - (112u << 23)) >> 13)); /* normal */
+    if (a < 0x33800000u) return (kiln_u16)sign;                       /* below 2^-24: zero */
+    kiln_u32 e = a >> 23, mm = (a & 0x007FFFFFu) | 0x00800000u;       /* x = mm 2^(e - 150) */
+    return (kiln_u16)(sign | (mm >> (126u - e)));                     /* units of 2^-24 */
+}
+
 /* f32 -> bf16, stochastic: |x| + (top 16 bits of `bits`) below the kept mantissa, truncated. */
 KILN_HD kiln_u16 kiln_f32_to_bf16_sr(float x, kiln_u32 bits)
 {

@@ -60,8 +60,8 @@ typedef struct kiln_gemm_tmap_desc {
 } kiln_gemm_tmap_desc;
 
 /* Argument words of the wgmma kernel (layout in its source; 28-29 are the split-K
- * workspace and counters, filled at launch). */
-#define KILN_GEMM_WGMMA_WORDS 30
+ * workspace and counters, filled at launch; 30-40 stochastic rounding's Philox constants). */
+#define KILN_GEMM_WGMMA_WORDS 41
 
 /* Everything one launch needs, from the description alone (no device calls): the kernel's
  * structure, the tensor maps of A, B and (tma_store) C, the words, the persistent grid,
@@ -94,6 +94,10 @@ typedef struct kiln_gemm_wgmma_opts {
     int no_cluster; /* the device cannot launch clusters: split sums go through the workspace */
     int no_coop;    /* no cooperative launches (the driver refused one): no slice sums */
 } kiln_gemm_wgmma_opts;
+
+/* Words 30-40 from the seed (w[0]) and stream (w[1]): what the kernel's Philox takes from
+ * them alone (round 0's product of the stream, the keys of rounds 1-9). */
+void kiln__cuda_gemm_wgmma_sr_words(uint64_t *w);
 
 /* Fills *l for an eligible d on a device of sm_count SMs. */
 void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int sm_count, uint64_t seed,

@@ -111,10 +111,12 @@ static const char kernel_src[] =
     " * bias, 9-15 a_sm a_sk b_sk b_sn c_sm c_sn bias_s (elements), 16-17 alpha beta (f64 bits),\n"
     " * 18 batch count, 19-20 tiles along M and N, 21 ReLU, 22 batch stride of C, 23-24 whether A\n"
     " * and B have a batch coordinate in their maps, 25 k slices (of BK), 26 splits, 27 k slices\n"
-    " * per split, 28 f32 workspace (tiles x splits x BM x BN), 29 arrival counters (int per tile);\n"
-    " * tc: C's tensor map (boxes of 64 x 64, 128-byte swizzle) when TMA_STORE */\n"
+    " * per split, 28 f32 workspace (tiles x splits x BM x BN), 29 arrival counters (int per tile),\n"
+    " * 30-40 what stochastic rounding's Philox takes from the seed and stream alone\n"
+    " * (kiln__cuda_gemm_wgmma_sr_words); tc: C's tensor map (boxes of 64 x 64, 128-byte swizzle)\n"
+    " * when TMA_STORE */\n"
     "struct __align__(64) kg_tmap { kiln_w64 b[16]; };\n"
-    "struct __align__(64) kiln_args { kg_tmap ta, tb, tc; kiln_w64 w[30]; };\n"
+    "struct __align__(64) kiln_args { kg_tmap ta, tb, tc; kiln_w64 w[41]; };\n"
     "\n"
     "/* kg: PTX wrappers */\n"
     "__device__ __forceinline__ unsigned kg_smem(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }\n"
@@ -194,6 +196,12 @@ static const char kernel_src[] =
     "  asm(\"cvt.rn.f16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo));\n"
     "  return r;\n"
     "}\n"
+    "/* lo, hi rounded toward zero to f16 in one instruction (stochastic rounding's truncation) */\n"
+    "__device__ __forceinline__ unsigned kg_cvt_rz_f16x2(float lo, float hi) {\n"
+    "  unsigned r;\n"
+    "  asm(\"cvt.rz.f16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo));\n"
+    "  return r;\n"
+    "}\n"
     "__device__ __forceinline__ unsigned kg_cvt_bf16x2(float lo, float hi) {\n"
     "  unsigned r;\n"
     "  asm(\"cvt.rn.bf16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo));\n"
@@ -249,8 +257,39 @@ static const char kernel_src[] =
     " * a thread shares among its eight elements of row m in the 32 columns from n - n % 32 (its\n"
     " * pairs n + 8 jj, jj < 4, where 8 | n - n % 32 - 2 (lane % 4)); column n + 8 jj + e takes\n"
     " * half e of word jj */\n"
+    "/* kiln_philox4x32_10(seed, stream, ctr), bit for bit, with what depends on the seed and stream\n"
+    " * alone read from the words (kiln__cuda_gemm_wgmma_sr_words): round 0's product of the\n"
+    " * stream's low word folded with the key (39, 40), the bumped keys of rounds 1-9 (30-38, k0 in\n"
+    " * the low half), each a constant operand of its xor: per call 19 wide multiplies and 20 xors,\n"
+    " * none of the key schedule's adds */\n"
+    "__device__ __forceinline__ kiln_philox4 kg_philox_sr(const kiln_args &p, kiln_w64 ctr) {\n"
+    "  const unsigned lo = (unsigned)ctr;\n"
+    "  unsigned c0 = (unsigned)p.w[39] ^ (unsigned)(ctr >> 32), c1 = (unsigned)(p.w[39] >> 32);\n"
+    "  unsigned c2 = __umulhi(0xD2511F53u, lo) ^ (unsigned)p.w[40], c3 = 0xD2511F53u * lo;\n"
+    "#pragma unroll\n"
+    "  for (int r = 1; r < 10; r++) {\n"
+    "    const unsigned k0 = (unsigned)p.w[29 + r], k1 = (unsigned)(p.w[29 + r] >> 32);\n"
+    "    const unsigned hi0 = __umulhi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;\n"
+    "    const unsigned hi1 = __umulhi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;\n"
+    "    c0 = hi1 ^ c1 ^ k0;\n"
+    "    c1 = lo1;\n"
+    "    c2 = hi0 ^ c3 ^ k1;\n"
+    "    c3 = lo0;\n"
+    "  }\n"
+    "  kiln_philox4 g;\n"
+    "  g.v[0] = c0;\n"
+    "  g.v[1] = c1;\n"
+    "  g.v[2] = c2;\n"
+    "  g.v[3] = c3;\n"
+    "  return g;\n"
+    "}\n"
+    "/* The Philox counter of the group of C's row m of batch bi from column n (kiln_gemm_sr_counter;\n"
+    " * the next group of the row, 32 columns on, has the counter + 4) */\n"
+    "__device__ __forceinline__ kiln_w64 kg_sr_ctr(const kiln_args &p, long long bi, long long m, long long n) {\n"
+    "  return kiln_gemm_sr_counter((kiln_w64)(bi * (long long)p.w[2] + m), (kiln_w64)n, p.w[3]);\n"
+    "}\n"
     "__device__ __forceinline__ kiln_philox4 kg_sr_group(const kiln_args &p, long long bi, long long m, long long n) {\n"
-    "  return kiln_philox4x32_10(p.w[0], p.w[1], kiln_gemm_sr_counter((kiln_w64)(bi * (long long)p.w[2] + m), (kiln_w64)n, p.w[3]));\n"
+    "  return kg_philox_sr(p, kg_sr_ctr(p, bi, m, n));\n"
     "}\n"
     "__device__ __forceinline__ unsigned kg_sr_half(const kiln_philox4 &g, int jj, int e) {\n"
     "  return e ? (g.v[jj] & 0xFFFF0000u) : (g.v[jj] << 16);\n"
@@ -374,7 +413,9 @@ static const char kernel_src[] =
     "#pragma unroll\n"
     "    for (int i = 0; i < 16; i++) {\n"
     "      const unsigned u = kiln_f32_bits(x[i]);\n"
-    "      rare |= BF16 ? (u & 0x7FFFFFFFu) >= 0x7F800000u : !(kiln_f16_sr_is_normal(u) || (u << 1) == 0u);\n"
+    "      /* bf16: one compare of |x| (false for inf and NaN) */\n"
+    "      rare |= BF16 ? !(fabsf(x[i]) <= 3.40282347e38f)\n"
+    "                   : !((u & 0x7FFFFFFFu) - 0x38800000u < 0x477FE000u - 0x38800000u || (u << 1) == 0u);\n"
     "    }\n"
     "    if (!rare && BF16) {\n"
     "      /* bf16 (finite): the 16 random bits added to the bits of x (to its magnitude: a finite\n"
@@ -387,19 +428,18 @@ static const char kernel_src[] =
     "        w[i] = (t0 >> 16) | (t1 & 0xFFFF0000u);\n"
     "      }\n"
     "    } else if (!rare) {\n"
-    "      /* f16 (normal range or zero): 13 random bits added to the 13 low bits f16 drops, those\n"
-    "       * bits cleared in f32 (a zero stays a zero), then one exact cvt.rn per pair: the bits\n"
-    "       * of kiln_f32_to_f16_sr_normal (a carry to 65536 or beyond rounds to inf, as its clamp)\n"
-    "       * in 4 integer operations an element instead of ~10 */\n"
+    "      /* f16 (|x| in [2^-14, 65504) or a zero): the 13 random bits below f16's last kept bit\n"
+    "       * added to the bits of x (the sign stays: the magnitude stays below 0x47800000), then one\n"
+    "       * cvt.rz per pair drops the 13 bits: kiln_f32_to_f16_sr_normal's bits in one integer\n"
+    "       * operation an element (below 65504 nothing carries past the largest finite f16, so\n"
+    "       * rounding toward zero never clamps; from 65504 up the exact path rounds, where a carry\n"
+    "       * gives inf); a zero plus the bits is a tiny f32 that truncates to the same zero */\n"
     "#pragma unroll\n"
     "      for (int i = 0; i < 8; i++) {\n"
-    "        float t[2];\n"
-    "#pragma unroll\n"
-    "        for (int e = 0; e < 2; e++) {\n"
-    "          const unsigned u = kiln_f32_bits(x[2 * i + e]), bits = kg_sr_half(g[i >> 2], i & 3, e);\n"
-    "          t[e] = __uint_as_float((u & 0x80000000u) | (((u & 0x7FFFFFFFu) + (bits >> 19)) & ~0x1FFFu));\n"
-    "        }\n"
-    "        w[i] = kg_cvt_f16x2(t[0], t[1]);\n"
+    "        const unsigned v = g[i >> 2].v[i & 3]; /* word jj = i % 4 of row i / 4's group */\n"
+    "        const float t0 = __uint_as_float(kiln_f32_bits(x[2 * i]) + ((v << 16) >> 19));\n"
+    "        const float t1 = __uint_as_float(kiln_f32_bits(x[2 * i + 1]) + (v >> 19));\n"
+    "        w[i] = kg_cvt_rz_f16x2(t0, t1);\n"
     "      }\n"
     "    } else {\n"
     "#pragma unroll\n"
@@ -447,19 +487,19 @@ static const char kernel_src[] =
     "}\n"
     "/* One 32-column group of a thread's values into a 64-row block of the C staging at cs (the\n"
     " * block's BN / 64 swizzled boxes of 64 x 64): a[4 jj + 2 h + e] is the f32 sum of\n"
-    " * C[m0 + 8 h][n + 8 jj + e], bv the group's bias, r0 = 16 warp + lane / 4 the thread's first\n"
+    " * C[m0 + 8 h][n + 8 jj + e], bv the group's bias, sc0 and sc1 the Philox counters of its rows\n"
+    " * (kg_sr_ctr; the caller steps them by 4 a group), r0 = 16 warp + lane / 4 the thread's first\n"
     " * row in the block, J the group (tile columns 32 J + 8 jj + 2 (lane % 4) + e). Both rows'\n"
     " * random words first, then the math (kg_stage_pair), the rounding (kg_stage_words) and the\n"
     " * stores at (c / 64) * 8192 + r * 128 + (q ^ r % 8) * 16 (the map's 128-byte swizzle: the\n"
     " * eight rows of one store instruction land in eight different bank groups) */\n"
     "__device__ __forceinline__ void kg_stage_group(const kiln_args &p, const kg_epi &ep, long long bi, long long m0,\n"
-    "                                               long long n, const float *a, const float (&bv)[8], unsigned cs, int r0,\n"
-    "                                               int J, int lane) {\n"
+    "                                               long long n, kiln_w64 sc0, kiln_w64 sc1, const float *a,\n"
+    "                                               const float (&bv)[8], unsigned cs, int r0, int J, int lane) {\n"
     "  const long long M = (long long)p.w[2];\n"
     "  kiln_philox4 g[2] = {};\n"
-    "#pragma unroll\n"
-    "  for (int h = 0; h < 2; h++)\n"
-    "    if (SR && m0 + 8 * h < M) g[h] = kg_sr_group(p, bi, m0 + 8 * h, n);\n"
+    "  if (SR && m0 < M) g[0] = kg_philox_sr(p, sc0);\n"
+    "  if (SR && m0 + 8 < M) g[1] = kg_philox_sr(p, sc1);\n"
     "  float x[16];\n"
     "#pragma unroll\n"
     "  for (int h = 0; h < 2; h++)\n"
@@ -772,6 +812,7 @@ static const char kernel_src[] =
     "       * consumer's staging, one bulk store); else pair by pair from the registers */\n"
     "      const unsigned cs = cstage + (cw * CBUFS + stored % CBUFS) * CBUF_BYTES;\n"
     "      const kg_epi ep = kg_epi_of(p);\n"
+    "      const kiln_w64 sc0 = SR ? kg_sr_ctr(p, bi, m0, nb) : 0, sc1 = SR ? kg_sr_ctr(p, bi, m0 + 8, nb) : 0;\n"
     "      if constexpr (TMA_STORE) {\n"
     "        if (leader) kg_bulk_wait_read<CBUFS - 1>();\n"
     "        kg_sync(2 + cw, 128);\n"
@@ -802,7 +843,7 @@ static const char kernel_src[] =
     "            const int J = i0 / 16 + gi;\n"
     "            float bv[8] = {};\n"
     "            if constexpr (HAS_BIAS) kg_bias_group_staged(p, ep, nb + 32 * J, bv);\n"
-    "            kg_stage_group(p, ep, bi, m0, nb + 32 * J, v + 16 * gi, bv, cs, r0, J, lane);\n"
+    "            kg_stage_group(p, ep, bi, m0, nb + 32 * J, sc0 + 4 * J, sc1 + 4 * J, v + 16 * gi, bv, cs, r0, J, lane);\n"
     "          }\n"
     "          continue;\n"
     "        }\n"
@@ -868,6 +909,8 @@ static const char kernel_src[] =
     "         * random words come before the group's math and stores */\n"
     "        float bv[8] = {};\n"
     "        if constexpr (HAS_BIAS && SR && !BIAS_SMEM) kg_bias_group_staged(p, ep, nb, bv);\n"
+    "        const long long mr = m0 + (PP ? rb : cw) * 64;\n"
+    "        const kiln_w64 sc0 = SR ? kg_sr_ctr(p, bi, mr, nb) : 0, sc1 = SR ? kg_sr_ctr(p, bi, mr + 8, nb) : 0;\n"
     "#pragma unroll EPI_UNROLL\n"
     "        for (int J = 0; J < BN / 32; J++) {\n"
     "          float bnext[8] = {};\n"
@@ -878,8 +921,8 @@ static const char kernel_src[] =
     "          } else if constexpr (HAS_BIAS) {\n"
     "            kg_bias_group_staged(p, ep, nb + 32 * J, bv);\n"
     "          }\n"
-    "          kg_stage_group(p, ep, bi, m0 + (PP ? rb : cw) * 64, nb + 32 * J, a, bv, cs + rb * (BN / 64) * 8192, r0, J,\n"
-    "                         lane);\n"
+    "          kg_stage_group(p, ep, bi, mr, nb + 32 * J, sc0 + 4 * J, sc1 + 4 * J, a, bv, cs + rb * (BN / 64) * 8192, r0,\n"
+    "                         J, lane);\n"
     "#pragma unroll\n"
     "          for (int i = 0; i < NACC - 16; i++) a[i] = a[i + 16];\n"
     "#pragma unroll\n"
@@ -1180,6 +1223,20 @@ static int c_is_tma_target(const kiln_gemm_desc *d, const kiln_gemm_batches *bt)
     return 1;
 }
 
+void kiln__cuda_gemm_wgmma_sr_words(uint64_t *w)
+{
+    /* kiln_philox4x32_10 with key w[0] and the counter's high word w[1] (the stream): round 0
+     * multiplies the stream's low word by 0xCD9E8D57 whatever the counter's low word is, so its
+     * product's high half ^ k0 (low half of 39), its low half (high half of 39) and the stream's
+     * high word ^ k1 (40) are the launch's; the keys of rounds 1..9 are 30..38 */
+    const uint32_t k0 = (uint32_t)w[0], k1 = (uint32_t)(w[0] >> 32);
+    const uint64_t p1 = (uint64_t)0xCD9E8D57u * (uint32_t)w[1];
+    w[39] = (uint64_t)((uint32_t)(p1 >> 32) ^ k0) | ((uint64_t)(uint32_t)p1 << 32);
+    w[40] = (uint64_t)((uint32_t)(w[1] >> 32) ^ k1);
+    for (uint32_t r = 1; r < 10; r++)
+        w[29 + r] = (uint64_t)(k0 + r * 0x9E3779B9u) | ((uint64_t)(k1 + r * 0xBB67AE85u) << 32);
+}
+
 void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int sm_count, uint64_t seed,
                                    const kiln_gemm_wgmma_opts *opts, kiln_gemm_wgmma_launch *l)
 {
@@ -1229,6 +1286,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     int64_t tm = (d->M + BM - 1) / BM, tn = (d->N + c->bn - 1) / c->bn;
     uint64_t *w = l->w;
     kiln__cuda_gemm_words(d, seed, nb, w);
+    kiln__cuda_gemm_wgmma_sr_words(w);
     w[19] = (uint64_t)tm;
     w[20] = (uint64_t)tn;
     w[21] = d->relu != 0;
@@ -1413,7 +1471,7 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     if (r == KILN_OK) r = encode_map(ctx, &args.tb, d->dtype, &l.map[1], "B");
     if (r == KILN_OK && c->tma_store) r = encode_map(ctx, &args.tc, d->dtype, &l.map[2], "C");
     /* a tag ("GKWG") and this kernel's version first */
-    const int32_t sig[16] = {0x47574b47,   8,           (int32_t)c->dtype, c->a_kmajor, c->b_kmajor, c->bias,
+    const int32_t sig[16] = {0x47574b47,   9,           (int32_t)c->dtype, c->a_kmajor, c->b_kmajor, c->bias,
                              c->beta,      c->sr,       c->c_pair,         c->bn,       c->tma_store, c->pingpong,
                              c->sr_unroll, c->cbufs,    c->cluster,        c->slice_sum};
     CUfunction fn;
