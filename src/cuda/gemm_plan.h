@@ -41,9 +41,6 @@ typedef struct kiln_gemm_wgmma_cfg {
     int slice_sum; /* split-K: every block of a tile sums a slice of it from the partials in the
                     * workspace, all blocks resident together (a cooperative launch; the rule's
                     * choice where every work item fits the first wave, KILN_WGMMA_SPLIT_SUM=slices) */
-    int sr_words;  /* stochastic rounding's Philox words computed by the producer warpgroup into the
-                    * C staging, which also issues the TMA stores (unsplit, staged, coop tiles;
-                    * KILN_WGMMA_SR_WORDS=consumer turns it off) */
 } kiln_gemm_wgmma_cfg;
 
 /* 1 when the wgmma kernel takes d on ctx's device: compute capability 9.0 with the tensor-
@@ -94,8 +91,6 @@ typedef struct kiln_gemm_wgmma_opts {
     int cbufs;     /* C staging buffers per consumer, 1 or 2 (0 = the rule's) */
     int split_sum; /* 0 = the rule's, 1 = a cluster where it applies, 2 = the workspace (the last
                     * block sums), 3 = slices where they apply (the rule's choice there) */
-    int sr_words;   /* 0 = the rule's, 1 = Philox in the consumers, 2 = from the producer warpgroup where
-                     * it applies (the rule's choice) */
     int no_cluster; /* the device cannot launch clusters: split sums go through the workspace */
     int no_coop;    /* no cooperative launches (the driver refused one): no slice sums */
 } kiln_gemm_wgmma_opts;

@@ -100,19 +100,11 @@ static const char kernel_src[] =
     "static_assert(STAGE_BYTES % 1024 == 0, \"stages stay 1024-byte aligned (128-byte swizzle atoms)\");\n"
     "/* BIAS_SMEM (a bias, both consumers on one tile): each tile's BN bias values, loaded by one\n"
     " * consumer thread each at the item's start (under the mainloop's waits) and converted to f32\n"
-    " * once, go to shared memory for the epilogue (one buffer: a barrier before it is written\n"
-    " * keeps it from being overwritten while the other consumer still reads the last tile's, one\n"
-    " * after makes the writes seen; 1 KiB instead of two lets the 256-wide K=128 update tiles keep\n"
-    " * two C staging buffers with a bias). Per-column loads from the\n"
+    " * once, go to shared memory for the epilogue (two buffers, alternating by item: one barrier\n"
+    " * a tile keeps a buffer from being written while it is read). Per-column loads from the\n"
     " * epilogue cost the K=128 updates 35-56 % (a load, a clamp and two conversions per pair, and\n"
     " * their latency in every group); ping-pong and split tiles keep them */\n"
     "constexpr bool BIAS_SMEM = HAS_BIAS && !PP;\n"
-    "/* SRW (stochastic rounding, TMA stores, both consumers on one unsplit tile): the producer\n"
-    " * warpgroup's warps 1-3, idle beside the one thread that issues the loads, write each tile's\n"
-    " * Philox words into the C staging buffer it will be staged in (kg_sr_fill: a pair's word where\n"
-    " * the pair will go, 16 bits an element = the staging's size), a tile ahead of the consumers,\n"
-    " * and issue the tile's TMA stores once the consumers have staged it (kg_sr_store); the\n"
-    " * consumers read one word a pair instead of running Philox (~6 instructions an element) */\n"
     "\n"
     "/* the kernel's one argument: the two tensor maps (cuTensorMapEncodeTiled's 128 opaque bytes)\n"
     " * and the argument words (kiln__cuda_gemm_wgmma): 0 seed, 1 SR stream, 2-4 M N K, 5-8 A B C\n"
@@ -502,29 +494,13 @@ static const char kernel_src[] =
     " * random words first, then the math (kg_stage_pair), the rounding (kg_stage_words) and the\n"
     " * stores at (c / 64) * 8192 + r * 128 + (q ^ r % 8) * 16 (the map's 128-byte swizzle: the\n"
     " * eight rows of one store instruction land in eight different bank groups) */\n"
-    "template <bool WORDS>\n"
     "__device__ __forceinline__ void kg_stage_group(const kiln_args &p, const kg_epi &ep, long long bi, long long m0,\n"
     "                                               long long n, kiln_w64 sc0, kiln_w64 sc1, const float *a,\n"
     "                                               const float (&bv)[8], unsigned cs, int r0, int J, int lane) {\n"
     "  const long long M = (long long)p.w[2];\n"
-    "  unsigned addr[8]; /* of word 4 h + jj: row r0 + 8 h, column 32 J + 8 jj + 2 (lane % 4) */\n"
-    "#pragma unroll\n"
-    "  for (int h = 0; h < 2; h++) {\n"
-    "    const int r = r0 + 8 * h;\n"
-    "#pragma unroll\n"
-    "    for (int jj = 0; jj < 4; jj++) {\n"
-    "      const int c = 32 * J + 8 * jj + 2 * (lane & 3), q = (c & 63) >> 3;\n"
-    "      addr[4 * h + jj] = cs + (c >> 6) * 8192 + r * 128 + ((q ^ (r & 7)) << 4) + (c & 7) * 2;\n"
-    "    }\n"
-    "  }\n"
     "  kiln_philox4 g[2] = {};\n"
-    "  if constexpr (SR && WORDS) { /* the word threads' (kg_sr_fill), where the pair goes */\n"
-    "#pragma unroll\n"
-    "    for (int i = 0; i < 8; i++) g[i >> 2].v[i & 3] = kg_ld_shared(addr[i]);\n"
-    "  } else {\n"
-    "    if (SR && m0 < M) g[0] = kg_philox_sr(p, sc0);\n"
-    "    if (SR && m0 + 8 < M) g[1] = kg_philox_sr(p, sc1);\n"
-    "  }\n"
+    "  if (SR && m0 < M) g[0] = kg_philox_sr(p, sc0);\n"
+    "  if (SR && m0 + 8 < M) g[1] = kg_philox_sr(p, sc1);\n"
     "  float x[16];\n"
     "#pragma unroll\n"
     "  for (int h = 0; h < 2; h++)\n"
@@ -535,7 +511,14 @@ static const char kernel_src[] =
     "  unsigned w[8];\n"
     "  kg_stage_words(x, g, w);\n"
     "#pragma unroll\n"
-    "  for (int i = 0; i < 8; i++) kg_st_shared(addr[i], w[i]);\n"
+    "  for (int h = 0; h < 2; h++) {\n"
+    "    const int r = r0 + 8 * h;\n"
+    "#pragma unroll\n"
+    "    for (int jj = 0; jj < 4; jj++) {\n"
+    "      const int c = 32 * J + 8 * jj + 2 * (lane & 3), q = (c & 63) >> 3;\n"
+    "      kg_st_shared(cs + (c >> 6) * 8192 + r * 128 + ((q ^ (r & 7)) << 4) + (c & 7) * 2, w[4 * h + jj]);\n"
+    "    }\n"
+    "  }\n"
     "}\n"
     "/* The same group straight from the registers to C, pair by pair (the checked form of\n"
     " * kg_out_pair: any C, ragged edges) */\n"
@@ -568,45 +551,6 @@ static const char kernel_src[] =
     "  *tn = (pid % per_group) / gsize;\n"
     "}\n"
     "\n"
-    "/* SRW: the Philox words of tile (bi, tm, tn) into the staging buffer at cs0 (consumer 0's\n"
-    " * rows; consumer 1's buffer is CBUFS buffers on) by word thread rt < 96: lane 4 (row % 8) + t\n"
-    " * of a warp computes the call of (row, group J, t) for each J and stores its word jj where the\n"
-    " * pair at column 32 J + 8 jj + 2 t of that row will be staged (kg_stage_group's address: the\n"
-    " * eight rows of one store in eight bank groups). Rows and columns past C are filled too\n"
-    " * (their pairs are clipped by the store). */\n"
-    "__device__ __forceinline__ void kg_sr_fill(const kiln_args &p, long long bi, int tm, int tn, unsigned cs0, int rt) {\n"
-    "  const int lane = rt & 31, t = lane & 3;\n"
-    "  for (int rb = rt >> 5; rb < BM / 8; rb += 3) { /* warp w: the rows' blocks of 8 from w, 3 apart */\n"
-    "    const int r = rb * 8 + (lane >> 2), hr = r & 63, x = hr & 7;\n"
-    "    /* the row in its consumer's buffer, this lane's pair within a 16-byte chunk */\n"
-    "    const unsigned row = cs0 + (unsigned)(r >> 6) * (CBUFS * CBUF_BYTES) + (unsigned)(hr * 128 + 4 * t);\n"
-    "    const kiln_w64 ctr = kg_sr_ctr(p, bi, (long long)tm * BM + r, (long long)tn * BN + 2 * t);\n"
-    "#pragma unroll 1\n"
-    "    for (int J = 0; J < BN / 32; J++) { /* pair jj at column 32 J + 8 jj + 2 t: 64-wide box J / 2,\n"
-    "                                          * chunk (4 J + jj) % 8 swizzled by the row */\n"
-    "      const kiln_philox4 g = kg_philox_sr(p, ctr + 4u * (unsigned)J);\n"
-    "      const unsigned box = row + (unsigned)(J >> 1) * 8192u;\n"
-    "#pragma unroll\n"
-    "      for (int jj = 0; jj < 4; jj++) kg_st_shared(box + ((unsigned)(((4 * J + jj) & 7) ^ x) << 4), g.v[jj]);\n"
-    "    }\n"
-    "  }\n"
-    "}\n"
-    "/* SRW: the TMA stores of staged tile s (work item `item`) from buffer s % CBUFS of both\n"
-    " * consumers, once they have staged it, as one bulk group of the calling thread */\n"
-    "__device__ __forceinline__ void kg_sr_store(const kiln_args &p, unsigned cstage, unsigned staged0, unsigned s,\n"
-    "                                            long long item) {\n"
-    "  kg_bar_wait(staged0 + 8 * (s % CBUFS), (s / CBUFS) & 1);\n"
-    "  long long bi;\n"
-    "  int tm, tn;\n"
-    "  kg_item(item, (int)p.w[19], (int)p.w[20], &bi, &tm, &tn);\n"
-    "#pragma unroll\n"
-    "  for (int cw = 0; cw < 2; cw++)\n"
-    "#pragma unroll\n"
-    "    for (int b = 0; b < BN / 64; b++)\n"
-    "      kg_tma_store(&p.tc, cstage + (cw * CBUFS + s % CBUFS) * CBUF_BYTES + b * 8192, tn * BN + 64 * b,\n"
-    "                   tm * BM + cw * 64, (int)bi);\n"
-    "  kg_bulk_commit();\n"
-    "}\n"
     "extern \"C\" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid_constant__ kiln_args p) {\n"
     "  extern __shared__ unsigned char kg_dyn[];\n"
     "  /* stages from the first 1024-byte boundary (the swizzle pattern repeats every 1024 bytes\n"
@@ -626,10 +570,7 @@ static const char kernel_src[] =
     "  /* split-K through the workspace: 1 when this block arrived last at the tile's counter (a\n"
     "   * word of the dynamic shared memory, like every other per-block value here) */\n"
     "  const unsigned last_flag = cl_read + 8;\n"
-    "  /* SRW: srw_full0 + 8 b completes when the words of the tile staged in buffer b are there (the\n"
-    "   * 96 word threads arrive), srw_staged0 + 8 b when its values are (the 256 consumer threads) */\n"
-    "  const unsigned srw_full0 = last_flag + 8, srw_staged0 = srw_full0 + 16;\n"
-    "  const unsigned bias_smem = (srw_staged0 + 16 + 15) & ~15u; /* BIAS_SMEM: BN f32 */\n"
+    "  const unsigned bias_smem = (last_flag + 8 + 15) & ~15u; /* BIAS_SMEM: 2 x BN f32 */\n"
     "  const int tid = (int)threadIdx.x, wg = tid >> 7;\n"
     "  if (tid == 0) {\n"
     "    kg_prefetch_map(&p.ta);\n"
@@ -642,12 +583,6 @@ static const char kernel_src[] =
     "    if (PP) {\n"
     "      kg_bar_init(turn0, 1);\n"
     "      kg_bar_init(turn0 + 8, 1);\n"
-    "    }\n"
-    "    if (SRW) {\n"
-    "      for (int b = 0; b < CBUFS; b++) {\n"
-    "        kg_bar_init(srw_full0 + 8 * b, 96);\n"
-    "        kg_bar_init(srw_staged0 + 8 * b, 256);\n"
-    "      }\n"
     "    }\n"
     "    if (CLUSTER) { /* one arrival per block of the cluster (= the splits) */\n"
     "      kg_bar_init(cl_ready, (unsigned)p.w[26]);\n"
@@ -695,35 +630,6 @@ static const char kernel_src[] =
     "            for (int c = 0; c < BN / 64; c++) kg_tma(sb + c * CHUNK, &p.tb, n0 + 64 * c, k0, bb, full);\n"
     "          }\n"
     "        }\n"
-    "      }\n"
-    "    } else if (SRW && tid >= 32) {\n"
-    "      /* the words of tile t into staging buffer t % CBUFS once the store of tile t - CBUFS has\n"
-    "       * read it; thread 32 issues the stores (the thread that commits a bulk group is the one\n"
-    "       * that can wait for it): tile t - 1's after tile t's words, so with two buffers the words\n"
-    "       * run a tile ahead of the consumers and each store leaves as soon as its tile is staged */\n"
-    "      const int rt = tid - 32;\n"
-    "      long long next = blockIdx.x; /* the item of the next store */\n"
-    "      unsigned t = 0, issued = 0;\n"
-    "      for (long long item = blockIdx.x; item < items; item += gridDim.x, t++) {\n"
-    "        if (rt == 0) {\n"
-    "          for (; issued + CBUFS <= t; issued++, next += gridDim.x) kg_sr_store(p, cstage, srw_staged0, issued, next);\n"
-    "          kg_bulk_wait_read<0>();\n"
-    "        }\n"
-    "        kg_sync(4, 96);\n"
-    "        long long bi;\n"
-    "        int tm, tn;\n"
-    "        kg_item(item, tiles_m, tiles_n, &bi, &tm, &tn);\n"
-    "        kg_sr_fill(p, bi, tm, tn, cstage + (t % CBUFS) * CBUF_BYTES, rt);\n"
-    "        kg_bar_arrive(srw_full0 + 8 * (t % CBUFS));\n"
-    "        if (rt == 0 && issued + 1 == t) {\n"
-    "          kg_sr_store(p, cstage, srw_staged0, issued, next);\n"
-    "          issued++;\n"
-    "          next += gridDim.x;\n"
-    "        }\n"
-    "      }\n"
-    "      if (rt == 0) {\n"
-    "        for (; issued < t; issued++, next += gridDim.x) kg_sr_store(p, cstage, srw_staged0, issued, next);\n"
-    "        kg_bulk_wait_read<0>();\n"
     "      }\n"
     "    }\n"
     "    return;\n"
@@ -938,8 +844,7 @@ static const char kernel_src[] =
     "            const int J = i0 / 16 + gi;\n"
     "            float bv[8] = {};\n"
     "            if constexpr (HAS_BIAS) kg_bias_group_staged(p, ep, nb + 32 * J, bv);\n"
-    "            kg_stage_group<false>(p, ep, bi, m0, nb + 32 * J, sc0 + 4 * J, sc1 + 4 * J, v + 16 * gi, bv, cs, r0, J,\n"
-    "                                  lane);\n"
+    "            kg_stage_group(p, ep, bi, m0, nb + 32 * J, sc0 + 4 * J, sc1 + 4 * J, v + 16 * gi, bv, cs, r0, J, lane);\n"
     "          }\n"
     "          continue;\n"
     "        }\n"
@@ -973,9 +878,8 @@ static const char kernel_src[] =
     "     * with bias and stochastic rounding was ~9000 instructions run once per tile, and the\n"
     "     * instruction fetch, not the math, set the epilogue's time) */\n"
     "    const long long nb = (long long)tn * BN + 2 * (lane & 3);\n"
-    "    const unsigned bsm = bias_smem;\n"
+    "    const unsigned bsm = bias_smem + (unsigned)(local & 1) * (BN * 4);\n"
     "    if constexpr (BIAS_SMEM) {\n"
-    "      kg_sync(1, 256); /* both consumers are through the last tile's bias */\n"
     "      if (ct < BN) kg_st_shared_f32(bsm + (unsigned)ct * 4u, bias_mine);\n"
     "      kg_sync(1, 256);\n"
     "    }\n"
@@ -995,12 +899,8 @@ static const char kernel_src[] =
     "       * M and N */\n"
     "      const unsigned cs = cstage + (cw * CBUFS + stored % CBUFS) * CBUF_BYTES;\n"
     "      const kg_epi ep = kg_epi_of(p);\n"
-    "      if constexpr (SRW) { /* the buffer holds this tile's words (the last store has read it) */\n"
-    "        kg_bar_wait(srw_full0 + 8 * (stored % CBUFS), (stored / CBUFS) & 1);\n"
-    "      } else {\n"
-    "        if (leader) kg_bulk_wait_read<CBUFS - 1>();\n"
-    "        kg_sync(2 + cw, 128);\n"
-    "      }\n"
+    "      if (leader) kg_bulk_wait_read<CBUFS - 1>();\n"
+    "      kg_sync(2 + cw, 128);\n"
     "#pragma unroll\n"
     "      for (int rb = 0; rb < RB; rb++) {\n"
     "        float *a = acc + rb * NACC;\n"
@@ -1022,8 +922,8 @@ static const char kernel_src[] =
     "          } else if constexpr (HAS_BIAS) {\n"
     "            kg_bias_group_staged(p, ep, nb + 32 * J, bv);\n"
     "          }\n"
-    "          kg_stage_group<SRW>(p, ep, bi, mr, nb + 32 * J, sc0 + 4 * J, sc1 + 4 * J, a, bv, cs + rb * (BN / 64) * 8192,\n"
-    "                              r0, J, lane);\n"
+    "          kg_stage_group(p, ep, bi, mr, nb + 32 * J, sc0 + 4 * J, sc1 + 4 * J, a, bv, cs + rb * (BN / 64) * 8192, r0,\n"
+    "                         J, lane);\n"
     "#pragma unroll\n"
     "          for (int i = 0; i < NACC - 16; i++) a[i] = a[i + 16];\n"
     "#pragma unroll\n"
@@ -1031,12 +931,8 @@ static const char kernel_src[] =
     "        }\n"
     "      }\n"
     "      kg_fence_async_smem();\n"
-    "      if constexpr (SRW) { /* staged: the word threads store it */\n"
-    "        kg_bar_arrive(srw_staged0 + 8 * (stored % CBUFS));\n"
-    "      } else {\n"
-    "        kg_sync(2 + cw, 128);\n"
-    "      }\n"
-    "      if (!SRW && leader) {\n"
+    "      kg_sync(2 + cw, 128);\n"
+    "      if (leader) {\n"
     "#pragma unroll\n"
     "        for (int rb = 0; rb < RB; rb++)\n"
     "#pragma unroll\n"
@@ -1090,7 +986,7 @@ static int cstage_for(const kiln_gemm_wgmma_cfg *c)
 
 /* Bytes of the staged bias (a bias, not ping-pong: two buffers of bn f32 and their 16-byte
  * alignment after the barriers). */
-static int bias_smem_for(const kiln_gemm_wgmma_cfg *c) { return c->bias && !c->pingpong ? c->bn * 4 + 16 : 0; }
+static int bias_smem_for(const kiln_gemm_wgmma_cfg *c) { return c->bias && !c->pingpong ? 2 * c->bn * 4 + 16 : 0; }
 
 /* Stages that fit beside the staging of C and the bias, at most 7 (a cluster-summed split's
  * partial takes the ring over after the mainloop: 64 KiB, two stages of 128-wide tiles). */
@@ -1105,9 +1001,8 @@ static unsigned smem_for(const kiln_gemm_wgmma_cfg *c)
 {
     int s = stages_for(c);
     /* full and empty barriers per stage, the two turn barriers (ping-pong), the two cluster
-     * barriers, the split-K last flag (8 bytes), the four barriers of the words (SRW), the
-     * staged bias */
-    return (unsigned)(1024 + s * (BM + c->bn) * ROW_BYTES + cstage_for(c) + 16 * s + 72 + bias_smem_for(c));
+     * barriers, the split-K last flag (8 bytes), the staged bias */
+    return (unsigned)(1024 + s * (BM + c->bn) * ROW_BYTES + cstage_for(c) + 16 * s + 40 + bias_smem_for(c));
 }
 
 void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
@@ -1121,9 +1016,9 @@ void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
                       tf32, bf16, tf32 ? 4 : 2, c->a_kmajor, c->b_kmajor, c->bn, stages_for(c));
     kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, SR = %d, C_PAIR = %d, TMA_STORE = %d, PP = %d;\n",
                       c->bias, c->beta, c->sr, c->c_pair, c->tma_store, c->pingpong);
-    kiln__sbuf_printf(b, "constexpr int SR_UNROLL = %d, CBUFS = %d, CLUSTER = %d, SLICE_SUM = %d, SRW = %d;\n",
+    kiln__sbuf_printf(b, "constexpr int SR_UNROLL = %d, CBUFS = %d, CLUSTER = %d, SLICE_SUM = %d;\n",
                       c->sr_unroll > 1 ? c->sr_unroll : 1, c->cbufs > 1 ? 2 : 1, c->cluster ? 1 : 0,
-                      c->slice_sum ? 1 : 0, c->sr_words ? 1 : 0);
+                      c->slice_sum ? 1 : 0);
     /* the dtype's conversions and the paired store of two neighbours of C */
     if (tf32) {
         kiln__sbuf_puts(b, "__device__ __forceinline__ float kg_f32(ST h) { return h; }\n"
@@ -1437,11 +1332,6 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     } else {
         c->cbufs = 1;
     }
-    /* Stochastic rounding's words from the producer warpgroup (SRW in the kernel) where the
-     * consumers stage every tile of the launch: TMA stores, both consumers on one tile, no
-     * split (whose last block, known only at run time, stages alone). KILN_WGMMA_SR_WORDS=
-     * consumer keeps Philox in the consumers. */
-    c->sr_words = c->sr && c->tma_store && !c->pingpong && splits == 1 && !(opts && opts->sr_words == 1);
     w[26] = (uint64_t)splits;
     w[27] = (uint64_t)kper;
     l->tiles = nb * tm * tn;
@@ -1519,16 +1409,6 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
                               e);
         o->cbufs = atoi(e);
     }
-    e = getenv("KILN_WGMMA_SR_WORDS");
-    if (e && e[0]) {
-        if (strcmp(e, "producer") == 0)
-            o->sr_words = 2;
-        else if (strcmp(e, "consumer") == 0)
-            o->sr_words = 1;
-        else
-            return KILN_ERROR(ctx, KILN_ERR_ARG,
-                              "kiln_dot: environment variable KILN_WGMMA_SR_WORDS='%s' is not producer or consumer", e);
-    }
     e = getenv("KILN_WGMMA_SPLIT_SUM");
     if (e && e[0]) {
         if (strcmp(e, "cluster") == 0)
@@ -1592,12 +1472,12 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     if (r == KILN_OK) r = encode_map(ctx, &args.tb, d->dtype, &l.map[1], "B");
     if (r == KILN_OK && c->tma_store) r = encode_map(ctx, &args.tc, d->dtype, &l.map[2], "C");
     /* a tag ("GKWG") and this kernel's version first */
-    const int32_t sig[17] = {0x47574b47,   10,          (int32_t)c->dtype, c->a_kmajor, c->b_kmajor,  c->bias,
+    const int32_t sig[16] = {0x47574b47,   9,           (int32_t)c->dtype, c->a_kmajor, c->b_kmajor, c->bias,
                              c->beta,      c->sr,       c->c_pair,         c->bn,       c->tma_store, c->pingpong,
-                             c->sr_unroll, c->cbufs,    c->cluster,        c->slice_sum, c->sr_words};
+                             c->sr_unroll, c->cbufs,    c->cluster,        c->slice_sum};
     CUfunction fn;
     int refused = 0;
-    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 17, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
+    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 16, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
     if (r == KILN_OK && (l.cluster || l.cooperative))
         r = kiln__cuda_launch_ex(ctx, fn, l.grid, l.threads, l.smem, l.cluster, l.cooperative, &args, &refused);
     else if (r == KILN_OK)
