@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Installs what `make test` needs and is missing: cmake and a C compiler, and OpenBLAS's
+# Installs what `make test` needs and is missing: cmake, a C compiler, a C++ compiler (the GPU
+# kernels' host emulator compiles their generated sources), and OpenBLAS's
 # CBLAS headers (optional: without them kiln builds its own blocked GEMM). Debian packages
 # through apt-get, only when run as root; otherwise it says what is missing and goes on.
 set -u
 need=()
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v cc >/dev/null 2>&1 || need+=(gcc)
+command -v c++ >/dev/null 2>&1 || need+=(g++) # tests/test_gemm_emu.c compiles the GEMM kernels' sources
 command -v make >/dev/null 2>&1 || need+=(make)
 have_openblas=0
 for f in /usr/lib/libopenblas.so /usr/lib/*/libopenblas.so /usr/lib64/libopenblas.so; do

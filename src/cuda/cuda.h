@@ -13,6 +13,8 @@
 #include <nvrtc.h>
 
 #include "backend.h"
+#include "cuda/gemm_plan.h" /* KILN_CUDA_COUNTERS */
+#include "cuda/source.h"
 #include "cuda/cuda_hooks.h"
 
 /* ---- checking ------------------------------------------------------------------------- */
@@ -76,7 +78,6 @@ typedef struct kiln_cuda_driver {
                                      CUtensorMapFloatOOBfill);
 } kiln_cuda_driver;
 
-#define KILN_CUDA_COUNTERS 4096
 
 /* The cuBLASLt plan cache (gemm.c): a GEMM's problem key -> its matmul/layout descriptors
  * and the heuristic's algorithm, so that a repeated shape skips creating descriptors and
@@ -125,31 +126,9 @@ typedef struct kiln_cuda_state {
 
 static inline kiln_cuda_state *kiln__cuda_state(const kiln_ctx *ctx) { return (kiln_cuda_state *)ctx->backend_state; }
 
-/* Whether backend address p is a multiple of n bytes (vector loads, TMA, paired stores). */
-static inline int kiln__cuda_aligned(const void *p, size_t n) { return ((uintptr_t)p % n) == 0; }
 
 /* Makes the context's device current on the calling thread. */
 kiln_status kiln__cuda_enter(kiln_ctx *ctx);
-
-/* ---- source buffer -------------------------------------------------------------------- */
-
-typedef struct kiln_sbuf {
-    char *p;
-    size_t len, cap;
-    int oom;   /* set when a malloc failed; the text is then incomplete */
-} kiln_sbuf;
-
-void kiln__sbuf_printf(kiln_sbuf *b, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-void kiln__sbuf_puts(kiln_sbuf *b, const char *s);
-void kiln__sbuf_free(kiln_sbuf *b);
-
-/* The shared prelude of every generated source: numeric.h (Philox, conversions, SR), the
- * dtype load/store helpers and the block reductions. Appended to b. */
-void kiln__cuda_prelude(kiln_sbuf *b);
 
 /* FNV-1a over n bytes, continuing from h (KILN_FNV_INIT to start): the hash of kernel
  * signatures and cache entries. */

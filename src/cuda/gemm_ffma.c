@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda/gemm_own.h"
+#include "cuda/gemm_plan.h"
 
 #define TILE    128
 #define THREADS 256
@@ -326,64 +326,3 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_ffma_sou
 
 char *kiln__cuda_gemm_ffma_source_text(const kiln_gemm_ffma_cfg *cfg) { return kiln__cuda_gemm_text(gen_source, cfg); }
 
-/* The overrides from the environment, read at every call (benchmarks sweep them):
- * KILN_FFMA_BK=8|16, KILN_FFMA_MINB=1|2, KILN_FFMA_WARPS=2x16|4x8. A value that is none of
- * these is an error naming the variable. */
-static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_ffma_opts *o)
-{
-    memset(o, 0, sizeof *o);
-    const char *e = getenv("KILN_FFMA_BK");
-    if (e && e[0]) {
-        if (strcmp(e, "8") != 0 && strcmp(e, "16") != 0)
-            return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_FFMA_BK='%s' is not 8 or 16", e);
-        o->bk = atoi(e);
-    }
-    e = getenv("KILN_FFMA_MINB");
-    if (e && e[0]) {
-        if (strcmp(e, "1") != 0 && strcmp(e, "2") != 0)
-            return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_FFMA_MINB='%s' is not 1 or 2", e);
-        o->minb = atoi(e);
-    }
-    e = getenv("KILN_FFMA_WARPS");
-    if (e && e[0]) {
-        if (strcmp(e, "2x16") == 0)
-            o->warps = 1;
-        else if (strcmp(e, "4x8") == 0)
-            o->warps = 2;
-        else
-            return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_FFMA_WARPS='%s' is not 2x16 or 4x8",
-                              e);
-    }
-    return KILN_OK;
-}
-
-kiln_status kiln__cuda_gemm_ffma(kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt)
-{
-    kiln_cuda_state *st = kiln__cuda_state(ctx);
-    kiln_gemm_ffma_opts o;
-    kiln_status r = read_opts(ctx, &o);
-    if (r != KILN_OK) return r;
-    kiln_gemm_ffma_launch l;
-    kiln__cuda_gemm_ffma_prepare(d, bt, st->sm_count, &o, &l);
-    /* the workspace is stream-ordered (see kiln__cuda_gemm_wgmma); without it or the
-     * counters (the memory cap, the device full) the GEMM runs unsplit */
-    kiln_block *ws = NULL;
-    if (l.ws_bytes &&
-        (kiln__cuda_gemm_counters(ctx) != KILN_OK || kiln__mem_alloc(ctx, l.ws_bytes, __FILE__, __LINE__, &ws) != KILN_OK)) {
-        ws = NULL;
-        kiln__cuda_gemm_ffma_prepare(d, bt, 0, &o, &l);
-    }
-    if (ws) {
-        l.w[KILN_GEMM_FFMA_W_WS] = (uint64_t)(uintptr_t)ws->ptr;
-        l.w[KILN_GEMM_FFMA_W_COUNTERS] = (uint64_t)(uintptr_t)st->gemm_counters;
-    }
-    const kiln_gemm_ffma_cfg *c = &l.cfg;
-    /* a tag ("GKFF") and this kernel's version first */
-    const int32_t sig[13] = {0x46464b47, 3,        c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec, c->bias,
-                             c->beta,    c->c_vec, c->split,    c->bk,    c->minb,     c->warps};
-    CUfunction fn;
-    r = kiln__cuda_gemm_kernel(ctx, sig, 13, gen_source, c, "kiln_gemm_ffma", 0, &fn);
-    if (r == KILN_OK) r = kiln__cuda_launch(ctx, fn, l.gx, l.gy, l.threads, 1, 0, l.w, l.nw);
-    kiln__mem_free(ctx, ws);
-    return r;
-}

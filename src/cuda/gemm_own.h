@@ -17,20 +17,6 @@
 #include "cuda/cuda.h"
 #include "cuda/gemm_plan.h"
 
-/* Words of the tiled kernels (mma.sync, FFMA): 0..18 (kiln__cuda_gemm_words), 19-20 tiles
- * along M and N, 21 ReLU, 22 merged batch axes, 23 + 4 i batch axis i (size, strides of A,
- * B, C); the grid: tiles along x, batches along y (at most 65535, the kernels loop). */
-void kiln__cuda_gemm_tile_words(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, uint64_t seed, int64_t tm,
-                                int64_t tn, uint64_t *w, unsigned *gx, unsigned *gy);
-/* CUDA C of the device helpers they share: KG_TILE_ARGS (the words as named constants),
- * kg_tile (grouped tile order), kg_batch (batch offsets from the words); needs kiln_w64
- * (the prelude) and, for KG_TILE_ARGS, the kernel's element type ST. */
-extern const char kiln__cuda_gemm_tile_src[];
-/* The text of the source gen(cfg) writes, malloc'd; NULL on no memory (for tests). */
-char *kiln__cuda_gemm_text(void (*gen)(const void *, kiln_sbuf *), const void *cfg);
-/* Words 0..18 of a GEMM kernel's argument array (layout in gemm.c). */
-void kiln__cuda_gemm_words(const kiln_gemm_desc *d, uint64_t seed, int64_t nbatch, uint64_t *w);
-
 /* The function `name` of an own GEMM kernel whose source depends only on its structure:
  * sig (n words, a tag first so that no plan-kernel signature collides) through the fast
  * map, else gen(cfg) through the source-keyed cache; a kernel that needs more than 48 KiB
@@ -45,22 +31,16 @@ kiln_status kiln__cuda_gemm_counters(kiln_ctx *ctx);
 /* ---- mma.sync kernel (gemm_mma.c) ------------------------------------------------------- */
 
 /* (structure, launch, eligibility and preparation in gemm_plan.h) */
-/* Appends the CUDA C source of cfg's kernel ("kiln_gemm_mma") to b; b->oom on failure. */
-void kiln__cuda_gemm_mma_source(const kiln_gemm_mma_cfg *cfg, kiln_sbuf *b);
 /* Runs an eligible d on ctx's stream (kernel through the structural map and the cache). */
 kiln_status kiln__cuda_gemm_mma(kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt);
 
 /* ---- wgmma kernel (gemm_wgmma.c) -------------------------------------------------------- */
 
-/* Appends the CUDA C source of cfg's kernel ("kiln_gemm_wgmma") to b. */
-void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *cfg, kiln_sbuf *b);
 /* Runs an eligible d on ctx's stream. */
 kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt);
 
 /* ---- FFMA kernel (gemm_ffma.c; structure and launch in gemm_plan.h) --------------------- */
 
-/* Appends the CUDA C source of cfg's kernel ("kiln_gemm_ffma") to b. */
-void kiln__cuda_gemm_ffma_source(const kiln_gemm_ffma_cfg *cfg, kiln_sbuf *b);
 /* Runs an eligible d on ctx's stream. */
 kiln_status kiln__cuda_gemm_ffma(kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt);
 

@@ -12,7 +12,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cuda/source.h"
 #include "ops/dot.h"
+
+/* Whether backend address p is a multiple of n bytes (vector loads, TMA, paired stores). */
+static inline int kiln__cuda_aligned(const void *p, size_t n) { return ((uintptr_t)p % n) == 0; }
+
+/* The split-K arrival counters of a context (one int per tile of a launch, zero between
+ * launches): the most tiles a split launch may have. */
+#define KILN_CUDA_COUNTERS 4096
 
 /* The batch axes of a GEMM with the size-1 axes dropped and neighbours merged where A, B
  * and C all step through them as one (gemm.c). Strides in elements. */
@@ -23,6 +31,20 @@ typedef struct kiln_gemm_batches {
 } kiln_gemm_batches;
 
 void kiln__cuda_gemm_merge_batches(const kiln_gemm_desc *d, kiln_gemm_batches *bt);
+
+/* Words of the tiled kernels (mma.sync, FFMA): 0..18 (kiln__cuda_gemm_words), 19-20 tiles
+ * along M and N, 21 ReLU, 22 merged batch axes, 23 + 4 i batch axis i (size, strides of A,
+ * B, C); the grid: tiles along x, batches along y (at most 65535, the kernels loop). */
+void kiln__cuda_gemm_tile_words(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, uint64_t seed, int64_t tm,
+                                int64_t tn, uint64_t *w, unsigned *gx, unsigned *gy);
+/* CUDA C of the device helpers they share: KG_TILE_ARGS (the words as named constants),
+ * kg_tile (grouped tile order), kg_batch (batch offsets from the words); needs kiln_w64
+ * (the prelude) and, for KG_TILE_ARGS, the kernel's element type ST. */
+extern const char kiln__cuda_gemm_tile_src[];
+/* The text of the source gen(cfg) writes, malloc'd; NULL on no memory (for tests). */
+char *kiln__cuda_gemm_text(void (*gen)(const void *, kiln_sbuf *), const void *cfg);
+/* Words 0..18 of a GEMM kernel's argument array (layout in gemm_plan.c). */
+void kiln__cuda_gemm_words(const kiln_gemm_desc *d, uint64_t seed, int64_t nbatch, uint64_t *w);
 
 /* The structure of a wgmma kernel: dtype, which operands are K-major in shared memory (TMA
  * boxes along their unit-stride axis), the epilogue's costly options, the tile width. */
@@ -48,6 +70,9 @@ typedef struct kiln_gemm_wgmma_cfg {
  * addresses and 16-byte multiples for the other strides, at most one batch axis (after
  * merging) with non-negative 16-byte-multiple strides, sizes within int. */
 int kiln__cuda_gemm_wgmma_eligible(const kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt);
+/* The GEMM's part of that (everything but the device; gemm_wgmma.c, the rest in
+ * gemm_wgmma_launch.c). */
+int kiln__cuda_gemm_wgmma_shape_ok(const kiln_gemm_desc *d, const kiln_gemm_batches *bt);
 /* A tensor map as cuTensorMapEncodeTiled takes it (128-byte swizzle): dims
  * (inner, outer, batch) in elements, byte strides of the outer and batch axes, the box. */
 typedef struct kiln_gemm_tmap_desc {
@@ -105,6 +130,8 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
 /* Makes *l unsplit (no workspace to be had). */
 void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count);
 /* The CUDA C source of cfg's kernel ("kiln_gemm_wgmma"), malloc'd; NULL on no memory. */
+/* Appends the CUDA C source of cfg's kernel ("kiln_gemm_wgmma") to b; b->oom on failure. */
+void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *cfg, kiln_sbuf *b);
 char *kiln__cuda_gemm_wgmma_source_text(const kiln_gemm_wgmma_cfg *cfg);
 
 /* Words of the tiled kernels (the mma.sync and FFMA kernels): room for every batch rank. */
@@ -148,6 +175,8 @@ int kiln__cuda_gemm_mma_eligible(int cc_major, const kiln_gemm_desc *d);
 void kiln__cuda_gemm_mma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, uint64_t seed,
                                  kiln_gemm_mma_launch *l);
 /* The CUDA C source of cfg's kernel ("kiln_gemm_mma"), malloc'd; NULL on no memory. */
+/* Appends the CUDA C source of cfg's kernel ("kiln_gemm_mma") to b; b->oom on failure. */
+void kiln__cuda_gemm_mma_source(const kiln_gemm_mma_cfg *cfg, kiln_sbuf *b);
 char *kiln__cuda_gemm_mma_source_text(const kiln_gemm_mma_cfg *cfg);
 
 /* ---- the FFMA kernel (gemm_ffma.c) ---- */
@@ -194,6 +223,8 @@ int kiln__cuda_gemm_ffma_eligible(const kiln_gemm_desc *d);
 void kiln__cuda_gemm_ffma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int sms,
                                   const kiln_gemm_ffma_opts *o, kiln_gemm_ffma_launch *l);
 /* The CUDA C source of cfg's kernel ("kiln_gemm_ffma"), malloc'd; NULL on no memory. */
+/* Appends the CUDA C source of cfg's kernel ("kiln_gemm_ffma") to b; b->oom on failure. */
+void kiln__cuda_gemm_ffma_source(const kiln_gemm_ffma_cfg *cfg, kiln_sbuf *b);
 char *kiln__cuda_gemm_ffma_source_text(const kiln_gemm_ffma_cfg *cfg);
 
 #endif /* KILN_CUDA_GEMM_PLAN_H */

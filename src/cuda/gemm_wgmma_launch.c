@@ -1,0 +1,178 @@
+/*
+ * src/cuda/gemm_wgmma_launch.c — runs kiln's wgmma GEMM kernel (gemm_wgmma.c: its source and
+ * the launch description) on the context's device: whether the device and the GEMM can take
+ * it, the KILN_WGMMA_* overrides, the tensor maps encoded through the driver, the split-K
+ * workspace, the kernel through the cache, the (cooperative or cluster) launch.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/gemm_own.h"
+
+int kiln__cuda_gemm_wgmma_eligible(const kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt)
+{
+    const kiln_cuda_state *st = kiln__cuda_state(ctx);
+    if (st->cc_major != 9 || st->cc_minor != 0 || !st->cu.TensorMapEncodeTiled || !st->cu.FuncSetAttribute) return 0;
+    return kiln__cuda_gemm_wgmma_shape_ok(d, bt);
+}
+
+static kiln_status encode_map(kiln_ctx *ctx, CUtensorMap *map, kiln_dtype dt, const kiln_gemm_tmap_desc *m,
+                              const char *what)
+{
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    cuuint64_t dims[3] = {m->dims[0], m->dims[1], m->dims[2]};
+    cuuint64_t strides[2] = {m->strides[0], m->strides[1]};
+    cuuint32_t box[3] = {m->box[0], m->box[1], 1}, estr[3] = {1, 1, 1};
+    CUresult r = st->cu.TensorMapEncodeTiled(map,
+                                             dt == KILN_DTYPE_BF16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                             : dt == KILN_DTYPE_F32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                                                    : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                                             3, (void *)m->base, dims, strides, box, estr,
+                                             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return KILN_ERROR(ctx, KILN_ERR_DRIVER,
+                          "kiln_dot: argument '%s': cuTensorMapEncodeTiled failed (%d) for dims (%llu, %llu, %llu), "
+                          "strides (%llu, %llu) bytes",
+                          what, (int)r, (unsigned long long)m->dims[0], (unsigned long long)m->dims[1],
+                          (unsigned long long)m->dims[2], (unsigned long long)m->strides[0],
+                          (unsigned long long)m->strides[1]);
+    return KILN_OK;
+}
+
+static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_source(cfg, b); }
+
+/* The overrides of the tile rule from the environment, read at every call (benchmarks
+ * sweep them): KILN_WGMMA_STORE=tma|regs (tma, the default, where C allows it: 16-bit,
+ * unit stride along N, 16-byte rows), KILN_WGMMA_SCHED=coop|pingpong (coop, both consumers
+ * on one tile, is the default: ping-pong measured slower on most shapes),
+ * KILN_WGMMA_BN=128|256, KILN_WGMMA_SPLITS=1..64, KILN_WGMMA_SR_UNROLL=1|2|4 (epilogue groups
+ * unrolled together with stochastic rounding; 4, the default, measured fastest, or within 3
+ * points of epilogue cost, on every shape of kiln-bench gemm-epilogue; 1 keeps the code smallest),
+ * KILN_WGMMA_CBUFS=1|2 (C staging buffers per consumer with TMA stores; the rule's: 2 where
+ * a tile's k slices fit the ring beside two buffers), KILN_WGMMA_SPLIT_SUM=cluster|workspace
+ * (where split tiles meet: the workspace, the default, or a cluster where it applies).
+ * A value that is none of these is an error naming the variable. */
+static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    const char *e = getenv("KILN_WGMMA_STORE");
+    o->tma_store = 1; /* where C allows it: measured faster or equal on every swept shape */
+    if (e && e[0]) {
+        if (strcmp(e, "regs") == 0)
+            o->tma_store = 0;
+        else if (strcmp(e, "tma") != 0)
+            return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_WGMMA_STORE='%s' is not tma or regs",
+                              e);
+    }
+    e = getenv("KILN_WGMMA_SCHED");
+    if (e && e[0]) {
+        if (strcmp(e, "pingpong") == 0)
+            o->pingpong = 1;
+        else if (strcmp(e, "coop") != 0)
+            return KILN_ERROR(ctx, KILN_ERR_ARG,
+                              "kiln_dot: environment variable KILN_WGMMA_SCHED='%s' is not coop or pingpong", e);
+    }
+    e = getenv("KILN_WGMMA_BN");
+    if (e && e[0]) {
+        if (strcmp(e, "128") != 0 && strcmp(e, "256") != 0)
+            return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_WGMMA_BN='%s' is not 128 or 256", e);
+        o->bn = atoi(e);
+    }
+    e = getenv("KILN_WGMMA_SR_UNROLL");
+    if (e && e[0]) {
+        if (strcmp(e, "1") != 0 && strcmp(e, "2") != 0 && strcmp(e, "4") != 0)
+            return KILN_ERROR(ctx, KILN_ERR_ARG,
+                              "kiln_dot: environment variable KILN_WGMMA_SR_UNROLL='%s' is not 1, 2 or 4", e);
+        o->sr_unroll = atoi(e);
+    }
+    e = getenv("KILN_WGMMA_CBUFS");
+    if (e && e[0]) {
+        if (strcmp(e, "1") != 0 && strcmp(e, "2") != 0)
+            return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_WGMMA_CBUFS='%s' is not 1 or 2",
+                              e);
+        o->cbufs = atoi(e);
+    }
+    e = getenv("KILN_WGMMA_SPLIT_SUM");
+    if (e && e[0]) {
+        if (strcmp(e, "cluster") == 0)
+            o->split_sum = 1;
+        else if (strcmp(e, "workspace") == 0)
+            o->split_sum = 2;
+        else if (strcmp(e, "slices") == 0)
+            o->split_sum = 3;
+        else
+            return KILN_ERROR(ctx, KILN_ERR_ARG,
+                              "kiln_dot: environment variable KILN_WGMMA_SPLIT_SUM='%s' is not slices, cluster or "
+                              "workspace",
+                              e);
+    }
+    e = getenv("KILN_WGMMA_SPLITS");
+    if (e && e[0]) {
+        char *end = NULL;
+        long v = strtol(e, &end, 10);
+        if (!end || *end || v < 1 || v > 64)
+            return KILN_ERROR(ctx, KILN_ERR_ARG,
+                              "kiln_dot: environment variable KILN_WGMMA_SPLITS='%s' is not a number from 1 to 64", e);
+        o->splits = (int)v;
+    }
+    return KILN_OK;
+}
+
+/* The kernel's argument: three tensor maps (C's only with tma_store), then the words
+ * (layout in the kernel source). */
+typedef struct wg_args {
+    CUtensorMap ta, tb, tc;
+    uint64_t w[KILN_GEMM_WGMMA_WORDS];
+} wg_args;
+
+kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt)
+{
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    kiln_gemm_wgmma_opts o;
+    KILN_TRY(read_opts(ctx, &o));
+    o.no_cluster = !st->cu.LaunchKernelEx;
+    o.no_coop = !st->cu.LaunchKernelEx || st->gemm_no_coop;
+    kiln_gemm_wgmma_launch l;
+    kiln__cuda_gemm_wgmma_prepare(d, bt, st->sm_count, ctx->seed, &o, &l);
+    const kiln_gemm_wgmma_cfg *c = &l.cfg;
+    kiln_block *ws = NULL;
+    /* The workspace is stream-ordered: the block goes back to the cache after the launch,
+     * and whatever reuses it next runs after this kernel on the same stream. Without
+     * counters or workspace (the memory cap, the device full) the GEMM runs unsplit. */
+    if (l.ws_bytes &&
+        (kiln__cuda_gemm_counters(ctx) != KILN_OK || kiln__mem_alloc(ctx, l.ws_bytes, __FILE__, __LINE__, &ws) != KILN_OK)) {
+        ws = NULL;
+        kiln__cuda_gemm_wgmma_unsplit(&l, st->sm_count);
+    }
+    wg_args args; /* CUtensorMap is 64-byte aligned; the launch copies the whole struct */
+    memset(&args, 0, sizeof args);
+    memcpy(args.w, l.w, sizeof args.w);
+    if (ws) {
+        args.w[28] = (uint64_t)(uintptr_t)ws->ptr;
+        args.w[29] = (uint64_t)(uintptr_t)st->gemm_counters;
+    }
+    kiln_status r = encode_map(ctx, &args.ta, d->dtype, &l.map[0], "A");
+    if (r == KILN_OK) r = encode_map(ctx, &args.tb, d->dtype, &l.map[1], "B");
+    if (r == KILN_OK && c->tma_store) r = encode_map(ctx, &args.tc, d->dtype, &l.map[2], "C");
+    /* a tag ("GKWG") and this kernel's version first */
+    const int32_t sig[16] = {0x47574b47,   9,           (int32_t)c->dtype, c->a_kmajor, c->b_kmajor, c->bias,
+                             c->beta,      c->sr,       c->c_pair,         c->bn,       c->tma_store, c->pingpong,
+                             c->sr_unroll, c->cbufs,    c->cluster,        c->slice_sum};
+    CUfunction fn;
+    int refused = 0;
+    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 16, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
+    if (r == KILN_OK && (l.cluster || l.cooperative))
+        r = kiln__cuda_launch_ex(ctx, fn, l.grid, l.threads, l.smem, l.cluster, l.cooperative, &args, &refused);
+    else if (r == KILN_OK)
+        r = kiln__cuda_launch_arg(ctx, fn, l.grid, 1, l.threads, 1, l.smem, &args);
+    kiln__mem_free(ctx, ws);
+    /* the driver would not have every block resident (fewer SMs to be had than it has):
+     * slice sums are off for this context, and the GEMM runs again without */
+    if (r == KILN_OK && refused) {
+        st->gemm_no_coop = 1;
+        return kiln__cuda_gemm_wgmma(ctx, d, bt);
+    }
+    return r;
+}

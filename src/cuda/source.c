@@ -1,0 +1,183 @@
+/*
+ * src/cuda/source.c — the text every generated CUDA source is built from: a growing string
+ * buffer (kiln_sbuf) and the prelude pasted at the top of each kernel (src/core/numeric.h's
+ * text, the dtype load/store helpers, the block reductions). No CUDA headers: the kernel
+ * sources of the own GEMMs are generated and emulated on machines without the toolkit
+ * (tests/test_gemm_emu.c), and by the CUDA backend (codegen.c, gemm*.c) to compile them.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/source.h"
+
+#if defined(__has_include)
+#if __has_include("kiln_numeric_src.h")
+#include "kiln_numeric_src.h" /* static const char kiln_numeric_src[]: src/core/numeric.h's text */
+#define KILN_HAVE_NUMERIC_SRC 1
+#endif
+#endif
+
+/* ---- string buffer --------------------------------------------------------------------- */
+
+int kiln__sbuf_reserve(kiln_sbuf *b, size_t more)
+{
+    if (b->oom) return 0;
+    if (b->len + more + 1 <= b->cap) return 1;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + more + 1) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+        b->oom = 1;
+        return 0;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 1;
+}
+
+void kiln__sbuf_printf(kiln_sbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char tmp[512];
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->oom = 1;
+        return;
+    }
+    if (!kiln__sbuf_reserve(b, (size_t)n)) return;
+    if ((size_t)n < sizeof tmp) {
+        memcpy(b->p + b->len, tmp, (size_t)n + 1);
+    } else {
+        va_start(ap, fmt);
+        vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    b->len += (size_t)n;
+}
+
+void kiln__sbuf_puts(kiln_sbuf *b, const char *s)
+{
+    size_t n = strlen(s);
+    if (!kiln__sbuf_reserve(b, n)) return;
+    memcpy(b->p + b->len, s, n + 1);
+    b->len += n;
+}
+
+void kiln__sbuf_free(kiln_sbuf *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+/* ---- the prelude ------------------------------------------------------------------------ */
+
+static const char prelude_src[] =
+    "typedef unsigned long long kiln_w64;\n"
+    "__device__ __forceinline__ float kiln_h2f(unsigned short h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
+    "__device__ __forceinline__ unsigned short kiln_f2h(float f) { unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
+    "__device__ __forceinline__ float kiln_bf2f(unsigned short h) { return __uint_as_float(((unsigned)h) << 16); }\n"
+    /* f32 -> f16 stochastic rounding (kiln_f32_to_f16_sr, same bits) with the common cases
+     * inline: the normal range below 65536 is an add, a shift and a clamp, and a zero (half
+     * of a ReLU's outputs) keeps its sign; NaN, inf, overflow and the subnormal range go out
+     * of line (inlined into every copy of an unrolled GEMM epilogue they made its code
+     * several times larger). With zeros sent out of line too, a ReLU epilogue took the
+     * divergent call for nearly every element: f16 SR + ReLU cost 3x SR alone. */
+    "__device__ __noinline__ unsigned short kiln_f16_sr_rare(float x, unsigned bits) { return kiln_f32_to_f16_sr(x, bits); }\n"
+    "__device__ __forceinline__ unsigned short kiln_f16_sr_fast(float x, unsigned bits) {\n"
+    "  const unsigned u = __float_as_uint(x);\n"
+    "  if (kiln_f16_sr_is_normal(u)) return kiln_f32_to_f16_sr_normal(u, bits);\n"
+    "  if ((u << 1) == 0u) return (unsigned short)(u >> 16); /* +-0 */\n"
+    "  return kiln_f16_sr_rare(x, bits);\n"
+    "}\n"
+    "template <class T> __device__ __forceinline__ signed char kiln_to_i8(T x) { return x != x ? 0 : x <= (T)-128 ? -128 : x >= (T)127 ? 127 : (signed char)x; }\n"
+    "template <class T> __device__ __forceinline__ unsigned char kiln_to_u8(T x) { return x != x ? 0 : x <= (T)0 ? 0 : x >= (T)255 ? 255 : (unsigned char)x; }\n"
+    "template <class T> __device__ __forceinline__ int kiln_to_i32(T x) { return x != x ? 0 : x <= (T)-2147483648.0 ? (-2147483647 - 1) : x >= (T)2147483647.0 ? 2147483647 : (int)x; }\n"
+    "struct kiln_op_sum { template <class T> __device__ __forceinline__ static T f(T a, T b) { return a + b; } };\n"
+    "struct kiln_op_max { template <class T> __device__ __forceinline__ static T f(T a, T b) { return (a != a || a > b) ? a : b; } };\n"
+    "struct kiln_op_min { template <class T> __device__ __forceinline__ static T f(T a, T b) { return (a != a || a < b) ? a : b; } };\n"
+    /* arg reductions: (value, index), index < 0 = nothing seen; first index wins ties; NaN
+     * counts as the extreme (the first NaN wins). */
+    "template <int MAXI, class T> __device__ __forceinline__ void kiln_arg_comb(T &v, long long &i, T v2, long long i2) {\n"
+    "  if (i2 < 0) return;\n"
+    "  bool take;\n"
+    "  if (i < 0) take = true;\n"
+    "  else { bool n1 = v != v, n2 = v2 != v2;\n"
+    "    if (n1 || n2) take = (n1 && n2) ? i2 < i : n2;\n"
+    "    else if (MAXI ? v2 > v : v2 < v) take = true;\n"
+    "    else if (v2 == v) take = i2 < i;\n"
+    "    else take = false; }\n"
+    "  if (take) { v = v2; i = i2; }\n"
+    "}\n"
+    /* ROW mode: workers along x (blockDim.x a power of two >= 32), rows along y. */
+    "template <class Op, class T> __device__ __forceinline__ T kiln_row_red(T v, void *smv) {\n"
+    "  T *sm = (T *)smv;\n"
+    "#pragma unroll\n"
+    "  for (int o = 16; o > 0; o >>= 1) v = Op::f(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
+    "  const int nwarp = blockDim.x >> 5;\n"
+    "  if (nwarp == 1) return v;\n"
+    "  if ((threadIdx.x & 31) == 0) sm[threadIdx.y * nwarp + (threadIdx.x >> 5)] = v;\n"
+    "  __syncthreads();\n"
+    "  T r = sm[threadIdx.y * nwarp];\n"
+    "  for (int w = 1; w < nwarp; w++) r = Op::f(r, sm[threadIdx.y * nwarp + w]);\n"
+    "  __syncthreads();\n"
+    "  return r;\n"
+    "}\n"
+    "template <int MAXI, class T> __device__ __forceinline__ void kiln_row_arg(T &v, long long &i, void *smv) {\n"
+    "#pragma unroll\n"
+    "  for (int o = 16; o > 0; o >>= 1) { T v2 = __shfl_xor_sync(0xffffffffu, v, o); long long i2 = __shfl_xor_sync(0xffffffffu, i, o); kiln_arg_comb<MAXI>(v, i, v2, i2); }\n"
+    "  const int nwarp = blockDim.x >> 5;\n"
+    "  if (nwarp == 1) return;\n"
+    "  T *sv = (T *)smv; long long *si = (long long *)(sv + blockDim.x * blockDim.y);\n"
+    "  if ((threadIdx.x & 31) == 0) { sv[threadIdx.y * nwarp + (threadIdx.x >> 5)] = v; si[threadIdx.y * nwarp + (threadIdx.x >> 5)] = i; }\n"
+    "  __syncthreads();\n"
+    "  v = sv[threadIdx.y * nwarp]; i = si[threadIdx.y * nwarp];\n"
+    "  for (int w = 1; w < nwarp; w++) kiln_arg_comb<MAXI>(v, i, sv[threadIdx.y * nwarp + w], si[threadIdx.y * nwarp + w]);\n"
+    "  __syncthreads();\n"
+    "}\n"
+    /* COLUMN mode: rows along x, workers along y. */
+    "template <class Op, class T> __device__ __forceinline__ T kiln_col_red(T v, void *smv) {\n"
+    "  if (blockDim.y == 1) return v;\n"
+    "  T *sm = (T *)smv;\n"
+    "  const int me = threadIdx.y * blockDim.x + threadIdx.x;\n"
+    "  sm[me] = v;\n"
+    "  __syncthreads();\n"
+    "  for (int s = blockDim.y >> 1; s > 0; s >>= 1) {\n"
+    "    if ((int)threadIdx.y < s) sm[me] = Op::f(sm[me], sm[me + s * blockDim.x]);\n"
+    "    __syncthreads();\n"
+    "  }\n"
+    "  T r = sm[threadIdx.x];\n"
+    "  __syncthreads();\n"
+    "  return r;\n"
+    "}\n"
+    "template <int MAXI, class T> __device__ __forceinline__ void kiln_col_arg(T &v, long long &i, void *smv) {\n"
+    "  if (blockDim.y == 1) return;\n"
+    "  T *sv = (T *)smv; long long *si = (long long *)(sv + blockDim.x * blockDim.y);\n"
+    "  const int me = threadIdx.y * blockDim.x + threadIdx.x;\n"
+    "  sv[me] = v; si[me] = i;\n"
+    "  __syncthreads();\n"
+    "  for (int s = blockDim.y >> 1; s > 0; s >>= 1) {\n"
+    "    if ((int)threadIdx.y < s) { T a = sv[me]; long long ia = si[me];\n"
+    "      kiln_arg_comb<MAXI>(a, ia, sv[me + s * blockDim.x], si[me + s * blockDim.x]); sv[me] = a; si[me] = ia; }\n"
+    "    __syncthreads();\n"
+    "  }\n"
+    "  v = sv[threadIdx.x]; i = si[threadIdx.x];\n"
+    "  __syncthreads();\n"
+    "}\n";
+
+void kiln__cuda_prelude(kiln_sbuf *b)
+{
+#ifdef KILN_HAVE_NUMERIC_SRC
+    kiln__sbuf_puts(b, "/* ---- src/core/numeric.h ---- */\n");
+    kiln__sbuf_puts(b, kiln_numeric_src);
+    kiln__sbuf_puts(b, "\n/* ---- kiln prelude ---- */\n");
+#else
+    kiln__sbuf_puts(b, "#error \"kiln was built without src/core/numeric.h\"\n");
+#endif
+    kiln__sbuf_puts(b, prelude_src);
+}
+
