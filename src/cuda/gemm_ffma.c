@@ -24,6 +24,8 @@
  * kernel's counters) sums them in split order, so the bits do not depend on timing.
  * The source depends only on kiln_gemm_ffma_cfg; no inline PTX, so tests/test_gemm_emu.c
  * runs it on the host as well.
+ * This file holds the kernel's source and its launch description, free of CUDA headers (built
+ * into every libkiln for tests/test_gemm_emu.c); gemm_ffma_launch.c runs it on a device.
  */
 #include <limits.h>
 #include <stdint.h>

@@ -29,6 +29,8 @@
  * source depends only on kiln_gemm_mma_cfg (gemm_own.h), so a new shape does not recompile.
  * Measured on the H100: 0.38-0.41x cuBLASLt on the big squares (bench/NOTES.md).
  * Not here: split-K (a K-heavy GEMM with few tiles leaves SMs idle; gemm_wgmma.c has it).
+ * This file holds the kernel's source and its launch description, free of CUDA headers (built
+ * into every libkiln for tests/test_gemm_emu.c); gemm_mma_launch.c runs it on a device.
  */
 #include <limits.h>
 #include <stdint.h>

@@ -52,6 +52,8 @@
  *    of turn barriers), so one's epilogue runs while the other's wgmma use the tensor
  *    cores; measured slower than the default on most shapes, so not chosen by the rule.
  * Not here yet: stream-K, clusters with TMA multicast of the operands.
+ * This file holds the kernel's source and its launch description, free of CUDA headers (built
+ * into every libkiln for tests/test_gemm_emu.c); gemm_wgmma_launch.c runs it on a device.
  */
 #include <limits.h>
 #include <stdint.h>
