@@ -12,6 +12,9 @@
  * walk the paths of the CUDA backend's own kernel and run on every engine.
  * When KILN_DEVICE names a device (make test-gpu), the numeric and rounding cases run once
  * more on a context of that device; on CUDA twice, with KILN_GEMM=vendor and =own.
+ * For runs under compute-sanitizer, which take too long whole: KILN_TEST_SECTIONS (a comma
+ * list of sizes, tiles, layouts, epilogue, batches, empty, broadcast, stats, sr) runs only
+ * those parts of the suite, and KILN_TEST_DEVICE_ONLY=1 leaves out the CPU passes.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "check.h"
@@ -21,6 +24,40 @@
 static kiln_ctx *ctx;
 static uint64_t rng;
 static const char *engine_name = "default";
+
+/* The parts of the suite KILN_TEST_SECTIONS may name, and how many of those that ran. */
+static const char *const section_names[] = {"sizes", "tiles", "layouts", "epilogue", "batches",
+                                            "empty", "broadcast", "stats", "sr"};
+static int sections_run;
+
+/* Whether section `name` runs: KILN_TEST_SECTIONS unset or empty, or naming it. */
+static int section_on(const char *name)
+{
+    const char *only = getenv("KILN_TEST_SECTIONS");
+    if (!only || !only[0]) return 1;
+    const size_t n = strlen(name);
+    for (const char *p = only; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == only || p[-1] == ',') && (p[n] == '\0' || p[n] == ',')) return 1;
+    return 0;
+}
+
+/* Every name in KILN_TEST_SECTIONS is a section (a misspelt one would pass having checked
+ * nothing of it). */
+static void check_sections_env(void)
+{
+    const char *only = getenv("KILN_TEST_SECTIONS");
+    if (!only || !only[0]) return;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", only);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int known = 0;
+        for (size_t i = 0; i < sizeof section_names / sizeof section_names[0]; i++)
+            known |= strcmp(tok, section_names[i]) == 0;
+        if (!known) fprintf(stderr, "  KILN_TEST_SECTIONS: '%s' is not one of sizes, tiles, layouts, epilogue, "
+                                    "batches, empty, broadcast, stats, sr\n", tok);
+        CHECK(known);
+    }
+}
 
 /* The loops below walk the first LAY_COUNT layouts; LAY_PADDED (unit stride along the last
  * axis, rows 16-byte aligned and longer than the view: a partial 16-byte chunk at the end
@@ -610,15 +647,27 @@ static void test_stats(void)
 static void run_numeric_suite(void)
 {
     int before = check_failed_;
-    test_sizes();
-    test_tiles();
-    test_transposes_and_layouts();
-    test_outputs_and_epilogue();
-    test_batches();
-    test_empty();
-    test_broadcast_operands();
-    test_stats();
+    void (*const parts[])(void) = {test_sizes,     test_tiles, test_transposes_and_layouts, test_outputs_and_epilogue,
+                                   test_batches,   test_empty, test_broadcast_operands,     test_stats};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (section_on(section_names[i])) {
+            parts[i]();
+            sections_run++;
+        }
     printf("numeric cases on the %s engine: %s\n", engine_name, check_failed_ == before ? "ok" : "FAILED");
+}
+
+static void test_sr_unbiased(void);
+static void test_sr_bits(void);
+static void test_sr_tiles(void);
+/* Stochastic rounding: unbiased, exact bits, bits across tiles (section "sr") */
+static void run_sr_suite(void)
+{
+    if (!section_on("sr")) return;
+    test_sr_unbiased();
+    test_sr_bits();
+    test_sr_tiles();
+    sections_run++;
 }
 
 /* Broadcast (stride 0) operands: A = a row broadcast over M, B = a column broadcast over N. */
@@ -1081,28 +1130,27 @@ int main(void)
         return 1;
     }
     printf("backend: %s\n", kiln_ctx_device_description(ctx));
+    check_sections_env();
+    const char *device_only = getenv("KILN_TEST_DEVICE_ONLY");
+    if (!(device_only && strcmp(device_only, "1") == 0)) {
+        /* 1. the default engine (OpenBLAS when built with it) */
+        unsetenv("KILN_CPU_GEMM");
+        engine_name = "default";
+        run_numeric_suite();
+        run_sr_suite();
+        test_memory();
 
-    /* 1. the default engine (OpenBLAS when built with it) */
-    unsetenv("KILN_CPU_GEMM");
-    engine_name = "default";
-    run_numeric_suite();
-    test_sr_unbiased();
-    test_sr_bits();
-    test_sr_tiles();
-    test_memory();
+        /* 2. the built-in blocked GEMM */
+        setenv("KILN_CPU_GEMM", "builtin", 1);
+        engine_name = "builtin";
+        run_numeric_suite();
+        run_sr_suite();
+        test_memory();
+        unsetenv("KILN_CPU_GEMM");
 
-    /* 2. the built-in blocked GEMM */
-    setenv("KILN_CPU_GEMM", "builtin", 1);
-    engine_name = "builtin";
-    run_numeric_suite();
-    test_sr_unbiased();
-    test_sr_bits();
-    test_sr_tiles();
-    test_memory();
-    unsetenv("KILN_CPU_GEMM");
-
-    test_errors();
-    test_backend_entry();
+        test_errors();
+        test_backend_entry();
+    }
 
     /* 3. the device named by KILN_DEVICE when it is not the CPU (make test-gpu sets cuda):
      * the same numeric suite and stochastic-rounding checks through that backend's GEMM; on
@@ -1129,9 +1177,7 @@ int main(void)
                 engine_name = cuda ? gemm_name[i] : "device";
                 printf("GEMM on the %s engine\n", engine_name);
                 run_numeric_suite();
-                test_sr_unbiased();
-                test_sr_bits();
-                test_sr_tiles();
+                run_sr_suite();
             }
             /* a KILN_TEST_ENGINES that names no engine would pass having checked nothing */
             if (engines_run == 0) fprintf(stderr, "  KILN_TEST_ENGINES='%s' names none of vendor, own, mma\n", only);
@@ -1152,6 +1198,10 @@ int main(void)
         }
         kiln_ctx_destroy(dctx);
     }
+    /* a run that checked no section (KILN_TEST_DEVICE_ONLY without a device, or sections
+     * that name nothing) must not pass */
+    if (sections_run == 0) fprintf(stderr, "  no section of the suite ran\n");
+    CHECK(sections_run > 0);
     kiln_ctx_destroy(ctx);
     return check_finish();
 }

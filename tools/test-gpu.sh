@@ -11,7 +11,9 @@
 # "cuda python memcheck racecheck"; also "cpu"; python = the pytest suite on the CUDA
 # backend with the machine's python3), RACECHECK_TESTS (default "test_cuda_backend", its
 # RACECHECK_SECTIONS only: reductions,batchnorm),
-# TESTS (which test programs; default all), PAR (runs at once, default 8), JOBS (build parallelism), TEST_TIMEOUT (seconds per run, default 600).
+# TESTS (which test programs; default all), PAR (runs at once, default 8), JOBS (build parallelism), TEST_TIMEOUT (seconds per run, default 600),
+# DOT_SECTIONS (test_dot under memcheck runs as one process per section of its suite, the
+# device passes only: whole, it does not finish in a visit; default all nine sections).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD_GPU:-$ROOT/build-gpu}
@@ -22,6 +24,7 @@ RACECHECK_TESTS=${RACECHECK_TESTS:-"test_cuda_backend"}
 RACECHECK_SECTIONS=${RACECHECK_SECTIONS:-"reductions,batchnorm"}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
+DOT_SECTIONS=${DOT_SECTIONS:-"sizes tiles layouts epilogue batches empty broadcast stats sr"}
 mkdir -p "$LOG"
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$LOG/device.txt" 2>&1 || true
@@ -103,10 +106,19 @@ for mode in $MODES; do
             cuda) launch "$t" cuda plain "./$t"; ROWS="$ROWS $t.plain" ;;
             memcheck)
                 case " $HOST_ONLY " in
-                    *" $t "*) skip_row "$t" memcheck ;;
-                    *) launch "$t" cuda memcheck $MEMCHECK "./$t" ;;
-                esac
-                ROWS="$ROWS $t.memcheck" ;;
+                    *" $t "*) skip_row "$t" memcheck; ROWS="$ROWS $t.memcheck" ;;
+                    *)
+                        if [ "$t" = test_dot ]; then # a process per section (KILN_TEST_SECTIONS)
+                            for sec in $DOT_SECTIONS; do
+                                launch "test_dot:$sec" cuda memcheck env KILN_TEST_DEVICE_ONLY=1 KILN_TEST_SECTIONS="$sec" \
+                                    $MEMCHECK ./test_dot
+                                ROWS="$ROWS test_dot:$sec.memcheck"
+                            done
+                        else
+                            launch "$t" cuda memcheck $MEMCHECK "./$t"
+                            ROWS="$ROWS $t.memcheck"
+                        fi ;;
+                esac ;;
             racecheck)
                 case " $RACECHECK_TESTS " in *" $t "*) ;; *) continue ;; esac
                 case " $HOST_ONLY " in *" $t "*) skip_row "$t" racecheck; ROWS="$ROWS $t.racecheck"; continue ;; esac
