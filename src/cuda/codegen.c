@@ -24,7 +24,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
