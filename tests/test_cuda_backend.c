@@ -626,7 +626,8 @@ static void gemm_dispatch(void)
             const char *var, *value, *msg;
         } bad[] = {{"KILN_FFMA_BK", "32", "KILN_FFMA_BK='32'"},
                    {"KILN_FFMA_MINB", "3", "KILN_FFMA_MINB='3'"},
-                   {"KILN_FFMA_WARPS", "8x4", "KILN_FFMA_WARPS='8x4'"}};
+                   {"KILN_FFMA_WARPS", "8x4", "KILN_FFMA_WARPS='8x4'"},
+                   {"KILN_GEMM_PDL", "2", "KILN_GEMM_PDL='2'"}};
         setenv("KILN_GEMM", "ffma", 1);
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             setenv(bad[i].var, bad[i].value, 1);
@@ -660,6 +661,61 @@ static void gemm_dispatch(void)
     unsetenv("KILN_GEMM");
     kiln_tensor *all[] = {a16, a16g, b16, b16g, c16, c16g, a32, a32g, c32, c32g};
     for (int i = 0; i < 10; i++) kiln_tensor_release(all[i]);
+}
+
+/* Programmatic dependent launch (an own GEMM may start while the kernel before it finishes):
+ * chains of GEMMs where each reads the previous one's output and overwrites the buffer the
+ * one before it read (x1 = x0 W, x0 = x1 W, ...) give the same bits with it as without
+ * (KILN_GEMM_PDL=0: plain stream order). A kernel touching global memory before its wait
+ * would read a half-written x or overwrite one still being read. Shapes that leave SMs free
+ * (the next grid's blocks start at once) and split-K ones (workspace and counters). */
+static void gemm_chain_pdl(void)
+{
+    static const struct {
+        const char *engine;
+        kiln_dtype dt;
+        int64_t rows, n;
+    } chains[] = {{"own", KILN_DTYPE_F16, 1024, 1024}, {"own", KILN_DTYPE_BF16, 128, 2048},
+                  {"mma", KILN_DTYPE_F16, 256, 512},   {"ffma", KILN_DTYPE_F32, 512, 512},
+                  {"ffma", KILN_DTYPE_F32, 128, 2048}};
+    enum { STEPS = 12 };
+    for (size_t c = 0; c < sizeof chains / sizeof chains[0]; c++) {
+        setenv("KILN_GEMM", chains[c].engine, 1);
+        const int64_t R = chains[c].rows, N = chains[c].n;
+        int64_t xs[2] = {R, N}, ws[2] = {N, N};
+        const double wr = 1.5 / sqrt((double)N); /* keeps |x| near 1 over the steps */
+        kiln_tensor *x0c, *x0g, *wc, *wg, *x1g = NULL, *x0start = NULL;
+        make_pair(chains[c].dt, 2, xs, V_PLAIN, -1, 1, &x0c, &x0g);
+        make_pair(chains[c].dt, 2, ws, V_PLAIN, -wr, wr, &wc, &wg);
+        CHECK_OK(gpu, kiln_tensor_empty(gpu, chains[c].dt, 2, xs, &x1g));
+        CHECK_OK(gpu, kiln_tensor_empty(gpu, chains[c].dt, 2, xs, &x0start));
+        CHECK_OK(gpu, kiln_assign(x0start, kiln_t(x0g)));
+        const size_t bytes = (size_t)(R * N) * kiln_dtype_size(chains[c].dt);
+        unsigned char *want = malloc(bytes), *got = malloc(bytes);
+        CHECK(want && got);
+        for (int pdl = 0; pdl < 2 && want && got; pdl++) {
+            setenv("KILN_GEMM_PDL", pdl ? "1" : "0", 1);
+            CHECK_OK(gpu, kiln_assign(x0g, kiln_t(x0start)));
+            for (int i = 0; i < STEPS; i++) {
+                CHECK_OK(gpu, kiln_dot(x1g, x0g, wg, 1.0, 0.0, NULL));
+                CHECK_OK(gpu, kiln_dot(x0g, x1g, wg, 1.0, 0.0, NULL));
+            }
+            CHECK_OK(gpu, kiln_tensor_read(x0g, pdl ? got : want, chains[c].dt));
+        }
+        if (want && got) {
+            int same = memcmp(want, got, bytes) == 0;
+            if (!same)
+                fprintf(stderr, "  KILN_GEMM=%s %s %lld x %lld chain: the bits differ with KILN_GEMM_PDL=1\n",
+                        chains[c].engine, kiln_dtype_name(chains[c].dt), (long long)R, (long long)N);
+            CHECK(same);
+        }
+        free(want);
+        free(got);
+        kiln_tensor *all[] = {x0c, x0g, wc, wg, x1g, x0start};
+        for (int i = 0; i < 6; i++) kiln_tensor_release(all[i]);
+    }
+    unsetenv("KILN_GEMM_PDL");
+    unsetenv("KILN_GEMM");
 }
 
 /* cuBLASLt's plans are cached per problem: a repeated shape with a new bias vector reuses
@@ -728,6 +784,7 @@ static void test_gemm(void)
     CHECK_OK(gpu, kiln_ctx_set_allow_tf32(gpu, 0));
     unsetenv("KILN_GEMM");
     gemm_dispatch();
+    gemm_chain_pdl();
     gemm_lt_cache();
 }
 

@@ -1,7 +1,7 @@
 /*
  * tools/kiln-bench.c — kiln's benchmark driver, the main job of `make bench`.
  *
- *   kiln-bench [expr|gemm|overhead|all|gemm-sweep|gemm-epilogue] [--quick] [--tf32] [--dtype f32,f16,...] [--only TEXT] [--help]
+ *   kiln-bench [expr|gemm|overhead|all|gemm-sweep|gemm-epilogue|gemm-ab VAR=v1,v2] [--quick] [--tf32] [--dtype f32,f16,...] [--only TEXT] [--help]
  *
  * expr: lazily fused expressions — batch-norm in place, two element-wise chains, the row
  *       variance — each timed FUSED (one kiln_assign) and UNFUSED (one kiln_assign per
@@ -1012,6 +1012,104 @@ static kiln_status run_gemm_sweep(bench *b)
     return st;
 }
 
+/* ---- gemm A/B ------------------------------------------------------------------------------ */
+
+/* kiln-bench gemm-ab VAR=v1,v2,... (CUDA): an A/B test of one environment setting of kiln's
+ * own GEMM kernels (KILN_GEMM_PDL=0,1; KILN_WGMMA_BN=128,256; ...) on the gemm cases (--only
+ * filters; first --dtype, default f16): per case cuBLASLt once, then AB_ROUNDS rounds that
+ * time KILN_GEMM=own with each value in turn, so that the values meet the same clocks and
+ * power; per value the median over the rounds (ms), own/vendor, and the time against the
+ * first value's. Each value's first run is checked like the gemm table's. Quick timing. */
+enum { AB_ROUNDS = 5, AB_MAX_VALUES = 8 };
+
+static kiln_status run_gemm_ab(bench *b, const char *spec)
+{
+    char var[64], list[256], *values[AB_MAX_VALUES];
+    const char *eq = strchr(spec, '=');
+    int nv = 0;
+    if (!eq || eq == spec || (size_t)(eq - spec) >= sizeof var || strlen(eq + 1) >= sizeof list) {
+        fprintf(stderr, "kiln-bench: gemm-ab: '%s' is not VAR=value,value,...\n", spec);
+        return KILN_ERR_ARG;
+    }
+    snprintf(var, sizeof var, "%.*s", (int)(eq - spec), spec);
+    snprintf(list, sizeof list, "%s", eq + 1);
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (nv == AB_MAX_VALUES) {
+            fprintf(stderr, "kiln-bench: gemm-ab: more than %d values in '%s'\n", AB_MAX_VALUES, spec);
+            return KILN_ERR_ARG;
+        }
+        values[nv++] = tok;
+    }
+    if (nv < 2) {
+        fprintf(stderr, "kiln-bench: gemm-ab: '%s' names fewer than two values\n", spec);
+        return KILN_ERR_ARG;
+    }
+    if (kiln_ctx_device(b->ctx) != KILN_DEVICE_CUDA) {
+        printf("gemm-ab: needs a CUDA device (kiln's GEMM kernels): nothing to time on %s\n",
+               kiln_ctx_backend_name(b->ctx));
+        return KILN_OK;
+    }
+    kiln_status st = KILN_OK;
+    kiln_dtype dt = b->dtypes_given ? b->dtypes[0] : KILN_DTYPE_F16;
+    int quick = b->quick;
+    b->quick = 1;
+    printf("\ngemm-ab (%s): %s over %d rounds of the values in turn; per value: median ms over the rounds, "
+           "own/vendor, time / first value's time\n",
+           kiln_dtype_name(dt), var, AB_ROUNDS);
+    for (size_t i = 0; i < sizeof gpu_cases / sizeof gpu_cases[0] && st == KILN_OK; i++) {
+        const gemm_case *gc = &gpu_cases[i];
+        if (b->only && !strstr(gc->name, b->only)) continue;
+        gemm_run g = {0};
+        int64_t ashape[2] = {gc->m, gc->k}, cshape[2] = {gc->m, gc->n};
+        int64_t bshape[2] = {gc->trans_b ? gc->n : gc->k, gc->trans_b ? gc->k : gc->n};
+        double vendor = 0.0, t[AB_MAX_VALUES][AB_ROUNDS];
+        b->current = "gemm-ab";
+        TRY(random_tensor(b, dt, 2, ashape, -1.0, 1.0, &g.a));
+        TRY(random_tensor(b, dt, 2, bshape, -1.0, 1.0, &g.b));
+        TRY(kiln_tensor_full(b->ctx, dt, 2, cshape, NAN, &g.c));
+        g.args.trans_b = gc->trans_b;
+        setenv("KILN_GEMM", "vendor", 1);
+        TRY(gemm_run_once(&g));
+        TRY(time_median(b, gemm_run_once, &g, &vendor));
+        setenv("KILN_GEMM", "own", 1);
+        for (int v = 0; v < nv; v++) { /* each value's result, from a poisoned C */
+            double err = 0.0;
+            setenv(var, values[v], 1);
+            TRY(kiln_assign(g.c, kiln_scalar(NAN)));
+            TRY(gemm_run_once(&g));
+            TRY(gemm_check(b, gc, &g, &err));
+            if (!(err <= gemm_tolerance(b, dt))) {
+                printf("  %s %s=%s: check FAILED (error %.1e)\n", gc->name, var, values[v], err);
+                b->fails++;
+            }
+        }
+        for (int r = 0; r < AB_ROUNDS; r++)
+            for (int v = 0; v < nv; v++) {
+                setenv(var, values[v], 1);
+                TRY(time_median(b, gemm_run_once, &g, &t[v][r]));
+            }
+        printf("%-15s %" PRId64 "x%" PRId64 "x%" PRId64 "%s: vendor %.4f ms\n", gc->name, gc->m, gc->n, gc->k,
+               gc->trans_b ? " B^T" : "", vendor);
+        double first = 0.0;
+        for (int v = 0; v < nv; v++) {
+            qsort(t[v], AB_ROUNDS, sizeof t[v][0], cmp_double);
+            const double med = t[v][AB_ROUNDS / 2];
+            if (v == 0) first = med;
+            printf("    %s=%-10s %8.4f ms  %5.2fx of vendor  %6.3f of the first  (rounds %.4f-%.4f)\n", var, values[v],
+                   med, vendor / med, med / first, t[v][0], t[v][AB_ROUNDS - 1]);
+        }
+    done:
+        kiln_tensor_release(g.a);
+        kiln_tensor_release(g.b);
+        kiln_tensor_release(g.c);
+        if (st == KILN_OK) st = kiln_mem_release_cached(b->ctx);
+    }
+    unsetenv(var);
+    unsetenv("KILN_GEMM");
+    b->quick = quick;
+    return st;
+}
+
 /* ---- gemm epilogue ----------------------------------------------------------------------- */
 
 /* kiln-bench gemm-epilogue (CUDA): what the full epilogue costs kiln's own kernels — each
@@ -1299,7 +1397,8 @@ static kiln_status host_copy_peer(bench *b, const row *r, double *ms_out)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: kiln-bench [expr|gemm|overhead|all|gemm-sweep|gemm-epilogue|gemm-one MxNxK] [--quick]\n"
+    fprintf(f, "usage: kiln-bench [expr|gemm|overhead|all|gemm-sweep|gemm-epilogue|gemm-one MxNxK|gemm-ab VAR=v1,v2]\n"
+               "                  [--quick]\n"
                "                  [--dtype f32,f16,...] [--only TEXT] [--epilogue bias,relu,sr] [--tf32]\n"
                "  expr    fused vs unfused expressions (ms, GB/s, unfused/fused)\n"
                "  gemm    kiln_dot (ms, GFLOP/s)\n"
@@ -1309,11 +1408,13 @@ static void usage(FILE *f)
                "          epilogue stores against cuBLASLt, per shape (first --dtype, default f16)\n"
                "  gemm-epilogue  (CUDA) the cost of bias + ReLU + stochastic rounding in kiln's\n"
                "          own kernels (f16, bf16)\n"
+               "  gemm-ab VAR=v1,v2,...  (CUDA) kiln's own GEMM with the environment variable VAR at\n"
+               "          each value in turn, rounds interleaved, per gemm case (first --dtype)\n"
                "  gemm-one MxNxK  one GEMM, A (M, K) @ B (K, N), through the engine KILN_GEMM picks:\n"
                "          a warm-up call, the check, the timed calls (first --dtype, default f16 on a\n"
                "          GPU, f32 on the CPU; --epilogue adds bias, relu, sr); for profilers\n"
                "  --quick fewer sizes and shorter timing\n"
-               "  --only TEXT  GPU gemm, gemm-sweep, gemm-epilogue: only the cases whose name holds TEXT\n"
+               "  --only TEXT  GPU gemm, gemm-sweep, gemm-epilogue, gemm-ab: only the cases whose name holds TEXT\n"
                "  --tf32  allow TF32 for f32 GEMM (cuBLASLt's and kiln's tf32 kernel, A and B K-major)\n"
                "  --dtype float dtypes to run: f32, f16, bf16, f64 (default: expr f32 on the CPU and\n"
                "          f32,f16 on a GPU; gemm f32,f16)\n"
@@ -1356,7 +1457,7 @@ int main(int argc, char **argv)
 {
     bench b = {0};
     int do_expr = 1, do_gemm = 1, do_sweep = 0, do_overhead = 1, do_epilogue = 0;
-    const char *dtype_list = NULL, *one_shape = NULL, *one_epilogue = NULL;
+    const char *dtype_list = NULL, *one_shape = NULL, *one_epilogue = NULL, *ab_spec = NULL;
     b.rng = 0x9E3779B97F4A7C15ull;
 
     for (int i = 1; i < argc; i++) {
@@ -1372,6 +1473,8 @@ int main(int argc, char **argv)
             do_expr = do_gemm = do_overhead = 0, do_sweep = 1;
         } else if (!strcmp(argv[i], "gemm-epilogue")) {
             do_expr = do_gemm = do_overhead = 0, do_epilogue = 1;
+        } else if (!strcmp(argv[i], "gemm-ab") && i + 1 < argc) {
+            do_expr = do_gemm = do_overhead = 0, ab_spec = argv[++i];
         } else if (!strcmp(argv[i], "gemm-one") && i + 1 < argc) {
             do_expr = do_gemm = do_overhead = 0, one_shape = argv[++i];
         } else if (!strcmp(argv[i], "--epilogue") && i + 1 < argc) {
@@ -1448,6 +1551,7 @@ int main(int argc, char **argv)
     if (do_gemm && st == KILN_OK) st = run_gemm(&b);
     if (do_overhead && st == KILN_OK) st = run_overhead(&b);
     if (one_shape && st == KILN_OK) st = run_gemm_one(&b, one_case, one_flags);
+    if (ab_spec && st == KILN_OK) st = run_gemm_ab(&b, ab_spec);
     if ((do_sweep || do_epilogue) && st == KILN_OK) {
         if (kiln_ctx_device(b.ctx) == KILN_DEVICE_CUDA)
             st = do_sweep ? run_gemm_sweep(&b) : run_gemm_epilogue(&b);

@@ -153,17 +153,22 @@ void kiln__cuda_fast_add(kiln_cuda_state *st, uint64_t hash, const void *sig, si
 /* Launches fn with the flat argument words (a struct of nwords u64, passed by value). */
 kiln_status kiln__cuda_launch(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned by,
                               unsigned smem, const uint64_t *words, int nwords);
-/* Launches fn whose one parameter is the struct at arg. For parameters aligned to more
- * than 8 bytes (a CUtensorMap's 64): the driver places them by the kernel's own parameter
- * layout, which the flat buffer of kiln__cuda_launch does not (it landed 48 bytes off). */
-kiln_status kiln__cuda_launch_arg(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned by,
-                                  unsigned smem, void *arg);
-/* The same through cuLaunchKernelEx: in clusters of `cluster` blocks along x (gx a
- * multiple; 0 = none), cooperative (every block resident at once) or not. A cooperative
- * launch the driver refuses as too large (fewer SMs to be had than blocks: MPS, green
- * contexts) is not an error: *refused is set and nothing runs. */
-kiln_status kiln__cuda_launch_ex(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned bx, unsigned smem, unsigned cluster,
-                                 int cooperative, void *arg, int *refused);
+/* What a launch through cuLaunchKernelEx adds to grid, block and shared memory. */
+typedef struct kiln_cuda_launch_attrs {
+    unsigned cluster; /* blocks per cluster along x (the grid's x a multiple); 0 = none */
+    int cooperative;  /* every block resident at once */
+    /* programmatic dependent launch: the kernel may start before the previous kernel on the
+     * stream has finished (from the moment that kernel's blocks all said so, or exited), so
+     * its set-up overlaps the other's tail. Only for kernels that touch no global memory
+     * before griddepcontrol.wait (the own GEMMs' kg_grid_dep); sm_90 and up */
+    int early;
+} kiln_cuda_launch_attrs;
+/* Launches fn through cuLaunchKernelEx with the attributes at: its parameters as params
+ * (cuLaunchKernelEx's kernelParams) or the flat words as extra. A cooperative launch the
+ * driver refuses as too large (fewer SMs to be had than blocks: MPS, green contexts) is not
+ * an error: *refused is set and nothing runs. */
+kiln_status kiln__cuda_launch_ex(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned smem,
+                                 const kiln_cuda_launch_attrs *at, void **params, void **extra, int *refused);
 
 /* ---- code generation (codegen.c) ------------------------------------------------------ */
 

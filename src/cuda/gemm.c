@@ -512,6 +512,37 @@ kiln_status kiln__cuda_gemm_counters(kiln_ctx *ctx)
     return KILN_OK;
 }
 
+kiln_status kiln__cuda_gemm_launch(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned smem,
+                                   kiln_cuda_launch_attrs at, void **params, void **extra, int *refused)
+{
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    *refused = 0;
+    int pdl = 1;
+    const char *e = getenv("KILN_GEMM_PDL");
+    if (e && e[0]) {
+        if (strcmp(e, "0") != 0 && strcmp(e, "1") != 0)
+            return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_GEMM_PDL='%s' is not 0 or 1", e);
+        pdl = e[0] == '1';
+    }
+    at.early = at.early && pdl && !at.cooperative && st->cc_major >= 9 && st->cu.LaunchKernelEx;
+    if (at.cluster || at.cooperative || at.early) return kiln__cuda_launch_ex(ctx, fn, gx, gy, bx, smem, &at, params, extra, refused);
+    KILN_CK(ctx, drv, st->cu.LaunchKernel(fn, gx, gy, 1, bx, 1, 1, smem, (CUstream)st->stream, params, extra));
+    st->stats.launches++;
+    if (st->sync_each) KILN_CK(ctx, rt, cudaStreamSynchronize(st->stream));
+    return KILN_OK;
+}
+
+kiln_status kiln__cuda_gemm_launch_words(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx,
+                                         const uint64_t *words, int nwords)
+{
+    size_t size = (size_t)nwords * 8;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)words, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                     CU_LAUNCH_PARAM_END};
+    const kiln_cuda_launch_attrs at = {.early = 1};
+    int refused;
+    return kiln__cuda_gemm_launch(ctx, fn, gx, gy, bx, 0, at, NULL, extra, &refused);
+}
+
 kiln_status kiln__cuda_gemm_kernel(kiln_ctx *ctx, const int32_t *sig, size_t n, void (*gen)(const void *, kiln_sbuf *),
                                    const void *cfg, const char *name, unsigned smem, CUfunction *fn)
 {

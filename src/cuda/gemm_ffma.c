@@ -103,6 +103,7 @@ static const char kernel_src[] =
     "extern \"C\" __global__ void __launch_bounds__(NT, MINB) kiln_gemm_ffma(const __grid_constant__ kiln_args p) {\n"
     "  __shared__ __align__(16) float As[2][BK][BM];\n"
     "  __shared__ __align__(16) float Bs[2][BK][BN];\n"
+    "  kg_grid_dep();\n"
     "  KG_TILE_ARGS(p);\n"
     "  const bool relu = p.w[21] != 0;\n"
     "  (void)bias; (void)bias_s; (void)beta;\n"
@@ -321,6 +322,7 @@ void kiln__cuda_gemm_ffma_source(const kiln_gemm_ffma_cfg *c, kiln_sbuf *b)
                       c->c_vec, c->split);
     kiln__sbuf_printf(b, "constexpr int BK = %d, MINB = %d, WARPS = %d;\n", c->bk, c->minb, c->warps);
     kiln__sbuf_puts(b, kiln__cuda_gemm_tile_src);
+    kiln__sbuf_puts(b, kiln__cuda_gemm_dep_src);
     kiln__sbuf_puts(b, kernel_src);
 }
 

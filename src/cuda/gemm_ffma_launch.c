@@ -64,11 +64,11 @@ kiln_status kiln__cuda_gemm_ffma(kiln_ctx *ctx, const kiln_gemm_desc *d, const k
     }
     const kiln_gemm_ffma_cfg *c = &l.cfg;
     /* a tag ("GKFF") and this kernel's version first */
-    const int32_t sig[13] = {0x46464b47, 3,        c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec, c->bias,
+    const int32_t sig[13] = {0x46464b47, 4,        c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec, c->bias,
                              c->beta,    c->c_vec, c->split,    c->bk,    c->minb,     c->warps};
     CUfunction fn;
     r = kiln__cuda_gemm_kernel(ctx, sig, 13, gen_source, c, "kiln_gemm_ffma", 0, &fn);
-    if (r == KILN_OK) r = kiln__cuda_launch(ctx, fn, l.gx, l.gy, l.threads, 1, 0, l.w, l.nw);
+    if (r == KILN_OK) r = kiln__cuda_gemm_launch_words(ctx, fn, l.gx, l.gy, l.threads, l.w, l.nw);
     kiln__mem_free(ctx, ws);
     return r;
 }

@@ -218,6 +218,7 @@ static const char kernel_src[] =
     "extern \"C\" __global__ void __launch_bounds__(NT, 2) kiln_gemm_mma(const __grid_constant__ kiln_args p) {\n"
     "  /* stage s: A at s * 2 * TILE, B at s * 2 * TILE + TILE */\n"
     "  __shared__ __align__(128) ST smem[STAGES * 2 * TILE];\n"
+    "  kg_grid_dep();\n"
     "  KG_TILE_ARGS(p);\n"
     "  const int tiles_m = (int)p.w[19], tiles_n = (int)p.w[20];\n"
     "  const bool relu = p.w[21] != 0;\n"
@@ -409,6 +410,7 @@ void kiln__cuda_gemm_mma_source(const kiln_gemm_mma_cfg *c, kiln_sbuf *b)
     kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, SR = %d, C_PAIR = %d, MAXBAX = %d;\n", c->bias,
                       c->beta, c->sr, c->c_pair, KILN_MAX_DIMS);
     kiln__sbuf_puts(b, kiln__cuda_gemm_tile_src);
+    kiln__sbuf_puts(b, kiln__cuda_gemm_dep_src);
     kiln__sbuf_puts(b, kernel_src);
 }
 

@@ -27,6 +27,19 @@ kiln_status kiln__cuda_gemm_kernel(kiln_ctx *ctx, const int32_t *sig, size_t n, 
  * launches), allocated and zeroed on first use; an error when the device has no room (the
  * caller then runs unsplit). (gemm.c) */
 kiln_status kiln__cuda_gemm_counters(kiln_ctx *ctx);
+/* Launches an own GEMM kernel (its parameters as params, or the flat words as extra) with
+ * the attributes at; at.early (the caller's wish) stays only where the device has
+ * programmatic dependent launches (sm_90 and up), the launch is not cooperative (measured
+ * no faster there) and KILN_GEMM_PDL is not 0. Every own GEMM kernel starts with
+ * kg_grid_dep (kiln__cuda_gemm_dep_src), so its set-up overlaps the previous kernel's tail
+ * and the next GEMM's set-up overlaps its own. A bad KILN_GEMM_PDL is an error naming it;
+ * *refused as kiln__cuda_launch_ex. (gemm.c) */
+kiln_status kiln__cuda_gemm_launch(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned smem,
+                                   kiln_cuda_launch_attrs at, void **params, void **extra, int *refused);
+/* The same for a kernel of flat argument words (mma.sync, FFMA): no cluster, not cooperative,
+ * no dynamic shared memory, early where kiln__cuda_gemm_launch allows it. */
+kiln_status kiln__cuda_gemm_launch_words(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx,
+                                         const uint64_t *words, int nwords);
 
 /* ---- mma.sync kernel (gemm_mma.c) ------------------------------------------------------- */
 

@@ -116,6 +116,17 @@ const char kiln__cuda_gemm_tile_src[] =
     "  *oc = c;\n"
     "}\n";
 
+const char kiln__cuda_gemm_dep_src[] =
+    "/* programmatic dependent launch (kiln__cuda_gemm_launch): the set-up above this call may run\n"
+    " * while the previous kernel on the stream finishes; global memory only after the wait. The\n"
+    " * next grid may start now: its blocks take SMs as these exit and wait in their own call */\n"
+    "__device__ __forceinline__ void kg_grid_dep() {\n"
+    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
+    "  asm volatile(\"griddepcontrol.wait;\\n\" ::: \"memory\");\n"
+    "  asm volatile(\"griddepcontrol.launch_dependents;\\n\" ::: \"memory\");\n"
+    "#endif\n"
+    "}\n";
+
 void kiln__cuda_gemm_tile_words(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, uint64_t seed, int64_t tm,
                                 int64_t tn, uint64_t *w, unsigned *gx, unsigned *gy)
 {

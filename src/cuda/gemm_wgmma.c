@@ -595,6 +595,7 @@ static const char kernel_src[] =
     "  __syncthreads();\n"
     "  /* every block's barriers are set up before another block of the cluster arrives on them */\n"
     "  if constexpr (CLUSTER) kg_cluster_sync();\n"
+    "  kg_grid_dep(); /* the barriers and the maps' prefetch above overlap the previous kernel */\n"
     "\n"
     "  const long long NB = (long long)p.w[18];\n"
     "  const int tiles_m = (int)p.w[19], tiles_n = (int)p.w[20];\n"
@@ -1061,6 +1062,7 @@ void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
     kiln__sbuf_puts(b, "__device__ __forceinline__ void kg_acc_fence(float *d) {\n#pragma unroll\n"
                        "  for (int i = 0; i < BN / 2; i++) asm volatile(\"\" : \"+f\"(d[i]) :: \"memory\");\n}\n");
     kiln__sbuf_puts(b, "/* kg: end of generated wgmma */\n");
+    kiln__sbuf_puts(b, kiln__cuda_gemm_dep_src);
     kiln__sbuf_puts(b, kernel_src);
 }
 

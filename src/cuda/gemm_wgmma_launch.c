@@ -157,16 +157,22 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     if (r == KILN_OK) r = encode_map(ctx, &args.tb, d->dtype, &l.map[1], "B");
     if (r == KILN_OK && c->tma_store) r = encode_map(ctx, &args.tc, d->dtype, &l.map[2], "C");
     /* a tag ("GKWG") and this kernel's version first */
-    const int32_t sig[16] = {0x47574b47,   9,           (int32_t)c->dtype, c->a_kmajor, c->b_kmajor, c->bias,
+    const int32_t sig[16] = {0x47574b47,   10,           (int32_t)c->dtype, c->a_kmajor, c->b_kmajor, c->bias,
                              c->beta,      c->sr,       c->c_pair,         c->bn,       c->tma_store, c->pingpong,
                              c->sr_unroll, c->cbufs,    c->cluster,        c->slice_sum};
     CUfunction fn;
     int refused = 0;
     if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 16, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
-    if (r == KILN_OK && (l.cluster || l.cooperative))
-        r = kiln__cuda_launch_ex(ctx, fn, l.grid, l.threads, l.smem, l.cluster, l.cooperative, &args, &refused);
-    else if (r == KILN_OK)
-        r = kiln__cuda_launch_arg(ctx, fn, l.grid, 1, l.threads, 1, l.smem, &args);
+    if (r == KILN_OK) {
+        /* early launches lose where the grid fills more than half of the SMs but not all: the
+         * next grid's blocks take the SMs this one leaves idle, and 72-block grids ran 15-23 %
+         * slower (fc9216 bprop, fc36864 fprop), 96-98 up to 8 %; at most half of the SMs or
+         * all of them: 1-12 % faster (bench/NOTES.md step 11) */
+        const int early = 2 * l.grid <= (unsigned)st->sm_count || l.grid >= (unsigned)st->sm_count;
+        const kiln_cuda_launch_attrs at = {.cluster = l.cluster, .cooperative = l.cooperative, .early = early};
+        void *params[1] = {&args};
+        r = kiln__cuda_gemm_launch(ctx, fn, l.grid, 1, l.threads, l.smem, at, params, NULL, &refused);
+    }
     kiln__mem_free(ctx, ws);
     /* the driver would not have every block resident (fewer SMs to be had than it has):
      * slice sums are off for this context, and the GEMM runs again without */

@@ -459,47 +459,43 @@ kiln_status kiln__cuda_launch(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigne
     return launch(ctx, fn, gx, gy, bx, by, smem, NULL, extra);
 }
 
-kiln_status kiln__cuda_launch_arg(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned by,
-                                  unsigned smem, void *arg)
-{
-    void *params[1] = {arg};
-    return launch(ctx, fn, gx, gy, bx, by, smem, params, NULL);
-}
-
-kiln_status kiln__cuda_launch_ex(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned bx, unsigned smem, unsigned cluster,
-                                 int cooperative, void *arg, int *refused)
+kiln_status kiln__cuda_launch_ex(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned smem,
+                                 const kiln_cuda_launch_attrs *at, void **params, void **extra, int *refused)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
     *refused = 0;
     if (!st->cu.LaunchKernelEx)
-        return KILN_ERROR(ctx, KILN_ERR_DRIVER, "argument '%s': the CUDA driver lacks cuLaunchKernelEx",
-                          cluster ? "cluster" : "cooperative");
-    CUlaunchAttribute attr[2];
+        return KILN_ERROR(ctx, KILN_ERR_DRIVER, "argument 'at': the CUDA driver lacks cuLaunchKernelEx");
+    CUlaunchAttribute attr[3];
     memset(attr, 0, sizeof attr);
     unsigned na = 0;
-    if (cluster) {
+    if (at->cluster) {
         attr[na].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        attr[na].value.clusterDim.x = cluster;
+        attr[na].value.clusterDim.x = at->cluster;
         attr[na].value.clusterDim.y = 1;
         attr[na].value.clusterDim.z = 1;
         na++;
     }
-    if (cooperative) {
+    if (at->cooperative) {
         attr[na].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
         attr[na].value.cooperative = 1;
         na++;
     }
+    if (at->early) {
+        attr[na].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr[na].value.programmaticStreamSerializationAllowed = 1;
+        na++;
+    }
     CUlaunchConfig cfg;
     memset(&cfg, 0, sizeof cfg);
-    cfg.gridDimX = gx, cfg.gridDimY = 1, cfg.gridDimZ = 1;
+    cfg.gridDimX = gx, cfg.gridDimY = gy, cfg.gridDimZ = 1;
     cfg.blockDimX = bx, cfg.blockDimY = 1, cfg.blockDimZ = 1;
     cfg.sharedMemBytes = smem;
     cfg.hStream = (CUstream)st->stream;
     cfg.attrs = attr;
     cfg.numAttrs = na;
-    void *params[1] = {arg};
-    CUresult e = st->cu.LaunchKernelEx(&cfg, fn, params, NULL);
-    if (cooperative && e == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) {
+    CUresult e = st->cu.LaunchKernelEx(&cfg, fn, params, extra);
+    if (at->cooperative && e == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) {
         *refused = 1;
         return KILN_OK;
     }
