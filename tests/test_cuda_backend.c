@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "core/numeric.h"
 #include "cuda/cuda_hooks.h"
 
 /* Weak: absent when kiln is built without CUDA (then no CUDA context can exist either). */
@@ -590,7 +591,8 @@ static void gemm_dispatch(void)
                    {"KILN_WGMMA_SCHED", "stream-k", "KILN_WGMMA_SCHED='stream-k'"},
                    {"KILN_WGMMA_SR_UNROLL", "3", "KILN_WGMMA_SR_UNROLL='3'"},
                    {"KILN_WGMMA_CBUFS", "4", "KILN_WGMMA_CBUFS='4'"},
-                   {"KILN_WGMMA_SPLIT_SUM", "dsmem", "KILN_WGMMA_SPLIT_SUM='dsmem'"}};
+                   {"KILN_WGMMA_SPLIT_SUM", "dsmem", "KILN_WGMMA_SPLIT_SUM='dsmem'"},
+                   {"KILN_WGMMA_MCAST", "2", "KILN_WGMMA_MCAST='2'"}};
         setenv("KILN_GEMM", "wgmma", 1);
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             setenv(bad[i].var, bad[i].value, 1);
@@ -618,6 +620,50 @@ static void gemm_dispatch(void)
         unsetenv("KILN_WGMMA_STORE");
         unsetenv("KILN_WGMMA_CBUFS");
         unsetenv("KILN_WGMMA_SR_UNROLL");
+        /* TMA multicast of B in clusters of two gives the bits of the plain kernel: an odd
+         * number of tile rows (the last cluster's second block past M), both tile widths, with
+         * bias, ReLU and stochastic rounding */
+        int64_t ms[2] = {520, 300}, ns[2] = {300, 520}, cs[2] = {520, 520};
+        kiln_tensor *am, *amg, *bm, *bmg, *biasm, *biasg, *cm = NULL;
+        make_pair(KILN_DTYPE_BF16, 2, ms, V_PLAIN, -1, 1, &am, &amg);
+        make_pair(KILN_DTYPE_BF16, 2, ns, V_PLAIN, -1, 1, &bm, &bmg);
+        make_pair(KILN_DTYPE_BF16, 1, &cs[1], V_PLAIN, -1, 1, &biasm, &biasg);
+        CHECK_OK(gpu, kiln_tensor_empty(gpu, KILN_DTYPE_BF16, 2, cs, &cm));
+        const size_t cbytes = 520 * 520 * 2;
+        unsigned char *c_on = malloc(cbytes), *c_off = malloc(cbytes);
+        CHECK(c_on && c_off);
+        static const char *const widths[2] = {"256", "128"};
+        for (int w = 0; w < 2 && c_on && c_off; w++) {
+            setenv("KILN_WGMMA_BN", widths[w], 1);
+            for (int on = 0; on < 2; on++) {
+                setenv("KILN_WGMMA_MCAST", on ? "1" : "0", 1);
+                CHECK_OK(gpu, kiln_assign(cm, kiln_scalar(NAN)));
+                CHECK_OK(gpu, kiln_ctx_set_seed(gpu, 42)); /* the same rounding stream both ways */
+                kiln_gemm_args ga = {.bias = biasg, .relu = 1, .round = KILN_ROUND_STOCHASTIC};
+                CHECK_OK(gpu, kiln_dot(cm, amg, bmg, 1.0, 0.0, &ga));
+                CHECK_OK(gpu, kiln_tensor_read(cm, on ? c_on : c_off, KILN_DTYPE_BF16));
+            }
+            int64_t ndiff = 0, first = -1;
+            for (int64_t i = 0; i < 520 * 520; i++)
+                if (memcmp(c_on + 2 * i, c_off + 2 * i, 2) != 0 && ndiff++ == 0) first = i;
+            if (ndiff) {
+                unsigned short x, y;
+                memcpy(&x, c_on + 2 * first, 2);
+                memcpy(&y, c_off + 2 * first, 2);
+                fprintf(stderr,
+                        "  KILN_WGMMA_MCAST=1, BN %s: %lld elements of C differ from the plain kernel's, the first at "
+                        "(%lld, %lld): %g against %g\n",
+                        widths[w], (long long)ndiff, (long long)(first / 520), (long long)(first % 520),
+                        (double)kiln_bf16_to_f32(x), (double)kiln_bf16_to_f32(y));
+            }
+            CHECK_INT(ndiff, 0);
+        }
+        unsetenv("KILN_WGMMA_MCAST");
+        unsetenv("KILN_WGMMA_BN");
+        free(c_on);
+        free(c_off);
+        kiln_tensor *mc_all[] = {am, amg, bm, bmg, biasm, biasg, cm};
+        for (int i = 0; i < 7; i++) kiln_tensor_release(mc_all[i]);
     }
     { /* the FFMA kernel's structure overrides (any GPU): a bad value is an error naming its
        * variable; the other structures give the default's bits (k in the same order, one

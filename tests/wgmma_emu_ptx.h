@@ -81,6 +81,7 @@ static inline void kg_bar_arrive_cluster(unsigned remote)
     emu_bar_check(b);
 }
 static inline void kg_bar_wait_cluster(unsigned bar, unsigned parity) { kg_bar_wait(bar, parity); }
+static inline void kg_bar_arrive_remote(unsigned remote) { kg_bar_arrive_cluster(remote); }
 /* Copies the box at (c0, c1, c2) of map between global memory and shared memory at smem
  * (128-byte swizzled rows of 128 bytes): a load zero-fills what lies outside the tensor, a
  * store skips it. Returns the box's bytes. */
@@ -117,6 +118,24 @@ static inline void kg_tma(unsigned dst, const kg_tmap *map, int c0, int c1, int 
     emu_mbar *b = emu_bar(bar, 0);
     b->tx -= bytes;
     emu_bar_check(b);
+}
+/* multicast: the box into every block of mask at dst, each block's bar completing its bytes
+ * (the partner's may land before that block's own expect_tx: the phase waits for both) */
+static inline void kg_tma_mc(unsigned dst, const kg_tmap *map, int c0, int c1, int c2, unsigned bar,
+                             unsigned short mask)
+{
+    if (mask == 0 || (mask >> emu_g.cluster) != 0) emu_fail("TMA multicast: the mask names a block outside the cluster");
+    emu_state *self = emu_cur;
+    for (int r = 0; r < emu_g.cluster; r++) {
+        if (!((mask >> r) & 1)) continue;
+        unsigned local;
+        emu_cur = emu_cluster_block(kg_mapa(dst, r), &local);
+        const long long bytes = emu_box(map, local, c0, c1, c2, 0);
+        emu_mbar *b = emu_bar(bar, 0);
+        b->tx -= bytes;
+        emu_bar_check(b);
+        emu_cur = self;
+    }
 }
 static inline void kg_tma_store(const kg_tmap *map, unsigned src, int c0, int c1, int c2)
 {

@@ -96,7 +96,8 @@ static kiln_status cuda_init(kiln_ctx *ctx, void **state)
             void **fn;
         } opt[] = {{"cuFuncSetAttribute", (void **)&st->cu.FuncSetAttribute},
                    {"cuTensorMapEncodeTiled", (void **)&st->cu.TensorMapEncodeTiled},
-                   {"cuLaunchKernelEx", (void **)&st->cu.LaunchKernelEx}};
+                   {"cuLaunchKernelEx", (void **)&st->cu.LaunchKernelEx},
+                   {"cuOccupancyMaxActiveClusters", (void **)&st->cu.OccupancyMaxActiveClusters}};
         for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++) {
             enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
             if (cudaGetDriverEntryPointByVersion(opt[i].name, opt[i].fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||

@@ -72,6 +72,7 @@ typedef struct kiln_cuda_driver {
     /* optional (NULL when the driver lacks them; the wgmma GEMM then stays unused) */
     CUresult (*FuncSetAttribute)(CUfunction, CUfunction_attribute, int);
     CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **); /* clusters */
+    CUresult (*OccupancyMaxActiveClusters)(int *, CUfunction, const CUlaunchConfig *); /* may be NULL */
     CUresult (*TensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
                                      const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
                                      CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
@@ -120,6 +121,8 @@ typedef struct kiln_cuda_state {
     kiln_cuda_lt_entry lt_plans[KILN_CUDA_LT_PLANS];
     uint64_t lt_clock;        /* use counter of the plan cache */
     int gemm_no_coop;         /* the driver refused a cooperative GEMM launch: no more slice sums */
+    CUfunction mc_fn[4];      /* wgmma kernels with multicast clusters and how many clusters of */
+    int mc_pairs[4];          /* two run at once (cuOccupancyMaxActiveClusters), most recent first */
     int *gemm_counters;       /* split-K arrival counters of the wgmma GEMM (KILN_CUDA_COUNTERS
                                * ints, zero between launches; cudaMalloc'd on first use) */
 } kiln_cuda_state;

@@ -68,6 +68,8 @@ typedef struct kiln_gemm_wgmma_cfg {
     int slice_sum; /* split-K: every block of a tile sums a slice of it from the partials in the
                     * workspace, all blocks resident together (a cooperative launch; the rule's
                     * choice where every work item fits the first wave, KILN_WGMMA_SPLIT_SUM=slices) */
+    int mcast;     /* clusters of two blocks on tile rows 2 i, 2 i + 1 sharing B through TMA multicast
+                    * (unsplit, not ping-pong; KILN_WGMMA_MCAST) */
 } kiln_gemm_wgmma_cfg;
 
 /* 1 when the wgmma kernel takes d on ctx's device: compute capability 9.0 with the tensor-
@@ -123,6 +125,8 @@ typedef struct kiln_gemm_wgmma_opts {
                     * block sums), 3 = slices where they apply (the rule's choice there) */
     int no_cluster; /* the device cannot launch clusters: split sums go through the workspace */
     int no_coop;    /* no cooperative launches (the driver refused one): no slice sums */
+    int mcast;      /* 0 = the rule's (off), 1 = off, 2 = on where it applies (KILN_WGMMA_MCAST) */
+    int mc_pairs;   /* clusters of two the device runs at once with this kernel (0 = SMs / 2) */
 } kiln_gemm_wgmma_opts;
 
 /* Words 30-40 from the seed (w[0]) and stream (w[1]): what the kernel's Philox takes from

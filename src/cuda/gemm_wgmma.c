@@ -51,7 +51,11 @@
  *    tiles of its own (two m64 wgmma per k step), alternating work items in turn (a pair
  *    of turn barriers), so one's epilogue runs while the other's wgmma use the tensor
  *    cores; measured slower than the default on most shapes, so not chosen by the rule.
- * Not here yet: stream-K, clusters with TMA multicast of the operands.
+ *  - opt-in (KILN_WGMMA_MCAST=1, measured 2-15 % slower), clusters of two blocks with TMA
+ *    multicast of B (MC): the blocks of a cluster take tile rows 2 i and 2 i + 1 of one column,
+ *    each loads its own A and half of B into both blocks' stages (one L2 read of B for two
+ *    tiles), and a stage is free once the consumers of both blocks released it.
+ * Not here yet: stream-K.
  * This file holds the kernel's source and its launch description, free of CUDA headers (built
  * into every libkiln for tests/test_gemm_emu.c); gemm_wgmma_launch.c runs it on a device.
  */
@@ -144,6 +148,15 @@ static const char kernel_src[] =
     "  asm volatile(\"cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes\"\n"
     "               \" [%0], [%1, {%2, %3, %4}], [%5];\\n\"\n"
     "               :: \"r\"(dst), \"l\"((unsigned long long)map), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(bar) : \"memory\");\n"
+    "}\n"
+    "/* MC: the same into shared memory at dst of every block of the cluster in mask (the same\n"
+    " * offset in each), completing its bytes on bar of each */\n"
+    "__device__ __forceinline__ void kg_tma_mc(unsigned dst, const kg_tmap *map, int c0, int c1, int c2, unsigned bar,\n"
+    "                                          unsigned short mask) {\n"
+    "  asm volatile(\"cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster\"\n"
+    "               \" [%0], [%1, {%2, %3, %4}], [%5], %6;\\n\"\n"
+    "               :: \"r\"(dst), \"l\"((unsigned long long)map), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(bar), \"h\"(mask)\n"
+    "               : \"memory\");\n"
     "}\n"
     "/* TMA store: the box at (c0, c1, c2) of map from shared memory at src (a bulk group) */\n"
     "__device__ __forceinline__ void kg_tma_store(const kg_tmap *map, unsigned src, int c0, int c1, int c2) {\n"
@@ -244,6 +257,13 @@ static const char kernel_src[] =
     "__device__ __forceinline__ void kg_fence_cluster() { asm volatile(\"fence.acq_rel.cluster;\\n\" ::: \"memory\"); }\n"
     "__device__ __forceinline__ void kg_bar_arrive_cluster(unsigned remote) {\n"
     "  asm volatile(\"mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\\n\" :: \"r\"(remote) : \"memory\");\n"
+    "}\n"
+    "/* MC: a consumer's release of a stage on the other block's empty barrier: its wgmma reads\n"
+    " * are done (wgmma.wait_group), nothing of its own to publish, so no cluster-scope release\n"
+    " * (CUTLASS's cluster barrier arrives so; with .release.cluster here, and the producer's\n"
+    " * wait at .acquire.cluster, a stage took ~1 us whatever its size: 1.6-2.6x slower) */\n"
+    "__device__ __forceinline__ void kg_bar_arrive_remote(unsigned remote) {\n"
+    "  asm volatile(\"mbarrier.arrive.shared::cluster.b64 _, [%0];\\n\" :: \"r\"(remote) : \"memory\");\n"
     "}\n"
     "__device__ __forceinline__ void kg_bar_wait_cluster(unsigned bar, unsigned parity) {\n"
     "  unsigned done;\n"
@@ -543,6 +563,11 @@ static const char kernel_src[] =
     "}\n"
     "\n"
     "/* Work item -> (batch, tile row, tile column), tiles in groups of GROUP_M tile rows. */\n"
+    "/* a consumer's release of the stage whose empty barrier is bar; MC: on both blocks' */\n"
+    "__device__ __forceinline__ void kg_release(unsigned bar, int rank) {\n"
+    "  kg_bar_arrive(bar);\n"
+    "  if constexpr (MC) kg_bar_arrive_remote(kg_mapa(bar, rank ^ 1));\n"
+    "}\n"
     "__device__ __forceinline__ void kg_item(long long item, int tiles_m, int tiles_n, long long *bi, int *tm, int *tn) {\n"
     "  const long long per_batch = (long long)tiles_m * tiles_n;\n"
     "  *bi = item / per_batch;\n"
@@ -580,7 +605,9 @@ static const char kernel_src[] =
     "    if constexpr (TMA_STORE) kg_prefetch_map(&p.tc);\n"
     "    for (int s = 0; s < STAGES; s++) {\n"
     "      kg_bar_init(full0 + 8 * s, 1);\n"
-    "      kg_bar_init(empty0 + 8 * s, PP ? 1 : 2); /* the consumers that read a stage */\n"
+    "      /* the consumers that read a stage: MC, both blocks' (either block's producer writes\n"
+    "       * half of B into both) */\n"
+    "      kg_bar_init(empty0 + 8 * s, PP ? 1 : MC ? 4 : 2);\n"
     "    }\n"
     "    if (PP) {\n"
     "      kg_bar_init(turn0, 1);\n"
@@ -594,13 +621,18 @@ static const char kernel_src[] =
     "  }\n"
     "  __syncthreads();\n"
     "  /* every block's barriers are set up before another block of the cluster arrives on them */\n"
-    "  if constexpr (CLUSTER) kg_cluster_sync();\n"
+    "  if constexpr (CLUSTER || MC) kg_cluster_sync();\n"
     "  kg_grid_dep(); /* the barriers and the maps' prefetch above overlap the previous kernel */\n"
     "\n"
     "  const long long NB = (long long)p.w[18];\n"
     "  const int tiles_m = (int)p.w[19], tiles_n = (int)p.w[20];\n"
     "  const int KT = (int)p.w[25], splits = (int)p.w[26], kper = (int)p.w[27];\n"
-    "  const long long items = NB * tiles_m * tiles_n * splits;\n"
+    "  /* MC: the two blocks of a cluster take tile rows 2 i and 2 i + 1 of the work items' tile row\n"
+    "   * i (with an odd tiles_m the last item's second row lies past M: that block loads zeros\n"
+    "   * into A, shares B, and stores nothing) */\n"
+    "  const int rank = MC ? (int)(blockIdx.x & 1u) : 0, item_rows = MC ? (tiles_m + 1) >> 1 : tiles_m;\n"
+    "  const long long items = NB * item_rows * tiles_n * splits;\n"
+    "  const long long first = MC ? blockIdx.x >> 1 : blockIdx.x, step = MC ? gridDim.x >> 1 : gridDim.x;\n"
     "\n"
     "  if (wg == 0) {\n"
     "    /* producer */\n"
@@ -608,10 +640,11 @@ static const char kernel_src[] =
     "    if (tid == 0) {\n"
     "      const int a_bat = (int)p.w[23], b_bat = (int)p.w[24];\n"
     "      unsigned it = 0;\n"
-    "      for (long long item = blockIdx.x; item < items; item += gridDim.x) {\n"
+    "      for (long long item = first; item < items; item += step) {\n"
     "        long long bi;\n"
     "        int tm, tn;\n"
-    "        kg_item(item / splits, tiles_m, tiles_n, &bi, &tm, &tn);\n"
+    "        kg_item(item / splits, item_rows, tiles_n, &bi, &tm, &tn);\n"
+    "        if constexpr (MC) tm = 2 * tm + rank;\n"
     "        const int m0 = tm * BM, n0 = tn * BN, ab = a_bat ? (int)bi : 0, bb = b_bat ? (int)bi : 0;\n"
     "        const int kb = (int)(item % splits) * kper, ke = kb + kper < KT ? kb + kper : KT;\n"
     "        for (int kt = kb; kt < ke; kt++, it++) {\n"
@@ -626,7 +659,12 @@ static const char kernel_src[] =
     "#pragma unroll\n"
     "            for (int c = 0; c < BM / 64; c++) kg_tma(sa + c * CHUNK, &p.ta, m0 + 64 * c, k0, ab, full);\n"
     "          }\n"
-    "          if constexpr (B_KMAJ) {\n"
+    "          if constexpr (MC && B_KMAJ) { /* this block's half of the rows (the map's box: BN / 2) */\n"
+    "            kg_tma_mc(sb + rank * (BN / 2) * 128, &p.tb, k0, n0 + rank * (BN / 2), bb, full, 3);\n"
+    "          } else if constexpr (MC) { /* every other 64-wide box, this block's parity */\n"
+    "#pragma unroll\n"
+    "            for (int c = rank; c < BN / 64; c += 2) kg_tma_mc(sb + c * CHUNK, &p.tb, n0 + 64 * c, k0, bb, full, 3);\n"
+    "          } else if constexpr (B_KMAJ) {\n"
     "            kg_tma(sb, &p.tb, k0, n0, bb, full);\n"
     "          } else {\n"
     "#pragma unroll\n"
@@ -635,6 +673,9 @@ static const char kernel_src[] =
     "        }\n"
     "      }\n"
     "    }\n"
+    "    /* MC: no block leaves while the other may still arrive on its barriers (the last stages'\n"
+    "     * releases) */\n"
+    "    if constexpr (MC) kg_cluster_sync();\n"
     "    return;\n"
     "  }\n"
     "\n"
@@ -648,7 +689,7 @@ static const char kernel_src[] =
     "  unsigned it = 0;\n"
     "  unsigned stored = 0; /* tiles this consumer stored through TMA: their staging buffer alternates */\n"
     "  long long local = 0; /* this block's items so far (ping-pong: consumer cw takes the ones of its parity) */\n"
-    "  for (long long item = blockIdx.x; item < items; item += gridDim.x, local++) {\n"
+    "  for (long long item = first; item < items; item += step, local++) {\n"
     "    const long long tile = item / splits;\n"
     "    const int split = (int)(item % splits);\n"
     "    const int kb = split * kper, ke = kb + kper < KT ? kb + kper : KT;\n"
@@ -665,7 +706,8 @@ static const char kernel_src[] =
     "    }\n"
     "    long long bi;\n"
     "    int tm, tn;\n"
-    "    kg_item(tile, tiles_m, tiles_n, &bi, &tm, &tn);\n"
+    "    kg_item(tile, item_rows, tiles_n, &bi, &tm, &tn);\n"
+    "    if constexpr (MC) tm = 2 * tm + rank;\n"
     "    float bias_mine = 0.0f; /* BIAS_SMEM: the bias of column ct of the tile */\n"
     "    if constexpr (BIAS_SMEM) {\n"
     "      const long long n = (long long)tn * BN + ct;\n"
@@ -696,12 +738,12 @@ static const char kernel_src[] =
     "      kg_wg_commit();\n"
     "      /* one group stays in flight: the previous slice's group is done, release its stage */\n"
     "      kg_wg_wait<1>();\n"
-    "      if (kt > kb && leader) kg_bar_arrive(empty0 + 8 * prev);\n"
+    "      if (kt > kb && leader) kg_release(empty0 + 8 * prev, rank);\n"
     "      prev = s;\n"
     "    }\n"
     "    if (PP && leader) kg_bar_arrive(turn0 + 8 * (1 - cw)); /* the other consumer's turn */\n"
     "    kg_wg_wait<0>();\n"
-    "    if (ke > kb && leader) kg_bar_arrive(empty0 + 8 * prev);\n"
+    "    if (ke > kb && leader) kg_release(empty0 + 8 * prev, rank);\n"
     "    kg_acc_fence(acc);\n"
     "    if constexpr (PP) kg_acc_fence(acc + NACC);\n"
     "\n"
@@ -975,7 +1017,7 @@ static const char kernel_src[] =
     "  if (TMA_STORE && leader) kg_bulk_wait_read<0>();\n"
     "  /* and the cluster's other blocks have read this block's last partial */\n"
     "  if (CLUSTER && splits > 1 && ct == 0 && local > 0) kg_bar_wait_cluster(cl_read, (unsigned)((local - 1) & 1));\n"
-    "\n"
+    "  if constexpr (MC) kg_cluster_sync(); /* (the producer's) */\n"
     "}\n";
 
 /* ---- structure, source ------------------------------------------------------------------- */
@@ -1019,9 +1061,9 @@ void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
                       tf32, bf16, tf32 ? 4 : 2, c->a_kmajor, c->b_kmajor, c->bn, stages_for(c));
     kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, SR = %d, C_PAIR = %d, TMA_STORE = %d, PP = %d;\n",
                       c->bias, c->beta, c->sr, c->c_pair, c->tma_store, c->pingpong);
-    kiln__sbuf_printf(b, "constexpr int SR_UNROLL = %d, CBUFS = %d, CLUSTER = %d, SLICE_SUM = %d;\n",
+    kiln__sbuf_printf(b, "constexpr int SR_UNROLL = %d, CBUFS = %d, CLUSTER = %d, SLICE_SUM = %d, MC = %d;\n",
                       c->sr_unroll > 1 ? c->sr_unroll : 1, c->cbufs > 1 ? 2 : 1, c->cluster ? 1 : 0,
-                      c->slice_sum ? 1 : 0);
+                      c->slice_sum ? 1 : 0, c->mcast ? 1 : 0);
     /* the dtype's conversions and the paired store of two neighbours of C */
     if (tf32) {
         kiln__sbuf_puts(b, "__device__ __forceinline__ float kg_f32(ST h) { return h; }\n"
@@ -1312,6 +1354,12 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     }
     w[26] = (uint64_t)splits;
     w[27] = (uint64_t)kper;
+    /* TMA multicast of B in clusters of two (tile rows 2 i and 2 i + 1), KILN_WGMMA_MCAST=1:
+     * unsplit, not ping-pong, at least two tile rows. Not the rule's choice: measured 2-4 %
+     * slower than without on the squares and 3-15 % on the K=128 updates (H100, 2026-11-25,
+     * bench/NOTES.md step 11): one block per SM already has the L2 bandwidth it needs */
+    c->mcast = splits == 1 && !c->pingpong && !c->cluster && !c->slice_sum && tm >= 2 && opts && opts->mcast == 2;
+    if (c->mcast && c->b_kmajor) l->map[1].box[1] = (unsigned)c->bn / 2; /* each block loads half the rows */
     l->tiles = nb * tm * tn;
     l->ws_bytes = splits > 1 && !c->cluster ? (size_t)l->tiles * (size_t)splits * BM * (size_t)c->bn * sizeof(float) : 0;
     int64_t items = l->tiles * splits;
@@ -1319,6 +1367,12 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     if (c->cluster) { /* a cluster per tile, a block per split: every item in the first wave */
         l->grid = (unsigned)items;
         l->cluster = (unsigned)splits;
+    }
+    if (c->mcast) { /* a cluster per pair of tile rows, as many as run at once */
+        int64_t pairs = nb * ((tm + 1) / 2) * tn, cap = opts && opts->mc_pairs > 0 ? opts->mc_pairs : sm_count / 2;
+        if (cap < 1) cap = 1;
+        l->grid = (unsigned)(2 * (pairs < cap ? pairs : cap));
+        l->cluster = 2;
     }
     l->cooperative = c->slice_sum;
     l->threads = THREADS;

@@ -52,7 +52,9 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
  * points of epilogue cost, on every shape of kiln-bench gemm-epilogue; 1 keeps the code smallest),
  * KILN_WGMMA_CBUFS=1|2 (C staging buffers per consumer with TMA stores; the rule's: 2 where
  * a tile's k slices fit the ring beside two buffers), KILN_WGMMA_SPLIT_SUM=cluster|workspace
- * (where split tiles meet: the workspace, the default, or a cluster where it applies).
+ * (where split tiles meet: the workspace, the default, or a cluster where it applies),
+ * KILN_WGMMA_MCAST=0|1 (clusters of two sharing B through TMA multicast: off, the default, or
+ * on wherever the launch is unsplit with two tile rows or more).
  * A value that is none of these is an error naming the variable. */
 static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
 {
@@ -94,6 +96,13 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
                               e);
         o->cbufs = atoi(e);
     }
+    e = getenv("KILN_WGMMA_MCAST");
+    if (e && e[0]) {
+        if (strcmp(e, "0") != 0 && strcmp(e, "1") != 0)
+            return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_WGMMA_MCAST='%s' is not 0 or 1",
+                              e);
+        o->mcast = e[0] == '1' ? 2 : 1;
+    }
     e = getenv("KILN_WGMMA_SPLIT_SUM");
     if (e && e[0]) {
         if (strcmp(e, "cluster") == 0)
@@ -127,6 +136,41 @@ typedef struct wg_args {
     uint64_t w[KILN_GEMM_WGMMA_WORDS];
 } wg_args;
 
+/* The grid of a multicast launch: at most as many clusters of two as the device runs at once
+ * with this kernel (cuOccupancyMaxActiveClusters, remembered per kernel; a cluster lives in
+ * one GPC, so an SM left over in a GPC of odd size takes none), the kernel's persistent loop
+ * taking the rest. Without the query: the plan's (SMs / 2 clusters). */
+static unsigned mc_grid(kiln_cuda_state *st, CUfunction fn, const kiln_gemm_wgmma_launch *l)
+{
+    int n = 0, hit = -1;
+    for (int i = 0; i < 4 && hit < 0; i++)
+        if (st->mc_fn[i] == fn) hit = i;
+    if (hit >= 0) {
+        n = st->mc_pairs[hit];
+    } else if (st->cu.OccupancyMaxActiveClusters) {
+        CUlaunchAttribute at;
+        memset(&at, 0, sizeof at);
+        at.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        at.value.clusterDim.x = 2;
+        at.value.clusterDim.y = 1;
+        at.value.clusterDim.z = 1;
+        CUlaunchConfig cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.gridDimX = l->grid, cfg.gridDimY = 1, cfg.gridDimZ = 1;
+        cfg.blockDimX = l->threads, cfg.blockDimY = 1, cfg.blockDimZ = 1;
+        cfg.sharedMemBytes = l->smem;
+        cfg.hStream = (CUstream)st->stream;
+        cfg.attrs = &at;
+        cfg.numAttrs = 1;
+        if (st->cu.OccupancyMaxActiveClusters(&n, fn, &cfg) != CUDA_SUCCESS) n = 0;
+        memmove(st->mc_fn + 1, st->mc_fn, 3 * sizeof st->mc_fn[0]);
+        memmove(st->mc_pairs + 1, st->mc_pairs, 3 * sizeof st->mc_pairs[0]);
+        st->mc_fn[0] = fn;
+        st->mc_pairs[0] = n;
+    }
+    return n > 0 && 2u * (unsigned)n < l->grid ? 2u * (unsigned)n : l->grid;
+}
+
 kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
@@ -157,12 +201,13 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     if (r == KILN_OK) r = encode_map(ctx, &args.tb, d->dtype, &l.map[1], "B");
     if (r == KILN_OK && c->tma_store) r = encode_map(ctx, &args.tc, d->dtype, &l.map[2], "C");
     /* a tag ("GKWG") and this kernel's version first */
-    const int32_t sig[16] = {0x47574b47,   10,           (int32_t)c->dtype, c->a_kmajor, c->b_kmajor, c->bias,
+    const int32_t sig[17] = {0x47574b47,   11,           (int32_t)c->dtype, c->a_kmajor, c->b_kmajor, c->bias,
                              c->beta,      c->sr,       c->c_pair,         c->bn,       c->tma_store, c->pingpong,
-                             c->sr_unroll, c->cbufs,    c->cluster,        c->slice_sum};
+                             c->sr_unroll, c->cbufs,    c->cluster,        c->slice_sum, c->mcast};
     CUfunction fn;
     int refused = 0;
-    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 16, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
+    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 17, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
+    if (r == KILN_OK && c->mcast) l.grid = mc_grid(st, fn, &l);
     if (r == KILN_OK) {
         /* early launches lose where the grid fills more than half of the SMs but not all: the
          * next grid's blocks take the SMs this one leaves idle, and 72-block grids ran 15-23 %
