@@ -830,7 +830,6 @@ static void test_gemm(void)
     CHECK_OK(gpu, kiln_ctx_set_allow_tf32(gpu, 0));
     unsetenv("KILN_GEMM");
     gemm_dispatch();
-    gemm_chain_pdl();
     gemm_lt_cache();
 }
 
@@ -1055,7 +1054,8 @@ int main(void)
     } sections[] = {{"copies", test_copies},       {"elementwise", test_elementwise},
                     {"chains", test_chains},       {"reductions", test_reductions},
                     {"batchnorm", test_batchnorm}, {"rng", test_rng_bits},
-                    {"gemm", test_gemm},           {"cache", test_cache},
+                    {"gemm", test_gemm},           {"pdl", gemm_chain_pdl},
+                    {"cache", test_cache},
                     {"memory", test_memory},       {"wrap", test_wrap}};
     for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
         if (only && !strstr(only, sections[i].name)) continue;

@@ -31,9 +31,9 @@ kiln_status kiln__cuda_gemm_counters(kiln_ctx *ctx);
  * the attributes at; at.early (the caller's wish) stays only where the device has
  * programmatic dependent launches (sm_90 and up), the launch is not cooperative (measured
  * no faster there) and KILN_GEMM_PDL is not 0. Every own GEMM kernel starts with
- * kg_grid_dep (kiln__cuda_gemm_dep_src), so its set-up overlaps the previous kernel's tail
- * and the next GEMM's set-up overlaps its own. A bad KILN_GEMM_PDL is an error naming it;
- * *refused as kiln__cuda_launch_ex. (gemm.c) */
+ * kg_grid_dep (kiln__cuda_gemm_dep_src), so its set-up overlaps the previous kernel's
+ * finish. A bad KILN_GEMM_PDL is an error naming it; *refused as kiln__cuda_launch_ex.
+ * (gemm.c) */
 kiln_status kiln__cuda_gemm_launch(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned smem,
                                    kiln_cuda_launch_attrs at, void **params, void **extra, int *refused);
 /* The same for a kernel of flat argument words (mma.sync, FFMA): no cluster, not cooperative,

@@ -118,12 +118,13 @@ const char kiln__cuda_gemm_tile_src[] =
 
 const char kiln__cuda_gemm_dep_src[] =
     "/* programmatic dependent launch (kiln__cuda_gemm_launch): the set-up above this call may run\n"
-    " * while the previous kernel on the stream finishes; global memory only after the wait. The\n"
-    " * next grid may start now: its blocks take SMs as these exit and wait in their own call */\n"
+    " * while the previous kernel on the stream finishes; global memory only after the wait. No\n"
+    " * griddepcontrol.launch_dependents: the next grid starts as this one's blocks exit (an\n"
+    " * explicit trigger at the start let the next grid's blocks sit on the SMs this one left\n"
+    " * idle, and grids of 72-98 blocks ran 2-23 % slower; bench/NOTES.md step 11) */\n"
     "__device__ __forceinline__ void kg_grid_dep() {\n"
     "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
     "  asm volatile(\"griddepcontrol.wait;\\n\" ::: \"memory\");\n"
-    "  asm volatile(\"griddepcontrol.launch_dependents;\\n\" ::: \"memory\");\n"
     "#endif\n"
     "}\n";
 

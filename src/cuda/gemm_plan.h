@@ -43,8 +43,8 @@ void kiln__cuda_gemm_tile_words(const kiln_gemm_desc *d, const kiln_gemm_batches
 extern const char kiln__cuda_gemm_tile_src[];
 /* CUDA C of kg_grid_dep(), which every own GEMM kernel calls before it touches global memory:
  * on sm_90 and up it waits until the grid before it on the stream has completed and its
- * memory is visible (at once where the launch was not a programmatic dependent one) and lets
- * the next grid start its blocks (kiln__cuda_gemm_launch); nothing elsewhere. */
+ * memory is visible (at once where the launch was not a programmatic dependent one;
+ * kiln__cuda_gemm_launch); nothing elsewhere. */
 extern const char kiln__cuda_gemm_dep_src[];
 /* The text of the source gen(cfg) writes, malloc'd; NULL on no memory (for tests). */
 char *kiln__cuda_gemm_text(void (*gen)(const void *, kiln_sbuf *), const void *cfg);

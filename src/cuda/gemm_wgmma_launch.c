@@ -209,12 +209,7 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 17, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
     if (r == KILN_OK && c->mcast) l.grid = mc_grid(st, fn, &l);
     if (r == KILN_OK) {
-        /* early launches lose where the grid fills more than half of the SMs but not all: the
-         * next grid's blocks take the SMs this one leaves idle, and 72-block grids ran 15-23 %
-         * slower (fc9216 bprop, fc36864 fprop), 96-98 up to 8 %; at most half of the SMs or
-         * all of them: 1-12 % faster (bench/NOTES.md step 11) */
-        const int early = 2 * l.grid <= (unsigned)st->sm_count || l.grid >= (unsigned)st->sm_count;
-        const kiln_cuda_launch_attrs at = {.cluster = l.cluster, .cooperative = l.cooperative, .early = early};
+        const kiln_cuda_launch_attrs at = {.cluster = l.cluster, .cooperative = l.cooperative, .early = 1};
         void *params[1] = {&args};
         r = kiln__cuda_gemm_launch(ctx, fn, l.grid, 1, l.threads, l.smem, at, params, NULL, &refused);
     }
