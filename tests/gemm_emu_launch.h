@@ -20,7 +20,13 @@ static kiln_args emu_args;
 
 static void emu_thread_main(void)
 {
+#ifdef EMU_THREAD_START
+    EMU_THREAD_START();
+#endif
     EMU_KERNEL(emu_args);
+#ifdef EMU_THREAD_END
+    EMU_THREAD_END();
+#endif
     emu.done[emu.cur] = 1;
     emu_progress();
 }

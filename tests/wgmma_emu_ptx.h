@@ -141,9 +141,49 @@ static inline void kg_tma_store(const kg_tmap *map, unsigned src, int c0, int c1
 {
     (void)emu_box(map, src, c0, c1, c2, 1);
 }
+/* wgmma is asynchronous: what kg_mma issues reads shared memory at some time before the
+ * wgmma.wait_group that covers its group. Each call is queued with its group (kg_mma) and the
+ * groups a wait covers run in kg_wg_wait, after every other thread had a turn: a stage
+ * released before the wgmma that read it were waited for, or refilled by a producer that did
+ * not wait for every consumer reading it (a multicast partner's too), gives wrong sums here */
+enum { EMU_MMA_QUEUE = 32 };
+typedef struct emu_mma_op {
+    float *d;
+    kiln_w64 da, db;
+    int group;
+} emu_mma_op;
+static emu_mma_op emu_mmaq[EMU_MAX_CLUSTER][EMU_MAX_THREADS][EMU_MMA_QUEUE];
+static int emu_mmaq_n[EMU_MAX_CLUSTER][EMU_MAX_THREADS], emu_mmaq_open[EMU_MAX_CLUSTER][EMU_MAX_THREADS];
+static inline void emu_mma_now(float *d, kiln_w64 da, kiln_w64 db);
+static inline int emu_block_rank(void) { return (int)(emu_cur - emu_blocks); }
+static inline void emu_mmaq_reset(void)
+{
+    emu_mmaq_n[emu_block_rank()][emu.cur] = 0;
+    emu_mmaq_open[emu_block_rank()][emu.cur] = 0;
+}
+static inline void emu_mmaq_end(void)
+{
+    if (emu_mmaq_n[emu_block_rank()][emu.cur] != 0) emu_fail("wgmma issued and never waited for (wgmma.wait_group)");
+}
+#define EMU_THREAD_START() emu_mmaq_reset()
+#define EMU_THREAD_END() emu_mmaq_end()
 static inline void kg_wg_fence(void) {}
-static inline void kg_wg_commit(void) {}
-template <int N> static inline void kg_wg_wait(void) {}
+static inline void kg_wg_commit(void) { emu_mmaq_open[emu_block_rank()][emu.cur]++; }
+/* all but the newest N committed groups done */
+template <int N> static inline void kg_wg_wait(void)
+{
+    emu_yield();
+    const int b = emu_block_rank(), t = emu.cur, last = emu_mmaq_open[b][t] - N;
+    emu_mma_op *q = emu_mmaq[b][t];
+    int n = emu_mmaq_n[b][t], kept = 0;
+    for (int i = 0; i < n; i++) {
+        if (q[i].group < last)
+            emu_mma_now(q[i].d, q[i].da, q[i].db);
+        else
+            q[kept++] = q[i];
+    }
+    emu_mmaq_n[b][t] = kept;
+}
 static inline kiln_w64 kg_desc(unsigned addr, unsigned lbo, unsigned sbo)
 {
     return (kiln_w64)((addr & 0x3FFFF) >> 4) | ((kiln_w64)(lbo >> 4) << 16) | ((kiln_w64)(sbo >> 4) << 32) |
@@ -205,8 +245,19 @@ static inline float emu_operand(kiln_w64 desc, int kmajor, int r, int k)
     return BF16 ? kiln_bf16_to_f32(h) : kiln_f16_to_f32(h);
 }
 
-/* d (this thread's part of the 64 x BN f32 fragment) += A (64 x KSTEP) @ B (KSTEP x BN) */
+/* issued: queued in the thread's open group (run by the kg_wg_wait that covers it) */
 static inline void kg_mma(float *d, kiln_w64 da, kiln_w64 db)
+{
+    const int b = emu_block_rank(), t = emu.cur;
+    if (emu_mmaq_n[b][t] == EMU_MMA_QUEUE) emu_fail("wgmma: more calls in flight than the emulator queues");
+    emu_mma_op *op = &emu_mmaq[b][t][emu_mmaq_n[b][t]++];
+    op->d = d;
+    op->da = da;
+    op->db = db;
+    op->group = emu_mmaq_open[b][t];
+}
+/* d (this thread's part of the 64 x BN f32 fragment) += A (64 x KSTEP) @ B (KSTEP x BN) */
+static inline void emu_mma_now(float *d, kiln_w64 da, kiln_w64 db)
 {
     const int ltid = (int)threadIdx.x & 127, warp = ltid >> 5, lane = ltid & 31;
     for (int j = 0; j < BN / 8; j++)
