@@ -3,7 +3,9 @@
  * (src/cuda/gemm_mma.c, its "kg: PTX wrappers" block: same names and signatures), for the
  * host emulator of tests/gemm_emu.h. The kernel's shared memory is a static array; its
  * address space here is offsets from the first pointer given to kg_smem (plus 16).
- * cp.async copies when issued (its waits are then no-ops). ldmatrix and mma.sync are
+ * cp.async is queued per thread and copies in the cp.async.wait_group that covers its group,
+ * after every other thread had a turn (a read of a stage before its wait, or a refill before
+ * every reader is past the barrier, sees stale bytes). ldmatrix and mma.sync are
  * warp-wide: each lane leaves its address or fragments in its warp's slots, the 32 lanes
  * meet at a warp barrier, each takes what the instruction gives it, and they meet again
  * before the slots are reused. Fragment layouts (g = lane / 4, t = lane % 4):
@@ -23,14 +25,47 @@ static inline unsigned kg_smem(const void *p)
 }
 static inline unsigned char *emu_mma_ptr(unsigned addr) { return (unsigned char *)emu_mma_base + (addr - 16u); }
 
+enum { EMU_CP_QUEUE = 64 };
+typedef struct emu_cp_op {
+    unsigned dst;
+    const void *src;
+    int bytes, group;
+} emu_cp_op;
+static emu_cp_op emu_cpq[EMU_MAX_THREADS][EMU_CP_QUEUE];
+static int emu_cpq_n[EMU_MAX_THREADS], emu_cpq_open[EMU_MAX_THREADS];
+#define EMU_THREAD_START() (emu_cpq_n[emu.cur] = 0, emu_cpq_open[emu.cur] = 0)
+#define EMU_THREAD_END()                                                                           \
+    do {                                                                                           \
+        if (emu_cpq_n[emu.cur] != 0) emu_fail("cp.async issued and never waited for (wait_group)"); \
+    } while (0)
 static inline void kg_cp16(unsigned dst, const void *src, int bytes)
 {
-    unsigned char *d = emu_mma_ptr(dst);
-    memset(d, 0, 16);
-    if (bytes > 0) memcpy(d, src, (size_t)bytes);
+    if (emu_cpq_n[emu.cur] == EMU_CP_QUEUE) emu_fail("cp.async: more copies in flight than the emulator queues");
+    emu_cp_op *op = &emu_cpq[emu.cur][emu_cpq_n[emu.cur]++];
+    op->dst = dst;
+    op->src = src;
+    op->bytes = bytes;
+    op->group = emu_cpq_open[emu.cur];
 }
-static inline void kg_commit(void) {}
-template <int N> static inline void kg_wait(void) {}
+static inline void kg_commit(void) { emu_cpq_open[emu.cur]++; }
+/* all but the newest N committed groups have landed */
+template <int N> static inline void kg_wait(void)
+{
+    emu_yield();
+    const int t = emu.cur, last = emu_cpq_open[t] - N;
+    int kept = 0;
+    for (int i = 0; i < emu_cpq_n[t]; i++) {
+        const emu_cp_op *op = &emu_cpq[t][i];
+        if (op->group < last) {
+            unsigned char *d = emu_mma_ptr(op->dst);
+            memset(d, 0, 16);
+            if (op->bytes > 0) memcpy(d, op->src, (size_t)op->bytes);
+        } else {
+            emu_cpq[t][kept++] = *op;
+        }
+    }
+    emu_cpq_n[t] = kept;
+}
 
 static inline int emu_lane(void) { return (int)threadIdx.x & 31; }
 static inline int emu_warp(void) { return (int)threadIdx.x >> 5; }
