@@ -137,9 +137,26 @@ static inline void kg_tma_mc(unsigned dst, const kg_tmap *map, int c0, int c1, i
         emu_cur = self;
     }
 }
+/* TMA stores read the staging at some time before the cp.async.bulk.wait_group.read that
+ * covers their bulk group: each is queued with its group and copied in that wait, after the
+ * other threads had a turn (a staging buffer written again before the wait shows in C) */
+enum { EMU_STORE_QUEUE = 64 };
+typedef struct emu_store_op {
+    const kg_tmap *map;
+    unsigned src;
+    int c0, c1, c2, group;
+} emu_store_op;
+static emu_store_op emu_stq[EMU_MAX_CLUSTER][EMU_MAX_THREADS][EMU_STORE_QUEUE];
+static int emu_stq_n[EMU_MAX_CLUSTER][EMU_MAX_THREADS], emu_stq_open[EMU_MAX_CLUSTER][EMU_MAX_THREADS];
 static inline void kg_tma_store(const kg_tmap *map, unsigned src, int c0, int c1, int c2)
 {
-    (void)emu_box(map, src, c0, c1, c2, 1);
+    const int b = (int)(emu_cur - emu_blocks), t = emu.cur;
+    if (emu_stq_n[b][t] == EMU_STORE_QUEUE) emu_fail("TMA store: more in flight than the emulator queues");
+    emu_store_op *op = &emu_stq[b][t][emu_stq_n[b][t]++];
+    op->map = map;
+    op->src = src;
+    op->c0 = c0, op->c1 = c1, op->c2 = c2;
+    op->group = emu_stq_open[b][t];
 }
 /* wgmma is asynchronous: what kg_mma issues reads shared memory at some time before the
  * wgmma.wait_group that covers its group. Each call is queued with its group (kg_mma) and the
@@ -160,10 +177,14 @@ static inline void emu_mmaq_reset(void)
 {
     emu_mmaq_n[emu_block_rank()][emu.cur] = 0;
     emu_mmaq_open[emu_block_rank()][emu.cur] = 0;
+    emu_stq_n[emu_block_rank()][emu.cur] = 0;
+    emu_stq_open[emu_block_rank()][emu.cur] = 0;
 }
 static inline void emu_mmaq_end(void)
 {
     if (emu_mmaq_n[emu_block_rank()][emu.cur] != 0) emu_fail("wgmma issued and never waited for (wgmma.wait_group)");
+    if (emu_stq_n[emu_block_rank()][emu.cur] != 0)
+        emu_fail("TMA store issued and never waited for (cp.async.bulk.wait_group.read)");
 }
 #define EMU_THREAD_START() emu_mmaq_reset()
 #define EMU_THREAD_END() emu_mmaq_end()
@@ -201,8 +222,22 @@ static inline unsigned kg_ld_shared(unsigned addr)
 }
 static inline void kg_st_shared(unsigned addr, unsigned v) { memcpy(emu_ptr(addr, 4), &v, 4); }
 static inline void kg_fence_async_smem(void) {}
-static inline void kg_bulk_commit(void) {}
-template <int PENDING> static inline void kg_bulk_wait_read(void) {}
+static inline void kg_bulk_commit(void) { emu_stq_open[emu_cur - emu_blocks][emu.cur]++; }
+/* this thread's bulk groups but the newest PENDING have read their staging */
+template <int PENDING> static inline void kg_bulk_wait_read(void)
+{
+    emu_yield();
+    const int b = (int)(emu_cur - emu_blocks), t = emu.cur, last = emu_stq_open[b][t] - PENDING;
+    int kept = 0;
+    for (int i = 0; i < emu_stq_n[b][t]; i++) {
+        const emu_store_op *op = &emu_stq[b][t][i];
+        if (op->group < last)
+            (void)emu_box(op->map, op->src, op->c0, op->c1, op->c2, 1);
+        else
+            emu_stq[b][t][kept++] = *op;
+    }
+    emu_stq_n[b][t] = kept;
+}
 static inline void kg_prefetch_map(const kg_tmap *) {}
 /* the paired conversions, element by element (NaN bits aside, which kg_pack_rn fixes for bf16) */
 static inline unsigned kg_cvt_f16x2(float lo, float hi)
