@@ -14,9 +14,13 @@
  * (mbarrier waits, named and cluster barriers), so every interleaving the kernel's
  * synchronization allows is one it may get here, and a missing wait shows as a wrong
  * result or a deadlock report. Each block has its own shared memory and barriers; a
- * cluster address (mapa) carries the block's rank + 1 in bits 24-27. TMA copies
- * complete when issued (the mbarrier transaction count still runs: expect_tx, then the
- * boxes). Shared-memory addresses are offsets from EMU_SMEM_ORIGIN; the 128-byte swizzle
+ * cluster address (mapa) carries the block's rank + 1 in bits 24-27. TMA loads complete
+ * when issued (as early as they can: the mbarrier transaction count still runs, expect_tx
+ * then the boxes, a multicast's on every block of its mask); what reads shared memory
+ * asynchronously reads it as late as it may: wgmma in the wgmma.wait_group that covers its
+ * group, a TMA store in the bulk wait that covers its group, the mma.sync kernel's cp.async
+ * writes in its cp.async.wait_group, each after the other threads had a turn.
+ * Shared-memory addresses are offsets from EMU_SMEM_ORIGIN; the 128-byte swizzle
  * XORs address bits 4-6 with bits 7-9, as the hardware does on absolute addresses. wgmma:
  * each thread computes its own fragment (rows 16 warp + lane / 4 (+ 8), columns
  * 8 j + 2 (lane % 4) (+ 1)) from the descriptors. Not modelled: the hardware's timing,
