@@ -161,13 +161,17 @@ typedef struct kiln_cuda_launch_attrs {
     unsigned cluster; /* blocks per cluster along x (the grid's x a multiple); 0 = none */
     int cooperative;  /* every block resident at once */
     /* programmatic dependent launch: the kernel may start before the previous kernel on the
-     * stream has finished (from the moment that kernel's blocks all said so, or exited), so
-     * its set-up overlaps the other's tail. Only for kernels that touch no global memory
-     * before griddepcontrol.wait (the own GEMMs' kg_grid_dep); sm_90 and up */
+     * stream has finished (once that kernel's blocks have all exited, or all executed
+     * griddepcontrol.launch_dependents, which no kiln kernel does), so its set-up overlaps
+     * the other's memory flush. Only for kernels that touch no global memory before
+     * griddepcontrol.wait (the own GEMMs' kg_grid_dep); sm_90 and up */
     int early;
 } kiln_cuda_launch_attrs;
 /* Launches fn through cuLaunchKernelEx with the attributes at: its parameters as params
- * (cuLaunchKernelEx's kernelParams) or the flat words as extra. A cooperative launch the
+ * (cuLaunchKernelEx's kernelParams) or the flat words as extra. A struct parameter aligned
+ * to more than 8 bytes (the wgmma kernel's, with its 64-byte CUtensorMaps) must go as
+ * params: the driver places it by the kernel's own layout, where the flat buffer landed it
+ * 48 bytes off. A cooperative launch the
  * driver refuses as too large (fewer SMs to be had than blocks: MPS, green contexts) is not
  * an error: *refused is set and nothing runs. */
 kiln_status kiln__cuda_launch_ex(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned smem,
