@@ -874,6 +874,25 @@ static kiln_status run_gemm(bench *b)
     return result;
 }
 
+/* The inputs of a GPU gemm case (A and B random in [-1, 1), B stored transposed where the
+ * case says, C full of NaN) and cuBLASLt's time on them; KILN_GEMM is "own" afterwards. */
+static kiln_status gemm_case_inputs(bench *b, kiln_dtype dt, const gemm_case *gc, gemm_run *g, double *vendor_ms)
+{
+    kiln_status st = KILN_OK;
+    int64_t ashape[2] = {gc->m, gc->k}, cshape[2] = {gc->m, gc->n};
+    int64_t bshape[2] = {gc->trans_b ? gc->n : gc->k, gc->trans_b ? gc->k : gc->n};
+    TRY(random_tensor(b, dt, 2, ashape, -1.0, 1.0, &g->a));
+    TRY(random_tensor(b, dt, 2, bshape, -1.0, 1.0, &g->b));
+    TRY(kiln_tensor_full(b->ctx, dt, 2, cshape, NAN, &g->c));
+    g->args.trans_b = gc->trans_b;
+    setenv("KILN_GEMM", "vendor", 1);
+    TRY(gemm_run_once(g));
+    TRY(time_median(b, gemm_run_once, g, vendor_ms));
+    setenv("KILN_GEMM", "own", 1);
+done:
+    return st;
+}
+
 /* ---- gemm sweep ------------------------------------------------------------------------ */
 
 /* kiln-bench gemm-sweep (a GPU with kiln's wgmma kernel): for the fully-connected shapes of
@@ -927,19 +946,11 @@ static kiln_status run_gemm_sweep(bench *b)
         if (!gc->fc && i != 0) continue; /* the fully-connected shapes and the 4096 square */
         if (b->only && !strstr(gc->name, b->only)) continue;
         gemm_run g = {0};
-        int64_t ashape[2] = {gc->m, gc->k}, cshape[2] = {gc->m, gc->n};
-        int64_t bshape[2] = {gc->trans_b ? gc->n : gc->k, gc->trans_b ? gc->k : gc->n};
+        int64_t cshape[2] = {gc->m, gc->n};
         double vendor = 0.0, rule = 0.0, best = 0.0;
         char bestcfg[48] = "-";
         b->current = "gemm-sweep";
-        TRY(random_tensor(b, dt, 2, ashape, -1.0, 1.0, &g.a));
-        TRY(random_tensor(b, dt, 2, bshape, -1.0, 1.0, &g.b));
-        TRY(kiln_tensor_full(b->ctx, dt, 2, cshape, NAN, &g.c));
-        g.args.trans_b = gc->trans_b;
-        setenv("KILN_GEMM", "vendor", 1);
-        TRY(gemm_run_once(&g));
-        TRY(time_median(b, gemm_run_once, &g, &vendor));
-        setenv("KILN_GEMM", "own", 1);
+        TRY(gemm_case_inputs(b, dt, gc, &g, &vendor));
         TRY(sweep_one(b, &g, gc, cshape, dt, vendor, &rule));
         printf("%-15s %" PRId64 "x%" PRId64 "x%" PRId64 "%s: vendor %.4f ms, rule %.2fx\n", gc->name, gc->m, gc->n, gc->k,
                gc->trans_b ? " B^T" : "", vendor, rule);
@@ -1060,18 +1071,9 @@ static kiln_status run_gemm_ab(bench *b, const char *spec)
         const gemm_case *gc = &gpu_cases[i];
         if (b->only && !strstr(gc->name, b->only)) continue;
         gemm_run g = {0};
-        int64_t ashape[2] = {gc->m, gc->k}, cshape[2] = {gc->m, gc->n};
-        int64_t bshape[2] = {gc->trans_b ? gc->n : gc->k, gc->trans_b ? gc->k : gc->n};
         double vendor = 0.0, t[AB_MAX_VALUES][AB_ROUNDS];
         b->current = "gemm-ab";
-        TRY(random_tensor(b, dt, 2, ashape, -1.0, 1.0, &g.a));
-        TRY(random_tensor(b, dt, 2, bshape, -1.0, 1.0, &g.b));
-        TRY(kiln_tensor_full(b->ctx, dt, 2, cshape, NAN, &g.c));
-        g.args.trans_b = gc->trans_b;
-        setenv("KILN_GEMM", "vendor", 1);
-        TRY(gemm_run_once(&g));
-        TRY(time_median(b, gemm_run_once, &g, &vendor));
-        setenv("KILN_GEMM", "own", 1);
+        TRY(gemm_case_inputs(b, dt, gc, &g, &vendor));
         for (int v = 0; v < nv; v++) { /* each value's result, from a poisoned C */
             double err = 0.0;
             setenv(var, values[v], 1);
