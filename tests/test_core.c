@@ -1,10 +1,14 @@
 /*
  * tests/test_core.c — statuses and their bands, version, dtype traits and promotion,
  * context creation (KILN_DEVICE parsing, bad arguments, the CPU fallback notice), seeds and
- * settings, and NULL handles everywhere in the context API.
+ * settings, NULL handles everywhere in the context API, and the environment-choice helper
+ * (kiln__env_choice) the GEMM overrides are read with.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+
 #include "check.h"
+#include "core/internal.h"
 
 static void test_status(void)
 {
@@ -75,10 +79,39 @@ static void test_ctx(void)
     CHECK(strcmp(kiln_last_error(NULL), "") != 0); /* the last context-less failure is kept */
 }
 
+/* kiln__env_choice: unset and empty give -1, each choice its position, anything else an
+ * error naming the variable, the value and every choice */
+static void test_env_choice(void)
+{
+    static const char *const three[] = {"cluster", "workspace", "slices"}, *const two[] = {"0", "1"};
+    const char *name = "KILN_TEST_ENV_CHOICE";
+    int i = 7;
+    unsetenv(name);
+    CHECK_OK(NULL, kiln__env_choice(NULL, "test", name, three, 3, &i));
+    CHECK_INT(i, -1);
+    setenv(name, "", 1);
+    i = 7;
+    CHECK_OK(NULL, kiln__env_choice(NULL, "test", name, three, 3, &i));
+    CHECK_INT(i, -1);
+    for (int k = 0; k < 3; k++) {
+        setenv(name, three[k], 1);
+        CHECK_OK(NULL, kiln__env_choice(NULL, "test", name, three, 3, &i));
+        CHECK_INT(i, k);
+    }
+    setenv(name, "slice", 1);
+    CHECK_FAILS(NULL, kiln__env_choice(NULL, "test", name, three, 3, &i), KILN_ERR_ARG,
+                "test: environment variable KILN_TEST_ENV_CHOICE='slice' is not cluster, workspace or slices");
+    CHECK_INT(i, -1);
+    setenv(name, "2", 1);
+    CHECK_FAILS(NULL, kiln__env_choice(NULL, "test", name, two, 2, &i), KILN_ERR_ARG, "='2' is not 0 or 1");
+    unsetenv(name);
+}
+
 int main(void)
 {
     test_status();
     test_dtypes();
     test_ctx();
+    test_env_choice();
     return check_finish();
 }

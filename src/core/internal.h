@@ -31,6 +31,12 @@ kiln_status kiln__verror_at(const kiln_ctx *ctx, kiln_status status, const char 
  * the message is "NAME: head\ntail". */
 kiln_status kiln__error_long(const kiln_ctx *ctx, kiln_status status, const char *head, const char *tail);
 
+/* Environment variable `name` as one of values[0..n): *index its position, -1 where it is
+ * unset or empty; any other value is KILN_ERR_ARG on ctx, "who: environment variable
+ * NAME='value' is not a, b or c". (env.c) */
+kiln_status kiln__env_choice(const kiln_ctx *ctx, const char *who, const char *name, const char *const *values, int n,
+                             int *index);
+
 /* Propagates a failing status. */
 #define KILN_TRY(expr)                                                                      \
     do {                                                                                    \

@@ -517,14 +517,10 @@ kiln_status kiln__cuda_gemm_launch(kiln_ctx *ctx, CUfunction fn, unsigned gx, un
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
     *refused = 0;
-    int pdl = 1;
-    const char *e = getenv("KILN_GEMM_PDL");
-    if (e && e[0]) {
-        if (strcmp(e, "0") != 0 && strcmp(e, "1") != 0)
-            return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_GEMM_PDL='%s' is not 0 or 1", e);
-        pdl = e[0] == '1';
-    }
-    at.early = at.early && pdl && !at.cooperative && st->cc_major >= 9 && st->cu.LaunchKernelEx;
+    static const char *const off_on[] = {"0", "1"};
+    int pdl;
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_GEMM_PDL", off_on, 2, &pdl));
+    at.early = at.early && pdl != 0 && !at.cooperative && st->cc_major >= 9 && st->cu.LaunchKernelEx;
     if (at.cluster || at.cooperative || at.early)
         return kiln__cuda_launch_ex(ctx, fn, gx, gy, bx, smem, &at, params, extra, refused);
     KILN_CK(ctx, drv, st->cu.LaunchKernel(fn, gx, gy, 1, bx, 1, 1, smem, (CUstream)st->stream, params, extra));
@@ -591,24 +587,11 @@ typedef enum gemm_choice { GEMM_AUTO, GEMM_VENDOR, GEMM_OWN, GEMM_MMA, GEMM_WGMM
  *           will pick them per shape where they are. */
 static kiln_status read_choice(kiln_ctx *ctx, gemm_choice *out)
 {
-    const char *e = getenv("KILN_GEMM");
-    if (!e || !e[0] || strcmp(e, "auto") == 0)
-        *out = GEMM_AUTO;
-    else if (strcmp(e, "vendor") == 0)
-        *out = GEMM_VENDOR;
-    else if (strcmp(e, "own") == 0)
-        *out = GEMM_OWN;
-    else if (strcmp(e, "mma") == 0)
-        *out = GEMM_MMA;
-    else if (strcmp(e, "wgmma") == 0)
-        *out = GEMM_WGMMA;
-    else if (strcmp(e, "ffma") == 0)
-        *out = GEMM_FFMA;
-    else
-        return KILN_ERROR(ctx, KILN_ERR_ARG,
-                          "kiln_dot: environment variable KILN_GEMM='%s' is not one of own, vendor, auto, wgmma, mma, "
-                          "ffma",
-                          e);
+    /* in gemm_choice's order */
+    static const char *const names[] = {"auto", "vendor", "own", "mma", "wgmma", "ffma"};
+    int i;
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_GEMM", names, 6, &i));
+    *out = i < 0 ? GEMM_AUTO : (gemm_choice)i;
     return KILN_OK;
 }
 

@@ -16,29 +16,15 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_ffma_sou
  * these is an error naming the variable. */
 static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_ffma_opts *o)
 {
+    static const char *const depths[] = {"8", "16"}, *const counts[] = {"1", "2"}, *const warps[] = {"2x16", "4x8"};
     memset(o, 0, sizeof *o);
-    const char *e = getenv("KILN_FFMA_BK");
-    if (e && e[0]) {
-        if (strcmp(e, "8") != 0 && strcmp(e, "16") != 0)
-            return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_FFMA_BK='%s' is not 8 or 16", e);
-        o->bk = atoi(e);
-    }
-    e = getenv("KILN_FFMA_MINB");
-    if (e && e[0]) {
-        if (strcmp(e, "1") != 0 && strcmp(e, "2") != 0)
-            return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_FFMA_MINB='%s' is not 1 or 2", e);
-        o->minb = atoi(e);
-    }
-    e = getenv("KILN_FFMA_WARPS");
-    if (e && e[0]) {
-        if (strcmp(e, "2x16") == 0)
-            o->warps = 1;
-        else if (strcmp(e, "4x8") == 0)
-            o->warps = 2;
-        else
-            return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_FFMA_WARPS='%s' is not 2x16 or 4x8",
-                              e);
-    }
+    int i;
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_FFMA_BK", depths, 2, &i));
+    o->bk = i < 0 ? 0 : 8 << i;
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_FFMA_MINB", counts, 2, &i));
+    o->minb = i + 1;  /* 0 = the default */
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_FFMA_WARPS", warps, 2, &i));
+    o->warps = i + 1; /* 0 = the default, 1 = 2 x 16, 2 = 4 x 8 */
     return KILN_OK;
 }
 

@@ -58,66 +58,27 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
  * A value that is none of these is an error naming the variable. */
 static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
 {
+    static const char *const stores[] = {"tma", "regs"}, *const scheds[] = {"coop", "pingpong"},
+                             *const widths[] = {"128", "256"}, *const unrolls[] = {"1", "2", "4"},
+                             *const counts[] = {"1", "2"}, *const off_on[] = {"0", "1"},
+                             *const sums[] = {"cluster", "workspace", "slices"};
     memset(o, 0, sizeof *o);
-    const char *e = getenv("KILN_WGMMA_STORE");
-    o->tma_store = 1; /* where C allows it: measured faster or equal on every swept shape */
-    if (e && e[0]) {
-        if (strcmp(e, "regs") == 0)
-            o->tma_store = 0;
-        else if (strcmp(e, "tma") != 0)
-            return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_WGMMA_STORE='%s' is not tma or regs",
-                              e);
-    }
-    e = getenv("KILN_WGMMA_SCHED");
-    if (e && e[0]) {
-        if (strcmp(e, "pingpong") == 0)
-            o->pingpong = 1;
-        else if (strcmp(e, "coop") != 0)
-            return KILN_ERROR(ctx, KILN_ERR_ARG,
-                              "kiln_dot: environment variable KILN_WGMMA_SCHED='%s' is not coop or pingpong", e);
-    }
-    e = getenv("KILN_WGMMA_BN");
-    if (e && e[0]) {
-        if (strcmp(e, "128") != 0 && strcmp(e, "256") != 0)
-            return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_WGMMA_BN='%s' is not 128 or 256", e);
-        o->bn = atoi(e);
-    }
-    e = getenv("KILN_WGMMA_SR_UNROLL");
-    if (e && e[0]) {
-        if (strcmp(e, "1") != 0 && strcmp(e, "2") != 0 && strcmp(e, "4") != 0)
-            return KILN_ERROR(ctx, KILN_ERR_ARG,
-                              "kiln_dot: environment variable KILN_WGMMA_SR_UNROLL='%s' is not 1, 2 or 4", e);
-        o->sr_unroll = atoi(e);
-    }
-    e = getenv("KILN_WGMMA_CBUFS");
-    if (e && e[0]) {
-        if (strcmp(e, "1") != 0 && strcmp(e, "2") != 0)
-            return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_WGMMA_CBUFS='%s' is not 1 or 2",
-                              e);
-        o->cbufs = atoi(e);
-    }
-    e = getenv("KILN_WGMMA_MCAST");
-    if (e && e[0]) {
-        if (strcmp(e, "0") != 0 && strcmp(e, "1") != 0)
-            return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable KILN_WGMMA_MCAST='%s' is not 0 or 1",
-                              e);
-        o->mcast = e[0] == '1' ? 2 : 1;
-    }
-    e = getenv("KILN_WGMMA_SPLIT_SUM");
-    if (e && e[0]) {
-        if (strcmp(e, "cluster") == 0)
-            o->split_sum = 1;
-        else if (strcmp(e, "workspace") == 0)
-            o->split_sum = 2;
-        else if (strcmp(e, "slices") == 0)
-            o->split_sum = 3;
-        else
-            return KILN_ERROR(ctx, KILN_ERR_ARG,
-                              "kiln_dot: environment variable KILN_WGMMA_SPLIT_SUM='%s' is not slices, cluster or "
-                              "workspace",
-                              e);
-    }
-    e = getenv("KILN_WGMMA_SPLITS");
+    int i;
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_STORE", stores, 2, &i));
+    o->tma_store = i != 1; /* TMA where C allows it: measured faster or equal on every swept shape */
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_SCHED", scheds, 2, &i));
+    o->pingpong = i == 1;
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_BN", widths, 2, &i));
+    o->bn = i < 0 ? 0 : 128 << i;
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_SR_UNROLL", unrolls, 3, &i));
+    o->sr_unroll = i < 0 ? 0 : 1 << i;
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_CBUFS", counts, 2, &i));
+    o->cbufs = i + 1; /* 0 = the rule's */
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_MCAST", off_on, 2, &i));
+    o->mcast = i + 1; /* 0 = the rule's, 1 off, 2 on */
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_SPLIT_SUM", sums, 3, &i));
+    o->split_sum = i + 1; /* 0 = the rule's, 1 cluster, 2 workspace, 3 slices */
+    const char *e = getenv("KILN_WGMMA_SPLITS");
     if (e && e[0]) {
         char *end = NULL;
         long v = strtol(e, &end, 10);
