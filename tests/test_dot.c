@@ -948,6 +948,13 @@ static void test_errors(void)
     DOT_FAILS(C, A, NULL, 1.0, 0.0, NULL, KILN_ERR_NULL, "'B'");
     CHECK_FAILS(NULL, kiln_dot(NULL, NULL, NULL, 1.0, 0.0, NULL), KILN_ERR_NULL, "'C'");
 
+    /* the CPU engine's override: a value that is not one is an error naming it */
+    setenv("KILN_CPU_GEMM", "blas", 1);
+    DOT_FAILS(C, A, B, 1.0, 0.0, NULL, KILN_ERR_ARG, "KILN_CPU_GEMM='blas' is not auto or builtin");
+    setenv("KILN_CPU_GEMM", "auto", 1);
+    CHECK_OK(ctx, kiln_dot(C, A, B, 1.0, 0.0, NULL));
+    unsetenv("KILN_CPU_GEMM");
+
     /* alpha / beta / round */
     DOT_FAILS(C, A, B, NAN, 0.0, NULL, KILN_ERR_ARG, "'alpha'");
     DOT_FAILS(C, A, B, 1.0, INFINITY, NULL, KILN_ERR_ARG, "'beta'");

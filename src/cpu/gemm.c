@@ -543,10 +543,15 @@ static kiln_status blas_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d, int64_t nb)
 
 /* ---- entry ---------------------------------------------------------------------------- */
 
-static int builtin_forced(void)
+/* KILN_CPU_GEMM: unset, empty or auto = OpenBLAS where kiln has it, builtin = the blocked
+ * GEMM here; anything else is an error naming the variable */
+static kiln_status read_engine(kiln_ctx *ctx, int *builtin)
 {
-    const char *e = getenv("KILN_CPU_GEMM");
-    return e && strcmp(e, "builtin") == 0;
+    static const char *const engines[] = {"auto", "builtin"};
+    int i;
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_CPU_GEMM", engines, 2, &i));
+    *builtin = i == 1;
+    return KILN_OK;
 }
 
 kiln_status kiln__cpu_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d)
@@ -557,10 +562,12 @@ kiln_status kiln__cpu_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d)
         return KILN_ERROR(ctx, KILN_ERR_DTYPE, "kiln__cpu_gemm: dtype %s is not supported", kiln_dtype_name(d->dtype));
     int64_t nb = 1;
     for (int i = 0; i < d->nbatch; i++) nb *= d->batch_shape[i];
+    int builtin = 0;
+    KILN_TRY(read_engine(ctx, &builtin));
     if (d->M <= 0 || d->N <= 0 || nb == 0) return KILN_OK;
 
 #ifdef KILN_WITH_CBLAS
-    if (!builtin_forced()) {
+    if (!builtin) {
         kiln_status s = blas_gemm(ctx, d, nb);
         if (s != KILN_ERR_UNSUPPORTED) return s;
     }
