@@ -562,141 +562,215 @@ int main(void)
         return CHECK_SKIP;
     }
     static const ecase cases[] = {
-        /* dt M N K nb ta tb abc bbc pad alpha beta bias relu sr sms tma bn splits kernel pp cbufs sum same ffma exact */
-        {0, 200, 300, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},     /* NN, ragged, 256-wide, 2 x 2 tiles on 3 SMs */
-        {1, 130, 100, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},    /* TT, 128-wide, the whole epilogue */
-        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},      /* TN, batches, B shared */
-        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},       /* NT, A shared, stochastic rounding */
-        {0, 130, 300, 3380, 1, 1, 0, 0, 0, 0, 1.0, -0.5, 1, 1, 0, 132, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, /* split-K, the last split short */
-        {1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 132, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},         /* one element */
+        /* fields left out are 0 (the rule's choice, no option); see ecase */
+        /* NN, ragged, 256-wide, 2 x 2 tiles on 3 SMs */
+        {.dt = 0, .M = 200, .N = 300, .K = 200, .nb = 1, .pad = 8, .alpha = 1.0, .sms = 3},
+        /* TT, 128-wide, the whole epilogue */
+        {.dt = 1, .M = 130, .N = 100, .K = 70, .nb = 1, .ta = 1, .tb = 1, .alpha = -0.75, .beta = 0.5, .bias = 1,
+         .relu = 1, .sms = 2},
+        /* TN, batches, B shared */
+        {.dt = 0, .M = 64, .N = 72, .K = 130, .nb = 3, .ta = 1, .b_bcast = 1, .pad = 16, .alpha = 2.0, .bias = 1,
+         .sms = 2},
+        /* NT, A shared, stochastic rounding */
+        {.dt = 1, .M = 40, .N = 136, .K = 64, .nb = 2, .tb = 1, .a_bcast = 1, .alpha = 1.0, .sr = 1, .sms = 4},
+        /* split-K, the last split short */
+        {.dt = 0, .M = 130, .N = 300, .K = 3380, .nb = 1, .ta = 1, .alpha = 1.0, .beta = -0.5, .bias = 1, .relu = 1,
+         .sms = 132},
+        {.dt = 1, .M = 1, .N = 1, .K = 1, .nb = 1, .alpha = 1.0, .sms = 132}, /* one element */
         /* the TMA-store epilogue on the same kinds of shapes (N a multiple of 8), and refused
          * where N is not: test_dot's padded 129 x 135 C, whose pad the H100's 16-byte store
          * chunks overwrote */
-        {0, 200, 304, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-        {1, 130, 104, 70, 1, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-        {0, 129, 135, 70, 1, 1, 1, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 132, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-        {0, 64, 72, 130, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-        {1, 40, 136, 64, 2, 0, 1, 1, 0, 0, 1.0, 0.0, 0, 0, 1, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {.dt = 0, .M = 200, .N = 304, .K = 200, .nb = 1, .pad = 8, .alpha = 1.0, .sms = 3, .tma_store = 1},
+        {.dt = 1, .M = 130, .N = 104, .K = 70, .nb = 1, .ta = 1, .tb = 1, .alpha = -0.75, .beta = 0.5, .bias = 1,
+         .relu = 1, .sms = 2, .tma_store = 1},
+        {.dt = 0, .M = 129, .N = 135, .K = 70, .nb = 1, .ta = 1, .tb = 1, .pad = 8, .alpha = 1.0, .sms = 132,
+         .tma_store = 1},
+        {.dt = 0, .M = 64, .N = 72, .K = 130, .nb = 3, .ta = 1, .b_bcast = 1, .pad = 16, .alpha = 2.0, .bias = 1,
+         .sms = 2, .tma_store = 1},
+        {.dt = 1, .M = 40, .N = 136, .K = 64, .nb = 2, .tb = 1, .a_bcast = 1, .alpha = 1.0, .sr = 1, .sms = 4,
+         .tma_store = 1},
         /* forced tiles and splits (KILN_WGMMA_BN / KILN_WGMMA_SPLITS): 256-wide tiles split
          * 3 ways on batches with the whole epilogue, 128-wide split 6 ways through the
          * workspace and TMA stores (KILN_WGMMA_SPLIT_SUM=workspace) */
-        {0, 150, 260, 700, 2, 0, 1, 0, 0, 0, 0.5, 1.0, 1, 1, 0, 5, 0, 256, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-        {1, 150, 264, 700, 1, 1, 0, 0, 0, 8, 1.0, 0.0, 1, 0, 1, 7, 1, 128, 6, 0, 0, 0, 2, 0, 0, 0, 0, 0},
+        {.dt = 0, .M = 150, .N = 260, .K = 700, .nb = 2, .tb = 1, .alpha = 0.5, .beta = 1.0, .bias = 1, .relu = 1,
+         .sms = 5, .bn = 256, .splits = 3},
+        {.dt = 1, .M = 150, .N = 264, .K = 700, .nb = 1, .ta = 1, .pad = 8, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 7,
+         .tma_store = 1, .bn = 128, .splits = 6, .split_sum = 2},
         /* split tiles through the staged TMA epilogue: 256-wide, 4 splits, beta and ReLU */
-        {0, 130, 296, 1500, 1, 0, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 5, 1, 256, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {.dt = 0, .M = 130, .N = 296, .K = 1500, .nb = 1, .tb = 1, .alpha = -0.75, .beta = 0.5, .bias = 1, .relu = 1,
+         .sms = 5, .tma_store = 1, .bn = 256, .splits = 4},
         /* f32 through tf32 (K-major A and B: A stored (M, K), B stored (N, K)) */
-        {2, 200, 300, 100, 1, 0, 1, 0, 0, 4, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-        {2, 130, 100, 70, 2, 0, 1, 0, 1, 0, -0.75, 0.5, 1, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-        {2, 130, 300, 1700, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 132, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, /* split-K */
+        {.dt = 2, .M = 200, .N = 300, .K = 100, .nb = 1, .tb = 1, .pad = 4, .alpha = 1.0, .sms = 3},
+        {.dt = 2, .M = 130, .N = 100, .K = 70, .nb = 2, .tb = 1, .b_bcast = 1, .alpha = -0.75, .beta = 0.5, .bias = 1,
+         .relu = 1, .sms = 2},
+        {.dt = 2, .M = 130, .N = 300, .K = 1700, .nb = 1, .tb = 1, .alpha = 1.0, .bias = 1, .sms = 132}, /* split-K */
         /* the FFMA kernel (f32): the four transposes, float4 and element-by-element operands
          * (odd pads), ragged edges, batches with a shared operand, the whole epilogue */
-        {2, 200, 300, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
-        {2, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
-        {2, 129, 257, 50, 1, 1, 0, 0, 0, 4, 2.0, 1.0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
-        {2, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+        {.dt = 2, .M = 200, .N = 300, .K = 70, .nb = 1, .alpha = 1.0, .kernel = 1},
+        {.dt = 2, .M = 130, .N = 100, .K = 37, .nb = 2, .ta = 1, .tb = 1, .b_bcast = 1, .pad = 3, .alpha = -0.75,
+         .beta = 0.5, .bias = 1, .relu = 1, .kernel = 1},
+        {.dt = 2, .M = 129, .N = 257, .K = 50, .nb = 1, .ta = 1, .pad = 4, .alpha = 2.0, .beta = 1.0, .bias = 1,
+         .kernel = 1},
+        {.dt = 2, .M = 64, .N = 72, .K = 33, .nb = 3, .tb = 1, .a_bcast = 1, .pad = 1, .alpha = 1.0, .relu = 1,
+         .kernel = 1},
         /* the other FFMA structures (KILN_FFMA_*): BK 8, 2 x 16 (the first kernel's); BK 16 at
          * one block per SM, 2 x 16; BK 8, 4 x 8; on ragged, transposed, padded, batched cases */
-        {2, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 8, 0, 0, 0},
-        {2, 129, 257, 50, 1, 1, 0, 0, 0, 4, 2.0, 1.0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 11, 0, 0, 0},
-        {2, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 12, 0, 0, 0},
-        {2, 200, 300, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 9, 0, 0, 0},
+        {.dt = 2, .M = 130, .N = 100, .K = 37, .nb = 2, .ta = 1, .tb = 1, .b_bcast = 1, .pad = 3, .alpha = -0.75,
+         .beta = 0.5, .bias = 1, .relu = 1, .kernel = 1, .ffma = 8},
+        {.dt = 2, .M = 129, .N = 257, .K = 50, .nb = 1, .ta = 1, .pad = 4, .alpha = 2.0, .beta = 1.0, .bias = 1,
+         .kernel = 1, .ffma = 11},
+        {.dt = 2, .M = 64, .N = 72, .K = 33, .nb = 3, .tb = 1, .a_bcast = 1, .pad = 1, .alpha = 1.0, .relu = 1,
+         .kernel = 1, .ffma = 12},
+        {.dt = 2, .M = 200, .N = 300, .K = 70, .nb = 1, .alpha = 1.0, .kernel = 1, .ffma = 9},
         /* interior tiles (float4 operands, rows and k inside: fetches without bounds tests)
          * beside edge tiles: NN with a bias, TT batched with beta, BK 16 2 x 16; a split
          * tile all inside (4 splits of 512) */
-        {2, 256, 136, 64, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
-        {2, 130, 256, 96, 2, 1, 1, 0, 0, 0, -0.75, 0.5, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
-        {2, 256, 136, 64, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 9, 0, 0, 0},
-        {2, 128, 128, 2048, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 4, 0, 0, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+        {.dt = 2, .M = 256, .N = 136, .K = 64, .nb = 1, .alpha = 1.0, .bias = 1, .kernel = 1},
+        {.dt = 2, .M = 130, .N = 256, .K = 96, .nb = 2, .ta = 1, .tb = 1, .alpha = -0.75, .beta = 0.5, .relu = 1,
+         .kernel = 1},
+        {.dt = 2, .M = 256, .N = 136, .K = 64, .nb = 1, .alpha = 1.0, .bias = 1, .kernel = 1, .ffma = 9},
+        {.dt = 2, .M = 128, .N = 128, .K = 2048, .nb = 1, .alpha = 1.0, .sms = 4, .splits = 4, .kernel = 1},
         /* its split-K (few tiles, long K; splits = the rule's choice for sms): 3 splits with
          * a short last one and the whole epilogue; 5 splits, A transposed and padded, a
          * ragged last k slice */
-        {2, 130, 100, 1000, 1, 0, 0, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 3, 0, 0, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0},
-        {2, 130, 100, 1000, 1, 0, 0, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 3, 0, 0, 3, 1, 0, 0, 0, 0, 8, 0, 0, 0}, /* BK 8 */
-        {2, 100, 250, 1290, 1, 1, 0, 0, 0, 4, 1.0, 0.0, 0, 0, 0, 5, 0, 0, 5, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+        {.dt = 2, .M = 130, .N = 100, .K = 1000, .nb = 1, .alpha = -0.75, .beta = 0.5, .bias = 1, .relu = 1, .sms = 3,
+         .splits = 3, .kernel = 1},
+        /* BK 8 */
+        {.dt = 2, .M = 130, .N = 100, .K = 1000, .nb = 1, .alpha = -0.75, .beta = 0.5, .bias = 1, .relu = 1, .sms = 3,
+         .splits = 3, .kernel = 1, .ffma = 8},
+        {.dt = 2, .M = 100, .N = 250, .K = 1290, .nb = 1, .ta = 1, .pad = 4, .alpha = 1.0, .sms = 5, .splits = 5,
+         .kernel = 1},
         /* the mma.sync kernel (f16 / bf16): cp.async and element-by-element operands (odd
          * pads), the four transposes, batches, the whole epilogue, stochastic rounding */
-        {0, 200, 150, 70, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0},
-        {1, 130, 100, 37, 2, 1, 1, 0, 1, 3, -0.75, 0.5, 1, 1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0},
-        {0, 129, 140, 50, 1, 1, 0, 0, 0, 8, 2.0, 1.0, 1, 0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0},
-        {1, 64, 72, 33, 3, 0, 1, 1, 0, 1, 1.0, 0.0, 0, 1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0},
+        {.dt = 0, .M = 200, .N = 150, .K = 70, .nb = 1, .alpha = 1.0, .kernel = 2},
+        {.dt = 1, .M = 130, .N = 100, .K = 37, .nb = 2, .ta = 1, .tb = 1, .b_bcast = 1, .pad = 3, .alpha = -0.75,
+         .beta = 0.5, .bias = 1, .relu = 1, .kernel = 2},
+        {.dt = 0, .M = 129, .N = 140, .K = 50, .nb = 1, .ta = 1, .pad = 8, .alpha = 2.0, .beta = 1.0, .bias = 1,
+         .sr = 1, .kernel = 2},
+        {.dt = 1, .M = 64, .N = 72, .K = 33, .nb = 3, .tb = 1, .a_bcast = 1, .pad = 1, .alpha = 1.0, .relu = 1,
+         .kernel = 2},
         /* wgmma ping-pong: the consumers alternate items (odd and even counts per block),
          * register and TMA-store epilogues, transposes, batches, SR */
-        {0, 300, 260, 200, 1, 0, 0, 0, 0, 8, 1.0, 0.0, 0, 0, 0, 3, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-        {1, 260, 200, 130, 2, 1, 1, 0, 0, 0, -0.75, 0.5, 1, 1, 0, 4, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-        {0, 140, 300, 70, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 1, 5, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-        {2, 200, 250, 100, 1, 0, 1, 0, 0, 4, 1.0, 0.0, 1, 0, 0, 3, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
+        {.dt = 0, .M = 300, .N = 260, .K = 200, .nb = 1, .pad = 8, .alpha = 1.0, .sms = 3, .pp = 1},
+        {.dt = 1, .M = 260, .N = 200, .K = 130, .nb = 2, .ta = 1, .tb = 1, .alpha = -0.75, .beta = 0.5, .bias = 1,
+         .relu = 1, .sms = 4, .tma_store = 1, .pp = 1},
+        {.dt = 0, .M = 140, .N = 300, .K = 70, .nb = 3, .ta = 1, .b_bcast = 1, .pad = 16, .alpha = 2.0, .bias = 1,
+         .sr = 1, .sms = 5, .tma_store = 1, .pp = 1},
+        {.dt = 2, .M = 200, .N = 250, .K = 100, .nb = 1, .tb = 1, .pad = 4, .alpha = 1.0, .bias = 1, .sms = 3, .pp = 1},
         /* ping-pong with many more k slices than stages and several items per consumer: the
          * second consumer must not wait on a stage rounds ahead of the ring (a phase alias) */
-        {0, 520, 260, 1000, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-        {1, 390, 130, 700, 1, 1, 0, 0, 0, 0, 1.0, 0.5, 1, 1, 0, 2, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
+        {.dt = 0, .M = 520, .N = 260, .K = 1000, .nb = 1, .alpha = 1.0, .sms = 1, .pp = 1},
+        {.dt = 1, .M = 390, .N = 130, .K = 700, .nb = 1, .ta = 1, .alpha = 1.0, .beta = 0.5, .bias = 1, .relu = 1,
+         .sms = 2, .tma_store = 1, .pp = 1},
         /* two C staging buffers per consumer (the rule's choice at K <= 128: the weight
          * updates), six tiles per block so both buffers are written twice: 256-wide with the
          * whole epilogue and SR, 128-wide with beta, a ragged last tile row, a batch; and the
          * two forced, one buffer on the same shape and two on a deeper K */
-        {0, 400, 520, 128, 1, 1, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-        {1, 390, 264, 100, 2, 1, 0, 0, 0, 8, -0.75, 0.5, 0, 0, 0, 3, 1, 128, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-        {0, 400, 520, 128, 1, 1, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 2, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0},
-        {1, 260, 384, 330, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 2, 1, 128, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0},
+        {.dt = 0, .M = 400, .N = 520, .K = 128, .nb = 1, .ta = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1,
+         .sms = 2, .tma_store = 1},
+        {.dt = 1, .M = 390, .N = 264, .K = 100, .nb = 2, .ta = 1, .pad = 8, .alpha = -0.75, .beta = 0.5, .sms = 3,
+         .tma_store = 1, .bn = 128},
+        {.dt = 0, .M = 400, .N = 520, .K = 128, .nb = 1, .ta = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1,
+         .sms = 2, .tma_store = 1, .cbufs = 1},
+        {.dt = 1, .M = 260, .N = 384, .K = 330, .nb = 1, .tb = 1, .alpha = 1.0, .bias = 1, .sms = 2, .tma_store = 1,
+         .bn = 128, .cbufs = 2},
         /* split-K summed in a cluster (KILN_WGMMA_SPLIT_SUM=cluster) against the workspace:
          * the same inputs give the same bits either way. 2 splits over ragged tiles with the
          * whole epilogue; 3 splits with a short last one, SR, batches; 4 splits of a
          * TMA-eligible C, transposed B, bias pairs; 8 splits (the largest cluster), one tile
          * row, beta; then an fprop-like shape on the rule's split count */
-        {0, 300, 300, 700, 1, 0, 0, 0, 0, 8, -0.75, 0.5, 1, 1, 0, 18, 0, 128, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0},
-        {0, 300, 300, 700, 1, 0, 0, 0, 0, 8, -0.75, 0.5, 1, 1, 0, 18, 0, 128, 2, 0, 0, 0, 2, 1, 0, 0, 0, 0},
-        {1, 130, 200, 1100, 2, 1, 0, 0, 1, 0, 1.0, 0.0, 1, 0, 1, 25, 1, 128, 3, 0, 0, 0, 1, 0, 0, 0, 0, 0},
-        {1, 130, 200, 1100, 2, 1, 0, 0, 1, 0, 1.0, 0.0, 1, 0, 1, 25, 1, 128, 3, 0, 0, 0, 2, 1, 0, 0, 0, 0},
-        {0, 128, 256, 1024, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 8, 1, 128, 4, 0, 0, 0, 1, 0, 0, 0, 0, 0},
-        {0, 128, 256, 1024, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 8, 1, 128, 4, 0, 0, 0, 2, 1, 0, 0, 0, 0},
-        {1, 100, 136, 1500, 1, 0, 0, 0, 0, 0, 2.0, -1.0, 0, 0, 0, 16, 1, 128, 8, 0, 0, 0, 1, 0, 0, 0, 0, 0},
-        {1, 100, 136, 1500, 1, 0, 0, 0, 0, 0, 2.0, -1.0, 0, 0, 0, 16, 1, 128, 8, 0, 0, 0, 2, 1, 0, 0, 0, 0},
-        {0, 128, 512, 2048, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 0, 132, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+        {.dt = 0, .M = 300, .N = 300, .K = 700, .nb = 1, .pad = 8, .alpha = -0.75, .beta = 0.5, .bias = 1, .relu = 1,
+         .sms = 18, .bn = 128, .splits = 2, .split_sum = 1},
+        {.dt = 0, .M = 300, .N = 300, .K = 700, .nb = 1, .pad = 8, .alpha = -0.75, .beta = 0.5, .bias = 1, .relu = 1,
+         .sms = 18, .bn = 128, .splits = 2, .split_sum = 2, .same_bits = 1},
+        {.dt = 1, .M = 130, .N = 200, .K = 1100, .nb = 2, .ta = 1, .b_bcast = 1, .alpha = 1.0, .bias = 1, .sr = 1,
+         .sms = 25, .tma_store = 1, .bn = 128, .splits = 3, .split_sum = 1},
+        {.dt = 1, .M = 130, .N = 200, .K = 1100, .nb = 2, .ta = 1, .b_bcast = 1, .alpha = 1.0, .bias = 1, .sr = 1,
+         .sms = 25, .tma_store = 1, .bn = 128, .splits = 3, .split_sum = 2, .same_bits = 1},
+        {.dt = 0, .M = 128, .N = 256, .K = 1024, .nb = 1, .tb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1,
+         .sms = 8, .tma_store = 1, .bn = 128, .splits = 4, .split_sum = 1},
+        {.dt = 0, .M = 128, .N = 256, .K = 1024, .nb = 1, .tb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1,
+         .sms = 8, .tma_store = 1, .bn = 128, .splits = 4, .split_sum = 2, .same_bits = 1},
+        {.dt = 1, .M = 100, .N = 136, .K = 1500, .nb = 1, .alpha = 2.0, .beta = -1.0, .sms = 16, .tma_store = 1,
+         .bn = 128, .splits = 8, .split_sum = 1},
+        {.dt = 1, .M = 100, .N = 136, .K = 1500, .nb = 1, .alpha = 2.0, .beta = -1.0, .sms = 16, .tma_store = 1,
+         .bn = 128, .splits = 8, .split_sum = 2, .same_bits = 1},
+        {.dt = 0, .M = 128, .N = 512, .K = 2048, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sms = 132,
+         .tma_store = 1, .split_sum = 1},
         /* split-K summed in slices through the workspace (KILN_WGMMA_SPLIT_SUM=slices, the
          * rule's where every work item fits the first wave) against the last block's sum:
          * the same bits. 2 splits over ragged tiles with the whole epilogue; 3 with SR and
          * batches; 16 splits with beta; then the rule's own choice on an fprop-like shape (4
          * tiles: 4 splits of 8 slices) with SR, and on one of tf32 (6 tiles on 24 SMs: 4) */
-        {0, 300, 300, 700, 1, 0, 0, 0, 0, 8, -0.75, 0.5, 1, 1, 0, 18, 0, 128, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0},
-        {0, 300, 300, 700, 1, 0, 0, 0, 0, 8, -0.75, 0.5, 1, 1, 0, 18, 0, 128, 2, 0, 0, 0, 2, 1, 0, 0, 0, 0},
-        {1, 130, 200, 1100, 2, 1, 0, 0, 1, 0, 1.0, 0.0, 1, 0, 1, 25, 1, 128, 3, 0, 0, 0, 3, 0, 0, 0, 0, 0},
-        {1, 130, 200, 1100, 2, 1, 0, 0, 1, 0, 1.0, 0.0, 1, 0, 1, 25, 1, 128, 3, 0, 0, 0, 2, 1, 0, 0, 0, 0},
-        {1, 100, 136, 2000, 1, 0, 0, 0, 0, 0, 2.0, -1.0, 0, 0, 0, 40, 1, 128, 16, 0, 0, 0, 3, 0, 0, 0, 0, 0},
-        {1, 100, 136, 2000, 1, 0, 0, 0, 0, 0, 2.0, -1.0, 0, 0, 0, 40, 1, 128, 16, 0, 0, 0, 2, 1, 0, 0, 0, 0},
-        {0, 128, 512, 2048, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 132, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-        {2, 130, 300, 1000, 1, 0, 1, 0, 0, 0, 0.5, 0.25, 1, 0, 0, 24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {.dt = 0, .M = 300, .N = 300, .K = 700, .nb = 1, .pad = 8, .alpha = -0.75, .beta = 0.5, .bias = 1, .relu = 1,
+         .sms = 18, .bn = 128, .splits = 2, .split_sum = 3},
+        {.dt = 0, .M = 300, .N = 300, .K = 700, .nb = 1, .pad = 8, .alpha = -0.75, .beta = 0.5, .bias = 1, .relu = 1,
+         .sms = 18, .bn = 128, .splits = 2, .split_sum = 2, .same_bits = 1},
+        {.dt = 1, .M = 130, .N = 200, .K = 1100, .nb = 2, .ta = 1, .b_bcast = 1, .alpha = 1.0, .bias = 1, .sr = 1,
+         .sms = 25, .tma_store = 1, .bn = 128, .splits = 3, .split_sum = 3},
+        {.dt = 1, .M = 130, .N = 200, .K = 1100, .nb = 2, .ta = 1, .b_bcast = 1, .alpha = 1.0, .bias = 1, .sr = 1,
+         .sms = 25, .tma_store = 1, .bn = 128, .splits = 3, .split_sum = 2, .same_bits = 1},
+        {.dt = 1, .M = 100, .N = 136, .K = 2000, .nb = 1, .alpha = 2.0, .beta = -1.0, .sms = 40, .tma_store = 1,
+         .bn = 128, .splits = 16, .split_sum = 3},
+        {.dt = 1, .M = 100, .N = 136, .K = 2000, .nb = 1, .alpha = 2.0, .beta = -1.0, .sms = 40, .tma_store = 1,
+         .bn = 128, .splits = 16, .split_sum = 2, .same_bits = 1},
+        {.dt = 0, .M = 128, .N = 512, .K = 2048, .nb = 1, .tb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1,
+         .sms = 132, .tma_store = 1},
+        {.dt = 2, .M = 130, .N = 300, .K = 1000, .nb = 1, .tb = 1, .alpha = 0.5, .beta = 0.25, .bias = 1, .sms = 24},
         /* exact sums (the last column): every output's bits, stochastic rounding's Philox
          * words included. The staged epilogue (f16, bf16; one and two staging buffers; the
          * sums of split tiles), the register epilogue (a ragged N; slice-summed splits), f16
          * values below 2^-14 and from 65504 up (alpha 2^-20 and 2048: the exact path beside
          * the fast one), and the mma.sync kernel */
-        {0, 200, 264, 64, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0},
-        {1, 200, 264, 64, 1, 1, 1, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0},
-        {0, 400, 520, 128, 1, 1, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0},
-        {1, 130, 264, 640, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 5, 1, 256, 2, 0, 0, 0, 2, 0, 0, 1, 0, 0},
-        {0, 130, 260, 64, 2, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 1, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0},
-        {0, 130, 200, 640, 1, 1, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 25, 1, 128, 3, 0, 0, 0, 3, 0, 0, 1, 0, 0},
-        {0, 200, 264, 64, 1, 0, 0, 0, 0, 0, 0x1p-20, 0.0, 0, 0, 1, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0},
-        {0, 200, 264, 64, 1, 0, 0, 0, 0, 0, 2048.0, 0.0, 0, 1, 1, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0},
-        {0, 200, 264, 64, 1, 0, 0, 0, 0, 0, 2048.0, 0.0, 0, 0, 0, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0},
-        {1, 129, 140, 50, 1, 1, 0, 0, 0, 8, 1.0, 0.0, 1, 1, 1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 1, 0, 0},
+        {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 3,
+         .tma_store = 1, .exact = 1},
+        {.dt = 1, .M = 200, .N = 264, .K = 64, .nb = 1, .ta = 1, .tb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1,
+         .sms = 3, .tma_store = 1, .exact = 1},
+        {.dt = 0, .M = 400, .N = 520, .K = 128, .nb = 1, .ta = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1,
+         .sms = 2, .tma_store = 1, .exact = 1},
+        {.dt = 1, .M = 130, .N = 264, .K = 640, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 5,
+         .tma_store = 1, .bn = 256, .splits = 2, .split_sum = 2, .exact = 1},
+        {.dt = 0, .M = 130, .N = 260, .K = 64, .nb = 2, .tb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 3,
+         .tma_store = 1, .exact = 1},
+        {.dt = 0, .M = 130, .N = 200, .K = 640, .nb = 1, .ta = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1,
+         .sms = 25, .tma_store = 1, .bn = 128, .splits = 3, .split_sum = 3, .exact = 1},
+        {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 1, .alpha = 0x1p-20, .sr = 1, .sms = 3, .tma_store = 1,
+         .exact = 1},
+        {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 1, .alpha = 2048.0, .relu = 1, .sr = 1, .sms = 3, .tma_store = 1,
+         .exact = 1},
+        {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 1, .alpha = 2048.0, .sms = 3, .tma_store = 1, .exact = 1},
+        {.dt = 1, .M = 129, .N = 140, .K = 50, .nb = 1, .ta = 1, .pad = 8, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1,
+         .kernel = 2, .exact = 1},
         /* TMA multicast of B in clusters of two (the last two columns: 2 on, 1 off), each on
          * against off on the same inputs (the same bits): exact sums with the whole epilogue
          * and SR, one cluster walking six pairs; an odd tile-row count (the last pair's second
          * block past M) with K-major B (half boxes), beta, TMA stores; the register epilogue
          * on a ragged N, batches, the same past-M block; 128-wide tiles of MN-major B (one box
          * each); tf32; batches sharing B */
-        {0, 400, 520, 128, 1, 1, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 0},
-        {0, 400, 520, 128, 1, 1, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 2, 1, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 0},
-        {0, 300, 520, 200, 1, 1, 1, 0, 0, 8, -0.75, 0.5, 1, 1, 0, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2},
-        {0, 300, 520, 200, 1, 1, 1, 0, 0, 8, -0.75, 0.5, 1, 1, 0, 4, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0},
-        {1, 260, 300, 130, 2, 0, 0, 0, 0, 0, 1.0, 0.0, 1, 0, 1, 3, 0, 256, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1},
-        {1, 260, 300, 130, 2, 0, 0, 0, 0, 0, 1.0, 0.0, 1, 0, 1, 3, 0, 256, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0},
-        {1, 300, 264, 330, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 5, 1, 128, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2},
-        {1, 300, 264, 330, 1, 0, 0, 0, 0, 0, 1.0, 0.0, 1, 1, 1, 5, 1, 128, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0},
-        {2, 260, 300, 100, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 3, 0, 256, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0},
-        {2, 260, 300, 100, 1, 0, 1, 0, 0, 0, 1.0, 0.0, 1, 0, 0, 3, 0, 256, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0},
-        {0, 200, 264, 64, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0},
-        {0, 200, 264, 64, 3, 1, 0, 0, 1, 16, 2.0, 0.0, 1, 0, 0, 4, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0},
+        {.dt = 0, .M = 400, .N = 520, .K = 128, .nb = 1, .ta = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1,
+         .sms = 2, .tma_store = 1, .exact = 1, .mcast = 2},
+        {.dt = 0, .M = 400, .N = 520, .K = 128, .nb = 1, .ta = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1,
+         .sms = 2, .tma_store = 1, .same_bits = 1, .exact = 1, .mcast = 1},
+        {.dt = 0, .M = 300, .N = 520, .K = 200, .nb = 1, .ta = 1, .tb = 1, .pad = 8, .alpha = -0.75, .beta = 0.5,
+         .bias = 1, .relu = 1, .sms = 4, .tma_store = 1, .mcast = 2, .mc_pairs = 2},
+        {.dt = 0, .M = 300, .N = 520, .K = 200, .nb = 1, .ta = 1, .tb = 1, .pad = 8, .alpha = -0.75, .beta = 0.5,
+         .bias = 1, .relu = 1, .sms = 4, .tma_store = 1, .same_bits = 1, .mcast = 1},
+        {.dt = 1, .M = 260, .N = 300, .K = 130, .nb = 2, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 3, .bn = 256,
+         .mcast = 2, .mc_pairs = 1},
+        {.dt = 1, .M = 260, .N = 300, .K = 130, .nb = 2, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 3, .bn = 256,
+         .same_bits = 1, .mcast = 1},
+        {.dt = 1, .M = 300, .N = 264, .K = 330, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 5,
+         .tma_store = 1, .bn = 128, .mcast = 2, .mc_pairs = 2},
+        {.dt = 1, .M = 300, .N = 264, .K = 330, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 5,
+         .tma_store = 1, .bn = 128, .same_bits = 1, .mcast = 1},
+        {.dt = 2, .M = 260, .N = 300, .K = 100, .nb = 1, .tb = 1, .alpha = 1.0, .bias = 1, .sms = 3, .bn = 256,
+         .mcast = 2},
+        {.dt = 2, .M = 260, .N = 300, .K = 100, .nb = 1, .tb = 1, .alpha = 1.0, .bias = 1, .sms = 3, .bn = 256,
+         .same_bits = 1, .mcast = 1},
+        {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 3, .ta = 1, .b_bcast = 1, .pad = 16, .alpha = 2.0, .bias = 1,
+         .sms = 4, .tma_store = 1, .mcast = 2},
+        {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 3, .ta = 1, .b_bcast = 1, .pad = 16, .alpha = 2.0, .bias = 1,
+         .sms = 4, .tma_store = 1, .same_bits = 1, .mcast = 1},
     };
     /* two staging buffers for the K=128 weight updates (256- and 128-wide tiles), one for
      * deep K (the squares, an fprop) */
