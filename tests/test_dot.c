@@ -25,9 +25,28 @@ static kiln_ctx *ctx;
 static uint64_t rng;
 static const char *engine_name = "default";
 
-/* The parts of the suite KILN_TEST_SECTIONS may name, and how many of those that ran. */
-static const char *const section_names[] = {"sizes", "tiles", "layouts", "epilogue", "batches",
-                                            "empty", "broadcast", "stats", "sr"};
+/* The parts of the suite KILN_TEST_SECTIONS may name (each numeric part with its function,
+ * in the order the suite runs them; "sr" is run_sr_suite's), and how many of those ran. */
+static void test_sizes(void);
+static void test_tiles(void);
+static void test_transposes_and_layouts(void);
+static void test_outputs_and_epilogue(void);
+static void test_batches(void);
+static void test_empty(void);
+static void test_broadcast_operands(void);
+static void test_stats(void);
+static const struct {
+    const char *name;
+    void (*numeric)(void); /* NULL: not a part of run_numeric_suite */
+} sections[] = {{"sizes", test_sizes},
+                {"tiles", test_tiles},
+                {"layouts", test_transposes_and_layouts},
+                {"epilogue", test_outputs_and_epilogue},
+                {"batches", test_batches},
+                {"empty", test_empty},
+                {"broadcast", test_broadcast_operands},
+                {"stats", test_stats},
+                {"sr", NULL}};
 static int sections_run;
 
 /* Whether section `name` runs: KILN_TEST_SECTIONS unset or empty, or naming it. */
@@ -51,8 +70,8 @@ static void check_sections_env(void)
     snprintf(buf, sizeof buf, "%s", only);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         int known = 0;
-        for (size_t i = 0; i < sizeof section_names / sizeof section_names[0]; i++)
-            known |= strcmp(tok, section_names[i]) == 0;
+        for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+            known |= strcmp(tok, sections[i].name) == 0;
         if (!known) fprintf(stderr, "  KILN_TEST_SECTIONS: '%s' is not one of sizes, tiles, layouts, epilogue, "
                                     "batches, empty, broadcast, stats, sr\n", tok);
         CHECK(known);
@@ -494,8 +513,6 @@ static void test_empty(void)
     }
 }
 
-static void test_broadcast_operands(void);
-
 /* Shapes and layouts that walk every path of the CUDA backend's own GEMM kernels
  * (src/cuda/gemm_wgmma.c and gemm_mma.c, KILN_GEMM=own and =mma): whole 128 x 128 x 32
  * tiles; more work items than an H100 has SMs (the wgmma kernel's persistent loop, its ring
@@ -647,11 +664,9 @@ static void test_stats(void)
 static void run_numeric_suite(void)
 {
     int before = check_failed_;
-    void (*const parts[])(void) = {test_sizes,     test_tiles, test_transposes_and_layouts, test_outputs_and_epilogue,
-                                   test_batches,   test_empty, test_broadcast_operands,     test_stats};
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-        if (section_on(section_names[i])) {
-            parts[i]();
+    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+        if (sections[i].numeric && section_on(sections[i].name)) {
+            sections[i].numeric();
             sections_run++;
         }
     printf("numeric cases on the %s engine: %s\n", engine_name, check_failed_ == before ? "ok" : "FAILED");
