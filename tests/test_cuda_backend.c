@@ -586,7 +586,7 @@ static void gemm_dispatch(void)
             const char *var, *value, *msg;
         } bad[] = {{"KILN_WGMMA_SPLITS", "0", "KILN_WGMMA_SPLITS='0'"},
                    {"KILN_WGMMA_SPLITS", "3x", "KILN_WGMMA_SPLITS='3x'"},
-                   {"KILN_WGMMA_BN", "192", "KILN_WGMMA_BN='192'"},
+                   {"KILN_WGMMA_BN", "160", "KILN_WGMMA_BN='160'"},
                    {"KILN_WGMMA_STORE", "smem", "KILN_WGMMA_STORE='smem'"},
                    {"KILN_WGMMA_SCHED", "stream-k", "KILN_WGMMA_SCHED='stream-k'"},
                    {"KILN_WGMMA_SR_UNROLL", "3", "KILN_WGMMA_SR_UNROLL='3'"},

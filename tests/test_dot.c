@@ -516,7 +516,7 @@ static void test_empty(void)
 /* Shapes and layouts that walk every path of the CUDA backend's own GEMM kernels
  * (src/cuda/gemm_wgmma.c and gemm_mma.c, KILN_GEMM=own and =mma): whole 128 x 128 x 32
  * tiles; more work items than an H100 has SMs (the wgmma kernel's persistent loop, its ring
- * of stages wrapping across items, 128- and 256-wide tiles; split-K with its workspace,
+ * of stages wrapping across items, 128-, 192- and 256-wide tiles; split-K with its workspace,
  * arrival counters and ordered sums, and summed in a cluster); ragged M, N and K
  * (1, 7, 129, 1000); the four transposes with 16-byte aligned rows (16-byte cp.async into
  * K-major and MN-major tiles); padded rows whose length is not a multiple of 8 (partial
@@ -582,6 +582,21 @@ static void test_tiles(void)
         g.ta = 1;
         g.beta = 0.5;
         run_case(&g);
+        /* one row of tiles, 288 of 128 on an H100: the rule's 192-wide tiles (fc36864 bprop's
+         * N), then forced 192-wide (KILN_WGMMA_BN=192) on a ragged, transposed shape */
+        g = base_case(dt, 128, 36864, 64);
+        g.bias = 1;
+        run_case(&g);
+        setenv("KILN_WGMMA_BN", "192", 1);
+        g = base_case(dt, 130, 457, 300);
+        g.ta = 1 - d;
+        g.tb = d;
+        g.alpha = -0.75;
+        g.beta = 0.5;
+        g.bias = 1;
+        g.relu = 1;
+        run_case(&g);
+        unsetenv("KILN_WGMMA_BN");
         g = base_case(dt, 260, 300, 70); /* 24 batches x 6 tiles, 2 k slices each */
         g.nba = 1, g.ba[0] = 24;
         g.nbb = 1, g.bb[0] = 24;

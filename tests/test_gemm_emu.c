@@ -232,6 +232,13 @@ static int rule_cbufs(int64_t M, int64_t N, int64_t K)
     rule_launch(M, N, K, 132, 0, 0, &l);
     return l.cfg.cbufs;
 }
+/* its tile width on sms SMs */
+static int rule_bn(int64_t M, int64_t N, int64_t K, int sms)
+{
+    kiln_gemm_wgmma_launch l;
+    rule_launch(M, N, K, sms, 0, 0, &l);
+    return l.cfg.bn;
+}
 /* whether its splits meet in a cluster (split_sum: KILN_WGMMA_SPLIT_SUM's choice) */
 static int rule_cluster(int64_t M, int64_t N, int64_t K, int sms, int splits, int split_sum)
 {
@@ -734,6 +741,12 @@ int main(void)
          .tma_store = 1, .exact = 1},
         {.dt = 0, .M = 130, .N = 200, .K = 640, .nb = 1, .ta = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1,
          .sms = 25, .tma_store = 1, .bn = 128, .splits = 3, .split_sum = 3, .exact = 1},
+        /* long splits, where split 0 takes SPLIT_LEAD slices more than the others (2 splits of
+         * 34 + 30 slices through the workspace, 3 of 19 + 17 + 17 in slices) */
+        {.dt = 0, .M = 130, .N = 264, .K = 4096, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 8,
+         .tma_store = 1, .bn = 128, .splits = 2, .split_sum = 2, .exact = 1},
+        {.dt = 1, .M = 100, .N = 136, .K = 3200, .nb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 8,
+         .tma_store = 1, .bn = 128, .splits = 3, .split_sum = 3, .exact = 1},
         {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 1, .alpha = 0x1p-20, .sr = 1, .sms = 3, .tma_store = 1,
          .exact = 1},
         {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 1, .alpha = 2048.0, .relu = 1, .sr = 1, .sms = 3, .tma_store = 1,
@@ -771,6 +784,29 @@ int main(void)
          .sms = 4, .tma_store = 1, .mcast = 2},
         {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 3, .ta = 1, .b_bcast = 1, .pad = 16, .alpha = 2.0, .bias = 1,
          .sms = 4, .tma_store = 1, .same_bits = 1, .mcast = 1},
+        /* 192-wide tiles (three 64-wide boxes of B and of the C staging, 96 accumulators, six
+         * 32-column epilogue groups: the SR loop's unroll of 4 leaves a remainder): MN-major B
+         * with a ragged last tile, the whole epilogue, exact SR bits; K-major B (one 192-row
+         * box) with beta and batches; the register epilogue on a ragged N; two staging
+         * buffers at K = 128 (several tiles per block); split 3 ways through the workspace
+         * (exact) and 2 in slices; tf32 (K-major); the rule's own pick on one tile row with
+         * more 128-wide tiles than SMs (fc36864 bprop's case, scaled to 4 SMs) */
+        {.dt = 0, .M = 130, .N = 456, .K = 200, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 3,
+         .tma_store = 1, .bn = 192, .exact = 1},
+        {.dt = 1, .M = 200, .N = 392, .K = 150, .nb = 2, .ta = 1, .tb = 1, .pad = 8, .alpha = -0.75, .beta = 0.5,
+         .bias = 1, .sr = 1, .sms = 3, .tma_store = 1, .bn = 192},
+        {.dt = 0, .M = 129, .N = 391, .K = 70, .nb = 1, .tb = 1, .alpha = 2.0, .bias = 1, .relu = 1, .sms = 2,
+         .bn = 192},
+        {.dt = 1, .M = 400, .N = 392, .K = 128, .nb = 1, .ta = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1,
+         .sms = 2, .tma_store = 1, .bn = 192, .cbufs = 2, .exact = 1},
+        {.dt = 0, .M = 130, .N = 384, .K = 900, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 8,
+         .tma_store = 1, .bn = 192, .splits = 3, .split_sum = 2, .exact = 1},
+        {.dt = 1, .M = 130, .N = 384, .K = 900, .nb = 1, .tb = 1, .alpha = 1.0, .beta = -1.0, .sms = 8,
+         .tma_store = 1, .bn = 192, .splits = 2, .split_sum = 3},
+        {.dt = 2, .M = 130, .N = 400, .K = 100, .nb = 1, .tb = 1, .pad = 4, .alpha = 1.0, .bias = 1, .sms = 3,
+         .bn = 192},
+        {.dt = 0, .M = 100, .N = 1536, .K = 192, .nb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 4, .tma_store = 1,
+         .exact = 1},
     };
     /* two staging buffers for the K=128 weight updates (256- and 128-wide tiles), one for
      * deep K (the squares, an fprop) */
@@ -803,6 +839,18 @@ int main(void)
     CHECK_INT(rule_slices(128, 4096, 4096, 132, 0, 1), 0);
     CHECK_INT(rule_slices(128, 5120, 4096, 132, 4, 3), 0);
     CHECK_INT(rule_slices(128, 4096, 4096, 132, 3, 3), 3);
+    /* tile widths: one row of tiles with more 128-wide tiles than SMs takes the width whose
+     * rounds keep DRAM busiest (fc36864 bprop 192, fc25088 bprop 256, and the last case above
+     * on 4 SMs: 8 tiles of 192 against 12 of 128 and 6 of 256); fc9216 bprop (72 tiles),
+     * the fprop shapes, the squares and the updates as before */
+    CHECK_INT(rule_bn(128, 36864, 3072, 132), 192);
+    CHECK_INT(rule_bn(128, 25088, 4096, 132), 256);
+    CHECK_INT(rule_bn(100, 1536, 192, 4), 192);
+    CHECK_INT(rule_bn(128, 9216, 4096, 132), 128);
+    CHECK_INT(rule_bn(128, 4096, 4096, 132), 128);
+    CHECK_INT(rule_bn(4096, 4096, 4096, 132), 256);
+    CHECK_INT(rule_bn(36864, 3072, 128, 132), 256);
+    CHECK_INT(rule_bn(4096, 1000, 128, 132), 128);
     f16_sr_identity();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(&cases[i]);
     free(prev_c);

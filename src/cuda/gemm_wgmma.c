@@ -81,8 +81,9 @@ static const char kernel_src[] =
     " * its wgmma groups that read it are done. The grid is persistent: block b takes the work\n"
     " * items b, b + gridDim.x, ... (item = (batch * tiles + tile) * SPLITS + split), the ring's\n"
     " * phases running on across items, so the producer fills the next tile's stages during the\n"
-    " * epilogue. With SPLITS > 1 (split-K, few tiles) item s of a tile sums k slices\n"
-    " * [s * kper, (s + 1) * kper) into an f32 partial in the workspace; the block that arrives\n"
+    " * epilogue. With SPLITS > 1 (split-K, few tiles) item s of a tile sums its k slices (kg_krange:\n"
+    " * split 0 the first k0, the others kper each after it) into an f32 partial in the workspace;\n"
+    " * the block that arrives\n"
     " * last at the tile's counter adds the partials in split order (the same bits whatever the\n"
     " * arrival order) and runs the epilogue. */\n"
     "/* ES: bytes per element of A, B and C; a k slice is one 128-byte swizzle row (BK elements);\n"
@@ -578,6 +579,15 @@ static const char kernel_src[] =
     "  *tn = (pid % per_group) / gsize;\n"
     "}\n"
     "\n"
+    "/* the k slices [*kb, *ke) of split `split`: split 0 takes the first k0 = KT - (splits - 1) kper\n"
+    " * (a few more than the others where the rule asks: its block is then the last to arrive and\n"
+    " * the others' partials are written under its last slices), split s >= 1 kper after them */\n"
+    "__device__ __forceinline__ void kg_krange(int split, int KT, int splits, int kper, int *kb, int *ke) {\n"
+    "  const int k0 = KT - (splits - 1) * kper;\n"
+    "  *kb = split == 0 ? 0 : k0 + (split - 1) * kper;\n"
+    "  *ke = split == 0 ? k0 : *kb + kper;\n"
+    "}\n"
+    "\n"
     "extern \"C\" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid_constant__ kiln_args p) {\n"
     "  extern __shared__ unsigned char kg_dyn[];\n"
     "  /* stages from the first 1024-byte boundary (the swizzle pattern repeats every 1024 bytes\n"
@@ -646,7 +656,8 @@ static const char kernel_src[] =
     "        kg_item(item / splits, item_rows, tiles_n, &bi, &tm, &tn);\n"
     "        if constexpr (MC) tm = 2 * tm + rank;\n"
     "        const int m0 = tm * BM, n0 = tn * BN, ab = a_bat ? (int)bi : 0, bb = b_bat ? (int)bi : 0;\n"
-    "        const int kb = (int)(item % splits) * kper, ke = kb + kper < KT ? kb + kper : KT;\n"
+    "        int kb, ke;\n"
+    "        kg_krange((int)(item % splits), KT, splits, kper, &kb, &ke);\n"
     "        for (int kt = kb; kt < ke; kt++, it++) {\n"
     "          const unsigned s = it % STAGES, round = it / STAGES;\n"
     "          if (round > 0) kg_bar_wait(empty0 + 8 * s, (round - 1) & 1);\n"
@@ -692,7 +703,8 @@ static const char kernel_src[] =
     "  for (long long item = first; item < items; item += step, local++) {\n"
     "    const long long tile = item / splits;\n"
     "    const int split = (int)(item % splits);\n"
-    "    const int kb = split * kper, ke = kb + kper < KT ? kb + kper : KT;\n"
+    "    int kb, ke;\n"
+    "    kg_krange(split, KT, splits, kper, &kb, &ke);\n"
     "    if (PP && (local & 1) != cw) { /* the other consumer's item: its slices pass through the ring */\n"
     "      it += (unsigned)(ke - kb);\n"
     "      continue;\n"
@@ -717,9 +729,18 @@ static const char kernel_src[] =
     "#pragma unroll\n"
     "    for (int i = 0; i < RB * NACC; i++) acc[i] = 0.0f;\n"
     "    unsigned prev = 0;\n"
+    "    /* split-K through the workspace: the tile's arrival is counted LEAD slices before the\n"
+    "     * mainloop's end (the atomic's round trip, ~0.7 us, under the last slices' wgmma instead\n"
+    "     * of after them); it only picks the block that sums (the last to arrive, running the\n"
+    "     * others' items: they arrived), the partials are published by their own count */\n"
+    "    constexpr int LEAD = 4;\n"
+    "    const bool ws_split = !PP && !CLUSTER && !SLICE_SUM && splits > 1;\n"
+    "    const int k_arrive = ke - LEAD > kb ? ke - LEAD : kb;\n"
+    "    int arrival = 0;\n"
     "    for (int kt = kb; kt < ke; kt++, it++) {\n"
     "      const unsigned s = it % STAGES;\n"
     "      kg_bar_wait(full0 + 8 * s, (it / STAGES) & 1);\n"
+    "      if (ws_split && ct == 0 && kt == k_arrive) arrival = atomicAdd(&counters[tile], 1);\n"
     "      const unsigned sa = sbase + s * STAGE_BYTES, sb = sa + A_BYTES;\n"
     "      kg_wg_fence();\n"
     "#pragma unroll\n"
@@ -821,14 +842,14 @@ static const char kernel_src[] =
     "      continue;\n"
     "    }\n"
     "    if (!PP && splits > 1) { /* (ping-pong launches are never split) */\n"
-    "      /* split-K through the workspace: the arrival counts first (the low 16 bits of the\n"
-    "       * tile's counter). A block that is not the last publishes its partial (element i of\n"
+    "      /* split-K through the workspace: the arrival was counted in the mainloop (the low 16\n"
+    "       * bits of the tile's counter, LEAD slices before its end). A block that is not the last publishes its partial (element i of\n"
     "       * consumer thread ct at i * 256 + ct) and counts it written (bits 16 and up); the last\n"
     "       * waits until the others' are written (their blocks are running: they arrived) and adds\n"
     "       * all partials in split order, its own from the registers: the bits of summing them all\n"
     "       * from memory, whichever block is last, with one partial less written and read */\n"
-    "      kg_sync(1, 256); /* both consumers' accumulators are final */\n"
-    "      if (ct == 0) kg_st_shared(last_flag, (atomicAdd(&counters[tile], 1) & 0xFFFF) == splits - 1);\n"
+    "      kg_sync(1, 256); /* both consumers' accumulators are final, the last item's flag read */\n"
+    "      if (ct == 0) kg_st_shared(last_flag, (arrival & 0xFFFF) == splits - 1);\n"
     "      kg_sync(1, 256);\n"
     "      if (!kg_ld_shared(last_flag)) {\n"
     "        float *part = ws + (size_t)tile * splits * (BM * BN);\n"
@@ -849,8 +870,11 @@ static const char kernel_src[] =
     "      /* the sums in split order, RCH elements at a time (the accumulators rotate down by RCH\n"
     "       * after each chunk, so this chunk's own elements are acc[0 .. RCH - 1] in registers): the\n"
     "       * RCH loads of one partial are in flight together, so the wait is one L2 latency per\n"
-    "       * partial and chunk, not per element */\n"
-    "      constexpr int RCH = 32;\n"
+    "       * partial and chunk, not per element; one chunk for 128-wide tiles, two for 192-wide,\n"
+    "       * four of 32 for 256-wide (64 spill there) (32 at a time cost a 128-wide tile a second\n"
+    "       * latency: ~1.8 us from the others' partial to the store on the H100, against ~0.6 us\n"
+    "       * for an unsplit tile's epilogue) */\n"
+    "      constexpr int RCH = NACC <= 64 ? NACC : NACC == 96 ? 48 : 32;\n"
     "      const float *own = ws + (size_t)tile * splits * (BM * BN) + ct;\n"
     "      const int r0 = warp * 16 + (lane >> 2);\n"
     "      const long long m0 = (long long)tm * BM + cw * 64 + r0, nb = (long long)tn * BN + 2 * (lane & 3);\n"
@@ -1187,6 +1211,11 @@ static void map_desc(kiln_gemm_tmap_desc *m, const char *x, int es, int64_t inne
     m->box[1] = box_outer;
 }
 
+/* Slices split 0 of a long split-K tile takes beyond the others (kiln__cuda_gemm_wgmma_prepare):
+ * about the time a partial's write and count take (~2 us) over one slice's (~0.4 us at BM =
+ * BN = 128 on the H100) */
+#define SPLIT_LEAD 4
+
 /* The tile rule: the tile width BN (128 or 256) and the number of k splits for an M x N
  * GEMM of kt slices in nb batches on sms SMs, fitted to the H100 sweep of 2026-11-23
  * (kiln-bench gemm-sweep, f16; bench/NOTES.md):
@@ -1207,11 +1236,46 @@ static void map_desc(kiln_gemm_tmap_desc *m, const char *x, int es, int64_t inne
  *    (slices: every block of a tile then sums a part of it, where the last block's serial
  *    sum grows with the splits: fc1000 fprop 0.99x at 8 splits in slices, 0.72x through the
  *    last block). */
+/* One row of tiles (M <= 128, one batch: the batch-128 bprop shapes) with more 128-wide tiles
+ * than SMs streams B from DRAM once; A (at most 128 rows) stays in L2. Each width's time by
+ * rounds of the persistent grid (every term is per k slice, so K drops out): a round of m
+ * tiles takes the longest of one tile's bytes through its SM (BM + w rows of 128 bytes at
+ * ~85 GB/s, what one block streamed on the H100: 1 MiB in 12.4 us, fc4096 fprop's trace of
+ * 2026-11-25), the round's B from DRAM (m w rows at ~2.9 TB/s, the marginal rate of the long
+ * fprop shapes) and its tensor work (2 BM w 64 flops at ~7.5 TFLOP/s per SM). The widest of
+ * equal times wins (fewer, longer tiles). fc36864 bprop (288 / 192 / 144 tiles): 90 / 78 /
+ * 99 model-us, 192-wide; the others keep the widths measured best (fc9216 bprop 128,
+ * fc25088 bprop 192 ~ 256). */
+static int stream_width(int64_t N, int sms)
+{
+    static const int widths[3] = {256, 192, 128};
+    int best = 128;
+    double best_t = 0.0;
+    for (int i = 0; i < 3; i++) {
+        const int w = widths[i];
+        const int64_t tiles = (N + w - 1) / w;
+        const double sm_t = (double)(BM + w) * 128.0 / 85e9, tc_t = 2.0 * BM * w * 64.0 / 7.5e12;
+        const double one = sm_t > tc_t ? sm_t : tc_t;
+        double t = 0.0;
+        for (int64_t left = tiles; left > 0; left -= sms) {
+            const int64_t m = left < sms ? left : sms;
+            const double dram_t = (double)m * w * 128.0 / 2.9e12;
+            t += dram_t > one ? dram_t : one;
+        }
+        if (i == 0 || t < best_t * 0.98) {
+            best = w;
+            best_t = t;
+        }
+    }
+    return best;
+}
+
 static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int slices, int *splits_out)
 {
     *splits_out = 1;
     if (N <= 128) return 128;
     int64_t tm = nb * ((M + BM - 1) / BM);
+    if (tm == 1 && (N + 127) / 128 > sms) return stream_width(N, sms);
     int64_t tiles256 = tm * ((N + 255) / 256), tiles128 = tm * ((N + 127) / 128);
     if (tiles256 > sms && tiles256 < 2 * sms) { /* the fill of the last wave: busy / (waves x sms) */
         double fill256 = (double)tiles256 / (double)(((tiles256 + sms - 1) / sms) * sms);
@@ -1278,7 +1342,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     /* slice sums where they may apply: not turned off, not a cluster's or the workspace's */
     const int slices_ok = !(opts && (opts->no_coop || opts->split_sum == 1 || opts->split_sum == 2));
     c->bn = pick_tiles(d->M, d->N, kt, nb, sm_count, slices_ok, &splits);
-    if (opts && (opts->bn == 128 || opts->bn == 256)) c->bn = opts->bn;
+    if (opts && (opts->bn == 128 || opts->bn == 192 || opts->bn == 256)) c->bn = opts->bn;
     c->pingpong = opts && opts->pingpong;
     c->sr_unroll = c->sr ? (opts && opts->sr_unroll > 0 ? opts->sr_unroll : 4) : 0;
     if (c->pingpong) { /* a whole 128 x 128 tile per consumer: 128 accumulators; never split */
@@ -1317,6 +1381,14 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     w[25] = (uint64_t)kt;
     int64_t kper = (kt + splits - 1) / splits;
     splits = (int)((kt + kper - 1) / kper); /* every split gets at least one slice */
+    /* Split 0 takes the first k0 = kt - (splits - 1) kper slices (kg_krange), at most kper. Where
+     * the splits are long (16 slices or more) the others take SPLIT_LEAD / splits fewer each and
+     * split 0 about SPLIT_LEAD more than they: its block arrives last at the tile's counter, and
+     * the others write their partials (~2 us on the H100: 64 KiB each, the fence, the count;
+     * fc4096 fprop's trace of 2026-11-25) while it runs its last slices, instead of the last
+     * block waiting for them. The slice boundaries follow the shape alone, whichever way the
+     * splits are summed (the same bits). */
+    if (splits > 1 && kt >= 16 * (int64_t)splits) kper = (kt - SPLIT_LEAD + splits - 1) / splits;
     /* The split sums in a cluster (KILN_WGMMA_SPLIT_SUM=cluster, where it applies): the
      * splits of a tile are the blocks of one cluster, at most 8 (the portable cluster size),
      * on 128-wide tiles (the f32 partial, 64 KiB, takes over the ring's first two stages after
