@@ -232,6 +232,13 @@ static int rule_cbufs(int64_t M, int64_t N, int64_t K)
     rule_launch(M, N, K, 132, 0, 0, &l);
     return l.cfg.cbufs;
 }
+/* its k splits on sms SMs */
+static int rule_splits(int64_t M, int64_t N, int64_t K, int sms)
+{
+    kiln_gemm_wgmma_launch l;
+    rule_launch(M, N, K, sms, 0, 0, &l);
+    return (int)l.w[26];
+}
 /* its tile width on sms SMs */
 static int rule_bn(int64_t M, int64_t N, int64_t K, int sms)
 {
@@ -851,6 +858,14 @@ int main(void)
     CHECK_INT(rule_bn(4096, 4096, 4096, 132), 256);
     CHECK_INT(rule_bn(36864, 3072, 128, 132), 256);
     CHECK_INT(rule_bn(4096, 1000, 128, 132), 128);
+    /* k splits of the fprop shapes: 3 for fc4096 (32 tiles, 64 slices), 2 for fc9216 and
+     * fc25088, 3 for fc36864 (24 tiles), 8 in slices for fc1000; none for the bprop ones */
+    CHECK_INT(rule_splits(128, 4096, 4096, 132), 3);
+    CHECK_INT(rule_splits(128, 4096, 9216, 132), 2);
+    CHECK_INT(rule_splits(128, 4096, 25088, 132), 2);
+    CHECK_INT(rule_splits(128, 3072, 36864, 132), 3);
+    CHECK_INT(rule_splits(128, 1000, 4096, 132), 8);
+    CHECK_INT(rule_splits(128, 9216, 4096, 132), 1);
     f16_sr_identity();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(&cases[i]);
     free(prev_c);

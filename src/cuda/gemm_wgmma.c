@@ -1220,26 +1220,6 @@ static void map_desc(kiln_gemm_tmap_desc *m, const char *x, int es, int64_t inne
  * BN = 128 on the H100) */
 #define SPLIT_LEAD 4
 
-/* The tile rule: the tile width BN (128 or 256) and the number of k splits for an M x N
- * GEMM of kt slices in nb batches on sms SMs, fitted to the H100 sweep of 2026-11-23
- * (kiln-bench gemm-sweep, f16; bench/NOTES.md):
- *  - 256-wide tiles when they alone fill the SMs (squares, the K=128 weight updates), or
- *    when the 128-wide ones would need a second wave (fc25088 bprop: 98 vs 196 tiles);
- *    128-wide when N <= 128;
- *  - but 128-wide where the 256-wide ones leave the second of two waves mostly empty and the
- *    128-wide fill more of their last (fc36864 bprop: 144 tiles on 132 SMs; 288 of 128 ran
- *    0.86x of cuBLAS against 0.79x in two sweeps of 2026-11-24), and for K <= 128 when the
- *    256-wide ones make at most one wave (fc1000 update: 128 vs 256 tiles, 1.36x / 0.93x of
- *    cuBLAS against 1.20x / 0.81x: a second tile per SM loads under the first one's stores);
- *  - otherwise 128-wide tiles (the batch-128 fprop and bprop shapes: 72 tiles of 128 ran
- *    1.4x faster than 36 of 256), split over k only while there are fewer than 64 tiles.
- *    These shapes read the weights once and are bound by DRAM: into about 64 work items
- *    (more bought nothing, even where the splits sum in slices: fc4096 fprop 0.84x of
- *    cuBLAS at 2 splits, 0.79x at 4 in slices, fc9216 fprop 0.88x / 0.83x; H100,
- *    2026-11-24) with at least 16 slices each, or 8 where that makes 4 splits or more
- *    (slices: every block of a tile then sums a part of it, where the last block's serial
- *    sum grows with the splits: fc1000 fprop 0.99x at 8 splits in slices, 0.72x through the
- *    last block). */
 /* One row of tiles (M <= 128, one batch: the batch-128 bprop shapes) with more 128-wide tiles
  * than SMs streams B from DRAM once; A (at most 128 rows) stays in L2. Each width's time by
  * rounds of the persistent grid (every term is per k slice, so K drops out): a round of m
@@ -1274,6 +1254,29 @@ static int stream_width(int64_t N, int sms)
     return best;
 }
 
+/* The tile rule: the tile width BN (128, 192 or 256) and the number of k splits for an M x N
+ * GEMM of kt slices in nb batches on sms SMs, fitted to the H100 sweep of 2026-11-23
+ * (kiln-bench gemm-sweep, f16; bench/NOTES.md):
+ *  - one row of tiles with more 128-wide tiles than SMs: stream_width's model;
+ *  - 256-wide tiles when they alone fill the SMs (squares, the K=128 weight updates), or
+ *    when the 128-wide ones would need a second wave (fc25088 bprop: 98 vs 196 tiles);
+ *    128-wide when N <= 128;
+ *  - but 128-wide where the 256-wide ones leave the second of two waves mostly empty and the
+ *    128-wide fill more of their last (fitted on fc36864 bprop, 144 tiles on 132 SMs, before
+ *    stream_width took the one-row shapes: 288 of 128 ran 0.86x of cuBLAS against 0.79x in
+ *    two sweeps of 2026-11-24), and for K <= 128 when the
+ *    256-wide ones make at most one wave (fc1000 update: 128 vs 256 tiles, 1.36x / 0.93x of
+ *    cuBLAS against 1.20x / 0.81x: a second tile per SM loads under the first one's stores);
+ *  - otherwise 128-wide tiles (the batch-128 fprop and bprop shapes: 72 tiles of 128 ran
+ *    1.4x faster than 36 of 256), split over k only while there are fewer than 64 tiles.
+ *    These shapes read the weights once and are bound by DRAM: into about 64 work items,
+ *    96 where 64 would make two splits of at most 32 slices (more bought nothing, even where
+ *    the splits sum in slices: fc4096 fprop 0.84x of cuBLAS at 2 splits, 0.79x at 4 in
+ *    slices, fc9216 fprop 0.88x / 0.83x; H100, 2026-11-24; fc4096 fprop's 3 splits won once
+ *    the split lead hid the partials' writes) with at least 16 slices each, or 8 where that
+ *    makes 4 splits or more (slices: every block of a tile then sums a part of it, where the last block's serial
+ *    sum grows with the splits: fc1000 fprop 0.99x at 8 splits in slices, 0.72x through the
+ *    last block). */
 static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int slices, int *splits_out)
 {
     *splits_out = 1;
@@ -1289,7 +1292,11 @@ static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int
     if (tiles256 <= sms && tiles128 > sms && kt <= 2) return 128;
     if (tiles256 >= sms || tiles128 > sms) return 256;
     if (tiles128 < 64 && tiles128 < KILN_CUDA_COUNTERS) {
-        int64_t s = (64 + tiles128 - 1) / tiles128, s8 = s < kt / 8 ? s : kt / 8;
+        /* 96 items where 64 would make two splits of at most 32 slices (fc4096 fprop/bprop:
+         * 3 splits 0.0153 ms against 2 0.0160, one A/B on the H100 with the split lead; the
+         * longer fc9216 and fc25088 fprop ran 11-12 % slower at 3) */
+        const int64_t items = tiles128 >= 32 && kt <= 64 ? 96 : 64;
+        int64_t s = (items + tiles128 - 1) / tiles128, s8 = s < kt / 8 ? s : kt / 8;
         if (slices && s8 >= 4)
             s = s8;
         else if (s > kt / 16)
