@@ -81,11 +81,10 @@ static const char kernel_src[] =
     " * its wgmma groups that read it are done. The grid is persistent: block b takes the work\n"
     " * items b, b + gridDim.x, ... (item = (batch * tiles + tile) * SPLITS + split), the ring's\n"
     " * phases running on across items, so the producer fills the next tile's stages during the\n"
-    " * epilogue. With SPLITS > 1 (split-K, few tiles) item s of a tile sums its k slices (kg_krange:\n"
-    " * split 0 the first k0, the others kper each after it) into an f32 partial in the workspace;\n"
-    " * the block that arrives\n"
-    " * last at the tile's counter adds the partials in split order (the same bits whatever the\n"
-    " * arrival order) and runs the epilogue. */\n"
+    " * epilogue. With SPLITS > 1 (split-K, few tiles) item s of a tile sums its k slices\n"
+    " * (kg_krange: split 0 the first k0, the others kper each after it) into an f32 partial in\n"
+    " * the workspace; the block that arrives last at the tile's counter adds the partials in\n"
+    " * split order (the same bits whatever the arrival order) and runs the epilogue. */\n"
     "/* ES: bytes per element of A, B and C; a k slice is one 128-byte swizzle row (BK elements);\n"
     " * KSTEP: the k of one wgmma (16 for 16-bit inputs, 8 for tf32: 32 bytes either way) */\n"
     "constexpr int BM = 128, BK = 128 / ES, KSTEP = TF32 ? 8 : 16, NT = 384;\n"
@@ -729,13 +728,14 @@ static const char kernel_src[] =
     "#pragma unroll\n"
     "    for (int i = 0; i < RB * NACC; i++) acc[i] = 0.0f;\n"
     "    unsigned prev = 0;\n"
-    "    /* split-K through the workspace: the tile's arrival is counted LEAD slices before the\n"
-    "     * mainloop's end (the atomic's round trip, ~0.7 us, under the last slices' wgmma instead\n"
-    "     * of after them); it only picks the block that sums (the last to arrive, running the\n"
-    "     * others' items: they arrived), the partials are published by their own count */\n"
-    "    constexpr int LEAD = 4;\n"
+    "    /* split-K through the workspace: the tile's arrival is counted ARRIVE_EARLY slices\n"
+    "     * before the mainloop's end (the atomic's round trip, ~0.7 us, under the last slices'\n"
+    "     * wgmma instead of after them); it only picks the block that sums (the last to arrive,\n"
+    "     * running the others' items: they arrived), the partials are published by their own\n"
+    "     * count */\n"
+    "    constexpr int ARRIVE_EARLY = 4;\n"
     "    const bool ws_split = !PP && !CLUSTER && !SLICE_SUM && splits > 1;\n"
-    "    const int k_arrive = ke - LEAD > kb ? ke - LEAD : kb;\n"
+    "    const int k_arrive = ke - ARRIVE_EARLY > kb ? ke - ARRIVE_EARLY : kb;\n"
     "    int arrival = 0;\n"
     "    for (int kt = kb; kt < ke; kt++, it++) {\n"
     "      const unsigned s = it % STAGES;\n"
@@ -846,12 +846,12 @@ static const char kernel_src[] =
     "    }\n"
     "    if (!PP && splits > 1) { /* (ping-pong launches are never split) */\n"
     "      /* split-K through the workspace: the arrival was counted in the mainloop (the low 16\n"
-    "       * bits of the tile's counter, LEAD slices before its end). A block that is not the last\n"
-    "       * publishes its partial (element i of consumer thread ct at i * 256 + ct) and counts it\n"
-    "       * written (bits 16 and up); the last\n"
-    "       * waits until the others' are written (their blocks are running: they arrived) and adds\n"
-    "       * all partials in split order, its own from the registers: the bits of summing them all\n"
-    "       * from memory, whichever block is last, with one partial less written and read */\n"
+    "       * bits of the tile's counter, ARRIVE_EARLY slices before its end). A block that is not\n"
+    "       * the last publishes its partial (element i of consumer thread ct at i * 256 + ct) and\n"
+    "       * counts it written (bits 16 and up); the last waits until the others' are written\n"
+    "       * (their blocks are running: they arrived) and adds all partials in split order, its\n"
+    "       * own from the registers: the bits of summing them all from memory, whichever block is\n"
+    "       * last, with one partial less written and read */\n"
     "      kg_sync(1, 256); /* both consumers' accumulators are final, the last item's flag read */\n"
     "      if (ct == 0) kg_st_shared(last_flag, (arrival & 0xFFFF) == splits - 1);\n"
     "      kg_sync(1, 256);\n"
@@ -1264,9 +1264,9 @@ static int stream_width(int64_t N, int sms)
  *  - but 128-wide where the 256-wide ones leave the second of two waves mostly empty and the
  *    128-wide fill more of their last (fitted on fc36864 bprop, 144 tiles on 132 SMs, before
  *    stream_width took the one-row shapes: 288 of 128 ran 0.86x of cuBLAS against 0.79x in
- *    two sweeps of 2026-11-24), and for K <= 128 when the
- *    256-wide ones make at most one wave (fc1000 update: 128 vs 256 tiles, 1.36x / 0.93x of
- *    cuBLAS against 1.20x / 0.81x: a second tile per SM loads under the first one's stores);
+ *    two sweeps of 2026-11-24), and for K <= 128 when the 256-wide ones make at most one
+ *    wave (fc1000 update: 128 vs 256 tiles, 1.36x / 0.93x of cuBLAS against 1.20x / 0.81x:
+ *    a second tile per SM loads under the first one's stores);
  *  - otherwise 128-wide tiles (the batch-128 fprop and bprop shapes: 72 tiles of 128 ran
  *    1.4x faster than 36 of 256), split over k only while there are fewer than 64 tiles.
  *    These shapes read the weights once and are bound by DRAM: into about 64 work items,
@@ -1274,9 +1274,9 @@ static int stream_width(int64_t N, int sms)
  *    the splits sum in slices: fc4096 fprop 0.84x of cuBLAS at 2 splits, 0.79x at 4 in
  *    slices, fc9216 fprop 0.88x / 0.83x; H100, 2026-11-24; fc4096 fprop's 3 splits won once
  *    the split lead hid the partials' writes) with at least 16 slices each, or 8 where that
- *    makes 4 splits or more (slices: every block of a tile then sums a part of it, where the last block's serial
- *    sum grows with the splits: fc1000 fprop 0.99x at 8 splits in slices, 0.72x through the
- *    last block). */
+ *    makes 4 splits or more (slices: every block of a tile then sums a part of it, where the
+ *    last block's serial sum grows with the splits: fc1000 fprop 0.99x at 8 splits in
+ *    slices, 0.72x through the last block). */
 static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int slices, int *splits_out)
 {
     *splits_out = 1;
