@@ -814,6 +814,16 @@ int main(void)
          .bn = 192},
         {.dt = 0, .M = 100, .N = 1536, .K = 192, .nb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 4, .tma_store = 1,
          .exact = 1},
+        /* 192-wide tiles with TMA multicast of B, on against off: MN-major B (three boxes, the
+         * pair's ranks load two and one), K-major B (96 rows each) */
+        {.dt = 0, .M = 300, .N = 400, .K = 200, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 4,
+         .tma_store = 1, .bn = 192, .exact = 1, .mcast = 2, .mc_pairs = 2},
+        {.dt = 0, .M = 300, .N = 400, .K = 200, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 4,
+         .tma_store = 1, .bn = 192, .same_bits = 1, .exact = 1, .mcast = 1},
+        {.dt = 1, .M = 260, .N = 392, .K = 130, .nb = 1, .tb = 1, .alpha = -0.75, .beta = 0.5, .bias = 1, .sms = 3,
+         .tma_store = 1, .bn = 192, .mcast = 2},
+        {.dt = 1, .M = 260, .N = 392, .K = 130, .nb = 1, .tb = 1, .alpha = -0.75, .beta = 0.5, .bias = 1, .sms = 3,
+         .tma_store = 1, .bn = 192, .same_bits = 1, .mcast = 1},
     };
     /* two staging buffers for the K=128 weight updates (256- and 128-wide tiles), one for
      * deep K (the squares, an fprop) */
