@@ -109,7 +109,7 @@ def parse(lines):
 def report(lines, pairs=False, out=sys.stdout):
     launches = parse(lines)
     if not launches:
-        out.write("gemm-trace: no KG_TRACE lines (did the case run %s launches?)\n" % "enough")
+        out.write("gemm-trace: no KG_TRACE lines (the case ran fewer launches than --launch + 3, or failed)\n")
         return 1
     for launch in sorted(launches):
         rows = launches[launch]

@@ -1226,7 +1226,8 @@ static void map_desc(kiln_gemm_tmap_desc *m, const char *x, int es, int64_t inne
  * tiles takes the longest of one tile's bytes through its SM (BM + w rows of 128 bytes at
  * ~85 GB/s, what one block streamed on the H100: 1 MiB in 12.4 us, fc4096 fprop's trace of
  * 2026-11-25), the round's B from DRAM (m w rows at ~2.9 TB/s, the marginal rate of the long
- * fprop shapes) and its tensor work (2 BM w 64 flops at ~7.5 TFLOP/s per SM). The widest of
+ * fprop shapes) and its tensor work (2 BM w 64 flops at ~7.5 TFLOP/s per SM; tf32's slice
+ * holds half the k at half the rate, the same time). The widest of
  * equal times wins (fewer, longer tiles). fc36864 bprop (288 / 192 / 144 tiles): 90 / 78 /
  * 99 model-us, 192-wide; the others keep the widths measured best (fc9216 bprop 128,
  * fc25088 bprop 192 ~ 256). */
