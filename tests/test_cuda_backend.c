@@ -579,6 +579,29 @@ static void gemm_dispatch(void)
         CHECK_INT(s1.launches - s0.launches, want16);
         CHECK_INT(s2.launches - s1.launches, want[i].f32_launches);
     }
+    if (hopper) { /* auto takes a batch-128 bprop shape of one wave of tiles to the wgmma kernel */
+        int64_t sa[2] = {128, 4096}, sb[2] = {4096, 9216}, sc[2] = {128, 9216};
+        kiln_tensor *ab = NULL, *bb = NULL, *cb = NULL;
+        CHECK_OK(gpu, kiln_tensor_full(gpu, KILN_DTYPE_F16, 2, sa, 0.5, &ab));
+        CHECK_OK(gpu, kiln_tensor_full(gpu, KILN_DTYPE_F16, 2, sb, 0.25, &bb));
+        CHECK_OK(gpu, kiln_tensor_full(gpu, KILN_DTYPE_F16, 2, sc, NAN, &cb));
+        setenv("KILN_GEMM", "auto", 1);
+        kiln_cuda_stats s0, s1;
+        CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s0));
+        CHECK_OK(gpu, kiln_dot(cb, ab, bb, 1.0, 0.0, NULL));
+        CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s1));
+        CHECK_INT(s1.launches - s0.launches, 1);
+        float *c = malloc(128 * 9216 * sizeof *c);
+        CHECK(c != NULL);
+        int64_t wrong = 0;
+        if (c && kiln_tensor_read(cb, c, KILN_DTYPE_F32) == KILN_OK)
+            for (int64_t i = 0; i < 128 * 9216; i++) wrong += c[i] != 512.0f; /* 4096 x 0.125: exact */
+        CHECK_INT(wrong, 0);
+        free(c);
+        kiln_tensor_release(ab);
+        kiln_tensor_release(bb);
+        kiln_tensor_release(cb);
+    }
     setenv("KILN_GEMM", "cublas", 1);
     CHECK_FAILS(gpu, kiln_dot(c16g, a16g, b16g, 1.0, 0.0, NULL), KILN_ERR_ARG, "KILN_GEMM='cublas'");
     if (hopper) { /* the wgmma kernel's overrides: a bad value is an error naming its variable */

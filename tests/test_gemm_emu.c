@@ -37,6 +37,7 @@
 #pragma weak kiln__cuda_gemm_ffma_prepare
 #pragma weak kiln__cuda_gemm_ffma_source_text
 #pragma weak kiln__cuda_gemm_merge_batches
+#pragma weak kiln__cuda_gemm_wgmma_auto
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define UNDER_SANITIZER 1
@@ -231,6 +232,25 @@ static int rule_cbufs(int64_t M, int64_t N, int64_t K)
     kiln_gemm_wgmma_launch l;
     rule_launch(M, N, K, 132, 0, 0, &l);
     return l.cfg.cbufs;
+}
+/* whether KILN_GEMM=auto takes it to the wgmma kernel on 132 SMs (f16 or bf16 alike; f32 never) */
+static int rule_auto(int64_t M, int64_t N, int64_t K)
+{
+    kiln_gemm_desc d;
+    memset(&d, 0, sizeof d);
+    d.M = M, d.N = N, d.K = K;
+    d.a = d.b = d.c = (char *)(uintptr_t)4096;
+    d.a_sm = K, d.a_sk = 1, d.b_sk = N, d.b_sn = 1, d.c_sm = N, d.c_sn = 1, d.bias_s = 1;
+    d.alpha = 1.0;
+    kiln_gemm_batches bt;
+    kiln__cuda_gemm_merge_batches(&d, &bt);
+    d.dtype = KILN_DTYPE_F16;
+    int f16 = kiln__cuda_gemm_wgmma_auto(&d, &bt, 132);
+    d.dtype = KILN_DTYPE_BF16;
+    CHECK_INT(kiln__cuda_gemm_wgmma_auto(&d, &bt, 132), f16);
+    d.dtype = KILN_DTYPE_F32;
+    CHECK_INT(kiln__cuda_gemm_wgmma_auto(&d, &bt, 132), 0);
+    return f16;
 }
 /* its k splits on sms SMs */
 static int rule_splits(int64_t M, int64_t N, int64_t K, int sms)
@@ -876,6 +896,18 @@ int main(void)
     CHECK_INT(rule_splits(128, 3072, 36864, 132), 3);
     CHECK_INT(rule_splits(128, 1000, 4096, 132), 8);
     CHECK_INT(rule_splits(128, 9216, 4096, 132), 1);
+    /* KILN_GEMM=auto: the wgmma kernel for fc9216 / fc25088 bprop (72 and 98 unsplit tiles of
+     * one row) and fc25088 / fc36864 fprop (splits of 196 and 192 slices); cuBLASLt for the
+     * other fully-connected shapes, the updates and the squares */
+    static const int64_t own_shapes[][3] = {{128, 9216, 4096}, {128, 25088, 4096}, {128, 4096, 25088}, {128, 3072, 36864}};
+    static const int64_t vendor_shapes[][3] = {{128, 4096, 9216}, {128, 4096, 4096},  {128, 1000, 4096}, {128, 4096, 1000},
+                                               {128, 36864, 3072}, {9216, 4096, 128}, {4096, 4096, 128}, {4096, 1000, 128},
+                                               {36864, 3072, 128}, {25088, 4096, 128}, {1024, 1024, 1024},
+                                               {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192}, {64, 64, 64}};
+    for (size_t i = 0; i < sizeof own_shapes / sizeof own_shapes[0]; i++)
+        CHECK_INT(rule_auto(own_shapes[i][0], own_shapes[i][1], own_shapes[i][2]), 1);
+    for (size_t i = 0; i < sizeof vendor_shapes / sizeof vendor_shapes[0]; i++)
+        CHECK_INT(rule_auto(vendor_shapes[i][0], vendor_shapes[i][1], vendor_shapes[i][2]), 0);
     f16_sr_identity();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(&cases[i]);
     free(prev_c);

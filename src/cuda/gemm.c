@@ -582,9 +582,9 @@ typedef enum gemm_choice { GEMM_AUTO, GEMM_VENDOR, GEMM_OWN, GEMM_MMA, GEMM_WGMM
  *           else mma.sync (f16, bf16) or FFMA (f32); the vendor path for the rest;
  *   wgmma, mma, ffma  that one of kiln's kernels where it applies, the vendor path for the
  *           rest (tests and benchmarks of each kernel);
- *   auto    (unset or empty too) the vendor path: measured on the H100 the own kernels are
- *           not yet ahead of cuBLASLt on any shape class (bench/NOTES.md, issue 5); auto
- *           will pick them per shape where they are. */
+ *   auto    (unset or empty too) the wgmma kernel for the plan classes measured ahead of
+ *           cuBLASLt on the H100 (kiln__cuda_gemm_wgmma_auto: the batch-128 bprop shapes of
+ *           one wave of tiles, fprop shapes of long k splits), the vendor path elsewhere. */
 static kiln_status read_choice(kiln_ctx *ctx, gemm_choice *out)
 {
     /* in gemm_choice's order */
@@ -604,7 +604,9 @@ kiln_status kiln__cuda_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d)
     kiln__cuda_gemm_merge_batches(d, &bt);
     for (int i = 0; i < bt.n; i++)
         if (bt.shape[i] == 0) return KILN_OK;
-    if ((choice == GEMM_OWN || choice == GEMM_WGMMA) && kiln__cuda_gemm_wgmma_eligible(ctx, d, &bt))
+    if ((choice == GEMM_OWN || choice == GEMM_WGMMA || choice == GEMM_AUTO) &&
+        kiln__cuda_gemm_wgmma_eligible(ctx, d, &bt) &&
+        (choice != GEMM_AUTO || kiln__cuda_gemm_wgmma_auto(d, &bt, kiln__cuda_state(ctx)->sm_count)))
         return kiln__cuda_gemm_wgmma(ctx, d, &bt);
     if ((choice == GEMM_OWN || choice == GEMM_MMA) && kiln__cuda_gemm_mma_eligible(kiln__cuda_state(ctx)->cc_major, d))
         return kiln__cuda_gemm_mma(ctx, d, &bt);

@@ -138,6 +138,10 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
                                    const kiln_gemm_wgmma_opts *opts, kiln_gemm_wgmma_launch *l);
 /* Makes *l unsplit (no workspace to be had). */
 void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count);
+/* Whether KILN_GEMM=auto (the default) takes an eligible d to the wgmma kernel rather than
+ * cuBLASLt on a device of sm_count SMs: the tile rule's plan (no overrides) in a class
+ * measured ahead of cuBLASLt (gemm_wgmma.c). */
+int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int sm_count);
 /* The CUDA C source of cfg's kernel ("kiln_gemm_wgmma"), malloc'd; NULL on no memory. */
 /* Appends the CUDA C source of cfg's kernel ("kiln_gemm_wgmma") to b; b->oom on failure. */
 void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *cfg, kiln_sbuf *b);

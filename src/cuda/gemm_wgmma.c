@@ -1463,6 +1463,29 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     l->smem = smem_for(c);
 }
 
+/* KILN_GEMM=auto's choice. The plan classes where the wgmma kernel ran ahead of cuBLASLt in
+ * every f16 and bf16 table of 2026-11-25 on the H100 (bench/results/
+ * 2026-11-25-cuda-h100-session4.md, calls 1, 3, 4 and 6):
+ *  - one row of tiles (M <= 128, one batch), unsplit, from 64 tiles to one wave: fc9216
+ *    bprop 1.08-1.13x, fc25088 bprop 1.11-1.14x;
+ *  - split tiles of 128 k slices or more a split: fc25088 fprop 1.12-1.14x, fc36864 fprop
+ *    1.02-1.04x.
+ * Elsewhere cuBLASLt stays: fc9216 fprop 0.92-0.95x, fc4096 fprop/bprop 0.93-0.97x,
+ * fc36864 bprop 0.96-0.97x, fc1000 fprop/bprop and the K = 128 updates either side of 1.0x
+ * by dtype and run, the squares within the clock's noise of 1.0x; tf32 not measured against
+ * cuBLAS's TF32 since step 4 (0.9x there). */
+int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int sm_count)
+{
+    if (d->dtype != KILN_DTYPE_F16 && d->dtype != KILN_DTYPE_BF16) return 0;
+    const kiln_gemm_wgmma_opts rule = {.tma_store = 1}; /* the tile rule's own choices */
+    kiln_gemm_wgmma_launch l;
+    kiln__cuda_gemm_wgmma_prepare(d, bt, sm_count, 0, &rule, &l);
+    const int64_t splits = (int64_t)l.w[26], kper = (int64_t)l.w[27];
+    const int64_t rows = (int64_t)l.w[18] * (int64_t)l.w[19]; /* batches x tile rows */
+    if (splits == 1) return rows == 1 && l.tiles >= 64 && l.tiles <= sm_count;
+    return kper >= 128;
+}
+
 void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count)
 {
     /* (a slice-summed launch stays structured so: its kernel then runs one split, stores
