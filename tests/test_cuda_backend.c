@@ -494,6 +494,9 @@ static void gemm_cases(const char *engine, int tf32)
         {5, 3, 0, 0, 0, 0, 1, 0, 1, 1},        {256, 256, 512, 0, 0, 0, 0, 0, 1, 0},
         {130, 257, 1000, 0, 1, 1, 1, 1, -0.75, 0.5}, {136, 200, 72, 3, 1, 0, 1, 0, 1, 1},
         {200, 96, 260, 2, 0, 1, 1, 1, 1.5, 0.5}, /* K-major A and B, 16-byte rows: the tf32 kernel too */
+        /* and its staged (TMA-store) epilogue of f32 C: a K = 128 update over several tiles,
+         * split-K over a ragged last tile column (N = 300: 9 boxes of 32 and 12 columns) */
+        {300, 520, 128, 0, 0, 1, 1, 1, 1, 0},   {130, 300, 1700, 0, 0, 1, 1, 0, 1, 0.5},
     };
     kiln_dtype dts[] = {KILN_DTYPE_F32, KILN_DTYPE_F16, KILN_DTYPE_BF16, KILN_DTYPE_F64};
     double tols[] = {2e-5, 4e-3, 3e-2, 1e-12};

@@ -183,6 +183,7 @@ typedef struct ecase {
     int mcast;          /* wgmma: clusters of two sharing B by TMA multicast: 0 the rule's, 1 off,
                          * 2 on where it applies (checked it does) */
     int mc_pairs;       /* wgmma multicast: clusters the "device" runs at once (0 = sms / 2) */
+    int want_bn;        /* wgmma: the tile width the rule must pick (0 = not checked) */
 } ecase;
 
 /* the context seed of every launch (both halves of Philox's key nonzero) */
@@ -424,6 +425,7 @@ static void run(const ecase *e)
                                   .mc_pairs = e->mc_pairs};
         kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, EMU_SEED, &o, &l);
         if (e->splits && !e->pp) CHECK_INT((int)l.w[26], e->splits);
+        if (e->want_bn) CHECK_INT(l.cfg.bn, e->want_bn);
         CHECK_INT(l.cfg.pingpong, e->pp);
         if (e->split_sum) CHECK_INT(l.cfg.cluster, e->split_sum == 1);
         if (e->split_sum) CHECK_INT(l.cfg.slice_sum, e->split_sum == 3);
@@ -442,9 +444,16 @@ static void run(const ecase *e)
             CHECK_INT((int)(l.grid % l.cluster), 0);
             CHECK(l.ws_bytes == 0);
         }
-        /* TMA stores only where N fills whole 16-byte chunks (they write past a ragged N), and
-         * not for tiles summed in a cluster */
-        CHECK_INT(l.cfg.tma_store, e->tma_store && e->dt != 2 && N % 8 == 0 && !l.cfg.cluster && !l.cfg.slice_sum);
+        /* TMA stores only where N and C's rows fill whole 16-byte chunks (they write past a
+         * ragged N), and not for tiles summed in a cluster or in slices */
+        const int64_t ces = e->dt == 2 ? 4 : 2;
+        const int tma_ok = e->tma_store && N * ces % 16 == 0 && cs * ces % 16 == 0 && !l.cfg.cluster && !l.cfg.slice_sum;
+        /* f32 C (tf32) is staged only where a tile's k slices fit the ring beside the staging
+         * (the rule may narrow the tile to 128 for it): tma_store 2 says the case is one */
+        if (e->dt == 2 && e->tma_store != 2)
+            CHECK(!l.cfg.tma_store || tma_ok);
+        else
+            CHECK_INT(l.cfg.tma_store, tma_ok);
         if (l.cfg.tma_store && e->cbufs) CHECK_INT(l.cfg.cbufs, e->cbufs);
         ws = l.ws_bytes ? calloc(1, l.ws_bytes) : NULL;
         l.w[28] = (uint64_t)(uintptr_t)ws;
@@ -638,6 +647,24 @@ int main(void)
         {.dt = 2, .M = 130, .N = 100, .K = 70, .nb = 2, .tb = 1, .b_bcast = 1, .alpha = -0.75, .beta = 0.5, .bias = 1,
          .relu = 1, .sms = 2},
         {.dt = 2, .M = 130, .N = 300, .K = 1700, .nb = 1, .tb = 1, .alpha = 1.0, .bias = 1, .sms = 132}, /* split-K */
+        /* f32 C through the staged TMA epilogue (boxes of 32 f32 columns; tma_store 2: the rule
+         * must stage it): ragged M, N (300 = 9 boxes and 12 columns) and K; batches with a
+         * shared B and the whole epilogue; split tiles through the workspace; two staging
+         * buffers (three k slices fit the ring beside them at 128 wide) over several tiles per
+         * block; ping-pong, each consumer's whole tile; a K = 128 update the rule narrows from
+         * 256 to 128 wide for it; and one whose k slices do not fit (from the registers) */
+        {.dt = 2, .M = 200, .N = 300, .K = 100, .nb = 1, .tb = 1, .pad = 4, .alpha = 1.0, .sms = 3, .tma_store = 2},
+        {.dt = 2, .M = 130, .N = 100, .K = 70, .nb = 2, .tb = 1, .b_bcast = 1, .alpha = -0.75, .beta = 0.5, .bias = 1,
+         .relu = 1, .sms = 2, .tma_store = 2},
+        {.dt = 2, .M = 130, .N = 296, .K = 300, .nb = 1, .tb = 1, .alpha = -0.75, .beta = 0.5, .bias = 1, .relu = 1,
+         .sms = 5, .tma_store = 2, .bn = 128, .splits = 4, .split_sum = 2},
+        {.dt = 2, .M = 400, .N = 520, .K = 96, .nb = 1, .tb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sms = 2,
+         .tma_store = 2, .bn = 128, .cbufs = 2},
+        {.dt = 2, .M = 260, .N = 200, .K = 96, .nb = 2, .tb = 1, .alpha = -0.75, .beta = 0.5, .bias = 1, .relu = 1,
+         .sms = 4, .tma_store = 2, .pp = 1},
+        {.dt = 2, .M = 1100, .N = 1040, .K = 128, .nb = 1, .tb = 1, .alpha = 1.0, .bias = 1, .sms = 4, .tma_store = 2,
+         .want_bn = 128},
+        {.dt = 2, .M = 300, .N = 296, .K = 700, .nb = 1, .tb = 1, .alpha = 1.0, .sms = 3, .tma_store = 1, .bn = 256},
         /* the FFMA kernel (f32): the four transposes, float4 and element-by-element operands
          * (odd pads), ragged edges, batches with a shared operand, the whole epilogue */
         {.dt = 2, .M = 200, .N = 300, .K = 70, .nb = 1, .alpha = 1.0, .kernel = 1},

@@ -70,6 +70,12 @@ static inline void kg_ld_shared_f32x2(unsigned addr, float &x, float &y)
     memcpy(&y, emu_ptr(addr + 4, 4), 4);
 }
 static inline void kg_st_shared_f32(unsigned addr, float v) { memcpy(emu_ptr(addr, 4), &v, 4); }
+static inline void kg_st_shared_f32x2(unsigned addr, float x, float y)
+{
+    if (addr % 8u != 0) emu_fail("st.shared.v2.f32: an address not 8-byte aligned");
+    memcpy(emu_ptr(addr, 4), &x, 4);
+    memcpy(emu_ptr(addr + 4u, 4), &y, 4);
+}
 static inline void kg_fence_cluster(void) {}
 static inline void kg_bar_arrive_cluster(unsigned remote)
 {

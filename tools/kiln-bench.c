@@ -950,7 +950,9 @@ static kiln_status run_gemm_sweep(bench *b)
            "(columns); rule = KILN_GEMM=own with no overrides; FAIL = the check failed\n",
            kiln_dtype_name(dt));
     for (size_t i = 0; i < sizeof gpu_cases / sizeof gpu_cases[0] && st == KILN_OK; i++) {
-        const gemm_case *gc = &gpu_cases[i];
+        gemm_case gcase = gpu_cases[i];
+        if (b->tf32 && dt == KILN_DTYPE_F32) gcase.trans_b = 1; /* as the table: the tf32 kernel's layout */
+        const gemm_case *gc = &gcase;
         if (!gc->fc && i != 0) continue; /* the fully-connected shapes and the 4096 square */
         if (b->only && !strstr(gc->name, b->only)) continue;
         gemm_run g = {0};
@@ -1076,7 +1078,9 @@ static kiln_status run_gemm_ab(bench *b, const char *spec)
            "own/vendor, time / first value's time\n",
            kiln_dtype_name(dt), var, AB_ROUNDS);
     for (size_t i = 0; i < sizeof gpu_cases / sizeof gpu_cases[0] && st == KILN_OK; i++) {
-        const gemm_case *gc = &gpu_cases[i];
+        gemm_case gcase = gpu_cases[i];
+        if (b->tf32 && dt == KILN_DTYPE_F32) gcase.trans_b = 1; /* as the table: the tf32 kernel's layout */
+        const gemm_case *gc = &gcase;
         if (b->only && !strstr(gc->name, b->only)) continue;
         gemm_run g = {0};
         double vendor = 0.0, t[AB_MAX_VALUES][AB_ROUNDS];

@@ -36,13 +36,15 @@
  *  - the epilogue works from the accumulators in registers, like gemm_mma.c's: alpha, bias
  *    (per column), ReLU, beta * C, one rounding (nearest, or stochastic keyed by the
  *    element's place: one Philox call for the eight elements a thread holds in 32 columns
- *    of a row, kiln_gemm_sr_bits; f32 C is not rounded); for 16-bit C with 16-byte rows (the default,
- *    KILN_WGMMA_STORE=regs turns it off) each consumer stages its 64 rows of C in shared
- *    memory (128-byte swizzled boxes) and one thread stores them with TMA, overlapping the
+ *    of a row, kiln_gemm_sr_bits; f32 C is not rounded); for C with 16-byte rows (16-bit, or
+ *    f32 from tf32; the default, KILN_WGMMA_STORE=regs turns it off) each consumer stages its
+ *    64 rows of C in shared memory (128-byte swizzled boxes: 64 16-bit or 32 f32 columns
+ *    each) and one thread stores them with TMA, overlapping the
  *    next tile (1.7x faster than register stores on the K=128 updates), from two staging
  *    buffers per consumer where the tile's k slices fit the ring beside them (the updates:
- *    two stores in flight per consumer); otherwise, and for split tiles, stores of two
- *    neighbours as one word from the registers.
+ *    two stores in flight per consumer); f32 C only where a tile's k slices fit the ring
+ *    beside its staging (the updates, on 128-wide tiles: 1.2-1.3x); otherwise, and for
+ *    tiles summed in slices or clusters, stores of two neighbours from the registers.
  * Sizes, strides, pointers, alpha, beta, the seed and the tensor maps are arguments; the
  * source depends only on kiln_gemm_wgmma_cfg (gemm_plan.h). Every PTX instruction sits in
  * a marked block ("kg: PTX wrappers", "kg: generated wgmma") that tests/test_gemm_emu.c
@@ -96,8 +98,10 @@ static const char kernel_src[] =
     " * consumers share each tile (64 rows each, RB = 1) */\n"
     "constexpr int RB = PP ? 2 : 1;\n"
     "/* C staging of both consumers, CBUFS buffers each (two: a tile's staging is written while\n"
-    " * the previous tile's store still reads the other) */\n"
-    "constexpr int CBUF_BYTES = RB * 64 * BN * 2, CSTAGE = TMA_STORE ? 2 * CBUFS * CBUF_BYTES : 0;\n"
+    " * the previous tile's store still reads the other), in boxes of 64 rows x CBOX columns\n"
+    " * (128-byte rows: 64 16-bit or 32 f32 elements) */\n"
+    "constexpr int CES = TF32 ? 4 : 2, CBOX = 128 / CES; /* bytes of an element of C; columns of a box */\n"
+    "constexpr int CBUF_BYTES = RB * 64 * BN * CES, CSTAGE = TMA_STORE ? 2 * CBUFS * CBUF_BYTES : 0;\n"
     "/* CLUSTER: the split-K partial of this block's tile (f32, element i of consumer thread ct at\n"
     " * i * 256 + ct), read by every block of the cluster, takes the ring's first stages once the\n"
     " * mainloop is through (one work item per block there) */\n"
@@ -253,6 +257,10 @@ static const char kernel_src[] =
     "}\n"
     "__device__ __forceinline__ void kg_st_shared_f32(unsigned addr, float v) {\n"
     "  asm volatile(\"st.shared.f32 [%0], %1;\\n\" :: \"r\"(addr), \"f\"(v) : \"memory\");\n"
+    "}\n"
+    "/* two neighbouring f32 into shared memory (addr 8-byte aligned) */\n"
+    "__device__ __forceinline__ void kg_st_shared_f32x2(unsigned addr, float x, float y) {\n"
+    "  asm volatile(\"st.shared.v2.f32 [%0], {%1, %2};\\n\" :: \"r\"(addr), \"f\"(x), \"f\"(y) : \"memory\");\n"
     "}\n"
     "__device__ __forceinline__ void kg_fence_cluster() { asm volatile(\"fence.acq_rel.cluster;\\n\" ::: \"memory\"); }\n"
     "__device__ __forceinline__ void kg_bar_arrive_cluster(unsigned remote) {\n"
@@ -426,10 +434,7 @@ static const char kernel_src[] =
     " * rounding for the rare group that has one (a test and branch per pair cost bf16 ~20 %\n"
     " * of the K=128 updates) */\n"
     "__device__ __forceinline__ void kg_stage_words(const float (&x)[16], const kiln_philox4 (&g)[2], unsigned (&w)[8]) {\n"
-    "  if constexpr (TF32) {\n"
-    "#pragma unroll\n"
-    "    for (int i = 0; i < 8; i++) w[i] = 0u; /* f32 C is never staged */\n"
-    "  } else if constexpr (SR) {\n"
+    "  if constexpr (SR) {\n"
     "    /* the common case tested once for the group: every value finite (bf16), or in f16's\n"
     "     * normal range or a zero (f16); then straight-line rounding, else element by element */\n"
     "    bool rare = false;\n"
@@ -509,13 +514,15 @@ static const char kernel_src[] =
     "                p.w[21] != 0, p.w[15] == 1 && (p.w[8] & 3) == 0};\n"
     "}\n"
     "/* One 32-column group of a thread's values into a 64-row block of the C staging at cs (the\n"
-    " * block's BN / 64 swizzled boxes of 64 x 64): a[4 jj + 2 h + e] is the f32 sum of\n"
+    " * block's BN / CBOX swizzled boxes of 64 rows x CBOX): a[4 jj + 2 h + e] is the f32 sum of\n"
     " * C[m0 + 8 h][n + 8 jj + e], bv the group's bias, sc0 and sc1 the Philox counters of its rows\n"
     " * (kg_sr_ctr; the caller steps them by 4 a group), r0 = 16 warp + lane / 4 the thread's first\n"
     " * row in the block, J the group (tile columns 32 J + 8 jj + 2 (lane % 4) + e). Both rows'\n"
-    " * random words first, then the math (kg_stage_pair), the rounding (kg_stage_words) and the\n"
-    " * stores at (c / 64) * 8192 + r * 128 + (q ^ r % 8) * 16 (the map's 128-byte swizzle: the\n"
-    " * eight rows of one store instruction land in eight different bank groups) */\n"
+    " * random words first, then the math (kg_stage_pair), the rounding (kg_stage_words; f32 C\n"
+    " * goes unrounded, a pair as one 8-byte store) and the stores of column c of row r at\n"
+    " * (c / CBOX) * 8192 + r * 128 + (q ^ r % 8) * 16 + the pair's place in 16-byte chunk q (the\n"
+    " * map's 128-byte swizzle: the eight rows of one store instruction land in eight different\n"
+    " * bank groups) */\n"
     "__device__ __forceinline__ void kg_stage_group(const kiln_args &p, const kg_epi &ep, long long bi, long long m0,\n"
     "                                               long long n, kiln_w64 sc0, kiln_w64 sc1, const float *a,\n"
     "                                               const float (&bv)[8], unsigned cs, int r0, int J, int lane) {\n"
@@ -531,14 +538,18 @@ static const char kernel_src[] =
     "      kg_stage_pair(p, ep, bi, m0 + 8 * h, n + 8 * jj, a[4 * jj + 2 * h], a[4 * jj + 2 * h + 1], bv[2 * jj],\n"
     "                    bv[2 * jj + 1], x[8 * h + 2 * jj], x[8 * h + 2 * jj + 1]);\n"
     "  unsigned w[8];\n"
-    "  kg_stage_words(x, g, w);\n"
+    "  if constexpr (!TF32) kg_stage_words(x, g, w);\n"
     "#pragma unroll\n"
     "  for (int h = 0; h < 2; h++) {\n"
     "    const int r = r0 + 8 * h;\n"
     "#pragma unroll\n"
     "    for (int jj = 0; jj < 4; jj++) {\n"
-    "      const int c = 32 * J + 8 * jj + 2 * (lane & 3), q = (c & 63) >> 3;\n"
-    "      kg_st_shared(cs + (c >> 6) * 8192 + r * 128 + ((q ^ (r & 7)) << 4) + (c & 7) * 2, w[4 * h + jj]);\n"
+    "      const int c = 32 * J + 8 * jj + 2 * (lane & 3), q = (c % CBOX) * CES / 16;\n"
+    "      const unsigned at = cs + (c / CBOX) * 8192 + r * 128 + ((q ^ (r & 7)) << 4) + (c % CBOX) * CES % 16;\n"
+    "      if constexpr (TF32)\n"
+    "        kg_st_shared_f32x2(at, x[8 * h + 2 * jj], x[8 * h + 2 * jj + 1]);\n"
+    "      else\n"
+    "        kg_st_shared(at, w[4 * h + jj]);\n"
     "    }\n"
     "  }\n"
     "}\n"
@@ -592,8 +603,8 @@ static const char kernel_src[] =
     "  /* stages from the first 1024-byte boundary (the swizzle pattern repeats every 1024 bytes\n"
     "   * and the descriptors assume it starts there); then full[STAGES], empty[STAGES] */\n"
     "  const unsigned sbase = (kg_smem(kg_dyn) + 1023u) & ~1023u;\n"
-    "  /* TMA_STORE: each consumer's RB * 64 x BN staging of C (BN / 64 swizzled boxes of 64 x 64\n"
-    "   * per 64 rows) */\n"
+    "  /* TMA_STORE: each consumer's RB * 64 x BN staging of C (BN / CBOX swizzled boxes of 64 rows\n"
+    "   * x CBOX per 64 rows) */\n"
     "  const unsigned cstage = sbase + STAGES * STAGE_BYTES;\n"
     "  const unsigned psum = sbase; /* CLUSTER: this block's partial, over the ring */\n"
     "  const unsigned full0 = cstage + CSTAGE, empty0 = full0 + 8 * STAGES;\n"
@@ -934,8 +945,8 @@ static const char kernel_src[] =
     "        kg_sync(2 + cw, 128);\n"
     "        if (leader) {\n"
     "#pragma unroll\n"
-    "          for (int b = 0; b < BN / 64; b++)\n"
-    "            kg_tma_store(&p.tc, cs + b * 8192, tn * BN + 64 * b, tm * BM + cw * 64, (int)bi);\n"
+    "          for (int b = 0; b < BN / CBOX; b++)\n"
+    "            kg_tma_store(&p.tc, cs + b * 8192, tn * BN + CBOX * b, tm * BM + cw * 64, (int)bi);\n"
     "          kg_bulk_commit();\n"
     "        }\n"
     "        stored++;\n"
@@ -966,7 +977,7 @@ static const char kernel_src[] =
     "      /* into this consumer's staging buffer stored % CBUFS (the store of the tile that used\n"
     "       * it last has read it: wait_group.read by the thread that issued it, leaving the\n"
     "       * CBUFS - 1 newer stores in flight, then the warpgroup's barrier), row r of 64-row block rb,\n"
-    "       * 16-byte chunk q of box b at (rb * BN / 64 + b) * 8192 + r * 128 + (q ^ r % 8) * 16 (the\n"
+    "       * 16-byte chunk q of box b at (rb * BN / CBOX + b) * 8192 + r * 128 + (q ^ r % 8) * 16 (the\n"
     "       * map's 128-byte swizzle; the eight rows of one store instruction land in eight\n"
     "       * different bank groups), then one thread stores the boxes; TMA clips what lies past\n"
     "       * M and N */\n"
@@ -995,7 +1006,7 @@ static const char kernel_src[] =
     "          } else if constexpr (HAS_BIAS) {\n"
     "            kg_bias_group_staged(p, ep, nb + 32 * J, bv);\n"
     "          }\n"
-    "          kg_stage_group(p, ep, bi, mr, nb + 32 * J, sc0 + 4 * J, sc1 + 4 * J, a, bv, cs + rb * (BN / 64) * 8192, r0,\n"
+    "          kg_stage_group(p, ep, bi, mr, nb + 32 * J, sc0 + 4 * J, sc1 + 4 * J, a, bv, cs + rb * (BN / CBOX) * 8192, r0,\n"
     "                         J, lane);\n"
     "#pragma unroll\n"
     "          for (int i = 0; i < NACC - 16; i++) a[i] = a[i + 16];\n"
@@ -1009,8 +1020,8 @@ static const char kernel_src[] =
     "#pragma unroll\n"
     "        for (int rb = 0; rb < RB; rb++)\n"
     "#pragma unroll\n"
-    "          for (int b = 0; b < BN / 64; b++)\n"
-    "            kg_tma_store(&p.tc, cs + (rb * (BN / 64) + b) * 8192, tn * BN + 64 * b, tm * BM + (PP ? rb : cw) * 64,\n"
+    "          for (int b = 0; b < BN / CBOX; b++)\n"
+    "            kg_tma_store(&p.tc, cs + (rb * (BN / CBOX) + b) * 8192, tn * BN + CBOX * b, tm * BM + (PP ? rb : cw) * 64,\n"
     "                         (int)bi);\n"
     "        kg_bulk_commit();\n"
     "      }\n"
@@ -1050,11 +1061,12 @@ static const char kernel_src[] =
 
 /* ---- structure, source ------------------------------------------------------------------- */
 
-/* Bytes of the C staging (tma_store: 64 rows x bn of 16-bit C per consumer, twice that
- * with ping-pong's whole tiles per consumer; cbufs buffers of it). */
+/* Bytes of the C staging (tma_store: 64 rows x bn of C per consumer, twice that with
+ * ping-pong's whole tiles per consumer; cbufs buffers of it). */
 static int cstage_for(const kiln_gemm_wgmma_cfg *c)
 {
-    return c->tma_store ? (c->pingpong ? 2 : 1) * BM * c->bn * 2 * (c->cbufs > 1 ? 2 : 1) : 0;
+    const int es = c->dtype == KILN_DTYPE_F32 ? 4 : 2;
+    return c->tma_store ? (c->pingpong ? 2 : 1) * BM * c->bn * es * (c->cbufs > 1 ? 2 : 1) : 0;
 }
 
 /* Bytes of the staged bias (a bias, not ping-pong: two buffers of bn f32 and their 16-byte
@@ -1315,8 +1327,9 @@ static int c_is_tma_target(const kiln_gemm_desc *d, const kiln_gemm_batches *bt)
 {
     if (!kiln__cuda_aligned(d->c, 16) || d->c_sn != 1 || (d->N * (int64_t)kiln_dtype_size(d->dtype)) % 16 != 0)
         return 0;
-    if (d->M > 1 && (d->c_sm < d->N || d->c_sm % 8 != 0)) return 0;
-    if (bt->n == 1 && (bt->sc[0] % 8 != 0 || bt->sc[0] < matrix_span(d->M, d->N, d->c_sm, 1))) return 0;
+    const int64_t es = (int64_t)kiln_dtype_size(d->dtype);
+    if (d->M > 1 && (d->c_sm < d->N || d->c_sm * es % 16 != 0)) return 0;
+    if (bt->n == 1 && (bt->sc[0] * es % 16 != 0 || bt->sc[0] < matrix_span(d->M, d->N, d->c_sm, 1))) return 0;
     return 1;
 }
 
@@ -1367,7 +1380,24 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
         if (splits > kt) splits = (int)kt;
         if (tiles >= KILN_CUDA_COUNTERS) splits = 1;
     }
-    c->tma_store = opts && opts->tma_store && es == 2 && c_is_tma_target(d, bt);
+    c->tma_store = opts && opts->tma_store && c_is_tma_target(d, bt); /* 16-bit C, or f32 (tf32) */
+    if (c->tma_store && es == 4) {
+        /* f32 C's staging is twice the 16-bit one's (128 KiB for a 256-wide tile, leaving the
+         * ring two stages): staged only where a tile's k slices all fit the ring beside it,
+         * on 128-wide tiles where the rule's width leaves too few stages (unless the width was
+         * forced). The K = 128 updates: 0.73-0.79x of cuBLASLt's TF32 from the registers at
+         * 256 wide, 0.95-1.38x staged at 128 (H100, 2026-11-25); deep-K shapes lost 2-50 %
+         * staged with the shallower ring (bench/NOTES.md, step 13) */
+        const int64_t kslices = (kt + splits - 1) / splits;
+        kiln_gemm_wgmma_cfg narrow = *c;
+        narrow.bn = 128;
+        if (kslices > stages_for(c)) {
+            if (opts->bn == 0 && !c->pingpong && kslices <= stages_for(&narrow))
+                c->bn = 128;
+            else
+                c->tma_store = 0;
+        }
+    }
     int a_bat = bt->n == 1 && bt->sa[0] != 0, b_bat = bt->n == 1 && bt->sb[0] != 0;
     if (c->a_kmajor)
         map_desc(&l->map[0], d->a, es, d->K, d->M, d->a_sm, a_bat ? nb : 1, a_bat ? bt->sa[0] : 0, (unsigned)bk, BM);
@@ -1378,8 +1408,8 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
                  (unsigned)c->bn);
     else
         map_desc(&l->map[1], d->b, es, d->N, d->K, d->b_sk, b_bat ? nb : 1, b_bat ? bt->sb[0] : 0, 64, (unsigned)bk);
-    if (c->tma_store) /* C as (N, M, batch); boxes of 64 x 64 */
-        map_desc(&l->map[2], d->c, es, d->N, d->M, d->c_sm, nb, bt->n ? bt->sc[0] : 0, 64, 64);
+    if (c->tma_store) /* C as (N, M, batch); boxes of 128-byte rows (64 or 32 columns) x 64 rows */
+        map_desc(&l->map[2], d->c, es, d->N, d->M, d->c_sm, nb, bt->n ? bt->sc[0] : 0, (unsigned)(128 / es), 64);
     int64_t tm = (d->M + BM - 1) / BM, tn = (d->N + c->bn - 1) / c->bn;
     uint64_t *w = l->w;
     kiln__cuda_gemm_words(d, seed, nb, w);
