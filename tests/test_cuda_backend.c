@@ -600,10 +600,26 @@ static void gemm_dispatch(void)
         if (c && kiln_tensor_read(cb, c, KILN_DTYPE_F32) == KILN_OK)
             for (int64_t i = 0; i < 128 * 9216; i++) wrong += c[i] != 512.0f; /* 4096 x 0.125: exact */
         CHECK_INT(wrong, 0);
+        /* and f32 read as tf32, B stored (N, K): the same shape class */
+        int64_t sbt[2] = {9216, 4096};
+        kiln_tensor *af = NULL, *bf = NULL, *cf = NULL;
+        CHECK_OK(gpu, kiln_tensor_full(gpu, KILN_DTYPE_F32, 2, sa, 0.5, &af));
+        CHECK_OK(gpu, kiln_tensor_full(gpu, KILN_DTYPE_F32, 2, sbt, 0.25, &bf));
+        CHECK_OK(gpu, kiln_tensor_full(gpu, KILN_DTYPE_F32, 2, sc, NAN, &cf));
+        CHECK_OK(gpu, kiln_ctx_set_allow_tf32(gpu, 1));
+        const kiln_gemm_args bt_args = {.trans_b = 1};
+        CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s0));
+        CHECK_OK(gpu, kiln_dot(cf, af, bf, 1.0, 0.0, &bt_args));
+        CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s1));
+        CHECK_OK(gpu, kiln_ctx_set_allow_tf32(gpu, 0));
+        CHECK_INT(s1.launches - s0.launches, 1);
+        wrong = 0;
+        if (c && kiln_tensor_read(cf, c, KILN_DTYPE_F32) == KILN_OK)
+            for (int64_t i = 0; i < 128 * 9216; i++) wrong += c[i] != 512.0f;
+        CHECK_INT(wrong, 0);
         free(c);
-        kiln_tensor_release(ab);
-        kiln_tensor_release(bb);
-        kiln_tensor_release(cb);
+        kiln_tensor *made[] = {ab, bb, cb, af, bf, cf};
+        for (int i = 0; i < 6; i++) kiln_tensor_release(made[i]);
     }
     setenv("KILN_GEMM", "cublas", 1);
     CHECK_FAILS(gpu, kiln_dot(c16g, a16g, b16g, 1.0, 0.0, NULL), KILN_ERR_ARG, "KILN_GEMM='cublas'");

@@ -234,7 +234,7 @@ static int rule_cbufs(int64_t M, int64_t N, int64_t K)
     rule_launch(M, N, K, 132, 0, 0, &l);
     return l.cfg.cbufs;
 }
-/* whether KILN_GEMM=auto takes it to the wgmma kernel on 132 SMs (f16 or bf16 alike; f32 never) */
+/* whether KILN_GEMM=auto takes it to the wgmma kernel on 132 SMs (f16 or bf16 alike; f32 without TF32 never) */
 static int rule_auto(int64_t M, int64_t N, int64_t K)
 {
     kiln_gemm_desc d;
@@ -249,9 +249,24 @@ static int rule_auto(int64_t M, int64_t N, int64_t K)
     int f16 = kiln__cuda_gemm_wgmma_auto(&d, &bt, 132);
     d.dtype = KILN_DTYPE_BF16;
     CHECK_INT(kiln__cuda_gemm_wgmma_auto(&d, &bt, 132), f16);
-    d.dtype = KILN_DTYPE_F32;
+    d.dtype = KILN_DTYPE_F32; /* without TF32 the wgmma kernel takes no f32 */
     CHECK_INT(kiln__cuda_gemm_wgmma_auto(&d, &bt, 132), 0);
     return f16;
+}
+/* the same for f32 read as tf32, B stored (N, K) (the tf32 kernel's K-major operands) */
+static int rule_auto_tf32(int64_t M, int64_t N, int64_t K)
+{
+    kiln_gemm_desc d;
+    memset(&d, 0, sizeof d);
+    d.dtype = KILN_DTYPE_F32;
+    d.allow_tf32 = 1;
+    d.M = M, d.N = N, d.K = K;
+    d.a = d.b = d.c = (char *)(uintptr_t)4096;
+    d.a_sm = K, d.a_sk = 1, d.b_sk = 1, d.b_sn = K, d.c_sm = N, d.c_sn = 1, d.bias_s = 1;
+    d.alpha = 1.0;
+    kiln_gemm_batches bt;
+    kiln__cuda_gemm_merge_batches(&d, &bt);
+    return kiln__cuda_gemm_wgmma_auto(&d, &bt, 132);
 }
 /* its k splits on sms SMs */
 static int rule_splits(int64_t M, int64_t N, int64_t K, int sms)
@@ -935,6 +950,12 @@ int main(void)
         CHECK_INT(rule_auto(own_shapes[i][0], own_shapes[i][1], own_shapes[i][2]), 1);
     for (size_t i = 0; i < sizeof vendor_shapes / sizeof vendor_shapes[0]; i++)
         CHECK_INT(rule_auto(vendor_shapes[i][0], vendor_shapes[i][1], vendor_shapes[i][2]), 0);
+    /* tf32: the same classes, where fc9216 fprop's splits are 144 slices (of 32 k) */
+    for (size_t i = 0; i < sizeof own_shapes / sizeof own_shapes[0]; i++)
+        CHECK_INT(rule_auto_tf32(own_shapes[i][0], own_shapes[i][1], own_shapes[i][2]), 1);
+    CHECK_INT(rule_auto_tf32(128, 4096, 9216), 1);
+    for (size_t i = 1; i < sizeof vendor_shapes / sizeof vendor_shapes[0]; i++)
+        CHECK_INT(rule_auto_tf32(vendor_shapes[i][0], vendor_shapes[i][1], vendor_shapes[i][2]), 0);
     f16_sr_identity();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(&cases[i]);
     free(prev_c);

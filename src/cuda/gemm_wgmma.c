@@ -1502,11 +1502,16 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
  *    1.02-1.04x.
  * Elsewhere cuBLASLt stays: fc9216 fprop 0.92-0.95x, fc4096 fprop/bprop 0.93-0.97x,
  * fc36864 bprop 0.96-0.97x, fc1000 fprop/bprop and the K = 128 updates either side of 1.0x
- * by dtype and run, the squares within the clock's noise of 1.0x; tf32 not measured against
- * cuBLAS's TF32 since step 4 (0.9x there). */
+ * by dtype and run (fc1000 bprop 0.71-0.74x where cuBLASLt ran it in 7 us: its times there
+ * move 7-11 us between runs), the squares within the clock's noise of 1.0x.
+ * f32 read as tf32 (B stored (N, K)), the same classes against cuBLASLt's TF32 in both
+ * tables of 2026-11-25 (fifth session): fc9216 / fc25088 bprop 1.02-1.03x / 1.07-1.08x;
+ * fc9216 / fc25088 / fc36864 fprop (144, 392, 384 slices of 32 k a split) 1.07x /
+ * 1.05-1.06x / 1.07-1.08x; fc4096 fprop/bprop (0.87-0.88x) stay with cuBLASLt. */
 int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int sm_count)
 {
-    if (d->dtype != KILN_DTYPE_F16 && d->dtype != KILN_DTYPE_BF16) return 0;
+    if (d->dtype != KILN_DTYPE_F16 && d->dtype != KILN_DTYPE_BF16 && !(d->dtype == KILN_DTYPE_F32 && d->allow_tf32))
+        return 0;
     const kiln_gemm_wgmma_opts rule = {.tma_store = 1}; /* the tile rule's own choices */
     kiln_gemm_wgmma_launch l;
     kiln__cuda_gemm_wgmma_prepare(d, bt, sm_count, 0, &rule, &l);
