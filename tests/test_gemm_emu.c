@@ -208,6 +208,16 @@ static double get(int dt, const void *buf, int64_t i)
     unsigned short h = ((const unsigned short *)buf)[i];
     return dt ? (double)kiln_bf16_to_f32(h) : (double)kiln_f16_to_f32(h);
 }
+/* an f32 value as the tensor cores read it in tf32: its top 19 bits */
+static double tf32_of(double v)
+{
+    float f = (float)v;
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    b &= 0xFFFFE000u;
+    memcpy(&f, &b, 4);
+    return f;
+}
 
 /* The rule alone (no kernel run): an f16 M x N x K product, A stored (K, M) as in a weight
  * update, B (K, N), packed C, on sms SMs, splits forced (0 = the rule's). */
@@ -507,8 +517,10 @@ static void run(const ecase *e)
     /* reference: f64 sums of the rounded inputs, the epilogue, tolerance for the f32
      * accumulation and one output rounding (two for stochastic rounding); tf32 reads the top
      * 10 mantissa bits of each f32 input (2^-10 relative each, 2^-9 for a product) */
-    const double u = 6.0e-8 + (e->dt == 2 && e->kernel == K_WGMMA ? 2.0e-3 : 0.0),
-                 r = (e->dt == 2 ? 0.0 : e->dt ? 3.91e-3 : 4.9e-4) * (e->sr ? 2.02 : 1.01);
+    /* f32 through the wgmma kernel is read as tf32: the reference takes the same inputs (the
+     * top 19 bits of each f32, as the emulated tensor cores do), so only the f32 sums differ */
+    const int tf32 = e->dt == 2 && e->kernel == K_WGMMA;
+    const double u = 6.0e-8, r = (e->dt == 2 ? 0.0 : e->dt ? 3.91e-3 : 4.9e-4) * (e->sr ? 2.02 : 1.01);
     int bad = 0;
     for (int64_t b = 0; b < nb && fn; b++)
         for (int64_t m = 0; m < M; m++)
@@ -518,6 +530,7 @@ static void run(const ecase *e)
                 for (int64_t k = 0; k < K; k++) {
                     double x = get(e->dt, A, ao + (e->ta ? k * as + m : m * as + k));
                     double y = get(e->dt, B, bo + (e->tb ? n * bs + k : k * bs + n));
+                    if (tf32) x = tf32_of(x), y = tf32_of(y);
                     acc += x * y;
                     mag += fabs(x * y);
                 }
