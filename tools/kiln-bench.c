@@ -624,6 +624,15 @@ typedef struct gemm_run {
     kiln_gemm_args args;
 } gemm_run;
 
+/* The case as a GPU run of dtype dt takes it: f32 with --tf32 on a GPU has B stored (N, K)
+ * (nn.Linear's weight layout), the K-major operands kiln's tf32 kernel takes */
+static gemm_case gemm_case_as_run(const bench *b, kiln_dtype dt, const gemm_case *gc)
+{
+    gemm_case r = *gc;
+    if (b->gpu && b->tf32 && dt == KILN_DTYPE_F32) r.trans_b = 1;
+    return r;
+}
+
 /* The GEMM check's tolerance (gemm_check's relative error): f32 products are exact in f64,
  * so only the accumulation order and the output rounding differ; 16-bit C is rounded once
  * to 8 (bf16) or 11 (f16) bits; tf32 reads 10-bit inputs. */
@@ -856,11 +865,8 @@ static kiln_status run_gemm(bench *b)
             ncases = b->quick ? 2 : (int)(sizeof cpu_cases / sizeof cpu_cases[0]);
         }
         for (int i = 0; i < ncases && result == KILN_OK; i++) {
-            /* f32 with --tf32 on a GPU: every shape with B stored (N, K) (nn.Linear's weight
-             * layout), the K-major operands kiln's tf32 kernel takes */
-            gemm_case gc = cases[i];
+            const gemm_case gc = gemm_case_as_run(b, dt, &cases[i]);
             if (b->gpu && b->only && !strstr(gc.name, b->only)) continue;
-            if (b->gpu && b->tf32 && dt == KILN_DTYPE_F32) gc.trans_b = 1;
             result = gemm_one(b, &t, dt, &gc);
         }
         if (result != KILN_OK) break;
@@ -950,9 +956,7 @@ static kiln_status run_gemm_sweep(bench *b)
            "(columns); rule = KILN_GEMM=own with no overrides; FAIL = the check failed\n",
            kiln_dtype_name(dt));
     for (size_t i = 0; i < sizeof gpu_cases / sizeof gpu_cases[0] && st == KILN_OK; i++) {
-        gemm_case gcase = gpu_cases[i];
-        if (b->tf32 && dt == KILN_DTYPE_F32) gcase.trans_b = 1; /* as the table: the tf32 kernel's layout */
-        const gemm_case *gc = &gcase;
+        const gemm_case gcase = gemm_case_as_run(b, dt, &gpu_cases[i]), *gc = &gcase;
         if (!gc->fc && i != 0) continue; /* the fully-connected shapes and the 4096 square */
         if (b->only && !strstr(gc->name, b->only)) continue;
         gemm_run g = {0};
@@ -1078,9 +1082,7 @@ static kiln_status run_gemm_ab(bench *b, const char *spec)
            "own/vendor, time / first value's time\n",
            kiln_dtype_name(dt), var, AB_ROUNDS);
     for (size_t i = 0; i < sizeof gpu_cases / sizeof gpu_cases[0] && st == KILN_OK; i++) {
-        gemm_case gcase = gpu_cases[i];
-        if (b->tf32 && dt == KILN_DTYPE_F32) gcase.trans_b = 1; /* as the table: the tf32 kernel's layout */
-        const gemm_case *gc = &gcase;
+        const gemm_case gcase = gemm_case_as_run(b, dt, &gpu_cases[i]), *gc = &gcase;
         if (b->only && !strstr(gc->name, b->only)) continue;
         gemm_run g = {0};
         double vendor = 0.0, t[AB_MAX_VALUES][AB_ROUNDS];
