@@ -244,15 +244,23 @@ static int rule_cbufs(int64_t M, int64_t N, int64_t K)
     rule_launch(M, N, K, 132, 0, 0, &l);
     return l.cfg.cbufs;
 }
-/* whether KILN_GEMM=auto takes it to the wgmma kernel on 132 SMs (f16 or bf16 alike; f32 without TF32 never) */
-static int rule_auto(int64_t M, int64_t N, int64_t K)
+/* A packed M x N x K product for KILN_GEMM=auto's choice: A stored (M, K), B (K, N) or, with
+ * b_nk, (N, K) (the tf32 kernel's K-major operands) */
+static kiln_gemm_desc auto_desc(int64_t M, int64_t N, int64_t K, int b_nk)
 {
     kiln_gemm_desc d;
     memset(&d, 0, sizeof d);
     d.M = M, d.N = N, d.K = K;
     d.a = d.b = d.c = (char *)(uintptr_t)4096;
-    d.a_sm = K, d.a_sk = 1, d.b_sk = N, d.b_sn = 1, d.c_sm = N, d.c_sn = 1, d.bias_s = 1;
+    d.a_sm = K, d.a_sk = 1, d.c_sm = N, d.c_sn = 1, d.bias_s = 1;
+    d.b_sk = b_nk ? 1 : N, d.b_sn = b_nk ? K : 1;
     d.alpha = 1.0;
+    return d;
+}
+/* whether KILN_GEMM=auto takes it to the wgmma kernel on 132 SMs (f16 or bf16 alike; f32 without TF32 never) */
+static int rule_auto(int64_t M, int64_t N, int64_t K)
+{
+    kiln_gemm_desc d = auto_desc(M, N, K, 0);
     kiln_gemm_batches bt;
     kiln__cuda_gemm_merge_batches(&d, &bt);
     d.dtype = KILN_DTYPE_F16;
@@ -263,17 +271,12 @@ static int rule_auto(int64_t M, int64_t N, int64_t K)
     CHECK_INT(kiln__cuda_gemm_wgmma_auto(&d, &bt, 132), 0);
     return f16;
 }
-/* the same for f32 read as tf32, B stored (N, K) (the tf32 kernel's K-major operands) */
+/* the same for f32 read as tf32, B stored (N, K) */
 static int rule_auto_tf32(int64_t M, int64_t N, int64_t K)
 {
-    kiln_gemm_desc d;
-    memset(&d, 0, sizeof d);
+    kiln_gemm_desc d = auto_desc(M, N, K, 1);
     d.dtype = KILN_DTYPE_F32;
     d.allow_tf32 = 1;
-    d.M = M, d.N = N, d.K = K;
-    d.a = d.b = d.c = (char *)(uintptr_t)4096;
-    d.a_sm = K, d.a_sk = 1, d.b_sk = 1, d.b_sn = K, d.c_sm = N, d.c_sn = 1, d.bias_s = 1;
-    d.alpha = 1.0;
     kiln_gemm_batches bt;
     kiln__cuda_gemm_merge_batches(&d, &bt);
     return kiln__cuda_gemm_wgmma_auto(&d, &bt, 132);
