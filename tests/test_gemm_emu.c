@@ -902,6 +902,39 @@ int main(void)
          .tma_store = 1, .bn = 192, .mcast = 2},
         {.dt = 1, .M = 260, .N = 392, .K = 130, .nb = 1, .tb = 1, .alpha = -0.75, .beta = 0.5, .bias = 1, .sms = 3,
          .tma_store = 1, .bn = 192, .same_bits = 1, .mcast = 1},
+        /* 64-wide tiles (one 64-wide box of B and of the C staging, two of f32's; 32
+         * accumulators, two 32-column epilogue groups: fewer than the SR loop's unroll of 4):
+         * MN-major B with a ragged last tile, the whole epilogue, exact SR bits; K-major B with
+         * beta and batches; the register epilogue on a ragged N; two staging buffers at K =
+         * 128; split 3 ways through the workspace (exact), 2 and 4 in slices; tf32 staged and
+         * from the registers; multicast of B on against off, MN-major (one box: rank 0 loads
+         * it for both) and K-major (32 rows each) */
+        {.dt = 0, .M = 130, .N = 200, .K = 200, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 3,
+         .tma_store = 1, .bn = 64, .exact = 1},
+        {.dt = 1, .M = 200, .N = 136, .K = 150, .nb = 2, .ta = 1, .tb = 1, .pad = 8, .alpha = -0.75, .beta = 0.5,
+         .bias = 1, .sr = 1, .sms = 3, .tma_store = 1, .bn = 64},
+        {.dt = 0, .M = 129, .N = 131, .K = 70, .nb = 1, .tb = 1, .alpha = 2.0, .bias = 1, .relu = 1, .sms = 2,
+         .bn = 64},
+        {.dt = 1, .M = 400, .N = 200, .K = 128, .nb = 1, .ta = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1,
+         .sms = 2, .tma_store = 1, .bn = 64, .cbufs = 2, .exact = 1},
+        {.dt = 0, .M = 130, .N = 128, .K = 900, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 8,
+         .tma_store = 1, .bn = 64, .splits = 3, .split_sum = 2, .exact = 1},
+        {.dt = 1, .M = 130, .N = 128, .K = 900, .nb = 1, .tb = 1, .alpha = 1.0, .beta = -1.0, .sms = 8,
+         .tma_store = 1, .bn = 64, .splits = 2, .split_sum = 3},
+        {.dt = 0, .M = 100, .N = 120, .K = 1100, .nb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 8,
+         .tma_store = 1, .bn = 64, .splits = 4, .exact = 1},
+        {.dt = 2, .M = 130, .N = 136, .K = 100, .nb = 1, .tb = 1, .pad = 4, .alpha = 1.0, .bias = 1, .sms = 3,
+         .tma_store = 1, .bn = 64},
+        {.dt = 2, .M = 70, .N = 100, .K = 700, .nb = 1, .tb = 1, .alpha = 0.5, .beta = 1.0, .relu = 1, .sms = 2,
+         .bn = 64},
+        {.dt = 0, .M = 300, .N = 200, .K = 200, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 4,
+         .tma_store = 1, .bn = 64, .exact = 1, .mcast = 2, .mc_pairs = 2},
+        {.dt = 0, .M = 300, .N = 200, .K = 200, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 4,
+         .tma_store = 1, .bn = 64, .same_bits = 1, .exact = 1, .mcast = 1},
+        {.dt = 1, .M = 260, .N = 136, .K = 130, .nb = 1, .tb = 1, .alpha = -0.75, .beta = 0.5, .bias = 1, .sms = 3,
+         .tma_store = 1, .bn = 64, .mcast = 2},
+        {.dt = 1, .M = 260, .N = 136, .K = 130, .nb = 1, .tb = 1, .alpha = -0.75, .beta = 0.5, .bias = 1, .sms = 3,
+         .tma_store = 1, .bn = 64, .same_bits = 1, .mcast = 1},
     };
     /* two staging buffers for the K=128 weight updates (256- and 128-wide tiles), one for
      * deep K (the squares, an fprop) */

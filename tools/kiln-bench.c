@@ -910,7 +910,7 @@ done:
 /* ---- gemm sweep ------------------------------------------------------------------------ */
 
 /* kiln-bench gemm-sweep (a GPU with kiln's wgmma kernel): for the fully-connected shapes of
- * the gemm list and its 4096 square,
+ * the gemm list and its 4096 and 1024 squares,
  * cuBLASLt's time, then kiln's kernel with the tile rule's choice and with every forced
  * choice of tile width (KILN_WGMMA_BN), k splits (KILN_WGMMA_SPLITS) and epilogue store
  * (KILN_WGMMA_STORE), and ping-pong (KILN_WGMMA_SCHED) with either store, each as
@@ -945,7 +945,9 @@ static kiln_status run_gemm_sweep(bench *b)
     static const struct {
         int bn;
         const char *store, *sum;
-    } rows[3] = {{256, "tma", "workspace"}, {128, "tma", "workspace"}, {128, "tma", "slices"}};
+    } rows[] = {{256, "tma", "workspace"}, {128, "tma", "workspace"}, {128, "tma", "slices"},
+                {64, "tma", "workspace"},  {64, "tma", "slices"}};
+    enum { NROWS = sizeof rows / sizeof rows[0] };
     static const char *stores[2] = {"regs", "tma"};
     enum { NSPLITS = sizeof splits / sizeof splits[0] };
     kiln_status st = KILN_OK;
@@ -957,7 +959,7 @@ static kiln_status run_gemm_sweep(bench *b)
            kiln_dtype_name(dt));
     for (size_t i = 0; i < sizeof gpu_cases / sizeof gpu_cases[0] && st == KILN_OK; i++) {
         const gemm_case gcase = gemm_case_as_run(b, dt, &gpu_cases[i]), *gc = &gcase;
-        if (!gc->fc && i != 0) continue; /* the fully-connected shapes and the 4096 square */
+        if (!gc->fc && i != 0 && !(gc->m == 1024 && gc->n == 1024)) continue; /* fc, the 4096 and 1024 squares */
         if (b->only && !strstr(gc->name, b->only)) continue;
         gemm_run g = {0};
         int64_t cshape[2] = {gc->m, gc->n};
@@ -971,7 +973,7 @@ static kiln_status run_gemm_sweep(bench *b)
         printf("    %-15s", "BN/store/sum");
         for (int si = 0; si < NSPLITS; si++) printf("  split %-2d", splits[si]);
         printf("\n");
-        for (int ri = 0; ri < 3 && st == KILN_OK; ri++) {
+        for (int ri = 0; ri < NROWS && st == KILN_OK; ri++) {
                 char bn[8];
                 snprintf(bn, sizeof bn, "%d", rows[ri].bn);
                 setenv("KILN_WGMMA_BN", bn, 1);

@@ -57,7 +57,7 @@ typedef struct kiln_gemm_wgmma_cfg {
     kiln_dtype dtype; /* F16, BF16, or F32 (tf32 in the tensor cores, K-major operands only) */
     int a_kmajor, b_kmajor;
     int bias, beta, sr, c_pair;
-    int bn; /* 128, 192 or 256 columns of C per tile (BM is 128) */
+    int bn; /* 64, 128, 192 or 256 columns of C per tile (BM is 128) */
     int tma_store; /* C staged in shared memory and stored by TMA (KILN_WGMMA_STORE=tma) */
     int pingpong;  /* each consumer warpgroup on 128 x 128 tiles of its own (KILN_WGMMA_SCHED) */
     int sr_unroll; /* epilogue groups unrolled with stochastic rounding (KILN_WGMMA_SR_UNROLL; 4) */
@@ -112,7 +112,8 @@ typedef struct kiln_gemm_wgmma_launch {
 
 /* Choices for the tile rule (kiln_dot reads them from KILN_WGMMA_*; tests set them):
  * tma_store 1 = C through shared memory and TMA where C allows it (kiln_dot's default),
- * 0 = from the registers; bn 128, 192 or 256 (0 = the rule's); splits (0 = the rule's)
+ * 0 = from the registers; bn 64, 128, 192 or 256 (0 = the rule's; a forced width takes the
+ * splits its own tile count asks for); splits (0 = the rule's)
  * the number of k splits (clamped to the k slices and the counter array). */
 typedef struct kiln_gemm_wgmma_opts {
     int tma_store;

@@ -9,7 +9,7 @@
  *  - 384 threads = 3 warpgroups. Warpgroup 0 produces: after setmaxnreg.dec one thread
  *    issues cp.async.bulk.tensor copies (TMA, 128-byte swizzle, zero fill past the edges)
  *    of the next k slice (one 128-byte row: 64 f16 / bf16 or 32 f32 elements) of A (128
- *    rows) and B (BN = 128 or 256 columns) into a ring of STAGES shared-memory stages,
+ *    rows) and B (BN = 64, 128, 192 or 256 columns) into a ring of STAGES shared-memory stages,
  *    each guarded by a "full" mbarrier (transaction bytes) and an "empty" one (one arrival
  *    per consumer). Warpgroups 1 and 2 consume (setmaxnreg.inc): each runs
  *    wgmma.m64nBNk16 (k8 for tf32) on its 64 rows of the tile with BN / 2 f32 accumulators
@@ -1267,6 +1267,23 @@ static int stream_width(int64_t N, int sms)
     return best;
 }
 
+/* The k splits of a GEMM of `tiles` tiles, kt slices deep: none from 64 tiles up; below,
+ * about 64 work items, 96 where 64 would make two splits of at most 32 slices (fc4096
+ * fprop/bprop: 3 splits 0.0153 ms against 2 0.0160, one A/B on the H100 with the split lead;
+ * the longer fc9216 and fc25088 fprop ran 11-12 % slower at 3), with at least 16 slices a
+ * split, or 8 where that makes 4 splits or more and slices may sum them (pick_tiles). */
+static int pick_splits(int64_t tiles, int64_t kt, int slices)
+{
+    if (tiles >= 64 || tiles >= KILN_CUDA_COUNTERS) return 1;
+    const int64_t items = tiles >= 32 && kt <= 64 ? 96 : 64;
+    int64_t s = (items + tiles - 1) / tiles, s8 = s < kt / 8 ? s : kt / 8;
+    if (slices && s8 >= 4)
+        s = s8;
+    else if (s > kt / 16)
+        s = kt / 16;
+    return s > 1 ? (int)s : 1;
+}
+
 /* The tile rule: the tile width BN (128, 192 or 256) and the number of k splits for an M x N
  * GEMM of kt slices in nb batches on sms SMs, fitted to the H100 sweep of 2026-11-23
  * (kiln-bench gemm-sweep, f16; bench/NOTES.md):
@@ -1304,18 +1321,7 @@ static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int
     }
     if (tiles256 <= sms && tiles128 > sms && kt <= 2) return 128;
     if (tiles256 >= sms || tiles128 > sms) return 256;
-    if (tiles128 < 64 && tiles128 < KILN_CUDA_COUNTERS) {
-        /* 96 items where 64 would make two splits of at most 32 slices (fc4096 fprop/bprop:
-         * 3 splits 0.0153 ms against 2 0.0160, one A/B on the H100 with the split lead; the
-         * longer fc9216 and fc25088 fprop ran 11-12 % slower at 3) */
-        const int64_t items = tiles128 >= 32 && kt <= 64 ? 96 : 64;
-        int64_t s = (items + tiles128 - 1) / tiles128, s8 = s < kt / 8 ? s : kt / 8;
-        if (slices && s8 >= 4)
-            s = s8;
-        else if (s > kt / 16)
-            s = kt / 16;
-        if (s > 1) *splits_out = (int)s;
-    }
+    *splits_out = pick_splits(tiles128, kt, slices);
     return 128;
 }
 
@@ -1367,7 +1373,11 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     /* slice sums where they may apply: not turned off, not a cluster's or the workspace's */
     const int slices_ok = !(opts && (opts->no_coop || opts->split_sum == 1 || opts->split_sum == 2));
     c->bn = pick_tiles(d->M, d->N, kt, nb, sm_count, slices_ok, &splits);
-    if (opts && (opts->bn == 128 || opts->bn == 192 || opts->bn == 256)) c->bn = opts->bn;
+    if (opts && (opts->bn == 64 || opts->bn == 128 || opts->bn == 192 || opts->bn == 256) && opts->bn != c->bn) {
+        /* a forced width: the splits its own tile count asks for */
+        c->bn = opts->bn;
+        splits = pick_splits(nb * ((d->M + BM - 1) / BM) * ((d->N + c->bn - 1) / c->bn), kt, slices_ok);
+    }
     c->pingpong = opts && opts->pingpong;
     c->sr_unroll = c->sr ? (opts && opts->sr_unroll > 0 ? opts->sr_unroll : 4) : 0;
     if (c->pingpong) { /* a whole 128 x 128 tile per consumer: 128 accumulators; never split */

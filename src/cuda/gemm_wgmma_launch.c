@@ -47,7 +47,7 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
  * sweep them): KILN_WGMMA_STORE=tma|regs (tma, the default, where C allows it: 16-bit,
  * unit stride along N, 16-byte rows), KILN_WGMMA_SCHED=coop|pingpong (coop, both consumers
  * on one tile, is the default: ping-pong measured slower on most shapes),
- * KILN_WGMMA_BN=128|192|256, KILN_WGMMA_SPLITS=1..64, KILN_WGMMA_SR_UNROLL=1|2|4 (epilogue groups
+ * KILN_WGMMA_BN=64|128|192|256, KILN_WGMMA_SPLITS=1..64, KILN_WGMMA_SR_UNROLL=1|2|4 (epilogue groups
  * unrolled together with stochastic rounding; 4, the default, measured fastest, or within 3
  * points of epilogue cost, on every shape of kiln-bench gemm-epilogue; 1 keeps the code smallest),
  * KILN_WGMMA_CBUFS=1|2 (C staging buffers per consumer with TMA stores; the rule's: 2 where
@@ -59,7 +59,7 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
 static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
 {
     static const char *const stores[] = {"tma", "regs"}, *const scheds[] = {"coop", "pingpong"},
-                             *const widths[] = {"128", "192", "256"}, *const unrolls[] = {"1", "2", "4"},
+                             *const widths[] = {"64", "128", "192", "256"}, *const unrolls[] = {"1", "2", "4"},
                              *const counts[] = {"1", "2"}, *const off_on[] = {"0", "1"},
                              *const sums[] = {"cluster", "workspace", "slices"};
     memset(o, 0, sizeof *o);
@@ -68,8 +68,8 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
     o->tma_store = i != 1; /* TMA where C allows it: measured faster or equal on every swept shape */
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_SCHED", scheds, 2, &i));
     o->pingpong = i == 1;
-    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_BN", widths, 3, &i));
-    o->bn = i < 0 ? 0 : 128 + 64 * i;
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_BN", widths, 4, &i));
+    o->bn = i < 0 ? 0 : 64 + 64 * i;
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_SR_UNROLL", unrolls, 3, &i));
     o->sr_unroll = i < 0 ? 0 : 1 << i;
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_CBUFS", counts, 2, &i));
