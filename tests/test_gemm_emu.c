@@ -221,7 +221,8 @@ static double tf32_of(double v)
 
 /* The rule alone (no kernel run): an f16 M x N x K product, A stored (K, M) as in a weight
  * update, B (K, N), packed C, on sms SMs, splits forced (0 = the rule's). */
-static void rule_launch(int64_t M, int64_t N, int64_t K, int sms, int splits, int split_sum, kiln_gemm_wgmma_launch *l)
+static void rule_launch(int64_t M, int64_t N, int64_t K, int sms, int bn, int splits, int split_sum,
+                        kiln_gemm_wgmma_launch *l)
 {
     kiln_gemm_desc d;
     memset(&d, 0, sizeof d);
@@ -232,7 +233,7 @@ static void rule_launch(int64_t M, int64_t N, int64_t K, int sms, int splits, in
     d.alpha = 1.0;
     kiln_gemm_batches bt;
     kiln__cuda_gemm_merge_batches(&d, &bt);
-    kiln_gemm_wgmma_opts o = {.tma_store = 1, .splits = splits, .split_sum = split_sum};
+    kiln_gemm_wgmma_opts o = {.tma_store = 1, .bn = bn, .splits = splits, .split_sum = split_sum};
     kiln__cuda_gemm_wgmma_prepare(&d, &bt, sms, 1, &o, l);
     /* split tiles summed in a cluster or in slices store from the registers */
     CHECK_INT(l->cfg.tma_store, !l->cfg.cluster && !l->cfg.slice_sum);
@@ -241,7 +242,7 @@ static void rule_launch(int64_t M, int64_t N, int64_t K, int sms, int splits, in
 static int rule_cbufs(int64_t M, int64_t N, int64_t K)
 {
     kiln_gemm_wgmma_launch l;
-    rule_launch(M, N, K, 132, 0, 0, &l);
+    rule_launch(M, N, K, 132, 0, 0, 0, &l);
     return l.cfg.cbufs;
 }
 /* A packed M x N x K product for KILN_GEMM=auto's choice: A stored (M, K), B (K, N) or, with
@@ -285,21 +286,21 @@ static int rule_auto_tf32(int64_t M, int64_t N, int64_t K)
 static int rule_splits(int64_t M, int64_t N, int64_t K, int sms)
 {
     kiln_gemm_wgmma_launch l;
-    rule_launch(M, N, K, sms, 0, 0, &l);
+    rule_launch(M, N, K, sms, 0, 0, 0, &l);
     return (int)l.w[26];
 }
 /* its tile width on sms SMs */
 static int rule_bn(int64_t M, int64_t N, int64_t K, int sms)
 {
     kiln_gemm_wgmma_launch l;
-    rule_launch(M, N, K, sms, 0, 0, &l);
+    rule_launch(M, N, K, sms, 0, 0, 0, &l);
     return l.cfg.bn;
 }
 /* whether its splits meet in a cluster (split_sum: KILN_WGMMA_SPLIT_SUM's choice) */
-static int rule_cluster(int64_t M, int64_t N, int64_t K, int sms, int splits, int split_sum)
+static int rule_cluster(int64_t M, int64_t N, int64_t K, int sms, int bn, int splits, int split_sum)
 {
     kiln_gemm_wgmma_launch l;
-    rule_launch(M, N, K, sms, splits, split_sum, &l);
+    rule_launch(M, N, K, sms, bn, splits, split_sum, &l);
     if (l.cfg.cluster) { /* one work item per block: the partial takes the ring over */
         CHECK_INT((int64_t)l.grid, l.tiles * (int64_t)l.w[26]);
         CHECK_INT((int)l.cluster, (int)l.w[26]);
@@ -307,10 +308,10 @@ static int rule_cluster(int64_t M, int64_t N, int64_t K, int sms, int splits, in
     return l.cfg.cluster;
 }
 /* its split count where the splits sum in slices (every work item in the first wave), else 0 */
-static int rule_slices(int64_t M, int64_t N, int64_t K, int sms, int splits, int split_sum)
+static int rule_slices(int64_t M, int64_t N, int64_t K, int sms, int bn, int splits, int split_sum)
 {
     kiln_gemm_wgmma_launch l;
-    rule_launch(M, N, K, sms, splits, split_sum, &l);
+    rule_launch(M, N, K, sms, bn, splits, split_sum, &l);
     if (l.cfg.slice_sum) {
         CHECK_INT((int64_t)l.grid, l.tiles * (int64_t)l.w[26]);
         CHECK(l.grid <= (unsigned)sms && l.cooperative && l.ws_bytes > 0);
@@ -770,7 +771,7 @@ int main(void)
          * the same inputs give the same bits either way. 2 splits over ragged tiles with the
          * whole epilogue; 3 splits with a short last one, SR, batches; 4 splits of a
          * TMA-eligible C, transposed B, bias pairs; 8 splits (the largest cluster), one tile
-         * row, beta; then an fprop-like shape on the rule's split count */
+         * row, beta; then an fprop-like shape on the rule's split count for 128-wide tiles */
         {.dt = 0, .M = 300, .N = 300, .K = 700, .nb = 1, .pad = 8, .alpha = -0.75, .beta = 0.5, .bias = 1, .relu = 1,
          .sms = 18, .bn = 128, .splits = 2, .split_sum = 1},
         {.dt = 0, .M = 300, .N = 300, .K = 700, .nb = 1, .pad = 8, .alpha = -0.75, .beta = 0.5, .bias = 1, .relu = 1,
@@ -788,12 +789,13 @@ int main(void)
         {.dt = 1, .M = 100, .N = 136, .K = 1500, .nb = 1, .alpha = 2.0, .beta = -1.0, .sms = 16, .tma_store = 1,
          .bn = 128, .splits = 8, .split_sum = 2, .same_bits = 1},
         {.dt = 0, .M = 128, .N = 512, .K = 2048, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sms = 132,
-         .tma_store = 1, .split_sum = 1},
+         .tma_store = 1, .bn = 128, .split_sum = 1},
         /* split-K summed in slices through the workspace (KILN_WGMMA_SPLIT_SUM=slices, the
          * rule's where every work item fits the first wave) against the last block's sum:
          * the same bits. 2 splits over ragged tiles with the whole epilogue; 3 with SR and
-         * batches; 16 splits with beta; then the rule's own choice on an fprop-like shape (4
-         * tiles: 4 splits of 8 slices) with SR, and on one of tf32 (6 tiles on 24 SMs: 4) */
+         * batches; 16 splits with beta; then the rule's split count for forced 128-wide tiles
+         * (its own width there is 64) on an fprop-like shape (4 tiles: 4 splits of 8 slices)
+         * with SR, and on one of tf32 (6 tiles on 24 SMs: 4) */
         {.dt = 0, .M = 300, .N = 300, .K = 700, .nb = 1, .pad = 8, .alpha = -0.75, .beta = 0.5, .bias = 1, .relu = 1,
          .sms = 18, .bn = 128, .splits = 2, .split_sum = 3},
         {.dt = 0, .M = 300, .N = 300, .K = 700, .nb = 1, .pad = 8, .alpha = -0.75, .beta = 0.5, .bias = 1, .relu = 1,
@@ -807,8 +809,9 @@ int main(void)
         {.dt = 1, .M = 100, .N = 136, .K = 2000, .nb = 1, .alpha = 2.0, .beta = -1.0, .sms = 40, .tma_store = 1,
          .bn = 128, .splits = 16, .split_sum = 2, .same_bits = 1},
         {.dt = 0, .M = 128, .N = 512, .K = 2048, .nb = 1, .tb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1,
-         .sms = 132, .tma_store = 1},
-        {.dt = 2, .M = 130, .N = 300, .K = 1000, .nb = 1, .tb = 1, .alpha = 0.5, .beta = 0.25, .bias = 1, .sms = 24},
+         .sms = 132, .tma_store = 1, .bn = 128},
+        {.dt = 2, .M = 130, .N = 300, .K = 1000, .nb = 1, .tb = 1, .alpha = 0.5, .beta = 0.25, .bias = 1, .sms = 24,
+         .bn = 128},
         /* exact sums (the last column): every output's bits, stochastic rounding's Philox
          * words included. The staged epilogue (f16, bf16; one and two staging buffers; the
          * sums of split tiles), the register epilogue (a ragged N; slice-summed splits), f16
@@ -935,6 +938,15 @@ int main(void)
          .tma_store = 1, .bn = 64, .mcast = 2},
         {.dt = 1, .M = 260, .N = 136, .K = 130, .nb = 1, .tb = 1, .alpha = -0.75, .beta = 0.5, .bias = 1, .sms = 3,
          .tma_store = 1, .bn = 64, .same_bits = 1, .mcast = 1},
+        /* the rule's own 64-wide picks (every 64-wide tile in one wave of the "device"): 5
+         * tiles split 2 ways (33 slices), 4 tiles split 4 ways through the workspace (not in
+         * slices), 14 tiles on two tile rows unsplit */
+        {.dt = 0, .M = 100, .N = 300, .K = 2100, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 16,
+         .tma_store = 1, .exact = 1, .want_bn = 64},
+        {.dt = 1, .M = 64, .N = 200, .K = 4200, .nb = 1, .tb = 1, .alpha = 1.0, .beta = 0.5, .sms = 16, .tma_store = 1,
+         .want_bn = 64},
+        {.dt = 2, .M = 130, .N = 400, .K = 1100, .nb = 1, .tb = 1, .alpha = 1.0, .bias = 1, .sms = 16, .tma_store = 1,
+         .want_bn = 64},
     };
     /* two staging buffers for the K=128 weight updates (256- and 128-wide tiles), one for
      * deep K (the squares, an fprop) */
@@ -942,31 +954,32 @@ int main(void)
     CHECK_INT(rule_cbufs(4096, 1000, 128), 2);
     CHECK_INT(rule_cbufs(4096, 4096, 4096), 1);
     CHECK_INT(rule_cbufs(128, 4096, 9216), 1);
-    /* split sums through the workspace by default; in a cluster when asked, where every
+    /* (128-wide tiles forced in these two groups: the rule's own width for the shapes below
+     * is 64) split sums through the workspace by default; in a cluster when asked, where every
      * tile's cluster fits the first wave (fc4096 fprop: 32 tiles; forced 4 splits of 40
      * tiles on 132 SMs do not fit, nor 9 splits), never through the workspace when so asked */
-    CHECK_INT(rule_cluster(128, 4096, 4096, 132, 0, 0), 0);
-    CHECK_INT(rule_cluster(128, 4096, 4096, 132, 0, 1), 1);
-    CHECK_INT(rule_cluster(128, 4096, 4096, 132, 4, 1), 1);
-    CHECK_INT(rule_cluster(128, 4096, 4096, 132, 4, 2), 0);
-    CHECK_INT(rule_cluster(128, 5120, 4096, 132, 4, 1), 0);
-    CHECK_INT(rule_cluster(128, 1000, 4608, 132, 9, 1), 0);
+    CHECK_INT(rule_cluster(128, 4096, 4096, 132, 128, 0, 0), 0);
+    CHECK_INT(rule_cluster(128, 4096, 4096, 132, 128, 0, 1), 1);
+    CHECK_INT(rule_cluster(128, 4096, 4096, 132, 128, 4, 1), 1);
+    CHECK_INT(rule_cluster(128, 4096, 4096, 132, 128, 4, 2), 0);
+    CHECK_INT(rule_cluster(128, 5120, 4096, 132, 128, 4, 1), 0);
+    CHECK_INT(rule_cluster(128, 1000, 4608, 132, 128, 9, 1), 0);
     /* split sums in slices by default from 4 splits up (fc1000 fprop: 8 tiles, 8 splits of 8
      * slices), through the last block below (fc4096 and fc9216 fprop: 32 tiles, 2 splits;
      * fc36864 fprop: 24 tiles, 3; fc1000 bprop: unsplit) or when forced so; in slices when
      * forced so; not where the workspace or a cluster is asked for, nor where the items
      * overflow the first wave */
-    CHECK_INT(rule_slices(128, 1000, 4096, 132, 0, 0), 8);
-    CHECK_INT(rule_slices(128, 4096, 4096, 132, 0, 0), 0);
-    CHECK_INT(rule_slices(128, 4096, 9216, 132, 0, 0), 0);
-    CHECK_INT(rule_slices(128, 3072, 36864, 132, 0, 0), 0);
-    CHECK_INT(rule_slices(128, 4096, 1000, 132, 0, 0), 0);
-    CHECK_INT(rule_slices(128, 4096, 4096, 132, 4, 0), 4);
-    CHECK_INT(rule_slices(128, 4096, 4096, 132, 3, 0), 0);
-    CHECK_INT(rule_slices(128, 4096, 4096, 132, 0, 2), 0);
-    CHECK_INT(rule_slices(128, 4096, 4096, 132, 0, 1), 0);
-    CHECK_INT(rule_slices(128, 5120, 4096, 132, 4, 3), 0);
-    CHECK_INT(rule_slices(128, 4096, 4096, 132, 3, 3), 3);
+    CHECK_INT(rule_slices(128, 1000, 4096, 132, 128, 0, 0), 8);
+    CHECK_INT(rule_slices(128, 4096, 4096, 132, 128, 0, 0), 0);
+    CHECK_INT(rule_slices(128, 4096, 9216, 132, 128, 0, 0), 0);
+    CHECK_INT(rule_slices(128, 3072, 36864, 132, 128, 0, 0), 0);
+    CHECK_INT(rule_slices(128, 4096, 1000, 132, 128, 0, 0), 0);
+    CHECK_INT(rule_slices(128, 4096, 4096, 132, 128, 4, 0), 4);
+    CHECK_INT(rule_slices(128, 4096, 4096, 132, 128, 3, 0), 0);
+    CHECK_INT(rule_slices(128, 4096, 4096, 132, 128, 0, 2), 0);
+    CHECK_INT(rule_slices(128, 4096, 4096, 132, 128, 0, 1), 0);
+    CHECK_INT(rule_slices(128, 5120, 4096, 132, 128, 4, 3), 0);
+    CHECK_INT(rule_slices(128, 4096, 4096, 132, 128, 3, 3), 3);
     /* tile widths: one row of tiles with more 128-wide tiles than SMs takes the width whose
      * rounds keep DRAM busiest (fc36864 bprop 192, fc25088 bprop 256, and the last case above
      * on 4 SMs: 8 tiles of 192 against 12 of 128 and 6 of 256); fc9216 bprop (72 tiles),
@@ -975,23 +988,43 @@ int main(void)
     CHECK_INT(rule_bn(128, 25088, 4096, 132), 256);
     CHECK_INT(rule_bn(100, 1536, 192, 4), 192);
     CHECK_INT(rule_bn(128, 9216, 4096, 132), 128);
-    CHECK_INT(rule_bn(128, 4096, 4096, 132), 128);
     CHECK_INT(rule_bn(4096, 4096, 4096, 132), 256);
     CHECK_INT(rule_bn(36864, 3072, 128, 132), 256);
     CHECK_INT(rule_bn(4096, 1000, 128, 132), 128);
-    /* k splits of the fprop shapes: 3 for fc4096 (32 tiles, 64 slices), 2 for fc9216 and
-     * fc25088, 3 for fc36864 (24 tiles), 8 in slices for fc1000; none for the bprop ones */
-    CHECK_INT(rule_splits(128, 4096, 4096, 132), 3);
+    /* 64-wide tiles wherever they all fit one wave: the fprop shapes but fc9216's bprop
+     * (144 > 132), fc1000 bprop, the 1024 square; not N <= 128, not where they overflow the
+     * wave (the 2048 square: 512 tiles), not on fewer SMs (fc4096 fprop on 40: 128 wide) */
+    CHECK_INT(rule_bn(128, 4096, 4096, 132), 64);
+    CHECK_INT(rule_bn(128, 4096, 9216, 132), 64);
+    CHECK_INT(rule_bn(128, 4096, 25088, 132), 64);
+    CHECK_INT(rule_bn(128, 3072, 36864, 132), 64);
+    CHECK_INT(rule_bn(128, 1000, 4096, 132), 64);
+    CHECK_INT(rule_bn(128, 4096, 1000, 132), 64);
+    CHECK_INT(rule_bn(1024, 1024, 1024, 132), 64);
+    CHECK_INT(rule_bn(4096, 128, 4096, 132), 128);
+    CHECK_INT(rule_bn(2048, 2048, 2048, 132), 256);
+    CHECK_INT(rule_bn(128, 4096, 4096, 40), 128);
+    /* their k splits: as many as the wave holds (2 for 64 tiles and 48, 4 for fc1000 fprop's
+     * 16), at least 16 slices each (fc1000 bprop: 16 slices, unsplit), summed by the last
+     * block (4 splits are not summed in slices at 64 wide); fc4096 fprop on 40 SMs, 128 wide,
+     * as before: 3; the bprop shapes unsplit */
+    CHECK_INT(rule_splits(128, 4096, 4096, 132), 2);
     CHECK_INT(rule_splits(128, 4096, 9216, 132), 2);
     CHECK_INT(rule_splits(128, 4096, 25088, 132), 2);
-    CHECK_INT(rule_splits(128, 3072, 36864, 132), 3);
-    CHECK_INT(rule_splits(128, 1000, 4096, 132), 8);
+    CHECK_INT(rule_splits(128, 3072, 36864, 132), 2);
+    CHECK_INT(rule_splits(128, 1000, 4096, 132), 4);
+    CHECK_INT(rule_slices(128, 1000, 4096, 132, 0, 0, 0), 0);
+    CHECK_INT(rule_splits(128, 4096, 1000, 132), 1);
+    CHECK_INT(rule_splits(1024, 1024, 1024, 132), 1);
+    CHECK_INT(rule_splits(128, 4096, 4096, 40), 3);
     CHECK_INT(rule_splits(128, 9216, 4096, 132), 1);
     /* KILN_GEMM=auto: the wgmma kernel for fc9216 / fc25088 bprop (72 and 98 unsplit tiles of
      * one row) and fc25088 / fc36864 fprop (splits of 196 and 192 slices); cuBLASLt for the
      * other fully-connected shapes, the updates and the squares */
-    static const int64_t own_shapes[][3] = {{128, 9216, 4096}, {128, 25088, 4096}, {128, 4096, 25088}, {128, 3072, 36864}};
-    static const int64_t vendor_shapes[][3] = {{128, 4096, 9216}, {128, 4096, 4096},  {128, 1000, 4096}, {128, 4096, 1000},
+    static const int64_t own_shapes[][3] = {{128, 9216, 4096}, {128, 25088, 4096}, {128, 4096, 25088},
+                                            {128, 3072, 36864}, {128, 4096, 9216}, {128, 4096, 4096},
+                                            {128, 1000, 4096}};
+    static const int64_t vendor_shapes[][3] = {{128, 4096, 1000},
                                                {128, 36864, 3072}, {9216, 4096, 128}, {4096, 4096, 128}, {4096, 1000, 128},
                                                {36864, 3072, 128}, {25088, 4096, 128}, {1024, 1024, 1024},
                                                {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192}, {64, 64, 64}};

@@ -1284,6 +1284,16 @@ static int pick_splits(int64_t tiles, int64_t kt, int slices)
     return s > 1 ? (int)s : 1;
 }
 
+/* The k splits of `tiles` 64-wide tiles that all fit one wave of sms blocks: as many as
+ * the wave holds, at least 16 slices each (pick_tiles). */
+static int split64(int64_t tiles, int64_t kt, int sms)
+{
+    int64_t s = sms / tiles;
+    if (s > kt / 16) s = kt / 16;
+    if (tiles >= KILN_CUDA_COUNTERS) s = 1;
+    return s > 1 ? (int)s : 1;
+}
+
 /* The tile rule: the tile width BN (128, 192 or 256) and the number of k splits for an M x N
  * GEMM of kt slices in nb batches on sms SMs, fitted to the H100 sweep of 2026-11-23
  * (kiln-bench gemm-sweep, f16; bench/NOTES.md):
@@ -1297,8 +1307,18 @@ static int pick_splits(int64_t tiles, int64_t kt, int slices)
  *    two sweeps of 2026-11-24), and for K <= 128 when the 256-wide ones make at most one
  *    wave (fc1000 update: 128 vs 256 tiles, 1.36x / 0.93x of cuBLAS against 1.20x / 0.81x:
  *    a second tile per SM loads under the first one's stores);
+ *  - 64-wide tiles where all of them fit one wave (N > 128): split over k into as many work
+ *    items as fit the wave, at least 16 slices a split, the partials summed by the last block
+ *    (split64). Every shape with fewer than 64 tiles of 128 lands here on 132 SMs. H100 sweep
+ *    of 2026-11-26 (bench/NOTES.md step 14; own/cuBLASLt, f16 / bf16): fc4096 fprop and bprop
+ *    1.21-1.25x at 64 wide in 2 splits against 0.94-0.96x for 128 in 3; fc1000 fprop 1.01-1.04x
+ *    in 4 against 0.87-0.91x (128 in 8 slices); fc1000 bprop 0.86-0.91x unsplit against
+ *    0.70-0.73x; the 1024 square 1.08-1.18x against 0.81-0.87x; fc9216 fprop 0.98x against
+ *    0.93x; fc25088 / fc36864 fprop within the noise of their 128-wide splits. Splits summed
+ *    in slices ran 5-14 % slower here (half the partial to read);
  *  - otherwise 128-wide tiles (the batch-128 fprop and bprop shapes: 72 tiles of 128 ran
- *    1.4x faster than 36 of 256), split over k only while there are fewer than 64 tiles.
+ *    1.4x faster than 36 of 256), split over k only while there are fewer than 64 tiles
+ *    (forced widths, N <= 128, or fewer SMs than the 64-wide tiles).
  *    These shapes read the weights once and are bound by DRAM: into about 64 work items,
  *    96 where 64 would make two splits of at most 32 slices (more bought nothing, even where
  *    the splits sum in slices: fc4096 fprop 0.84x of cuBLAS at 2 splits, 0.79x at 4 in
@@ -1312,6 +1332,10 @@ static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int
     *splits_out = 1;
     if (N <= 128) return 128;
     int64_t tm = nb * ((M + BM - 1) / BM);
+    if (tm * ((N + 63) / 64) <= sms) {
+        *splits_out = split64(tm * ((N + 63) / 64), kt, sms);
+        return 64;
+    }
     if (tm == 1 && (N + 127) / 128 > sms) return stream_width(N, sms);
     int64_t tiles256 = tm * ((N + 255) / 256), tiles128 = tm * ((N + 127) / 128);
     if (tiles256 > sms && tiles256 < 2 * sms) { /* the fill of the last wave: busy / (waves x sms) */
@@ -1375,8 +1399,9 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     c->bn = pick_tiles(d->M, d->N, kt, nb, sm_count, slices_ok, &splits);
     if (opts && (opts->bn == 64 || opts->bn == 128 || opts->bn == 192 || opts->bn == 256) && opts->bn != c->bn) {
         /* a forced width: the splits its own tile count asks for */
+        const int64_t tiles = nb * ((d->M + BM - 1) / BM) * ((d->N + opts->bn - 1) / opts->bn);
         c->bn = opts->bn;
-        splits = pick_splits(nb * ((d->M + BM - 1) / BM) * ((d->N + c->bn - 1) / c->bn), kt, slices_ok);
+        splits = c->bn == 64 && tiles <= sm_count ? split64(tiles, kt, sm_count) : pick_splits(tiles, kt, slices_ok);
     }
     c->pingpong = opts && opts->pingpong;
     c->sr_unroll = c->sr ? (opts && opts->sr_unroll > 0 ? opts->sr_unroll : 4) : 0;
@@ -1402,7 +1427,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
         kiln_gemm_wgmma_cfg narrow = *c;
         narrow.bn = 128;
         if (kslices > stages_for(c)) {
-            if (opts->bn == 0 && !c->pingpong && kslices <= stages_for(&narrow))
+            if (opts->bn == 0 && !c->pingpong && c->bn > 128 && kslices <= stages_for(&narrow))
                 c->bn = 128;
             else
                 c->tma_store = 0;
@@ -1452,13 +1477,14 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     int64_t ntiles = nb * ((d->M + BM - 1) / BM) * ((d->N + c->bn - 1) / c->bn);
     c->cluster = splits > 1 && splits <= 8 && c->bn == 128 && !c->pingpong && ntiles <= sm_count / splits &&
                  opts && opts->split_sum == 1 && !opts->no_cluster;
-    /* Slice sums (the rule's choice from 4 splits up, or KILN_WGMMA_SPLIT_SUM=slices) where every work item is
+    /* Slice sums (the rule's choice from 4 splits up but on 64-wide tiles, or
+     * KILN_WGMMA_SPLIT_SUM=slices) where every work item is
      * in the first wave: one block per split of every tile, all resident together (at most
      * one block fits an SM; the launch is cooperative, so the driver refuses it rather than
      * leaving a block waiting for one that cannot start). As with clusters every tile is
      * split, so C goes out from the registers. */
     c->slice_sum = splits > 1 && !c->cluster && !c->pingpong && ntiles * splits <= sm_count && slices_ok &&
-                   (splits >= 4 || (opts && opts->split_sum == 3));
+                   ((splits >= 4 && c->bn != 64) || (opts && opts->split_sum == 3));
     if (c->cluster || c->slice_sum) {
         c->tma_store = 0;
         l->map[2].used = 0;
@@ -1527,8 +1553,8 @@ int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches 
     kiln__cuda_gemm_wgmma_prepare(d, bt, sm_count, 0, &rule, &l);
     const int64_t splits = (int64_t)l.w[26], kper = (int64_t)l.w[27];
     const int64_t rows = (int64_t)l.w[18] * (int64_t)l.w[19]; /* batches x tile rows */
-    if (splits == 1) return rows == 1 && l.tiles >= 64 && l.tiles <= sm_count;
-    return kper >= 128;
+    if (splits == 1) return rows == 1 && l.cfg.bn >= 128 && l.tiles >= 64 && l.tiles <= sm_count;
+    return kper >= 128 || l.cfg.bn == 64;
 }
 
 void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count)
