@@ -909,7 +909,8 @@ int main(void)
          * accumulators, two 32-column epilogue groups: fewer than the SR loop's unroll of 4):
          * MN-major B with a ragged last tile, the whole epilogue, exact SR bits; K-major B with
          * beta and batches; the register epilogue on a ragged N; two staging buffers at K =
-         * 128; split 3 ways through the workspace (exact), 2 and 4 in slices; tf32 staged and
+         * 128; split 3 ways through the workspace (exact), 2 and 4 in slices, 2 in a cluster
+         * against the workspace (the same bits), 4 in a cluster; tf32 staged and
          * from the registers; multicast of B on against off, MN-major (one box: rank 0 loads
          * it for both) and K-major (32 rows each) */
         {.dt = 0, .M = 130, .N = 200, .K = 200, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 3,
@@ -924,6 +925,12 @@ int main(void)
          .tma_store = 1, .bn = 64, .splits = 3, .split_sum = 2, .exact = 1},
         {.dt = 1, .M = 130, .N = 128, .K = 900, .nb = 1, .tb = 1, .alpha = 1.0, .beta = -1.0, .sms = 8,
          .tma_store = 1, .bn = 64, .splits = 2, .split_sum = 3},
+        {.dt = 0, .M = 130, .N = 200, .K = 900, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 16,
+         .tma_store = 1, .bn = 64, .splits = 2, .split_sum = 1, .exact = 1},
+        {.dt = 0, .M = 130, .N = 200, .K = 900, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 16,
+         .tma_store = 1, .bn = 64, .splits = 2, .split_sum = 2, .same_bits = 1, .exact = 1},
+        {.dt = 1, .M = 100, .N = 120, .K = 1100, .nb = 1, .tb = 1, .alpha = 0.5, .beta = 1.0, .sms = 8, .bn = 64,
+         .splits = 4, .split_sum = 1},
         {.dt = 0, .M = 100, .N = 120, .K = 1100, .nb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 8,
          .tma_store = 1, .bn = 64, .splits = 4, .exact = 1},
         {.dt = 2, .M = 130, .N = 136, .K = 100, .nb = 1, .tb = 1, .pad = 4, .alpha = 1.0, .bias = 1, .sms = 3,
@@ -1019,24 +1026,28 @@ int main(void)
     CHECK_INT(rule_splits(128, 4096, 4096, 40), 3);
     CHECK_INT(rule_splits(128, 9216, 4096, 132), 1);
     /* KILN_GEMM=auto: the wgmma kernel for fc9216 / fc25088 bprop (72 and 98 unsplit tiles of
-     * one row) and fc25088 / fc36864 fprop (splits of 196 and 192 slices); cuBLASLt for the
-     * other fully-connected shapes, the updates and the squares */
+     * one row), fc25088 / fc36864 fprop (splits of 196 and 286 slices), fc4096 fprop/bprop and
+     * fc1000 fprop (64-wide splits of 30 and 16 slices), the 1024 square (64 wide, eight tile
+     * rows); cuBLASLt for fc9216 fprop (64-wide splits of 72 slices), fc1000 bprop (64 wide on
+     * one tile row), the other fully-connected shapes, the updates and the larger squares */
     static const int64_t own_shapes[][3] = {{128, 9216, 4096}, {128, 25088, 4096}, {128, 4096, 25088},
-                                            {128, 3072, 36864}, {128, 4096, 9216}, {128, 4096, 4096},
-                                            {128, 1000, 4096}};
-    static const int64_t vendor_shapes[][3] = {{128, 4096, 1000},
+                                            {128, 3072, 36864}, {128, 4096, 4096},  {128, 1000, 4096},
+                                            {1024, 1024, 1024}};
+    static const int64_t vendor_shapes[][3] = {{128, 4096, 9216}, {128, 4096, 1000},
                                                {128, 36864, 3072}, {9216, 4096, 128}, {4096, 4096, 128}, {4096, 1000, 128},
-                                               {36864, 3072, 128}, {25088, 4096, 128}, {1024, 1024, 1024},
-                                               {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192}, {64, 64, 64}};
+                                               {36864, 3072, 128}, {25088, 4096, 128}, {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192}, {64, 64, 64}};
     for (size_t i = 0; i < sizeof own_shapes / sizeof own_shapes[0]; i++)
         CHECK_INT(rule_auto(own_shapes[i][0], own_shapes[i][1], own_shapes[i][2]), 1);
     for (size_t i = 0; i < sizeof vendor_shapes / sizeof vendor_shapes[0]; i++)
         CHECK_INT(rule_auto(vendor_shapes[i][0], vendor_shapes[i][1], vendor_shapes[i][2]), 0);
-    /* tf32: the same classes, where fc9216 fprop's splits are 144 slices (of 32 k) */
+    /* tf32: the same classes, where the k slices hold 32 k: fc9216 fprop's splits are 142
+     * slices and fc1000 bprop splits in 2 of 16 (the wgmma kernel), fc4096's splits are 62
+     * (cuBLASLt) */
     for (size_t i = 0; i < sizeof own_shapes / sizeof own_shapes[0]; i++)
-        CHECK_INT(rule_auto_tf32(own_shapes[i][0], own_shapes[i][1], own_shapes[i][2]), 1);
+        CHECK_INT(rule_auto_tf32(own_shapes[i][0], own_shapes[i][1], own_shapes[i][2]), i != 4);
     CHECK_INT(rule_auto_tf32(128, 4096, 9216), 1);
-    for (size_t i = 1; i < sizeof vendor_shapes / sizeof vendor_shapes[0]; i++)
+    CHECK_INT(rule_auto_tf32(128, 4096, 1000), 1);
+    for (size_t i = 2; i < sizeof vendor_shapes / sizeof vendor_shapes[0]; i++)
         CHECK_INT(rule_auto_tf32(vendor_shapes[i][0], vendor_shapes[i][1], vendor_shapes[i][2]), 0);
     f16_sr_identity();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(&cases[i]);

@@ -1468,14 +1468,14 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     if (splits > 1 && kt >= 16 * (int64_t)splits) kper = (kt - SPLIT_LEAD + splits - 1) / splits;
     /* The split sums in a cluster (KILN_WGMMA_SPLIT_SUM=cluster, where it applies): the
      * splits of a tile are the blocks of one cluster, at most 8 (the portable cluster size),
-     * on 128-wide tiles (the f32 partial, 64 KiB, takes over the ring's first two stages after
-     * the mainloop), not ping-pong, and one work item per block (every tile's cluster in the
+     * on 64- or 128-wide tiles (the f32 partial, 32 or 64 KiB, takes over the ring's first
+     * stages after the mainloop), not ping-pong, and one work item per block (every tile's cluster in the
      * first wave: nothing loads into the ring after the mainloop). Every tile is split there,
      * so C goes out from the registers (no staging, one more stage). Not the rule's choice:
      * on the H100 the fprop shapes ran 6-15 % slower than through the workspace at every
      * split count (bench/NOTES.md, step 7; the clusters pack their blocks into fewer GPCs). */
     int64_t ntiles = nb * ((d->M + BM - 1) / BM) * ((d->N + c->bn - 1) / c->bn);
-    c->cluster = splits > 1 && splits <= 8 && c->bn == 128 && !c->pingpong && ntiles <= sm_count / splits &&
+    c->cluster = splits > 1 && splits <= 8 && c->bn <= 128 && !c->pingpong && ntiles <= sm_count / splits &&
                  opts && opts->split_sum == 1 && !opts->no_cluster;
     /* Slice sums (the rule's choice from 4 splits up but on 64-wide tiles, or
      * KILN_WGMMA_SPLIT_SUM=slices) where every work item is
@@ -1535,11 +1535,16 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
  *  - one row of tiles (M <= 128, one batch), unsplit, from 64 tiles to one wave: fc9216
  *    bprop 1.08-1.13x, fc25088 bprop 1.11-1.14x;
  *  - split tiles of 128 k slices or more a split: fc25088 fprop 1.12-1.14x, fc36864 fprop
- *    1.02-1.04x.
- * Elsewhere cuBLASLt stays: fc9216 fprop 0.92-0.95x, fc4096 fprop/bprop 0.93-0.97x,
- * fc36864 bprop 0.96-0.97x, fc1000 fprop/bprop and the K = 128 updates either side of 1.0x
- * by dtype and run (fc1000 bprop 0.71-0.74x where cuBLASLt ran it in 7 us: its times there
- * move 7-11 us between runs), the squares within the clock's noise of 1.0x.
+ *    1.02-1.04x (at 64 wide since 2026-11-26: 1.10x, 1.04x).
+ * 64-wide tiles (the rule's since 2026-11-26; bench/results/2026-11-26-cuda-h100.md, call 3):
+ *  - split, at most 32 k slices a split: fc4096 fprop/bprop 1.21-1.26x, fc1000 fprop
+ *    0.98-1.02x; tf32 fc1000 fprop / bprop 1.43x / 1.36x;
+ *  - unsplit on more than one tile row: the 1024 square 1.11x / 1.55x / 1.40x (f16, bf16,
+ *    tf32); not on one row: fc1000 bprop 0.85x.
+ * Elsewhere cuBLASLt stays: fc9216 fprop 0.96-0.97x (64 wide, 72 slices a split; tf32's 144
+ * take the class above: 1.14x), fc4096 tf32 0.95x (62 slices), fc36864 bprop 0.90-0.97x,
+ * the K = 128 updates either side of 1.0x by dtype and run, the larger squares within the
+ * clock's noise of 1.0x.
  * f32 read as tf32 (B stored (N, K)), the same classes against cuBLASLt's TF32 in both
  * tables of 2026-11-25 (fifth session): fc9216 / fc25088 bprop 1.02-1.03x / 1.07-1.08x;
  * fc9216 / fc25088 / fc36864 fprop (144, 392, 384 slices of 32 k a split) 1.07x /
@@ -1553,8 +1558,9 @@ int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches 
     kiln__cuda_gemm_wgmma_prepare(d, bt, sm_count, 0, &rule, &l);
     const int64_t splits = (int64_t)l.w[26], kper = (int64_t)l.w[27];
     const int64_t rows = (int64_t)l.w[18] * (int64_t)l.w[19]; /* batches x tile rows */
-    if (splits == 1) return rows == 1 && l.cfg.bn >= 128 && l.tiles >= 64 && l.tiles <= sm_count;
-    return kper >= 128 || l.cfg.bn == 64;
+    if (splits == 1 && l.cfg.bn == 64) return rows > 1;
+    if (splits == 1) return rows == 1 && l.tiles >= 64 && l.tiles <= sm_count;
+    return kper >= 128 || (l.cfg.bn == 64 && kper <= 32);
 }
 
 void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count)
