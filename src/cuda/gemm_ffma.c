@@ -41,37 +41,42 @@
 #define DEFAULT_BK    8
 #define DEFAULT_MINB  1
 #define DEFAULT_WARPS 1 /* 4 x 8 */
+#define DEFAULT_WIDE  0 /* 128 x 128 tiles */
 
 static const char kernel_src[] =
-    "/* Tiles: a block of 256 threads computes a 128 x 128 tile of C, walking K in slices of\n"
-    " * BK (8 or 16) through two shared-memory buffers (the next slice is fetched into registers\n"
-    " * while this one is used, then stored into the other buffer). Both operands sit MN-major\n"
-    " * in shared memory (As[k][m], Bs[k][n]), so a thread reads its 8 rows of A and 8 columns\n"
-    " * of B for one k as four float4 loads. Thread (ty, tx) of the 16 x 16 grid owns rows\n"
-    " * 4 ty + i and 64 + 4 ty + i, columns 4 tx + j and 64 + 4 tx + j (i, j < 4): 64 f32\n"
-    " * accumulators, 64 FFMA per k per thread. WARPS 0: a warp is 2 x 16 threads of the grid\n"
-    " * (its B reads 16 float4s, two shared-memory wavefronts); WARPS 1: 4 x 8 (one each). */\n"
+    "/* Tiles: a block of 256 threads computes a 128 x BN tile of C (BN 128, or 256 with WIDE),\n"
+    " * walking K in slices of BK (8 or 16) through two shared-memory buffers (the next slice is\n"
+    " * fetched into registers while this one is used, then stored into the other buffer). Both\n"
+    " * operands sit MN-major in shared memory (As[k][m], Bs[k][n]), so a thread reads its 8 rows\n"
+    " * of A and TN columns of B for one k as float4 loads. Thread (ty, tx) of the 16 x 16 grid\n"
+    " * owns rows 4 ty + i and 64 + 4 ty + i, columns 64 q + 4 tx + j (i, j < 4, q < BN / 64):\n"
+    " * 8 x TN f32 accumulators, 8 TN FFMA per k per thread (WIDE: 128 of them per six float4\n"
+    " * loads, cuBLAS's SGEMM shape on sm_90: 256 x 128 tiles of 128 accumulators a thread).\n"
+    " * WARPS 0: a warp is 2 x 16 threads of the grid (its B reads 16 float4s, two shared-memory\n"
+    " * wavefronts); WARPS 1: 4 x 8 (one each). */\n"
     "typedef float ST;\n"
-    "constexpr int BM = 128, BN = 128, NT = 256;\n"
-    "constexpr int FPT = BK / 8; /* float4 fetches per thread, operand and slice */\n"
+    "constexpr int BM = 128, BN = WIDE ? 256 : 128, NT = 256, TQ = BN / 64, TN = 4 * TQ;\n"
+    "/* float4 fetches per thread and slice: of A, of B */\n"
+    "constexpr int FPA = BK * BM / (4 * NT), FPB = BK * BN / (4 * NT);\n"
     "/* argument words: those of the mma.sync kernel (kiln__cuda_gemm_tile_words), then for\n"
     " * SPLIT the k slices per split, the f32 workspace and the arrival counters */\n"
     "constexpr int TW = 23 + 4 * MAXBAX;\n"
     "struct kiln_args { kiln_w64 w[TW + 3]; };\n"
     "\n"
-    "/* One operand's slice: R rows (m or n) by BK k of X, element (r, k) at X[r * s_r + k * s_k],\n"
-    " * zero outside r < R, k < K. Fetch f of thread tid is float4 number t = tid + NT f of the\n"
-    " * slice, four elements along the operand's contiguous axis: K-major (KMAJ: k contiguous)\n"
-    " * row t / (BK / 4), k 4 (t % (BK / 4)) + q; MN-major rows 4 (t % 32) + q, k t / 32. VEC: one\n"
+    "/* One operand's slice: RT (the tile's rows) of R rows (m or n) by BK k of X, element (r, k)\n"
+    " * at X[r * s_r + k * s_k], zero outside r < R, k < K. Fetch f of thread tid is float4 number\n"
+    " * t = tid + NT f of the slice, four elements along the operand's contiguous axis: K-major\n"
+    " * (KMAJ: k contiguous) row t / (BK / 4), k 4 (t % (BK / 4)) + q; MN-major rows\n"
+    " * 4 (t % (RT / 4)) + q, k t / (RT / 4). VEC: one\n"
     " * float4 when all four are inside and 16-byte aligned (the host checked the strides and\n"
     " * the base); inside: the block's R rows and the slice's BK k are all inside (no tests). */\n"
-    "template <int KMAJ, int VEC>\n"
+    "template <int KMAJ, int VEC, int RT, int FPT>\n"
     "__device__ __forceinline__ void kg_fetch(float (&v)[FPT][4], const float *X, long long r0, long long R, long long k0,\n"
     "                                         long long K, long long s_r, long long s_k, int tid, bool inside) {\n"
     "#pragma unroll\n"
     "  for (int f = 0; f < FPT; f++) {\n"
     "    const int t = tid + NT * f;\n"
-    "    const long long r = r0 + (KMAJ ? t / (BK / 4) : (t & 31) * 4), k = k0 + (KMAJ ? (t % (BK / 4)) * 4 : t >> 5);\n"
+    "    const long long r = r0 + (KMAJ ? t / (BK / 4) : (t % (RT / 4)) * 4), k = k0 + (KMAJ ? (t % (BK / 4)) * 4 : t / (RT / 4));\n"
     "    const long long lim_r = KMAJ ? 1 : 4, lim_k = KMAJ ? 4 : 1; /* the walked axis gets 4 */\n"
     "    if (VEC && (inside || (r + lim_r <= R && k + lim_k <= K))) {\n"
     "      const float4 q = *(const float4 *)(X + r * s_r + k * s_k);\n"
@@ -86,8 +91,8 @@ static const char kernel_src[] =
     "  }\n"
     "}\n"
     "/* ... into the MN-major buffer S[k][r] */\n"
-    "template <int KMAJ>\n"
-    "__device__ __forceinline__ void kg_put(float (*S)[BM], const float (&v)[FPT][4], int tid) {\n"
+    "template <int KMAJ, int RT, int FPT>\n"
+    "__device__ __forceinline__ void kg_put(float (*S)[RT], const float (&v)[FPT][4], int tid) {\n"
     "#pragma unroll\n"
     "  for (int f = 0; f < FPT; f++) {\n"
     "    const int t = tid + NT * f;\n"
@@ -95,7 +100,7 @@ static const char kernel_src[] =
     "#pragma unroll\n"
     "      for (int q = 0; q < 4; q++) S[(t % (BK / 4)) * 4 + q][t / (BK / 4)] = v[f][q];\n"
     "    } else {\n"
-    "      *(float4 *)&S[t >> 5][(t & 31) * 4] = make_float4(v[f][0], v[f][1], v[f][2], v[f][3]);\n"
+    "      *(float4 *)&S[t / (RT / 4)][(t % (RT / 4)) * 4] = make_float4(v[f][0], v[f][1], v[f][2], v[f][3]);\n"
     "    }\n"
     "  }\n"
     "}\n"
@@ -128,47 +133,51 @@ static const char kernel_src[] =
     "    kg_batch(p.w, bi, &oa, &ob, &oc);\n"
     "    const float *A = A0 + oa, *B = B0 + ob;\n"
     "    float *C = C0 + oc;\n"
-    "    float acc[8][8];\n"
+    "    float acc[8][TN];\n"
     "#pragma unroll\n"
     "    for (int i = 0; i < 8; i++)\n"
     "#pragma unroll\n"
-    "      for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;\n"
-    "    float va[FPT][4], vb[FPT][4];\n"
+    "      for (int j = 0; j < TN; j++) acc[i][j] = 0.0f;\n"
+    "    float va[FPA][4], vb[FPB][4];\n"
     "    bool k_in = (long long)(kb + 1) * BK <= K;\n"
-    "    kg_fetch<A_KMAJ, A_VEC>(va, A, m0, M, (long long)kb * BK, K, a_sm, a_sk, tid, m_in && k_in);\n"
-    "    kg_fetch<B_KMAJ, B_VEC>(vb, B, n0, N, (long long)kb * BK, K, b_sn, b_sk, tid, n_in && k_in);\n"
-    "    kg_put<A_KMAJ>(As[0], va, tid);\n"
-    "    kg_put<B_KMAJ>(Bs[0], vb, tid);\n"
+    "    kg_fetch<A_KMAJ, A_VEC, BM, FPA>(va, A, m0, M, (long long)kb * BK, K, a_sm, a_sk, tid, m_in && k_in);\n"
+    "    kg_fetch<B_KMAJ, B_VEC, BN, FPB>(vb, B, n0, N, (long long)kb * BK, K, b_sn, b_sk, tid, n_in && k_in);\n"
+    "    kg_put<A_KMAJ, BM, FPA>(As[0], va, tid);\n"
+    "    kg_put<B_KMAJ, BN, FPB>(Bs[0], vb, tid);\n"
     "    __syncthreads();\n"
     "    for (int kt = kb; kt < ke; kt++) {\n"
     "      const int cur = (kt - kb) & 1;\n"
     "      const bool more = kt + 1 < ke;\n"
     "      if (more) { /* the next slice into registers while this one is used */\n"
     "        k_in = (long long)(kt + 2) * BK <= K;\n"
-    "        kg_fetch<A_KMAJ, A_VEC>(va, A, m0, M, (long long)(kt + 1) * BK, K, a_sm, a_sk, tid, m_in && k_in);\n"
-    "        kg_fetch<B_KMAJ, B_VEC>(vb, B, n0, N, (long long)(kt + 1) * BK, K, b_sn, b_sk, tid, n_in && k_in);\n"
+    "        kg_fetch<A_KMAJ, A_VEC, BM, FPA>(va, A, m0, M, (long long)(kt + 1) * BK, K, a_sm, a_sk, tid, m_in && k_in);\n"
+    "        kg_fetch<B_KMAJ, B_VEC, BN, FPB>(vb, B, n0, N, (long long)(kt + 1) * BK, K, b_sn, b_sk, tid, n_in && k_in);\n"
     "      }\n"
     "#pragma unroll\n"
     "      for (int k = 0; k < BK; k++) {\n"
     "        const float4 a0 = *(const float4 *)&As[cur][k][ty * 4], a1 = *(const float4 *)&As[cur][k][64 + ty * 4];\n"
-    "        const float4 b0 = *(const float4 *)&Bs[cur][k][tx * 4], b1 = *(const float4 *)&Bs[cur][k][64 + tx * 4];\n"
     "        const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};\n"
-    "        const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};\n"
+    "        float b[TN];\n"
+    "#pragma unroll\n"
+    "        for (int q = 0; q < TQ; q++) {\n"
+    "          const float4 bq = *(const float4 *)&Bs[cur][k][64 * q + tx * 4];\n"
+    "          b[4 * q] = bq.x; b[4 * q + 1] = bq.y; b[4 * q + 2] = bq.z; b[4 * q + 3] = bq.w;\n"
+    "        }\n"
     "#pragma unroll\n"
     "        for (int i = 0; i < 8; i++)\n"
     "#pragma unroll\n"
-    "          for (int j = 0; j < 8; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);\n"
+    "          for (int j = 0; j < TN; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);\n"
     "      }\n"
     "      if (more) {\n"
     "        /* the other buffer was last read in slice kt - 1, before the barrier that ended it */\n"
-    "        kg_put<A_KMAJ>(As[cur ^ 1], va, tid);\n"
-    "        kg_put<B_KMAJ>(Bs[cur ^ 1], vb, tid);\n"
+    "        kg_put<A_KMAJ, BM, FPA>(As[cur ^ 1], va, tid);\n"
+    "        kg_put<B_KMAJ, BN, FPB>(Bs[cur ^ 1], vb, tid);\n"
     "      }\n"
     "      __syncthreads();\n"
     "    }\n"
     "\n"
     "    if constexpr (SPLIT) {\n"
-    "      /* publish this split's partial (accumulator (i, j) of thread tid at (8 i + j) NT +\n"
+    "      /* publish this split's partial (accumulator (i, j) of thread tid at (TN i + j) NT +\n"
     "       * tid), count the arrival; the block that arrives last adds the partials in split\n"
     "       * order (the same bits whatever the arrival order) and runs the epilogue */\n"
     "      __shared__ int kg_last;\n"
@@ -179,7 +188,7 @@ static const char kernel_src[] =
     "#pragma unroll\n"
     "      for (int i = 0; i < 8; i++)\n"
     "#pragma unroll\n"
-    "        for (int j = 0; j < 8; j++) part[(8 * i + j) * NT] = acc[i][j];\n"
+    "        for (int j = 0; j < TN; j++) part[(TN * i + j) * NT] = acc[i][j];\n"
     "      __threadfence();\n"
     "      __syncthreads();\n"
     "      if (tid == 0) {\n"
@@ -194,21 +203,22 @@ static const char kernel_src[] =
     "#pragma unroll\n"
     "      for (int i = 0; i < 8; i++)\n"
     "#pragma unroll\n"
-    "        for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;\n"
-    "      for (int q = 0; q < splits; q++) /* 64 independent loads in flight per partial */\n"
+    "        for (int j = 0; j < TN; j++) acc[i][j] = 0.0f;\n"
+    "      for (int q = 0; q < splits; q++) /* 8 TN independent loads in flight per partial */\n"
     "#pragma unroll\n"
     "        for (int i = 0; i < 8; i++)\n"
     "#pragma unroll\n"
-    "          for (int j = 0; j < 8; j++) acc[i][j] += __ldcg(own + (size_t)q * (BM * BN) + (8 * i + j) * NT);\n"
+    "          for (int j = 0; j < TN; j++) acc[i][j] += __ldcg(own + (size_t)q * (BM * BN) + (TN * i + j) * NT);\n"
     "    }\n"
     "\n"
-    "    /* epilogue: acc[i][j] is C[m][n], m = m0 + 4 ty + (i & 3) + 64 (i >> 2), n likewise */\n"
+    "    /* epilogue: acc[i][j] is C[m][n], m = m0 + 4 ty + (i & 3) + 64 (i >> 2), n = n0 + 4 tx +\n"
+    "     * (j & 3) + 64 (j >> 2) */\n"
     "#pragma unroll\n"
     "    for (int i = 0; i < 8; i++) {\n"
     "      const long long m = m0 + ty * 4 + (i & 3) + 64 * (i >> 2);\n"
     "      if (m >= M) continue;\n"
     "#pragma unroll\n"
-    "      for (int jh = 0; jh < 2; jh++) {\n"
+    "      for (int jh = 0; jh < TQ; jh++) {\n"
     "        const long long nb = n0 + tx * 4 + 64 * jh;\n"
     "        float o[4];\n"
     "#pragma unroll\n"
@@ -283,7 +293,14 @@ void kiln__cuda_gemm_ffma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batch
     c->bk = o && o->bk ? o->bk : DEFAULT_BK;
     c->minb = o && o->minb ? o->minb : DEFAULT_MINB;
     c->warps = o && o->warps ? o->warps - 1 : DEFAULT_WARPS;
-    int64_t tm = (d->M + TILE - 1) / TILE, tn = (d->N + TILE - 1) / TILE;
+    c->wide = o && o->bn ? o->bn == 256 : DEFAULT_WIDE;
+    if (c->wide) { /* 128 accumulators a thread: one block per SM, k slices of 8 (the static
+                    * shared memory of two 16-deep buffers would pass 48 KiB) */
+        c->minb = 1;
+        c->bk = 8;
+    }
+    const int64_t bn = c->wide ? 256 : TILE;
+    int64_t tm = (d->M + TILE - 1) / TILE, tn = (d->N + bn - 1) / bn;
     kiln__cuda_gemm_tile_words(d, bt, 0, tm, tn, l->w, &l->gx, &l->gy);
     l->nw = KILN_GEMM_FFMA_WORDS;
     l->threads = THREADS;
@@ -299,7 +316,7 @@ void kiln__cuda_gemm_ffma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batch
         for (int64_t s = 2; s <= smax; s++) {
             int64_t kper = (kt + s - 1) / s;
             if ((kt + kper - 1) / kper != s) continue; /* the same as a smaller count */
-            if ((uint64_t)tiles * (uint64_t)s * TILE * TILE * sizeof(float) > ((uint64_t)256 << 20)) break;
+            if ((uint64_t)tiles * (uint64_t)s * TILE * (uint64_t)bn * sizeof(float) > ((uint64_t)256 << 20)) break;
             double t = split_model(tiles, slots, s, kper * c->bk);
             if (t < best) best = t, best_s = s, best_kper = kper;
         }
@@ -307,7 +324,7 @@ void kiln__cuda_gemm_ffma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batch
             c->split = 1;
             l->gy = (unsigned)best_s;
             l->w[KILN_GEMM_FFMA_W_KPER] = (uint64_t)best_kper;
-            l->ws_bytes = (size_t)tiles * (size_t)best_s * TILE * TILE * sizeof(float);
+            l->ws_bytes = (size_t)tiles * (size_t)best_s * TILE * (size_t)bn * sizeof(float);
         }
     }
 }
@@ -320,7 +337,7 @@ void kiln__cuda_gemm_ffma_source(const kiln_gemm_ffma_cfg *c, kiln_sbuf *b)
                       c->a_vec, c->b_kmajor, c->b_vec, KILN_MAX_DIMS);
     kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, C_VEC = %d, SPLIT = %d;\n", c->bias, c->beta,
                       c->c_vec, c->split);
-    kiln__sbuf_printf(b, "constexpr int BK = %d, MINB = %d, WARPS = %d;\n", c->bk, c->minb, c->warps);
+    kiln__sbuf_printf(b, "constexpr int BK = %d, MINB = %d, WARPS = %d, WIDE = %d;\n", c->bk, c->minb, c->warps, c->wide);
     kiln__sbuf_puts(b, kiln__cuda_gemm_tile_src);
     kiln__sbuf_puts(b, kiln__cuda_gemm_dep_src);
     kiln__sbuf_puts(b, kernel_src);

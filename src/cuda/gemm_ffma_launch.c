@@ -12,11 +12,13 @@
 static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_ffma_source(cfg, b); }
 
 /* The overrides from the environment, read at every call (benchmarks sweep them):
- * KILN_FFMA_BK=8|16, KILN_FFMA_MINB=1|2, KILN_FFMA_WARPS=2x16|4x8. A value that is none of
+ * KILN_FFMA_BK=8|16, KILN_FFMA_MINB=1|2, KILN_FFMA_WARPS=2x16|4x8, KILN_FFMA_BN=128|256. A
+ * value that is none of
  * these is an error naming the variable. */
 static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_ffma_opts *o)
 {
-    static const char *const depths[] = {"8", "16"}, *const counts[] = {"1", "2"}, *const warps[] = {"2x16", "4x8"};
+    static const char *const depths[] = {"8", "16"}, *const counts[] = {"1", "2"}, *const warps[] = {"2x16", "4x8"},
+                             *const widths[] = {"128", "256"};
     memset(o, 0, sizeof *o);
     int i;
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_FFMA_BK", depths, 2, &i));
@@ -25,6 +27,8 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_ffma_opts *o)
     o->minb = i + 1;  /* 0 = the default */
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_FFMA_WARPS", warps, 2, &i));
     o->warps = i + 1; /* 0 = the default, 1 = 2 x 16, 2 = 4 x 8 */
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_FFMA_BN", widths, 2, &i));
+    o->bn = i < 0 ? 0 : 128 << i;
     return KILN_OK;
 }
 
@@ -50,10 +54,10 @@ kiln_status kiln__cuda_gemm_ffma(kiln_ctx *ctx, const kiln_gemm_desc *d, const k
     }
     const kiln_gemm_ffma_cfg *c = &l.cfg;
     /* a tag ("GKFF") and this kernel's version first */
-    const int32_t sig[13] = {0x46464b47, 4,        c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec, c->bias,
-                             c->beta,    c->c_vec, c->split,    c->bk,    c->minb,     c->warps};
+    const int32_t sig[14] = {0x46464b47, 5,        c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec, c->bias,
+                             c->beta,    c->c_vec, c->split,    c->bk,    c->minb,     c->warps, c->wide};
     CUfunction fn;
-    r = kiln__cuda_gemm_kernel(ctx, sig, 13, gen_source, c, "kiln_gemm_ffma", 0, &fn);
+    r = kiln__cuda_gemm_kernel(ctx, sig, 14, gen_source, c, "kiln_gemm_ffma", 0, &fn);
     if (r == KILN_OK) r = kiln__cuda_gemm_launch_words(ctx, fn, l.gx, l.gy, l.threads, l.w, l.nw);
     kiln__mem_free(ctx, ws);
     return r;
