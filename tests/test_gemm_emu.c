@@ -283,6 +283,18 @@ static int rule_auto_tf32(int64_t M, int64_t N, int64_t K)
     kiln__cuda_gemm_merge_batches(&d, &bt);
     return kiln__cuda_gemm_wgmma_auto(&d, &bt, 132);
 }
+/* the FFMA kernel's width rule (f32 without TF32) on 132 SMs: 1 for 128 x 256 tiles */
+static int ffma_wide(int64_t M, int64_t N, int64_t K)
+{
+    kiln_gemm_desc d = auto_desc(M, N, K, 0);
+    d.dtype = KILN_DTYPE_F32;
+    kiln_gemm_batches bt;
+    kiln__cuda_gemm_merge_batches(&d, &bt);
+    kiln_gemm_ffma_launch l;
+    kiln__cuda_gemm_ffma_prepare(&d, &bt, 132, NULL, &l);
+    if (l.cfg.wide) CHECK(l.cfg.minb == 1 && l.cfg.bk == 8);
+    return l.cfg.wide;
+}
 /* its k splits on sms SMs */
 static int rule_splits(int64_t M, int64_t N, int64_t K, int sms)
 {
@@ -1066,6 +1078,19 @@ int main(void)
     CHECK_INT(rule_auto_tf32(128, 4096, 1000), 1);
     for (size_t i = 2; i < sizeof vendor_shapes / sizeof vendor_shapes[0]; i++)
         CHECK_INT(rule_auto_tf32(vendor_shapes[i][0], vendor_shapes[i][1], vendor_shapes[i][2]), 0);
+    /* the FFMA kernel's width: 128 x 256 where the split model (wide tiles at 1.7 the narrow
+     * ones' time per k) says so: the squares from 2048, fc4096 / fc9216 / fc36864 / fc25088
+     * fprop and bprop, the K = 128 updates; 128 x 128 for fc1000 fprop and bprop and the 1024
+     * square (half the tiles would leave SMs idle) */
+    CHECK_INT(ffma_wide(4096, 4096, 4096), 1);
+    CHECK_INT(ffma_wide(2048, 2048, 2048), 1);
+    CHECK_INT(ffma_wide(128, 4096, 4096), 1);
+    CHECK_INT(ffma_wide(128, 36864, 3072), 1);
+    CHECK_INT(ffma_wide(9216, 4096, 128), 1);
+    CHECK_INT(ffma_wide(4096, 1000, 128), 1);
+    CHECK_INT(ffma_wide(128, 1000, 4096), 0);
+    CHECK_INT(ffma_wide(128, 4096, 1000), 0);
+    CHECK_INT(ffma_wide(1024, 1024, 1024), 0);
     f16_sr_identity();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(&cases[i]);
     free(prev_c);

@@ -4,8 +4,10 @@
  * not take), any compute capability:
  *   C_b = relu?(alpha * A_b @ B_b + bias) + beta * C_b,   f32 accumulation, no rounding.
  *
- * Design (bench/NOTES.md, "GEMM kernels (issue 5)", step 9): 128 x 128 tiles of C per block
- * of 256 threads, each thread an 8 x 8 register tile (two 4 x 4 quadrants 64 apart, so that
+ * Design (bench/NOTES.md, "GEMM kernels (issue 5)", steps 9 and 15): 128 x 128 tiles of C per
+ * block of 256 threads, or 128 x 256 where the split model says so (WIDE: 8 x 16 accumulators
+ * a thread, four column quadrants; cuBLAS's sm_90 SGEMM runs 256 x 128 tiles of 128
+ * accumulators a thread), each thread an 8 x 8 register tile (4 x 4 quadrants 64 apart, so that
  * its shared-memory reads are float4s without bank conflicts; warps of 4 x 8 threads by
  * default, so a warp's reads of B are one wavefront); k walked in slices of BK (8 by
  * default, or 16) through two shared-memory buffers, the next slice fetched into registers
@@ -41,7 +43,7 @@
 #define DEFAULT_BK    8
 #define DEFAULT_MINB  1
 #define DEFAULT_WARPS 1 /* 4 x 8 */
-#define DEFAULT_WIDE  0 /* 128 x 128 tiles */
+#define DEFAULT_WIDE  0 /* 128 x 128 tiles where the width rule does not run (no SM count) */
 
 static const char kernel_src[] =
     "/* Tiles: a block of 256 threads computes a 128 x BN tile of C (BN 128, or 256 with WIDE),\n"
@@ -269,14 +271,44 @@ int kiln__cuda_gemm_ffma_eligible(const kiln_gemm_desc *d)
     return 1;
 }
 
-/* The split rule's model of a split launch's time, in units of k depth walked by a block:
- * whole waves of blocks (slots at once) times each block's depth plus the cost of writing
- * its partial (~3 slices of 8: 64 KiB at a block's share of the bandwidth), plus the last
- * block's sum of s partials (~0.4 slice each). Fitted to nothing yet: bench/NOTES.md. */
-static double split_model(int64_t tiles, int64_t slots, int64_t s, int64_t depth)
+/* The split rule's model of a split launch's time, in units of k depth walked by a block of
+ * 128 x 128 tiles: whole waves of blocks (slots at once) times each block's depth plus the
+ * cost of writing its partial (~3 slices of 8: 64 KiB at a block's share of the bandwidth),
+ * plus the last block's sum of s partials (~0.4 slice each); a 128 x 256 tile (wide) walks
+ * its k at WIDE_COST times the narrow tile's time and has twice the partial. WIDE_COST sits
+ * between the model's break-even ratios of the shapes measured either way on the H100
+ * (2026-11-26, KILN_FFMA_BN=128,256): wide won at 1.74 (fc4096 fprop), 1.79 (fc36864 bprop)
+ * and above, lost at 1.65 (the 1024 square), 1.24 (fc1000 bprop) and below. */
+#define WIDE_COST 1.7
+static double split_model(int64_t tiles, int64_t slots, int64_t s, int64_t depth, int wide)
 {
-    double waves = (double)((tiles * s + slots - 1) / slots);
-    return s == 1 ? waves * (double)depth : waves * ((double)depth + 24.0) + 3.2 * (double)s;
+    double waves = (double)((tiles * s + slots - 1) / slots), w = wide ? 2.0 : 1.0;
+    double t = s == 1 ? waves * (double)depth : waves * ((double)depth + 24.0 * w) + 3.2 * w * (double)s;
+    return wide ? WIDE_COST * t : t;
+}
+
+/* The split count of the lowest split_model for `tiles` tiles of kt slices of bk on `slots`
+ * blocks at once, among those that keep every split >= 128 deep, at most 64 splits and the
+ * workspace within 256 MiB (splits = 1 where one GEMM may not split); the whole waves are what
+ * it weighs (fc fprop: 32 tiles on 264 slots split 8 ways, one wave, where 9 ways took two).
+ * Returns the modelled time. */
+static double plan_splits(int64_t tiles, int64_t slots, int64_t kt, int bk, int wide, int may_split, int64_t *splits,
+                          int64_t *kper_out)
+{
+    const int64_t bn = wide ? 256 : TILE;
+    int64_t smax = may_split ? kt * bk / 128 : 1;
+    if (smax > 64) smax = 64;
+    double best = split_model(tiles, slots, 1, kt * bk, wide);
+    *splits = 1;
+    *kper_out = kt;
+    for (int64_t s = 2; s <= smax; s++) {
+        int64_t kper = (kt + s - 1) / s;
+        if ((kt + kper - 1) / kper != s) continue; /* the same as a smaller count */
+        if ((uint64_t)tiles * (uint64_t)s * TILE * (uint64_t)bn * sizeof(float) > ((uint64_t)256 << 20)) break;
+        double t = split_model(tiles, slots, s, kper * bk, wide);
+        if (t < best) best = t, *splits = s, *kper_out = kper;
+    }
+    return best;
 }
 
 void kiln__cuda_gemm_ffma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int sms,
@@ -293,39 +325,43 @@ void kiln__cuda_gemm_ffma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batch
     c->bk = o && o->bk ? o->bk : DEFAULT_BK;
     c->minb = o && o->minb ? o->minb : DEFAULT_MINB;
     c->warps = o && o->warps ? o->warps - 1 : DEFAULT_WARPS;
-    c->wide = o && o->bn ? o->bn == 256 : DEFAULT_WIDE;
+    int64_t nb = bt->n ? bt->shape[0] : 1, tm = (d->M + TILE - 1) / TILE, kt8 = (d->K + 7) / 8;
+    const int may_split = nb == 1 && sms > 0;
+    if (o && o->bn) {
+        c->wide = o->bn == 256;
+    } else if (sms > 0) {
+        /* the width by the model: 128 x 256 tiles where their time is lower (the big squares
+         * 2 %, fc fprop/bprop 4-11 %, the K = 128 updates 1-7 % faster than 128 x 128 on the
+         * H100, 2026-11-26; fc1000 fprop/bprop 24-36 % and the 1024 square 4 % slower, where
+         * half the tiles leave SMs idle or split too thin) */
+        int64_t s_n, kper_n, s_w, kper_w, kt = (d->K + c->bk - 1) / c->bk;
+        int64_t tiles_n = nb * tm * ((d->N + TILE - 1) / TILE), tiles_w = nb * tm * ((d->N + 255) / 256);
+        double t_n = plan_splits(tiles_n, (int64_t)c->minb * sms, kt, c->bk, 0,
+                                 may_split && tiles_n <= KILN_CUDA_COUNTERS, &s_n, &kper_n);
+        double t_w = plan_splits(tiles_w, sms, kt8, 8, 1, may_split && tiles_w <= KILN_CUDA_COUNTERS, &s_w, &kper_w);
+        c->wide = t_w < t_n;
+    } else {
+        c->wide = DEFAULT_WIDE;
+    }
     if (c->wide) { /* 128 accumulators a thread: one block per SM, k slices of 8 (the static
                     * shared memory of two 16-deep buffers would pass 48 KiB) */
         c->minb = 1;
         c->bk = 8;
     }
     const int64_t bn = c->wide ? 256 : TILE;
-    int64_t tm = (d->M + TILE - 1) / TILE, tn = (d->N + bn - 1) / bn;
+    int64_t tn = (d->N + bn - 1) / bn;
     kiln__cuda_gemm_tile_words(d, bt, 0, tm, tn, l->w, &l->gx, &l->gy);
     l->nw = KILN_GEMM_FFMA_WORDS;
     l->threads = THREADS;
-    /* split-K (one GEMM): the split count of the lowest split_model among those that keep
-     * every split >= 128 deep, at most 64 splits and the workspace within 256 MiB; the
-     * whole waves are what it weighs (fc fprop: 32 tiles on 264 slots split 8 ways, one
-     * wave, where 9 ways took two) */
-    int64_t nb = bt->n ? bt->shape[0] : 1, tiles = tm * tn, kt = (d->K + c->bk - 1) / c->bk;
-    if (nb == 1 && sms > 0 && tiles <= KILN_CUDA_COUNTERS) {
-        int64_t slots = (int64_t)c->minb * sms, smax = kt * c->bk / 128, best_s = 1, best_kper = kt;
-        if (smax > 64) smax = 64;
-        double best = split_model(tiles, slots, 1, kt * c->bk);
-        for (int64_t s = 2; s <= smax; s++) {
-            int64_t kper = (kt + s - 1) / s;
-            if ((kt + kper - 1) / kper != s) continue; /* the same as a smaller count */
-            if ((uint64_t)tiles * (uint64_t)s * TILE * (uint64_t)bn * sizeof(float) > ((uint64_t)256 << 20)) break;
-            double t = split_model(tiles, slots, s, kper * c->bk);
-            if (t < best) best = t, best_s = s, best_kper = kper;
-        }
-        if (best_s > 1) {
-            c->split = 1;
-            l->gy = (unsigned)best_s;
-            l->w[KILN_GEMM_FFMA_W_KPER] = (uint64_t)best_kper;
-            l->ws_bytes = (size_t)tiles * (size_t)best_s * TILE * (size_t)bn * sizeof(float);
-        }
+    /* split-K (one GEMM): plan_splits's count */
+    int64_t tiles = tm * tn, kt = (d->K + c->bk - 1) / c->bk, best_s = 1, best_kper = kt;
+    if (may_split && tiles <= KILN_CUDA_COUNTERS)
+        plan_splits(tiles, (int64_t)c->minb * sms, kt, c->bk, c->wide, 1, &best_s, &best_kper);
+    if (best_s > 1) {
+        c->split = 1;
+        l->gy = (unsigned)best_s;
+        l->w[KILN_GEMM_FFMA_W_KPER] = (uint64_t)best_kper;
+        l->ws_bytes = (size_t)tiles * (size_t)best_s * TILE * (size_t)bn * sizeof(float);
     }
 }
 
