@@ -7,9 +7,9 @@
  * Design (bench/NOTES.md, "GEMM kernels (issue 5)", steps 9 and 15): 128 x 128 tiles of C per
  * block of 256 threads, or 128 x 256 where the split model says so (WIDE: 8 x 16 accumulators
  * a thread, four column quadrants; cuBLAS's sm_90 SGEMM runs 256 x 128 tiles of 128
- * accumulators a thread), each thread an 8 x 8 register tile (4 x 4 quadrants 64 apart, so that
- * its shared-memory reads are float4s without bank conflicts; warps of 4 x 8 threads by
- * default, so a warp's reads of B are one wavefront); k walked in slices of BK (8 by
+ * accumulators a thread), each thread an 8 x 8 (WIDE 8 x 16) register tile (4 x 4 quadrants
+ * 64 apart, so that its shared-memory reads are float4s without bank conflicts; warps of
+ * 4 x 8 threads by default, so a warp's reads of B are one wavefront); k walked in slices of BK (8 by
  * default, or 16) through two shared-memory buffers, the next slice fetched into registers
  * during this one's FFMAs; both operands stored MN-major in shared memory (a K-major
  * operand is transposed on the way in), fetched as float4 where the operand's contiguous
@@ -373,7 +373,8 @@ void kiln__cuda_gemm_ffma_source(const kiln_gemm_ffma_cfg *c, kiln_sbuf *b)
                       c->a_vec, c->b_kmajor, c->b_vec, KILN_MAX_DIMS);
     kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, C_VEC = %d, SPLIT = %d;\n", c->bias, c->beta,
                       c->c_vec, c->split);
-    kiln__sbuf_printf(b, "constexpr int BK = %d, MINB = %d, WARPS = %d, WIDE = %d;\n", c->bk, c->minb, c->warps, c->wide);
+    kiln__sbuf_printf(b, "constexpr int BK = %d, MINB = %d, WARPS = %d, WIDE = %d;\n", c->bk, c->minb, c->warps,
+                      c->wide);
     kiln__sbuf_puts(b, kiln__cuda_gemm_tile_src);
     kiln__sbuf_puts(b, kiln__cuda_gemm_dep_src);
     kiln__sbuf_puts(b, kernel_src);

@@ -1294,7 +1294,7 @@ static int split64(int64_t tiles, int64_t kt, int sms)
     return s > 1 ? (int)s : 1;
 }
 
-/* The tile rule: the tile width BN (128, 192 or 256) and the number of k splits for an M x N
+/* The tile rule: the tile width BN (64, 128, 192 or 256) and the number of k splits for an M x N
  * GEMM of kt slices in nb batches on sms SMs, fitted to the H100 sweep of 2026-11-23
  * (kiln-bench gemm-sweep, f16; bench/NOTES.md):
  *  - one row of tiles with more 128-wide tiles than SMs: stream_width's model;
@@ -1469,8 +1469,9 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     /* The split sums in a cluster (KILN_WGMMA_SPLIT_SUM=cluster, where it applies): the
      * splits of a tile are the blocks of one cluster, at most 8 (the portable cluster size),
      * on 64- or 128-wide tiles (the f32 partial, 32 or 64 KiB, takes over the ring's first
-     * stages after the mainloop), not ping-pong, and one work item per block (every tile's cluster in the
-     * first wave: nothing loads into the ring after the mainloop). Every tile is split there,
+     * stages after the mainloop), not ping-pong, and one work item per block (every tile's
+     * cluster in the first wave: nothing loads into the ring after the mainloop). Every tile
+     * is split there,
      * so C goes out from the registers (no staging, one more stage). Not the rule's choice:
      * on the H100 the fprop shapes ran 6-15 % slower than through the workspace at every
      * split count (bench/NOTES.md, step 7; the clusters pack their blocks into fewer GPCs). */
@@ -1478,8 +1479,8 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     c->cluster = splits > 1 && splits <= 8 && c->bn <= 128 && !c->pingpong && ntiles <= sm_count / splits &&
                  opts && opts->split_sum == 1 && !opts->no_cluster;
     /* Slice sums (the rule's choice from 4 splits up but on 64-wide tiles, or
-     * KILN_WGMMA_SPLIT_SUM=slices) where every work item is
-     * in the first wave: one block per split of every tile, all resident together (at most
+     * KILN_WGMMA_SPLIT_SUM=slices) where every work item is in the first wave: one block per
+     * split of every tile, all resident together (at most
      * one block fits an SM; the launch is cooperative, so the driver refuses it rather than
      * leaving a block waiting for one that cannot start). As with clusters every tile is
      * split, so C goes out from the registers. */
