@@ -663,7 +663,8 @@ static void gemm_dispatch(void)
         unsetenv("KILN_WGMMA_CBUFS");
         unsetenv("KILN_WGMMA_SR_UNROLL");
         /* TMA multicast of B in clusters of two gives the bits of the plain kernel: an odd
-         * number of tile rows (the last cluster's second block past M), both tile widths, with
+         * number of tile rows (the last cluster's second block past M), three tile widths (at 64
+         * one MN-major box of B, which the first block of a pair loads for both), with
          * bias, ReLU and stochastic rounding */
         int64_t ms[2] = {520, 300}, ns[2] = {300, 520}, cs[2] = {520, 520};
         kiln_tensor *am, *amg, *bm, *bmg, *biasm, *biasg, *cm = NULL;
@@ -674,8 +675,8 @@ static void gemm_dispatch(void)
         const size_t cbytes = 520 * 520 * 2;
         unsigned char *c_on = malloc(cbytes), *c_off = malloc(cbytes);
         CHECK(c_on && c_off);
-        static const char *const widths[2] = {"256", "128"};
-        for (int w = 0; w < 2 && c_on && c_off; w++) {
+        static const char *const widths[3] = {"256", "128", "64"};
+        for (int w = 0; w < 3 && c_on && c_off; w++) {
             setenv("KILN_WGMMA_BN", widths[w], 1);
             for (int on = 0; on < 2; on++) {
                 setenv("KILN_WGMMA_MCAST", on ? "1" : "0", 1);

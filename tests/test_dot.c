@@ -516,7 +516,7 @@ static void test_empty(void)
 /* Shapes and layouts that walk every path of the CUDA backend's own GEMM kernels
  * (src/cuda/gemm_wgmma.c and gemm_mma.c, KILN_GEMM=own and =mma): whole 128 x 128 x 32
  * tiles; more work items than an H100 has SMs (the wgmma kernel's persistent loop, its ring
- * of stages wrapping across items, 128-, 192- and 256-wide tiles; split-K with its workspace,
+ * of stages wrapping across items, 64-, 128-, 192- and 256-wide tiles; split-K with its workspace,
  * arrival counters and ordered sums, and summed in a cluster); ragged M, N and K
  * (1, 7, 129, 1000); the four transposes with 16-byte aligned rows (16-byte cp.async into
  * K-major and MN-major tiles); padded rows whose length is not a multiple of 8 (partial
@@ -596,7 +596,22 @@ static void test_tiles(void)
         g.bias = 1;
         g.relu = 1;
         run_case(&g);
+        setenv("KILN_WGMMA_BN", "64", 1); /* forced 64-wide, the same ragged transposed shape */
+        run_case(&g);
         unsetenv("KILN_WGMMA_BN");
+        /* the rule's 64-wide tiles on an H100 (every 64-wide tile in one wave): 32 tiles split
+         * 2 ways through the workspace (fc4096 fprop's form), 64 unsplit tiles on one row
+         * (fc1000 bprop's), 128 on eight rows (the 1024 square's) */
+        g = base_case(dt, 128, 2048, 2048);
+        g.bias = 1;
+        g.relu = 1;
+        run_case(&g);
+        g = base_case(dt, 100, 4096, 1000);
+        g.tb = d;
+        run_case(&g);
+        g = base_case(dt, 1024, 1000, 500);
+        g.beta = 0.5;
+        run_case(&g);
         g = base_case(dt, 260, 300, 70); /* 24 batches x 6 tiles, 2 k slices each */
         g.nba = 1, g.ba[0] = 24;
         g.nbb = 1, g.bb[0] = 24;
