@@ -185,6 +185,8 @@ typedef struct ecase {
                          * 2 on where it applies (checked it does) */
     int mc_pairs;       /* wgmma multicast: clusters the "device" runs at once (0 = sms / 2) */
     int want_bn;        /* wgmma: the tile width the rule must pick (0 = not checked) */
+    int kpair;          /* wgmma k pairs (64 x 64 tiles, alternate k slices per consumer): 0 the
+                         * rule's, 1 off, 2 on (checked it is) */
 } ecase;
 
 /* the context seed of every launch (both halves of Philox's key nonzero) */
@@ -466,7 +468,8 @@ static void run(const ecase *e)
                                   .cbufs = e->cbufs,
                                   .split_sum = e->split_sum,
                                   .mcast = e->mcast,
-                                  .mc_pairs = e->mc_pairs};
+                                  .mc_pairs = e->mc_pairs,
+                                  .kpair = e->kpair};
         kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, EMU_SEED, &o, &l);
         if (e->splits && !e->pp) CHECK_INT((int)l.w[26], e->splits);
         if (e->want_bn) CHECK_INT(l.cfg.bn, e->want_bn);
@@ -474,6 +477,8 @@ static void run(const ecase *e)
         if (e->split_sum) CHECK_INT(l.cfg.cluster, e->split_sum == 1);
         if (e->split_sum) CHECK_INT(l.cfg.slice_sum, e->split_sum == 3);
         if (e->mcast) CHECK_INT(l.cfg.mcast, e->mcast == 2);
+        if (e->kpair) CHECK_INT(l.cfg.kpair, e->kpair == 2);
+        if (l.cfg.kpair) CHECK(l.cfg.bn == 64 && l.w[26] == 1 && (int64_t)l.w[19] == (d.M + 63) / 64);
         if (l.cfg.mcast) { /* whole clusters of two, at most mc_pairs of them */
             CHECK_INT((int)l.cluster, 2);
             CHECK_INT((int)(l.grid % 2), 0);
@@ -515,9 +520,9 @@ static void run(const ecase *e)
             m[7] = l.map[i].box[1];
         }
         const kiln_gemm_wgmma_cfg *c = &l.cfg;
-        snprintf(key, sizeof key, "wgmma-%d-%d%d-%d%d%d%d-%d-%d%d-%d-%d-%d%d%d", (int)c->dtype, c->a_kmajor,
+        snprintf(key, sizeof key, "wgmma-%d-%d%d-%d%d%d%d-%d-%d%d-%d-%d-%d%d%d%d", (int)c->dtype, c->a_kmajor,
                  c->b_kmajor, c->bias, c->beta, c->sr, c->c_pair, c->bn, c->tma_store, c->pingpong, c->sr_unroll,
-                 c->cbufs, c->cluster, c->slice_sum, c->mcast);
+                 c->cbufs, c->cluster, c->slice_sum, c->mcast, c->kpair);
         fn = kernel_for(key, kiln__cuda_gemm_wgmma_source_text(c), K_WGMMA);
         CHECK(fn != NULL);
         if (fn) rc = fn((const unsigned long long *)l.w, KILN_GEMM_WGMMA_WORDS, maps, l.grid, 1, l.threads, l.smem,
@@ -974,6 +979,25 @@ int main(void)
          .tma_store = 1, .bn = 64, .mcast = 2},
         {.dt = 1, .M = 260, .N = 136, .K = 130, .nb = 1, .tb = 1, .alpha = -0.75, .beta = 0.5, .bias = 1, .sms = 3,
          .tma_store = 1, .bn = 64, .same_bits = 1, .mcast = 1},
+        /* k pairs (KILN_WGMMA_KPAIR=1: 64 x 64 tiles, the consumers taking alternate k slices,
+         * consumer 1's sums through shared memory): ragged M, N and an odd slice count with the
+         * whole epilogue and exact SR bits (MN-major B), K-major B with beta and batches, one k
+         * slice (consumer 1 holds none), the register epilogue on a ragged N, tf32, bf16 staged;
+         * then the same inputs as the first with k pairs off: the same bits (sums are exact) */
+        {.dt = 0, .M = 130, .N = 200, .K = 1000, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 16,
+         .tma_store = 1, .exact = 1, .kpair = 2},
+        {.dt = 0, .M = 130, .N = 200, .K = 1000, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 16,
+         .tma_store = 1, .exact = 1, .same_bits = 1, .kpair = 1},
+        {.dt = 1, .M = 200, .N = 136, .K = 150, .nb = 2, .ta = 1, .tb = 1, .pad = 8, .alpha = -0.75, .beta = 0.5,
+         .bias = 1, .sr = 1, .sms = 3, .tma_store = 1, .kpair = 2},
+        {.dt = 0, .M = 70, .N = 100, .K = 40, .nb = 1, .alpha = 2.0, .bias = 1, .relu = 1, .sms = 2, .tma_store = 1,
+         .kpair = 2},
+        {.dt = 0, .M = 129, .N = 131, .K = 300, .nb = 1, .tb = 1, .alpha = 2.0, .bias = 1, .relu = 1, .sms = 2,
+         .kpair = 2},
+        {.dt = 2, .M = 130, .N = 136, .K = 300, .nb = 1, .tb = 1, .pad = 4, .alpha = 1.0, .bias = 1, .sms = 3,
+         .tma_store = 1, .kpair = 2},
+        {.dt = 1, .M = 256, .N = 192, .K = 128, .nb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 4, .tma_store = 1,
+         .exact = 1, .kpair = 2},
         /* the rule's own 64-wide picks (every 64-wide tile in one wave of the "device"): 5
          * tiles split 2 ways (33 slices), 4 tiles split 4 ways through the workspace (not in
          * slices), 14 tiles on two tile rows unsplit */

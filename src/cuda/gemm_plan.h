@@ -70,6 +70,8 @@ typedef struct kiln_gemm_wgmma_cfg {
                     * choice where every work item fits the first wave, KILN_WGMMA_SPLIT_SUM=slices) */
     int mcast;     /* clusters of two blocks on tile rows 2 i, 2 i + 1 sharing B through TMA multicast
                     * (unsplit, not ping-pong; KILN_WGMMA_MCAST) */
+    int kpair;     /* 64 x 64 tiles whose k slices the two consumers take in turn, consumer 1's sums
+                    * added to consumer 0's through shared memory (unsplit; KILN_WGMMA_KPAIR) */
 } kiln_gemm_wgmma_cfg;
 
 /* 1 when the wgmma kernel takes d on ctx's device: compute capability 9.0 with the tensor-
@@ -128,6 +130,7 @@ typedef struct kiln_gemm_wgmma_opts {
     int no_coop;    /* no cooperative launches (the driver refused one): no slice sums */
     int mcast;      /* 0 = the rule's (off), 1 = off, 2 = on where it applies (KILN_WGMMA_MCAST) */
     int mc_pairs;   /* clusters of two the device runs at once with this kernel (0 = SMs / 2) */
+    int kpair;      /* 0 = the rule's, 1 = off, 2 = k pairs (64 x 64 tiles, unsplit) */
 } kiln_gemm_wgmma_opts;
 
 /* Words 30-40 from the seed (w[0]) and stream (w[1]): what the kernel's Philox takes from

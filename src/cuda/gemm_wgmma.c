@@ -89,7 +89,10 @@ static const char kernel_src[] =
     " * split order (the same bits whatever the arrival order) and runs the epilogue. */\n"
     "/* ES: bytes per element of A, B and C; a k slice is one 128-byte swizzle row (BK elements);\n"
     " * KSTEP: the k of one wgmma (16 for 16-bit inputs, 8 for tf32: 32 bytes either way) */\n"
-    "constexpr int BM = 128, BK = 128 / ES, KSTEP = TF32 ? 8 : 16, NT = 384;\n"
+    "/* KP (k pairs): 64-row tiles whose k slices the two consumers take in turn (even, odd), consumer\n"
+    " * 1's sums meeting consumer 0's in shared memory after the mainloop (64 x 64 tiles: twice the\n"
+    " * tiles of 128 rows where those leave half the SMs idle, cuBLASLt's shape for fc1000 bprop) */\n"
+    "constexpr int BM = KP ? 64 : 128, BK = 128 / ES, KSTEP = TF32 ? 8 : 16, NT = 384;\n"
     "constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128, STAGE_BYTES = A_BYTES + B_BYTES;\n"
     "constexpr int CHUNK = BK * 128; /* one 64-wide MN-major box (16-bit only): BK k rows of 128 bytes */\n"
     "constexpr int NACC = BN / 2;       /* accumulators per consumer thread and 64-row block: 64 x BN / 128 */\n"
@@ -114,7 +117,7 @@ static const char kernel_src[] =
     " * a tile keeps a buffer from being written while it is read). Per-column loads from the\n"
     " * epilogue cost the K=128 updates 35-56 % (a load, a clamp and two conversions per pair, and\n"
     " * their latency in every group); ping-pong and split tiles keep them */\n"
-    "constexpr bool BIAS_SMEM = HAS_BIAS && !PP;\n"
+    "constexpr bool BIAS_SMEM = HAS_BIAS && !PP && !KP;\n"
     "\n"
     "/* the kernel's one argument: the two tensor maps (cuTensorMapEncodeTiled's 128 opaque bytes)\n"
     " * and the argument words (kiln__cuda_gemm_wgmma): 0 seed, 1 SR stream, 2-4 M N K, 5-8 A B C\n"
@@ -618,6 +621,8 @@ static const char kernel_src[] =
     "   * word of the dynamic shared memory, like every other per-block value here) */\n"
     "  const unsigned last_flag = cl_read + 8;\n"
     "  const unsigned bias_smem = (last_flag + 8 + 15) & ~15u; /* BIAS_SMEM: 2 x BN f32 */\n"
+    "  /* KP: consumer 1's 64 x BN f32 sums (element i of its thread t at i * 128 + t) */\n"
+    "  const unsigned kp_sums = (bias_smem + 2 * BN * 4 + 15) & ~15u;\n"
     "  const int tid = (int)threadIdx.x, wg = tid >> 7;\n"
     "  if (tid == 0) {\n"
     "    kg_prefetch_map(&p.ta);\n"
@@ -739,6 +744,7 @@ static const char kernel_src[] =
     "#pragma unroll\n"
     "    for (int i = 0; i < RB * NACC; i++) acc[i] = 0.0f;\n"
     "    unsigned prev = 0;\n"
+    "    bool held = false; /* a stage of this item is held (its wgmma group may be in flight) */\n"
     "    /* split-K through the workspace: the tile's arrival is counted ARRIVE_EARLY slices\n"
     "     * before the mainloop's end (the atomic's round trip, ~0.7 us, under the last slices'\n"
     "     * wgmma instead of after them); it only picks the block that sums (the last to arrive,\n"
@@ -751,6 +757,12 @@ static const char kernel_src[] =
     "    for (int kt = kb; kt < ke; kt++, it++) {\n"
     "      const unsigned s = it % STAGES;\n"
     "      kg_bar_wait(full0 + 8 * s, (it / STAGES) & 1);\n"
+    "      if constexpr (KP) {\n"
+    "        if (((kt - kb) & 1) != cw) { /* the other consumer's slice: only this one's release of it */\n"
+    "          if (leader) kg_release(empty0 + 8 * s, rank);\n"
+    "          continue;\n"
+    "        }\n"
+    "      }\n"
     "      if (ws_split && ct == 0 && kt == k_arrive) arrival = atomicAdd(&counters[tile], 1);\n"
     "      const unsigned sa = sbase + s * STAGE_BYTES, sb = sa + A_BYTES;\n"
     "      kg_wg_fence();\n"
@@ -761,7 +773,7 @@ static const char kernel_src[] =
     "        const kiln_w64 db = B_KMAJ ? kg_desc(sb + kk * 32, 16, 1024) : kg_desc(sb + kk * 2048, CHUNK, 1024);\n"
     "#pragma unroll\n"
     "        for (int rb = 0; rb < RB; rb++) { /* the 64-row blocks of A this consumer multiplies */\n"
-    "          const int r64 = PP ? rb : cw;\n"
+    "          const int r64 = PP ? rb : KP ? 0 : cw;\n"
     "          const kiln_w64 da = A_KMAJ ? kg_desc(sa + r64 * 64 * 128 + kk * 32, 16, 1024)\n"
     "                                     : kg_desc(sa + r64 * CHUNK + kk * 2048, CHUNK, 1024);\n"
     "          kg_mma(acc + rb * NACC, da, db);\n"
@@ -770,14 +782,31 @@ static const char kernel_src[] =
     "      kg_wg_commit();\n"
     "      /* one group stays in flight: the previous slice's group is done, release its stage */\n"
     "      kg_wg_wait<1>();\n"
-    "      if (kt > kb && leader) kg_release(empty0 + 8 * prev, rank);\n"
+    "      if (held && leader) kg_release(empty0 + 8 * prev, rank);\n"
     "      prev = s;\n"
+    "      held = true;\n"
     "    }\n"
     "    if (PP && leader) kg_bar_arrive(turn0 + 8 * (1 - cw)); /* the other consumer's turn */\n"
     "    kg_wg_wait<0>();\n"
-    "    if (ke > kb && leader) kg_release(empty0 + 8 * prev, rank);\n"
+    "    if (held && leader) kg_release(empty0 + 8 * prev, rank);\n"
     "    kg_acc_fence(acc);\n"
     "    if constexpr (PP) kg_acc_fence(acc + NACC);\n"
+    "    if constexpr (KP) {\n"
+    "      /* consumer 1's sums (the odd slices) to consumer 0, which adds them to its own (even)\n"
+    "       * ones, the same order every launch, and alone runs the epilogue of the 64-row tile;\n"
+    "       * the second barrier keeps the next tile's sums from overwriting these before read */\n"
+    "      if (cw == 1) {\n"
+    "#pragma unroll\n"
+    "        for (int i = 0; i < NACC; i++) kg_st_shared_f32(kp_sums + (unsigned)(i * 128 + ltid) * 4u, acc[i]);\n"
+    "      }\n"
+    "      kg_sync(1, 256);\n"
+    "      if (cw == 0) {\n"
+    "#pragma unroll\n"
+    "        for (int i = 0; i < NACC; i++) acc[i] += __uint_as_float(kg_ld_shared(kp_sums + (unsigned)(i * 128 + ltid) * 4u));\n"
+    "      }\n"
+    "      kg_sync(1, 256);\n"
+    "      if (cw == 1) continue;\n"
+    "    }\n"
     "\n"
     "    if ((CLUSTER || SLICE_SUM) && splits > 1) {\n"
     "      /* split-K with every block of the tile summing a slice of it (one block per split, one\n"
@@ -1071,14 +1100,24 @@ static int cstage_for(const kiln_gemm_wgmma_cfg *c)
 
 /* Bytes of the staged bias (a bias, not ping-pong: two buffers of bn f32 and their 16-byte
  * alignment after the barriers). */
-static int bias_smem_for(const kiln_gemm_wgmma_cfg *c) { return c->bias && !c->pingpong ? 2 * c->bn * 4 + 16 : 0; }
+static int bias_smem_for(const kiln_gemm_wgmma_cfg *c)
+{
+    return c->bias && !c->pingpong && !c->kpair ? 2 * c->bn * 4 + 16 : 0;
+}
+
+/* Bytes of k pairs' exchange (kpair: consumer 1's 64 x bn f32 sums, after the bias area the
+ * kernel's layout skips and their alignment). */
+static int kp_smem_for(const kiln_gemm_wgmma_cfg *c) { return c->kpair ? 2 * c->bn * 4 + 32 + 64 * c->bn * 4 : 0; }
+
+/* Rows of a tile: 64 for k pairs, else BM. */
+static int bm_of(const kiln_gemm_wgmma_cfg *c) { return c->kpair ? 64 : BM; }
 
 /* Stages that fit beside the staging of C and the bias, at most 7 (a cluster-summed split's
  * partial takes the ring over after the mainloop: 64 KiB, two stages of 128-wide tiles). */
 static int stages_for(const kiln_gemm_wgmma_cfg *c)
 {
-    int stage = (BM + c->bn) * ROW_BYTES;
-    int n = (SMEM_MAX - 1024 - 256 - cstage_for(c) - bias_smem_for(c)) / stage;
+    int stage = (bm_of(c) + c->bn) * ROW_BYTES;
+    int n = (SMEM_MAX - 1024 - 256 - cstage_for(c) - bias_smem_for(c) - kp_smem_for(c)) / stage;
     return n > 7 ? 7 : n;
 }
 
@@ -1087,7 +1126,8 @@ static unsigned smem_for(const kiln_gemm_wgmma_cfg *c)
     int s = stages_for(c);
     /* full and empty barriers per stage, the two turn barriers (ping-pong), the two cluster
      * barriers, the split-K last flag (8 bytes), the staged bias */
-    return (unsigned)(1024 + s * (BM + c->bn) * ROW_BYTES + cstage_for(c) + 16 * s + 40 + bias_smem_for(c));
+    return (unsigned)(1024 + s * (bm_of(c) + c->bn) * ROW_BYTES + cstage_for(c) + 16 * s + 40 + bias_smem_for(c) +
+                      kp_smem_for(c));
 }
 
 void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
@@ -1101,9 +1141,9 @@ void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
                       tf32, bf16, tf32 ? 4 : 2, c->a_kmajor, c->b_kmajor, c->bn, stages_for(c));
     kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, SR = %d, C_PAIR = %d, TMA_STORE = %d, PP = %d;\n",
                       c->bias, c->beta, c->sr, c->c_pair, c->tma_store, c->pingpong);
-    kiln__sbuf_printf(b, "constexpr int SR_UNROLL = %d, CBUFS = %d, CLUSTER = %d, SLICE_SUM = %d, MC = %d;\n",
+    kiln__sbuf_printf(b, "constexpr int SR_UNROLL = %d, CBUFS = %d, CLUSTER = %d, SLICE_SUM = %d, MC = %d, KP = %d;\n",
                       c->sr_unroll > 1 ? c->sr_unroll : 1, c->cbufs > 1 ? 2 : 1, c->cluster ? 1 : 0,
-                      c->slice_sum ? 1 : 0, c->mcast ? 1 : 0);
+                      c->slice_sum ? 1 : 0, c->mcast ? 1 : 0, c->kpair ? 1 : 0);
     /* the dtype's conversions and the paired store of two neighbours of C */
     if (tf32) {
         kiln__sbuf_puts(b, "__device__ __forceinline__ float kg_f32(ST h) { return h; }\n"
@@ -1409,8 +1449,21 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
         c->bn = 128;
         splits = 1;
     }
-    if (opts && opts->splits > 0 && !c->pingpong) {
-        int64_t tiles = nb * ((d->M + BM - 1) / BM) * ((d->N + c->bn - 1) / c->bn);
+    /* k pairs: 64 x 64 tiles, the two consumers taking alternate k slices of one tile, where the
+     * rule's 64-wide tiles of 128 rows are unsplit and fill at most half the SMs (fc1000 bprop:
+     * 64 tiles of 128 rows, 128 of 64 rows; not where the width or the splits are forced);
+     * KILN_WGMMA_KPAIR=1 forces them, unsplit, 64 wide */
+    const int64_t tiles64 = nb * ((d->M + BM - 1) / BM) * ((d->N + 63) / 64);
+    const int kp_rule = c->bn == 64 && splits == 1 && d->M > 64 && 2 * tiles64 <= sm_count &&
+                        !(opts && (opts->bn || opts->splits));
+    c->kpair = !c->pingpong && (opts && opts->kpair ? opts->kpair == 2 : kp_rule);
+    if (c->kpair) {
+        c->bn = 64;
+        splits = 1;
+    }
+    const int bm = bm_of(c);
+    if (opts && opts->splits > 0 && !c->pingpong && !c->kpair) {
+        int64_t tiles = nb * ((d->M + bm - 1) / bm) * ((d->N + c->bn - 1) / c->bn);
         splits = opts->splits;
         if (splits > kt) splits = (int)kt;
         if (tiles >= KILN_CUDA_COUNTERS) splits = 1;
@@ -1435,7 +1488,8 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     }
     int a_bat = bt->n == 1 && bt->sa[0] != 0, b_bat = bt->n == 1 && bt->sb[0] != 0;
     if (c->a_kmajor)
-        map_desc(&l->map[0], d->a, es, d->K, d->M, d->a_sm, a_bat ? nb : 1, a_bat ? bt->sa[0] : 0, (unsigned)bk, BM);
+        map_desc(&l->map[0], d->a, es, d->K, d->M, d->a_sm, a_bat ? nb : 1, a_bat ? bt->sa[0] : 0, (unsigned)bk,
+                 (unsigned)bm);
     else
         map_desc(&l->map[0], d->a, es, d->M, d->K, d->a_sk, a_bat ? nb : 1, a_bat ? bt->sa[0] : 0, 64, (unsigned)bk);
     if (c->b_kmajor)
@@ -1445,7 +1499,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
         map_desc(&l->map[1], d->b, es, d->N, d->K, d->b_sk, b_bat ? nb : 1, b_bat ? bt->sb[0] : 0, 64, (unsigned)bk);
     if (c->tma_store) /* C as (N, M, batch); boxes of 128-byte rows (64 or 32 columns) x 64 rows */
         map_desc(&l->map[2], d->c, es, d->N, d->M, d->c_sm, nb, bt->n ? bt->sc[0] : 0, (unsigned)(128 / es), 64);
-    int64_t tm = (d->M + BM - 1) / BM, tn = (d->N + c->bn - 1) / c->bn;
+    int64_t tm = (d->M + bm - 1) / bm, tn = (d->N + c->bn - 1) / c->bn;
     uint64_t *w = l->w;
     kiln__cuda_gemm_words(d, seed, nb, w);
     kiln__cuda_gemm_wgmma_sr_words(w);
@@ -1475,7 +1529,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
      * so C goes out from the registers (no staging, one more stage). Not the rule's choice:
      * on the H100 the fprop shapes ran 6-15 % slower than through the workspace at every
      * split count (bench/NOTES.md, step 7; the clusters pack their blocks into fewer GPCs). */
-    int64_t ntiles = nb * ((d->M + BM - 1) / BM) * ((d->N + c->bn - 1) / c->bn);
+    int64_t ntiles = nb * ((d->M + bm - 1) / bm) * ((d->N + c->bn - 1) / c->bn);
     c->cluster = splits > 1 && splits <= 8 && c->bn <= 128 && !c->pingpong && ntiles <= sm_count / splits &&
                  opts && opts->split_sum == 1 && !opts->no_cluster;
     /* Slice sums (the rule's choice from 4 splits up but on 64-wide tiles, or
@@ -1509,10 +1563,11 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
      * unsplit, not ping-pong, at least two tile rows. Not the rule's choice: measured 2-4 %
      * slower than without on the squares and 3-15 % on the K=128 updates (H100, 2026-11-25,
      * bench/NOTES.md step 11): one block per SM already has the L2 bandwidth it needs */
-    c->mcast = splits == 1 && !c->pingpong && !c->cluster && !c->slice_sum && tm >= 2 && opts && opts->mcast == 2;
+    c->mcast = splits == 1 && !c->pingpong && !c->kpair && !c->cluster && !c->slice_sum && tm >= 2 && opts &&
+               opts->mcast == 2;
     if (c->mcast && c->b_kmajor) l->map[1].box[1] = (unsigned)c->bn / 2; /* each block loads half the rows */
     l->tiles = nb * tm * tn;
-    l->ws_bytes = splits > 1 && !c->cluster ? (size_t)l->tiles * (size_t)splits * BM * (size_t)c->bn * sizeof(float) : 0;
+    l->ws_bytes = splits > 1 && !c->cluster ? (size_t)l->tiles * (size_t)splits * (size_t)bm * (size_t)c->bn * sizeof(float) : 0;
     int64_t items = l->tiles * splits;
     l->grid = (unsigned)(items < sm_count ? items : sm_count);
     if (c->cluster) { /* a cluster per tile, a block per split: every item in the first wave */
@@ -1559,7 +1614,7 @@ int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches 
     kiln__cuda_gemm_wgmma_prepare(d, bt, sm_count, 0, &rule, &l);
     const int64_t splits = (int64_t)l.w[26], kper = (int64_t)l.w[27];
     const int64_t rows = (int64_t)l.w[18] * (int64_t)l.w[19]; /* batches x tile rows */
-    if (splits == 1 && l.cfg.bn == 64) return rows > 1;
+    if (splits == 1 && l.cfg.bn == 64) return rows > 1 && !l.cfg.kpair;
     if (splits == 1) return rows == 1 && l.tiles >= 64 && l.tiles <= sm_count;
     return kper >= 128 || (l.cfg.bn == 64 && kper <= 32);
 }

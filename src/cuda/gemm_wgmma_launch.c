@@ -47,7 +47,7 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
  * sweep them): KILN_WGMMA_STORE=tma|regs (tma, the default, where C allows it: 16-bit,
  * unit stride along N, 16-byte rows), KILN_WGMMA_SCHED=coop|pingpong (coop, both consumers
  * on one tile, is the default: ping-pong measured slower on most shapes),
- * KILN_WGMMA_BN=64|128|192|256, KILN_WGMMA_SPLITS=1..64, KILN_WGMMA_SR_UNROLL=1|2|4 (epilogue groups
+ * KILN_WGMMA_KPAIR=0|1, KILN_WGMMA_BN=64|128|192|256, KILN_WGMMA_SPLITS=1..64, KILN_WGMMA_SR_UNROLL=1|2|4 (epilogue groups
  * unrolled together with stochastic rounding; 4, the default, measured fastest, or within 3
  * points of epilogue cost, on every shape of kiln-bench gemm-epilogue; 1 keeps the code smallest),
  * KILN_WGMMA_CBUFS=1|2 (C staging buffers per consumer with TMA stores; the rule's: 2 where
@@ -76,6 +76,8 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
     o->cbufs = i + 1; /* 0 = the rule's */
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_MCAST", off_on, 2, &i));
     o->mcast = i + 1; /* 0 = the rule's, 1 off, 2 on */
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_KPAIR", off_on, 2, &i));
+    o->kpair = i + 1; /* 0 = the rule's, 1 off, 2 on */
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_SPLIT_SUM", sums, 3, &i));
     o->split_sum = i + 1; /* 0 = the rule's, 1 cluster, 2 workspace, 3 slices */
     const char *e = getenv("KILN_WGMMA_SPLITS");
@@ -162,12 +164,12 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     if (r == KILN_OK) r = encode_map(ctx, &args.tb, d->dtype, &l.map[1], "B");
     if (r == KILN_OK && c->tma_store) r = encode_map(ctx, &args.tc, d->dtype, &l.map[2], "C");
     /* a tag ("GKWG") and this kernel's version first */
-    const int32_t sig[17] = {0x47574b47,   11,          (int32_t)c->dtype, c->a_kmajor, c->b_kmajor, c->bias,
-                             c->beta,      c->sr,       c->c_pair,         c->bn,       c->tma_store, c->pingpong,
-                             c->sr_unroll, c->cbufs,    c->cluster,        c->slice_sum, c->mcast};
+    const int32_t sig[18] = {0x47574b47,   12,          (int32_t)c->dtype, c->a_kmajor,  c->b_kmajor,  c->bias,
+                             c->beta,      c->sr,       c->c_pair,         c->bn,        c->tma_store, c->pingpong,
+                             c->sr_unroll, c->cbufs,    c->cluster,        c->slice_sum, c->mcast,     c->kpair};
     CUfunction fn;
     int refused = 0;
-    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 17, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
+    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 18, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
     if (r == KILN_OK && c->mcast) l.grid = mc_grid(st, fn, &l);
     if (r == KILN_OK) {
         const kiln_cuda_launch_attrs at = {.cluster = l.cluster, .cooperative = l.cooperative, .early = 1};
