@@ -297,6 +297,13 @@ static int ffma_wide(int64_t M, int64_t N, int64_t K)
     if (l.cfg.wide) CHECK(l.cfg.minb == 1 && l.cfg.bk == 8);
     return l.cfg.wide;
 }
+/* whether it runs in k pairs (64 x 64 tiles) on sms SMs */
+static int rule_kpair(int64_t M, int64_t N, int64_t K, int sms)
+{
+    kiln_gemm_wgmma_launch l;
+    rule_launch(M, N, K, sms, 0, 0, 0, &l);
+    return l.cfg.kpair;
+}
 /* its k splits on sms SMs */
 static int rule_splits(int64_t M, int64_t N, int64_t K, int sms)
 {
@@ -1078,11 +1085,20 @@ int main(void)
     CHECK_INT(rule_splits(1024, 1024, 1024, 132), 1);
     CHECK_INT(rule_splits(128, 4096, 4096, 40), 3);
     CHECK_INT(rule_splits(128, 9216, 4096, 132), 1);
+    /* k pairs where the 64-wide tiles are unsplit and fill at most half the SMs: fc1000 bprop
+     * (64 tiles of 128 rows: 128 of 64); not the split fc4096 / fc1000 fprop, not the 1024
+     * square (128 tiles), not M <= 64, not fc9216 bprop (128 wide) */
+    CHECK_INT(rule_kpair(128, 4096, 1000, 132), 1);
+    CHECK_INT(rule_kpair(128, 4096, 4096, 132), 0);
+    CHECK_INT(rule_kpair(128, 1000, 4096, 132), 0);
+    CHECK_INT(rule_kpair(1024, 1024, 1024, 132), 0);
+    CHECK_INT(rule_kpair(64, 4096, 1000, 132), 0);
+    CHECK_INT(rule_kpair(128, 9216, 4096, 132), 0);
     /* KILN_GEMM=auto: the wgmma kernel for fc9216 / fc25088 bprop (72 and 98 unsplit tiles of
      * one row), fc25088 / fc36864 fprop (splits of 196 and 286 slices), fc4096 fprop/bprop and
      * fc1000 fprop (64-wide splits of 30 and 16 slices), the 1024 square (64 wide, eight tile
-     * rows); cuBLASLt for fc9216 fprop (64-wide splits of 72 slices), fc1000 bprop (64 wide on
-     * one tile row), the other fully-connected shapes, the updates and the larger squares */
+     * rows); cuBLASLt for fc9216 fprop (64-wide splits of 72 slices), fc1000 bprop (k pairs,
+     * 0.94-0.95x), the other fully-connected shapes, the updates and the larger squares */
     static const int64_t own_shapes[][3] = {{128, 9216, 4096}, {128, 25088, 4096}, {128, 4096, 25088},
                                             {128, 3072, 36864}, {128, 4096, 4096},  {128, 1000, 4096},
                                             {1024, 1024, 1024}};
