@@ -57,6 +57,12 @@
  *    multicast of B (MC): the blocks of a cluster take tile rows 2 i and 2 i + 1 of one column,
  *    each loads its own A and half of B into both blocks' stages (one L2 read of B for two
  *    tiles), and a stage is free once the consumers of both blocks released it.
+ *  - k pairs (the rule's where 64-wide tiles of 128 rows would be unsplit and fill at most
+ *    half the SMs: fc1000 bprop; KILN_WGMMA_KPAIR=1 forces them): 64 x 64 tiles, the two
+ *    consumers taking alternate k slices of one tile (each m64n64 on the whole stage), consumer
+ *    1's sums added to consumer 0's through shared memory (its own first: fixed order), which
+ *    runs the epilogue alone; twice the tiles, as cuBLASLt's 64 x 64 kernel there
+ *    (fc1000 bprop 0.86-0.87x -> 0.94-0.95x of cuBLASLt on the H100).
  * Not here yet: stream-K.
  * This file holds the kernel's source and its launch description, free of CUDA headers (built
  * into every libkiln for tests/test_gemm_emu.c); gemm_wgmma_launch.c runs it on a device.
