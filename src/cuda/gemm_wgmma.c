@@ -1602,7 +1602,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
  *  - split, at most 32 k slices a split: fc4096 fprop/bprop 1.21-1.26x, fc1000 fprop
  *    0.98-1.02x; tf32 fc1000 fprop / bprop 1.43x / 1.36x;
  *  - unsplit on more than one tile row: the 1024 square 1.11x / 1.55x / 1.40x (f16, bf16,
- *    tf32); not on one row: fc1000 bprop 0.85x.
+ *    tf32); not on one row (fc1000 bprop 0.85x), nor in k pairs (fc1000 bprop 0.93-0.96x).
  * Elsewhere cuBLASLt stays: fc9216 fprop 0.96-0.97x (64 wide, 72 slices a split; tf32's 144
  * take the class above: 1.14x), fc4096 tf32 0.95x (62 slices), fc36864 bprop 0.90-0.97x,
  * the K = 128 updates either side of 1.0x by dtype and run, the larger squares within the
