@@ -1378,8 +1378,9 @@ static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int
     *splits_out = 1;
     if (N <= 128) return 128;
     int64_t tm = nb * ((M + BM - 1) / BM);
-    if (tm * ((N + 63) / 64) <= sms) {
-        *splits_out = split64(tm * ((N + 63) / 64), kt, sms);
+    const int64_t tiles64 = tm * ((N + 63) / 64);
+    if (tiles64 <= sms) {
+        *splits_out = split64(tiles64, kt, sms);
         return 64;
     }
     if (tm == 1 && (N + 127) / 128 > sms) return stream_width(N, sms);
