@@ -43,6 +43,7 @@
 #define DEFAULT_BK    8
 #define DEFAULT_MINB  1
 #define DEFAULT_WARPS 1 /* 4 x 8 */
+#define DEFAULT_ORDER 1 /* column by column, rows up and down */
 #define DEFAULT_WIDE  0 /* 128 x 128 tiles where the width rule does not run (no SM count) */
 
 static const char kernel_src[] =
@@ -166,9 +167,15 @@ static const char kernel_src[] =
     "          b[4 * q] = bq.x; b[4 * q + 1] = bq.y; b[4 * q + 2] = bq.z; b[4 * q + 3] = bq.w;\n"
     "        }\n"
     "#pragma unroll\n"
-    "        for (int i = 0; i < 8; i++)\n"
+    "        for (int j = 0; j < TN; j++)\n"
     "#pragma unroll\n"
-    "          for (int j = 0; j < TN; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);\n"
+    "          for (int ii = 0; ii < 8; ii++) {\n"
+    "            /* ORDER 1: column by column, the rows up and down in turn, so that one operand\n"
+    "             * of each FFMA repeats the last one's (the register reuse cache); 0: row by row */\n"
+    "            const int i = ORDER ? ((j & 1) ? 7 - ii : ii) : (8 * j + ii) / TN;\n"
+    "            const int jx = ORDER ? j : (8 * j + ii) % TN;\n"
+    "            acc[i][jx] = fmaf(a[i], b[jx], acc[i][jx]);\n"
+    "          }\n"
     "      }\n"
     "      if (more) {\n"
     "        /* the other buffer was last read in slice kt - 1, before the barrier that ended it */\n"
@@ -325,6 +332,7 @@ void kiln__cuda_gemm_ffma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batch
     c->bk = o && o->bk ? o->bk : DEFAULT_BK;
     c->minb = o && o->minb ? o->minb : DEFAULT_MINB;
     c->warps = o && o->warps ? o->warps - 1 : DEFAULT_WARPS;
+    c->order = o && o->order ? o->order - 1 : DEFAULT_ORDER;
     int64_t nb = bt->n ? bt->shape[0] : 1, tm = (d->M + TILE - 1) / TILE, kt8 = (d->K + 7) / 8;
     const int may_split = nb == 1 && sms > 0;
     if (o && o->bn) {
@@ -373,8 +381,8 @@ void kiln__cuda_gemm_ffma_source(const kiln_gemm_ffma_cfg *c, kiln_sbuf *b)
                       c->a_vec, c->b_kmajor, c->b_vec, KILN_MAX_DIMS);
     kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, C_VEC = %d, SPLIT = %d;\n", c->bias, c->beta,
                       c->c_vec, c->split);
-    kiln__sbuf_printf(b, "constexpr int BK = %d, MINB = %d, WARPS = %d, WIDE = %d;\n", c->bk, c->minb, c->warps,
-                      c->wide);
+    kiln__sbuf_printf(b, "constexpr int BK = %d, MINB = %d, WARPS = %d, WIDE = %d, ORDER = %d;\n", c->bk, c->minb,
+                      c->warps, c->wide, c->order);
     kiln__sbuf_puts(b, kiln__cuda_gemm_tile_src);
     kiln__sbuf_puts(b, kiln__cuda_gemm_dep_src);
     kiln__sbuf_puts(b, kernel_src);
