@@ -44,6 +44,7 @@
 #define DEFAULT_MINB  1
 #define DEFAULT_WARPS 1 /* 4 x 8 */
 #define DEFAULT_ORDER 1 /* column by column, rows up and down */
+#define DEFAULT_EARLY 1 /* the next slice's barrier before the last k step */
 #define DEFAULT_WIDE  0 /* 128 x 128 tiles where the width rule does not run (no SM count) */
 
 static const char kernel_src[] =
@@ -108,6 +109,18 @@ static const char kernel_src[] =
     "  }\n"
     "}\n"
     "\n"
+    "/* A thread's fragments of k step k of a slice: its 8 rows of A and TN columns of B */\n"
+    "__device__ __forceinline__ void kg_frag(float (&a)[8], float (&b)[TN], const float (*As)[BM], const float (*Bs)[BN],\n"
+    "                                        int k, int ty, int tx) {\n"
+    "  const float4 a0 = *(const float4 *)&As[k][ty * 4], a1 = *(const float4 *)&As[k][64 + ty * 4];\n"
+    "  a[0] = a0.x; a[1] = a0.y; a[2] = a0.z; a[3] = a0.w; a[4] = a1.x; a[5] = a1.y; a[6] = a1.z; a[7] = a1.w;\n"
+    "#pragma unroll\n"
+    "  for (int q = 0; q < TQ; q++) {\n"
+    "    const float4 bq = *(const float4 *)&Bs[k][64 * q + tx * 4];\n"
+    "    b[4 * q] = bq.x; b[4 * q + 1] = bq.y; b[4 * q + 2] = bq.z; b[4 * q + 3] = bq.w;\n"
+    "  }\n"
+    "}\n"
+    "\n"
     "extern \"C\" __global__ void __launch_bounds__(NT, MINB) kiln_gemm_ffma(const __grid_constant__ kiln_args p) {\n"
     "  __shared__ __align__(16) float As[2][BK][BM];\n"
     "  __shared__ __align__(16) float Bs[2][BK][BN];\n"
@@ -148,6 +161,9 @@ static const char kernel_src[] =
     "    kg_put<A_KMAJ, BM, FPA>(As[0], va, tid);\n"
     "    kg_put<B_KMAJ, BN, FPB>(Bs[0], vb, tid);\n"
     "    __syncthreads();\n"
+    "    /* the fragments of k step 0 (EARLY: the loop reads each step's successor ahead) */\n"
+    "    float a[8], b[TN];\n"
+    "    if constexpr (EARLY) kg_frag(a, b, As[0], Bs[0], 0, ty, tx);\n"
     "    for (int kt = kb; kt < ke; kt++) {\n"
     "      const int cur = (kt - kb) & 1;\n"
     "      const bool more = kt + 1 < ke;\n"
@@ -158,13 +174,24 @@ static const char kernel_src[] =
     "      }\n"
     "#pragma unroll\n"
     "      for (int k = 0; k < BK; k++) {\n"
-    "        const float4 a0 = *(const float4 *)&As[cur][k][ty * 4], a1 = *(const float4 *)&As[cur][k][64 + ty * 4];\n"
-    "        const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};\n"
-    "        float b[TN];\n"
-    "#pragma unroll\n"
-    "        for (int q = 0; q < TQ; q++) {\n"
-    "          const float4 bq = *(const float4 *)&Bs[cur][k][64 * q + tx * 4];\n"
-    "          b[4 * q] = bq.x; b[4 * q + 1] = bq.y; b[4 * q + 2] = bq.z; b[4 * q + 3] = bq.w;\n"
+    "        float an[8], bn[TN];\n"
+    "        if constexpr (EARLY) {\n"
+    "          /* EARLY: step k + 1's fragments now; before the last step, the next slice goes\n"
+    "           * into the other buffer (last read in slice kt - 1, before the barrier of its\n"
+    "           * last step) and, past the barrier, its first fragments are read, their latency\n"
+    "           * under the last step's FFMAs instead of exposed at the slice's start */\n"
+    "          if (k + 1 < BK) {\n"
+    "            kg_frag(an, bn, As[cur], Bs[cur], k + 1, ty, tx);\n"
+    "          } else {\n"
+    "            if (more) {\n"
+    "              kg_put<A_KMAJ, BM, FPA>(As[cur ^ 1], va, tid);\n"
+    "              kg_put<B_KMAJ, BN, FPB>(Bs[cur ^ 1], vb, tid);\n"
+    "            }\n"
+    "            __syncthreads();\n"
+    "            kg_frag(an, bn, As[cur ^ 1], Bs[cur ^ 1], 0, ty, tx);\n"
+    "          }\n"
+    "        } else {\n"
+    "          kg_frag(a, b, As[cur], Bs[cur], k, ty, tx);\n"
     "        }\n"
     "#pragma unroll\n"
     "        for (int j = 0; j < TN; j++)\n"
@@ -176,13 +203,21 @@ static const char kernel_src[] =
     "            const int jx = ORDER ? j : (8 * j + ii) % TN;\n"
     "            acc[i][jx] = fmaf(a[i], b[jx], acc[i][jx]);\n"
     "          }\n"
+    "        if constexpr (EARLY) {\n"
+    "#pragma unroll\n"
+    "          for (int i = 0; i < 8; i++) a[i] = an[i];\n"
+    "#pragma unroll\n"
+    "          for (int j = 0; j < TN; j++) b[j] = bn[j];\n"
+    "        }\n"
     "      }\n"
-    "      if (more) {\n"
-    "        /* the other buffer was last read in slice kt - 1, before the barrier that ended it */\n"
-    "        kg_put<A_KMAJ, BM, FPA>(As[cur ^ 1], va, tid);\n"
-    "        kg_put<B_KMAJ, BN, FPB>(Bs[cur ^ 1], vb, tid);\n"
+    "      if constexpr (!EARLY) {\n"
+    "        if (more) {\n"
+    "          /* the other buffer was last read in slice kt - 1, before the barrier that ended it */\n"
+    "          kg_put<A_KMAJ, BM, FPA>(As[cur ^ 1], va, tid);\n"
+    "          kg_put<B_KMAJ, BN, FPB>(Bs[cur ^ 1], vb, tid);\n"
+    "        }\n"
+    "        __syncthreads();\n"
     "      }\n"
-    "      __syncthreads();\n"
     "    }\n"
     "\n"
     "    if constexpr (SPLIT) {\n"
@@ -333,6 +368,7 @@ void kiln__cuda_gemm_ffma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batch
     c->minb = o && o->minb ? o->minb : DEFAULT_MINB;
     c->warps = o && o->warps ? o->warps - 1 : DEFAULT_WARPS;
     c->order = o && o->order ? o->order - 1 : DEFAULT_ORDER;
+    c->early = o && o->early ? o->early - 1 : DEFAULT_EARLY;
     int64_t nb = bt->n ? bt->shape[0] : 1, tm = (d->M + TILE - 1) / TILE, kt8 = (d->K + 7) / 8;
     const int may_split = nb == 1 && sms > 0;
     if (o && o->bn) {
@@ -381,8 +417,8 @@ void kiln__cuda_gemm_ffma_source(const kiln_gemm_ffma_cfg *c, kiln_sbuf *b)
                       c->a_vec, c->b_kmajor, c->b_vec, KILN_MAX_DIMS);
     kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, C_VEC = %d, SPLIT = %d;\n", c->bias, c->beta,
                       c->c_vec, c->split);
-    kiln__sbuf_printf(b, "constexpr int BK = %d, MINB = %d, WARPS = %d, WIDE = %d, ORDER = %d;\n", c->bk, c->minb,
-                      c->warps, c->wide, c->order);
+    kiln__sbuf_printf(b, "constexpr int BK = %d, MINB = %d, WARPS = %d, WIDE = %d, ORDER = %d, EARLY = %d;\n", c->bk,
+                      c->minb, c->warps, c->wide, c->order, c->early);
     kiln__sbuf_puts(b, kiln__cuda_gemm_tile_src);
     kiln__sbuf_puts(b, kiln__cuda_gemm_dep_src);
     kiln__sbuf_puts(b, kernel_src);

@@ -19,7 +19,7 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_ffma_opts *o)
 {
     static const char *const depths[] = {"8", "16"}, *const counts[] = {"1", "2"}, *const warps[] = {"2x16", "4x8"},
                              *const widths[] = {"128", "256"},
-                             *const orders[] = {"rows", "cols"};
+                             *const orders[] = {"rows", "cols"}, *const flags[] = {"0", "1"};
     memset(o, 0, sizeof *o);
     int i;
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_FFMA_BK", depths, 2, &i));
@@ -32,6 +32,8 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_ffma_opts *o)
     o->bn = i < 0 ? 0 : 128 << i;
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_FFMA_ORDER", orders, 2, &i));
     o->order = i + 1; /* 0 = the default, 1 = rows, 2 = columns */
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_FFMA_EARLY", flags, 2, &i));
+    o->early = i + 1;
     return KILN_OK;
 }
 
@@ -57,10 +59,10 @@ kiln_status kiln__cuda_gemm_ffma(kiln_ctx *ctx, const kiln_gemm_desc *d, const k
     }
     const kiln_gemm_ffma_cfg *c = &l.cfg;
     /* a tag ("GKFF") and this kernel's version first */
-    const int32_t sig[15] = {0x46464b47, 6,        c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec, c->bias,    c->beta,
-                             c->c_vec,   c->split, c->bk,       c->minb,  c->warps,    c->wide,  c->order};
+    const int32_t sig[16] = {0x46464b47, 7,       c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec, c->bias,  c->beta,
+                             c->c_vec,   c->split, c->bk,      c->minb,  c->warps,    c->wide,  c->order, c->early};
     CUfunction fn;
-    r = kiln__cuda_gemm_kernel(ctx, sig, 15, gen_source, c, "kiln_gemm_ffma", 0, &fn);
+    r = kiln__cuda_gemm_kernel(ctx, sig, 16, gen_source, c, "kiln_gemm_ffma", 0, &fn);
     if (r == KILN_OK) r = kiln__cuda_gemm_launch_words(ctx, fn, l.gx, l.gy, l.threads, l.w, l.nw);
     kiln__mem_free(ctx, ws);
     return r;
