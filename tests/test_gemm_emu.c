@@ -441,7 +441,7 @@ static void run(const ecase *e)
     char err[256] = "", key[64];
     int rc = 1;
     if (e->kernel == K_FFMA) {
-        kiln_gemm_ffma_opts fo = {0, 0, 0, 0, 0, 0};
+        kiln_gemm_ffma_opts fo = {0, 0, 0, 0, 0, 0, 0};
         if (e->ffma & 15) {
             fo.bk = e->ffma & 1 ? 16 : 8;
             fo.minb = e->ffma & 2 ? 1 : 2;

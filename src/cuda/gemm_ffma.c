@@ -45,6 +45,7 @@
 #define DEFAULT_WARPS 1 /* 4 x 8 */
 #define DEFAULT_ORDER 1 /* column by column, rows up and down */
 #define DEFAULT_EARLY 1 /* the next slice's barrier before the last k step */
+#define DEFAULT_WALK  1 /* interior operands walk pointers */
 #define DEFAULT_WIDE  0 /* 128 x 128 tiles where the width rule does not run (no SM count) */
 
 static const char kernel_src[] =
@@ -92,6 +93,27 @@ static const char kernel_src[] =
     "      const long long rr = r + (KMAJ ? 0 : q), kk = k + (KMAJ ? q : 0);\n"
     "      v[f][q] = rr < R && kk < K ? X[rr * s_r + kk * s_k] : 0.0f;\n"
     "    }\n"
+    "  }\n"
+    "}\n"
+    "/* WALK: fetch f's float4 of the slice at k0 (kg_fetch's element (r, k) of thread tid),\n"
+    " * as a pointer that each slice steps by BK k: interior slices load through it, without\n"
+    " * kg_fetch's 64-bit index arithmetic */\n"
+    "template <int KMAJ, int RT, int FPT>\n"
+    "__device__ __forceinline__ void kg_walk_init(const float *(&q)[FPT], const float *X, long long r0, long long k0,\n"
+    "                                             long long s_r, long long s_k, int tid) {\n"
+    "#pragma unroll\n"
+    "  for (int f = 0; f < FPT; f++) {\n"
+    "    const int t = tid + NT * f;\n"
+    "    const long long r = r0 + (KMAJ ? t / (BK / 4) : (t % (RT / 4)) * 4), k = k0 + (KMAJ ? (t % (BK / 4)) * 4 : t / (RT / 4));\n"
+    "    q[f] = X + r * s_r + k * s_k;\n"
+    "  }\n"
+    "}\n"
+    "template <int FPT>\n"
+    "__device__ __forceinline__ void kg_walk(float (&v)[FPT][4], const float *const (&q)[FPT]) {\n"
+    "#pragma unroll\n"
+    "  for (int f = 0; f < FPT; f++) {\n"
+    "    const float4 x = *(const float4 *)q[f];\n"
+    "    v[f][0] = x.x; v[f][1] = x.y; v[f][2] = x.z; v[f][3] = x.w;\n"
     "  }\n"
     "}\n"
     "/* ... into the MN-major buffer S[k][r] */\n"
@@ -156,8 +178,16 @@ static const char kernel_src[] =
     "      for (int j = 0; j < TN; j++) acc[i][j] = 0.0f;\n"
     "    float va[FPA][4], vb[FPB][4];\n"
     "    bool k_in = (long long)(kb + 1) * BK <= K;\n"
-    "    kg_fetch<A_KMAJ, A_VEC, BM, FPA>(va, A, m0, M, (long long)kb * BK, K, a_sm, a_sk, tid, m_in && k_in);\n"
-    "    kg_fetch<B_KMAJ, B_VEC, BN, FPB>(vb, B, n0, N, (long long)kb * BK, K, b_sn, b_sk, tid, n_in && k_in);\n"
+    "    /* WALK: interior operands (float4 fetches, the tile's rows inside) walk pointers */\n"
+    "    const bool a_walk = WALK && A_VEC && m_in, b_walk = WALK && B_VEC && n_in;\n"
+    "    const float *qa[FPA], *qb[FPB];\n"
+    "    kg_walk_init<A_KMAJ, BM, FPA>(qa, A, m0, (long long)kb * BK, a_sm, a_sk, tid);\n"
+    "    kg_walk_init<B_KMAJ, BN, FPB>(qb, B, n0, (long long)kb * BK, b_sn, b_sk, tid);\n"
+    "    const long long a_step = BK * a_sk, b_step = BK * b_sk;\n"
+    "    if (a_walk && k_in) kg_walk<FPA>(va, qa);\n"
+    "    else kg_fetch<A_KMAJ, A_VEC, BM, FPA>(va, A, m0, M, (long long)kb * BK, K, a_sm, a_sk, tid, m_in && k_in);\n"
+    "    if (b_walk && k_in) kg_walk<FPB>(vb, qb);\n"
+    "    else kg_fetch<B_KMAJ, B_VEC, BN, FPB>(vb, B, n0, N, (long long)kb * BK, K, b_sn, b_sk, tid, n_in && k_in);\n"
     "    kg_put<A_KMAJ, BM, FPA>(As[0], va, tid);\n"
     "    kg_put<B_KMAJ, BN, FPB>(Bs[0], vb, tid);\n"
     "    __syncthreads();\n"
@@ -169,8 +199,14 @@ static const char kernel_src[] =
     "      const bool more = kt + 1 < ke;\n"
     "      if (more) { /* the next slice into registers while this one is used */\n"
     "        k_in = (long long)(kt + 2) * BK <= K;\n"
-    "        kg_fetch<A_KMAJ, A_VEC, BM, FPA>(va, A, m0, M, (long long)(kt + 1) * BK, K, a_sm, a_sk, tid, m_in && k_in);\n"
-    "        kg_fetch<B_KMAJ, B_VEC, BN, FPB>(vb, B, n0, N, (long long)(kt + 1) * BK, K, b_sn, b_sk, tid, n_in && k_in);\n"
+    "#pragma unroll\n"
+    "        for (int f = 0; f < FPA; f++) qa[f] += a_step;\n"
+    "#pragma unroll\n"
+    "        for (int f = 0; f < FPB; f++) qb[f] += b_step;\n"
+    "        if (a_walk && k_in) kg_walk<FPA>(va, qa);\n"
+    "        else kg_fetch<A_KMAJ, A_VEC, BM, FPA>(va, A, m0, M, (long long)(kt + 1) * BK, K, a_sm, a_sk, tid, m_in && k_in);\n"
+    "        if (b_walk && k_in) kg_walk<FPB>(vb, qb);\n"
+    "        else kg_fetch<B_KMAJ, B_VEC, BN, FPB>(vb, B, n0, N, (long long)(kt + 1) * BK, K, b_sn, b_sk, tid, n_in && k_in);\n"
     "      }\n"
     "#pragma unroll\n"
     "      for (int k = 0; k < BK; k++) {\n"
@@ -369,6 +405,7 @@ void kiln__cuda_gemm_ffma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batch
     c->warps = o && o->warps ? o->warps - 1 : DEFAULT_WARPS;
     c->order = o && o->order ? o->order - 1 : DEFAULT_ORDER;
     c->early = o && o->early ? o->early - 1 : DEFAULT_EARLY;
+    c->walk = o && o->walk ? o->walk - 1 : DEFAULT_WALK;
     int64_t nb = bt->n ? bt->shape[0] : 1, tm = (d->M + TILE - 1) / TILE, kt8 = (d->K + 7) / 8;
     const int may_split = nb == 1 && sms > 0;
     if (o && o->bn) {
@@ -417,8 +454,8 @@ void kiln__cuda_gemm_ffma_source(const kiln_gemm_ffma_cfg *c, kiln_sbuf *b)
                       c->a_vec, c->b_kmajor, c->b_vec, KILN_MAX_DIMS);
     kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, C_VEC = %d, SPLIT = %d;\n", c->bias, c->beta,
                       c->c_vec, c->split);
-    kiln__sbuf_printf(b, "constexpr int BK = %d, MINB = %d, WARPS = %d, WIDE = %d, ORDER = %d, EARLY = %d;\n", c->bk,
-                      c->minb, c->warps, c->wide, c->order, c->early);
+    kiln__sbuf_printf(b, "constexpr int BK = %d, MINB = %d, WARPS = %d, WIDE = %d, ORDER = %d, EARLY = %d, WALK = %d;\n",
+                      c->bk, c->minb, c->warps, c->wide, c->order, c->early, c->walk);
     kiln__sbuf_puts(b, kiln__cuda_gemm_tile_src);
     kiln__sbuf_puts(b, kiln__cuda_gemm_dep_src);
     kiln__sbuf_puts(b, kernel_src);

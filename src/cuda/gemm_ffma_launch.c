@@ -34,6 +34,8 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_ffma_opts *o)
     o->order = i + 1; /* 0 = the default, 1 = rows, 2 = columns */
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_FFMA_EARLY", flags, 2, &i));
     o->early = i + 1;
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_FFMA_WALK", flags, 2, &i));
+    o->walk = i + 1;
     return KILN_OK;
 }
 
@@ -59,10 +61,11 @@ kiln_status kiln__cuda_gemm_ffma(kiln_ctx *ctx, const kiln_gemm_desc *d, const k
     }
     const kiln_gemm_ffma_cfg *c = &l.cfg;
     /* a tag ("GKFF") and this kernel's version first */
-    const int32_t sig[16] = {0x46464b47, 7,       c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec, c->bias,  c->beta,
-                             c->c_vec,   c->split, c->bk,      c->minb,  c->warps,    c->wide,  c->order, c->early};
+    const int32_t sig[17] = {0x46464b47, 8,        c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec,  c->bias,
+                             c->beta,    c->c_vec, c->split,    c->bk,    c->minb,     c->warps,  c->wide,
+                             c->order,   c->early, c->walk};
     CUfunction fn;
-    r = kiln__cuda_gemm_kernel(ctx, sig, 16, gen_source, c, "kiln_gemm_ffma", 0, &fn);
+    r = kiln__cuda_gemm_kernel(ctx, sig, 17, gen_source, c, "kiln_gemm_ffma", 0, &fn);
     if (r == KILN_OK) r = kiln__cuda_gemm_launch_words(ctx, fn, l.gx, l.gy, l.threads, l.w, l.nw);
     kiln__mem_free(ctx, ws);
     return r;

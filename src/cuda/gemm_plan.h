@@ -210,13 +210,14 @@ typedef struct kiln_gemm_ffma_cfg {
     int wide;  /* 128 x 256 tiles, 8 x 16 accumulators a thread (else 128 x 128, 8 x 8) */
     int order; /* the FFMA block's order: 1 column by column, rows up and down in turn; 0 row by row */
     int early; /* 1: the next slice stored and the barrier passed before the last k step */
+    int walk;  /* 1: interior float4 operands fetched through pointers stepped each slice */
 } kiln_gemm_ffma_cfg;
 
 /* Overrides of the FFMA kernel's structure (0 = the default): KILN_FFMA_BK, KILN_FFMA_MINB,
  * KILN_FFMA_WARPS, KILN_FFMA_BN (benchmarks sweep them; warps 1 = 2 x 16, 2 = 4 x 8; bn 128
  * or 256, which takes one block per SM and k slices of 8 whatever bk and minb say). */
 typedef struct kiln_gemm_ffma_opts {
-    int bk, minb, warps, bn, order, early;
+    int bk, minb, warps, bn, order, early, walk;
 } kiln_gemm_ffma_opts;
 
 /* Argument words: the tile words, then (split-K) the k slices per split, the f32
