@@ -719,6 +719,8 @@ static void gemm_dispatch(void)
                    {"KILN_FFMA_WARPS", "8x4", "KILN_FFMA_WARPS='8x4'"},
                    {"KILN_FFMA_BN", "64", "KILN_FFMA_BN='64'"},
                    {"KILN_FFMA_ORDER", "diag", "KILN_FFMA_ORDER='diag'"},
+                   {"KILN_FFMA_EARLY", "2", "KILN_FFMA_EARLY='2'"},
+                   {"KILN_FFMA_WALK", "yes", "KILN_FFMA_WALK='yes'"},
                    {"KILN_GEMM_PDL", "2", "KILN_GEMM_PDL='2'"}};
         setenv("KILN_GEMM", "ffma", 1);
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -726,27 +728,33 @@ static void gemm_dispatch(void)
             CHECK_FAILS(gpu, kiln_dot(c32g, a32g, a32g, 1.0, 0.0, NULL), KILN_ERR_ARG, bad[i].msg);
             unsetenv(bad[i].var);
         }
-        static const char *const structs[7][5] = {{"16", "2", "2x16", "128", "cols"}, {"8", "2", "4x8", "128", "cols"},
-                                                  {"16", "1", "4x8", "128", "cols"}, {"8", "1", "4x8", "256", "cols"},
-                                                  {"8", "2", "2x16", "256", "cols"}, {"8", "1", "4x8", "128", "rows"},
-                                                  {"8", "1", "4x8", "256", "rows"}};
+        /* BK, MINB, WARPS, BN, ORDER, EARLY, WALK */
+        static const char *const structs[9][7] = {
+            {"16", "2", "2x16", "128", "cols", "1", "1"}, {"8", "2", "4x8", "128", "cols", "1", "1"},
+            {"16", "1", "4x8", "128", "cols", "1", "1"},  {"8", "1", "4x8", "256", "cols", "1", "1"},
+            {"8", "2", "2x16", "256", "cols", "1", "1"},  {"8", "1", "4x8", "128", "rows", "1", "1"},
+            {"8", "1", "4x8", "256", "rows", "0", "0"},   {"8", "1", "4x8", "128", "cols", "0", "1"},
+            {"8", "1", "4x8", "256", "cols", "1", "0"}};
         float *want_c = malloc(64 * 64 * sizeof *want_c), *got_c = malloc(64 * 64 * sizeof *got_c);
         CHECK(want_c && got_c);
         CHECK_OK(gpu, kiln_dot(c32g, a32g, a32g, 1.0, 0.0, NULL));
         if (want_c) CHECK_OK(gpu, kiln_tensor_read(c32g, want_c, KILN_DTYPE_F32));
-        for (int v = 0; v < 7 && want_c && got_c; v++) {
+        for (int v = 0; v < 9 && want_c && got_c; v++) {
             setenv("KILN_FFMA_BK", structs[v][0], 1);
             setenv("KILN_FFMA_MINB", structs[v][1], 1);
             setenv("KILN_FFMA_WARPS", structs[v][2], 1);
             setenv("KILN_FFMA_BN", structs[v][3], 1);
             setenv("KILN_FFMA_ORDER", structs[v][4], 1);
+            setenv("KILN_FFMA_EARLY", structs[v][5], 1);
+            setenv("KILN_FFMA_WALK", structs[v][6], 1);
             CHECK_OK(gpu, kiln_assign(c32g, kiln_scalar(NAN)));
             CHECK_OK(gpu, kiln_dot(c32g, a32g, a32g, 1.0, 0.0, NULL));
             CHECK_OK(gpu, kiln_tensor_read(c32g, got_c, KILN_DTYPE_F32));
             int same = memcmp(want_c, got_c, 64 * 64 * sizeof *got_c) == 0;
             if (!same)
-                fprintf(stderr, "  KILN_FFMA_BK=%s MINB=%s WARPS=%s BN=%s ORDER=%s: C differs from the default's\n",
-                        structs[v][0], structs[v][1], structs[v][2], structs[v][3], structs[v][4]);
+                fprintf(stderr, "  KILN_FFMA_BK=%s MINB=%s WARPS=%s BN=%s ORDER=%s EARLY=%s WALK=%s: C differs from the default's\n",
+                        structs[v][0], structs[v][1], structs[v][2], structs[v][3], structs[v][4], structs[v][5],
+                        structs[v][6]);
             CHECK(same);
         }
         unsetenv("KILN_FFMA_BK");
@@ -754,6 +762,8 @@ static void gemm_dispatch(void)
         unsetenv("KILN_FFMA_WARPS");
         unsetenv("KILN_FFMA_BN");
         unsetenv("KILN_FFMA_ORDER");
+        unsetenv("KILN_FFMA_EARLY");
+        unsetenv("KILN_FFMA_WALK");
         free(want_c);
         free(got_c);
     }

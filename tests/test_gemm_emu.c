@@ -177,7 +177,9 @@ typedef struct ecase {
                          * per SM (else 2), bit 2 warps of 4 x 8 threads (else 2 x 16); plus 8:
                          * the bits say all three; plus 16: 128 x 256 tiles (checked: one block
                          * per SM, BK 8 whatever the bits say); plus 32: the FFMA block row by
-                         * row (KILN_FFMA_ORDER=rows, else the default's columns) */
+                         * row (KILN_FFMA_ORDER=rows, else the default's columns); plus 64: the
+                         * barrier after the last k step (KILN_FFMA_EARLY=0); plus 128: no
+                         * pointer walk (KILN_FFMA_WALK=0) */
     int exact;          /* inputs whose f32 sums are exact (A in eighths up to 1, B in 1024ths with
                          * f16's or bf16's 11 or 8 significant bits, the bias in 1024ths; beta 0,
                          * alpha a power of two): every output's bits are the rounding of the f64
@@ -449,16 +451,21 @@ static void run(const ecase *e)
         }
         if (e->ffma & 16) fo.bn = 256;
         if (e->ffma & 32) fo.order = 1;
+        if (e->ffma & 64) fo.early = 1;
+        if (e->ffma & 128) fo.walk = 1;
         kiln__cuda_gemm_ffma_prepare(&d, &bt, e->sms, &fo, &lf);
         const kiln_gemm_ffma_cfg *c = &lf.cfg;
         if (e->ffma & 16) CHECK(c->wide && c->bk == 8 && c->minb == 1);
         CHECK_INT(c->order, e->ffma & 32 ? 0 : 1);
+        CHECK_INT(c->early, e->ffma & 64 ? 0 : 1);
+        CHECK_INT(c->walk, e->ffma & 128 ? 0 : 1);
         if (e->splits) CHECK_INT((int)lf.gy, e->splits); /* the split rule's choice */
         ws = lf.ws_bytes ? calloc(1, lf.ws_bytes) : NULL;
         lf.w[KILN_GEMM_FFMA_W_WS] = (uint64_t)(uintptr_t)ws;
         lf.w[KILN_GEMM_FFMA_W_COUNTERS] = (uint64_t)(uintptr_t)counters;
-        snprintf(key, sizeof key, "ffma-%d%d%d%d-%d%d%d%d-%d%d%d%d%d", c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec,
-                 c->bias, c->beta, c->c_vec, c->split, c->bk, c->minb, c->warps, c->wide, c->order);
+        snprintf(key, sizeof key, "ffma-%d%d%d%d-%d%d%d%d-%d%d%d%d%d%d%d", c->a_kmajor, c->a_vec, c->b_kmajor,
+                 c->b_vec, c->bias, c->beta, c->c_vec, c->split, c->bk, c->minb, c->warps, c->wide, c->order, c->early,
+                 c->walk);
         fn = kernel_for(key, kiln__cuda_gemm_ffma_source_text(c), K_FFMA);
         CHECK(fn != NULL);
         if (fn) rc = fn((const unsigned long long *)lf.w, lf.nw, NULL, lf.gx, lf.gy, lf.threads, 0, 1, err, sizeof err);
@@ -746,11 +753,19 @@ int main(void)
          .kernel = 1, .ffma = 12},
         {.dt = 2, .M = 200, .N = 300, .K = 70, .nb = 1, .alpha = 1.0, .kernel = 1, .ffma = 9},
         /* the FFMA block row by row (KILN_FFMA_ORDER=rows): 128 x 128 ragged and transposed
-         * with the whole epilogue, 128 x 256 split by the rule */
+         * with the whole epilogue, 128 x 256 split by the rule; the barrier after the last k
+         * step (KILN_FFMA_EARLY=0) and no pointer walk (KILN_FFMA_WALK=0) on interior tiles
+         * beside edge tiles, split, at both widths */
         {.dt = 2, .M = 130, .N = 100, .K = 37, .nb = 2, .ta = 1, .tb = 1, .pad = 3, .alpha = -0.75, .beta = 0.5,
          .bias = 1, .relu = 1, .kernel = 1, .ffma = 32},
         {.dt = 2, .M = 130, .N = 300, .K = 1000, .nb = 1, .tb = 1, .alpha = 1.0, .bias = 1, .sms = 3, .kernel = 1,
          .ffma = 48},
+        {.dt = 2, .M = 256, .N = 260, .K = 136, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sms = 5, .kernel = 1,
+         .ffma = 64},
+        {.dt = 2, .M = 256, .N = 520, .K = 136, .nb = 1, .ta = 1, .alpha = 1.0, .beta = 0.5, .sms = 5, .kernel = 1,
+         .ffma = 16 + 128},
+        {.dt = 2, .M = 260, .N = 256, .K = 200, .nb = 1, .tb = 1, .alpha = 0.5, .sms = 4, .kernel = 1,
+         .ffma = 64 + 128},
         /* 128 x 256 tiles (KILN_FFMA_BN=256: two float4 fetches of B a thread and slice, 16
          * columns a thread in four quadrants): ragged, transposed, padded, batched with the
          * whole epilogue; a ragged N past one tile; interior tiles (float4 fetches without
