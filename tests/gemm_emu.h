@@ -224,6 +224,9 @@ static inline int atomicAdd(int *p, int v)
     return o;
 }
 static inline float __ldcg(const float *p) { return *p; }
+static inline int __ldcg(const int *p) { return *p; }
+/* a spinning thread's pause: back to the scheduler (another block's thread runs) */
+static inline void __nanosleep(unsigned) { emu_yield(); }
 static inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
 template <class T> static inline T __ldg(const T *p) { return *p; }
 static inline float __uint_as_float(unsigned u)

@@ -85,7 +85,7 @@ static struct {
     char key[64];
     void *so;
     emu_launch_fn fn;
-} built[128];
+} built[192];
 static int nbuilt;
 
 /* Transforms (wgmma: the PTX blocks become their emulations, the dynamic shared memory the
@@ -179,7 +179,9 @@ typedef struct ecase {
                          * per SM, BK 8 whatever the bits say); plus 32: the FFMA block row by
                          * row (KILN_FFMA_ORDER=rows, else the default's columns); plus 64: the
                          * barrier after the last k step (KILN_FFMA_EARLY=0); plus 128: no
-                         * pointer walk (KILN_FFMA_WALK=0) */
+                         * pointer walk (KILN_FFMA_WALK=0); plus 256: no slice sums
+                         * (KILN_FFMA_SLICES=0: the last block sums); plus 512: checked that the
+                         * rule sums in slices */
     int exact;          /* inputs whose f32 sums are exact (A in eighths up to 1, B in 1024ths with
                          * f16's or bf16's 11 or 8 significant bits, the bias in 1024ths; beta 0,
                          * alpha a power of two): every output's bits are the rounding of the f64
@@ -443,7 +445,7 @@ static void run(const ecase *e)
     char err[256] = "", key[64];
     int rc = 1;
     if (e->kernel == K_FFMA) {
-        kiln_gemm_ffma_opts fo = {0, 0, 0, 0, 0, 0, 0};
+        kiln_gemm_ffma_opts fo = {0, 0, 0, 0, 0, 0, 0, 0, 0};
         if (e->ffma & 15) {
             fo.bk = e->ffma & 1 ? 16 : 8;
             fo.minb = e->ffma & 2 ? 1 : 2;
@@ -453,22 +455,29 @@ static void run(const ecase *e)
         if (e->ffma & 32) fo.order = 1;
         if (e->ffma & 64) fo.early = 1;
         if (e->ffma & 128) fo.walk = 1;
+        if (e->ffma & 256) fo.slices = 1;
         kiln__cuda_gemm_ffma_prepare(&d, &bt, e->sms, &fo, &lf);
         const kiln_gemm_ffma_cfg *c = &lf.cfg;
         if (e->ffma & 16) CHECK(c->wide && c->bk == 8 && c->minb == 1);
         CHECK_INT(c->order, e->ffma & 32 ? 0 : 1);
         CHECK_INT(c->early, e->ffma & 64 ? 0 : 1);
         CHECK_INT(c->walk, e->ffma & 128 ? 0 : 1);
+        if (e->ffma & 512) CHECK(c->slices && c->split);
+        if (e->ffma & 256) CHECK(!c->slices);
         if (e->splits) CHECK_INT((int)lf.gy, e->splits); /* the split rule's choice */
         ws = lf.ws_bytes ? calloc(1, lf.ws_bytes) : NULL;
         lf.w[KILN_GEMM_FFMA_W_WS] = (uint64_t)(uintptr_t)ws;
         lf.w[KILN_GEMM_FFMA_W_COUNTERS] = (uint64_t)(uintptr_t)counters;
-        snprintf(key, sizeof key, "ffma-%d%d%d%d-%d%d%d%d-%d%d%d%d%d%d%d", c->a_kmajor, c->a_vec, c->b_kmajor,
+        snprintf(key, sizeof key, "ffma-%d%d%d%d-%d%d%d%d-%d%d%d%d%d%d%d%d", c->a_kmajor, c->a_vec, c->b_kmajor,
                  c->b_vec, c->bias, c->beta, c->c_vec, c->split, c->bk, c->minb, c->warps, c->wide, c->order, c->early,
-                 c->walk);
+                 c->walk, c->slices);
         fn = kernel_for(key, kiln__cuda_gemm_ffma_source_text(c), K_FFMA);
         CHECK(fn != NULL);
-        if (fn) rc = fn((const unsigned long long *)lf.w, lf.nw, NULL, lf.gx, lf.gy, lf.threads, 0, 1, err, sizeof err);
+        /* slice sums: every block of the launch at once (a tile's splits are gx apart) */
+        if (c->slices) CHECK(lf.gx * lf.gy <= 16);
+        if (fn)
+            rc = fn((const unsigned long long *)lf.w, lf.nw, NULL, lf.gx, lf.gy, lf.threads, 0,
+                    c->slices ? lf.gx * lf.gy : 1, err, sizeof err);
     } else if (e->kernel == K_MMA) {
         kiln__cuda_gemm_mma_prepare(&d, &bt, EMU_SEED, &lm);
         const kiln_gemm_mma_cfg *c = &lm.cfg;
@@ -752,6 +761,16 @@ int main(void)
         {.dt = 2, .M = 64, .N = 72, .K = 33, .nb = 3, .tb = 1, .a_bcast = 1, .pad = 1, .alpha = 1.0, .relu = 1,
          .kernel = 1, .ffma = 12},
         {.dt = 2, .M = 200, .N = 300, .K = 70, .nb = 1, .alpha = 1.0, .kernel = 1, .ffma = 9},
+        /* split tiles summed in slices by every block of the tile (the rule's where all blocks
+         * fit the SMs): 128 x 128 ragged with the whole epilogue (units past M and N), 16 splits
+         * of one tile (two partials a step in the last block's sum elsewhere), 128 x 256 with
+         * K-major B; the same shape summed by the last block (KILN_FFMA_SLICES=0) */
+        {.dt = 2, .M = 130, .N = 200, .K = 1500, .nb = 1, .pad = 2, .alpha = -0.75, .beta = 0.5, .bias = 1,
+         .relu = 1, .sms = 12, .kernel = 1, .ffma = 512},
+        {.dt = 2, .M = 64, .N = 120, .K = 5000, .nb = 1, .ta = 1, .alpha = 1.0, .sms = 16, .kernel = 1, .ffma = 512},
+        {.dt = 2, .M = 129, .N = 129, .K = 4000, .nb = 1, .tb = 1, .alpha = 2.0, .bias = 1, .sms = 16, .kernel = 1,
+         .ffma = 512},
+        {.dt = 2, .M = 64, .N = 120, .K = 5000, .nb = 1, .ta = 1, .alpha = 1.0, .sms = 16, .kernel = 1, .ffma = 256},
         /* the FFMA block row by row (KILN_FFMA_ORDER=rows): 128 x 128 ragged and transposed
          * with the whole epilogue, 128 x 256 split by the rule; the barrier after the last k
          * step (KILN_FFMA_EARLY=0) and no pointer walk (KILN_FFMA_WALK=0) on interior tiles

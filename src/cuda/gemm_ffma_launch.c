@@ -36,6 +36,9 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_ffma_opts *o)
     o->early = i + 1;
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_FFMA_WALK", flags, 2, &i));
     o->walk = i + 1;
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_FFMA_SLICES", flags, 2, &i));
+    o->slices = i + 1;
+    o->no_coop = kiln__cuda_state(ctx)->gemm_no_coop;
     return KILN_OK;
 }
 
@@ -61,12 +64,25 @@ kiln_status kiln__cuda_gemm_ffma(kiln_ctx *ctx, const kiln_gemm_desc *d, const k
     }
     const kiln_gemm_ffma_cfg *c = &l.cfg;
     /* a tag ("GKFF") and this kernel's version first */
-    const int32_t sig[17] = {0x46464b47, 8,        c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec,  c->bias,
-                             c->beta,    c->c_vec, c->split,    c->bk,    c->minb,     c->warps,  c->wide,
-                             c->order,   c->early, c->walk};
+    const int32_t sig[18] = {0x46464b47, 9,        c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec, c->bias,
+                             c->beta,    c->c_vec, c->split,    c->bk,    c->minb,     c->warps, c->wide,
+                             c->order,   c->early, c->walk,     c->slices};
     CUfunction fn;
-    r = kiln__cuda_gemm_kernel(ctx, sig, 17, gen_source, c, "kiln_gemm_ffma", 0, &fn);
-    if (r == KILN_OK) r = kiln__cuda_gemm_launch_words(ctx, fn, l.gx, l.gy, l.threads, l.w, l.nw);
+    r = kiln__cuda_gemm_kernel(ctx, sig, 18, gen_source, c, "kiln_gemm_ffma", 0, &fn);
+    int refused = 0;
+    if (r == KILN_OK) {
+        size_t size = (size_t)l.nw * 8;
+        void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)l.w, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                         CU_LAUNCH_PARAM_END};
+        const kiln_cuda_launch_attrs at = {.cooperative = c->slices, .early = 1};
+        r = kiln__cuda_gemm_launch(ctx, fn, l.gx, l.gy, l.threads, 0, at, NULL, extra, &refused);
+    }
     kiln__mem_free(ctx, ws);
+    /* the driver would not have every block resident: slice sums are off for this context,
+     * and the GEMM runs again without */
+    if (r == KILN_OK && refused) {
+        st->gemm_no_coop = 1;
+        return kiln__cuda_gemm_ffma(ctx, d, bt);
+    }
     return r;
 }

@@ -211,6 +211,7 @@ typedef struct kiln_gemm_ffma_cfg {
     int order; /* the FFMA block's order: 1 column by column, rows up and down in turn; 0 row by row */
     int early; /* 1: the next slice stored and the barrier passed before the last k step */
     int walk;  /* 1: interior float4 operands fetched through pointers stepped each slice */
+    int slices; /* split: every block of a tile sums a slice of it (a cooperative launch) */
 } kiln_gemm_ffma_cfg;
 
 /* Overrides of the FFMA kernel's structure (0 = the default): KILN_FFMA_BK, KILN_FFMA_MINB,
@@ -218,6 +219,8 @@ typedef struct kiln_gemm_ffma_cfg {
  * or 256, which takes one block per SM and k slices of 8 whatever bk and minb say). */
 typedef struct kiln_gemm_ffma_opts {
     int bk, minb, warps, bn, order, early, walk;
+    int slices;  /* 0 the rule's, 1 off, 2 where it fits */
+    int no_coop; /* no cooperative launches (the driver refused one): no slice sums */
 } kiln_gemm_ffma_opts;
 
 /* Argument words: the tile words, then (split-K) the k slices per split, the f32
