@@ -721,6 +721,7 @@ static void gemm_dispatch(void)
                    {"KILN_FFMA_ORDER", "diag", "KILN_FFMA_ORDER='diag'"},
                    {"KILN_FFMA_EARLY", "2", "KILN_FFMA_EARLY='2'"},
                    {"KILN_FFMA_WALK", "yes", "KILN_FFMA_WALK='yes'"},
+                   {"KILN_FFMA_SLICES", "on", "KILN_FFMA_SLICES='on'"},
                    {"KILN_GEMM_PDL", "2", "KILN_GEMM_PDL='2'"}};
         setenv("KILN_GEMM", "ffma", 1);
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -766,6 +767,43 @@ static void gemm_dispatch(void)
         unsetenv("KILN_FFMA_WALK");
         free(want_c);
         free(got_c);
+    }
+    { /* split tiles summed in slices by every block of a tile (fc1000 fprop's shape: 8 tiles of
+       * 16 splits, a cooperative launch) give the bits of the last block's sum
+       * (KILN_FFMA_SLICES=0), with a bias and ReLU, and match the CPU's f32 product */
+        const int64_t sa[2] = {128, 4096}, sb[2] = {4096, 1000}, sc[2] = {128, 1000}, sbias[1] = {1000};
+        kiln_tensor *ac, *ag, *bc, *bg, *cc, *cg, *biasc, *biasg;
+        make_pair(KILN_DTYPE_F32, 2, sa, V_PLAIN, -1, 1, &ac, &ag);
+        make_pair(KILN_DTYPE_F32, 2, sb, V_PLAIN, -1, 1, &bc, &bg);
+        make_pair(KILN_DTYPE_F32, 2, sc, V_PLAIN, -1, 1, &cc, &cg);
+        make_pair(KILN_DTYPE_F32, 1, sbias, V_PLAIN, -1, 1, &biasc, &biasg);
+        float *on = malloc(128 * 1000 * sizeof *on), *off = malloc(128 * 1000 * sizeof *off),
+              *ref = malloc(128 * 1000 * sizeof *ref);
+        CHECK(on && off && ref);
+        kiln_gemm_args args = {.bias = biasg, .relu = 1};
+        kiln_gemm_args cargs = {.bias = biasc, .relu = 1};
+        setenv("KILN_GEMM", "ffma", 1);
+        for (int v = 0; v < 2 && on && off && ref; v++) {
+            setenv("KILN_FFMA_SLICES", v ? "0" : "1", 1);
+            CHECK_OK(gpu, kiln_assign(cg, kiln_scalar(NAN)));
+            CHECK_OK(gpu, kiln_dot(cg, ag, bg, 1.0, 0.0, &args));
+            CHECK_OK(gpu, kiln_tensor_read(cg, v ? off : on, KILN_DTYPE_F32));
+        }
+        unsetenv("KILN_FFMA_SLICES");
+        CHECK_OK(cpu, kiln_dot(cc, ac, bc, 1.0, 0.0, &cargs));
+        if (on && off && ref) {
+            CHECK_OK(cpu, kiln_tensor_read(cc, ref, KILN_DTYPE_F32));
+            CHECK(memcmp(on, off, 128 * 1000 * sizeof *on) == 0);
+            int64_t bad = 0;
+            for (int64_t i = 0; i < 128 * 1000; i++)
+                if (!(fabsf(on[i] - ref[i]) <= 1e-3f * (1.0f + fabsf(ref[i])))) bad++;
+            CHECK_INT(bad, 0);
+        }
+        free(on);
+        free(off);
+        free(ref);
+        kiln_tensor *sl_all[] = {ac, ag, bc, bg, cc, cg, biasc, biasg};
+        for (int i = 0; i < 8; i++) kiln_tensor_release(sl_all[i]);
     }
     unsetenv("KILN_GEMM");
     kiln_tensor *all[] = {a16, a16g, b16, b16g, c16, c16g, a32, a32g, c32, c32g};
