@@ -4,14 +4,17 @@
  * not take), any compute capability:
  *   C_b = relu?(alpha * A_b @ B_b + bias) + beta * C_b,   f32 accumulation, no rounding.
  *
- * Design (bench/NOTES.md, "GEMM kernels (issue 5)", steps 9 and 15): 128 x 128 tiles of C per
+ * Design (bench/NOTES.md, "GEMM kernels (issue 5)", steps 9, 15 and 17): 128 x 128 tiles of C per
  * block of 256 threads, or 128 x 256 where the split model says so (WIDE: 8 x 16 accumulators
  * a thread, four column quadrants; cuBLAS's sm_90 SGEMM runs 256 x 128 tiles of 128
  * accumulators a thread), each thread an 8 x 8 (WIDE 8 x 16) register tile (4 x 4 quadrants
  * 64 apart, so that its shared-memory reads are float4s without bank conflicts; warps of
  * 4 x 8 threads by default, so a warp's reads of B are one wavefront); k walked in slices of BK (8 by
  * default, or 16) through two shared-memory buffers, the next slice fetched into registers
- * during this one's FFMAs; both operands stored MN-major in shared memory (a K-major
+ * during this one's FFMAs (interior operands through pointers stepped each slice) and stored,
+ * with the slice's barrier, before its last k step, so that the next slice's first fragments
+ * load under that step's FFMAs; a k step's FFMAs column by column, the rows up and down in
+ * turn (one operand repeats the last FFMA's: fewer register bank conflicts); both operands stored MN-major in shared memory (a K-major
  * operand is transposed on the way in), fetched as float4 where the operand's contiguous
  * axis has unit stride and 16-byte aligned rows (no bounds tests where the tile's rows and
  * the slice's k are all inside), else element by element with any strides (negative steps
@@ -23,7 +26,9 @@
  * of whole waves says it pays (split_model: the fully-connected fprop/bprop shapes, few
  * tiles or a tile count just past a wave): blockIdx.y is then the k split, each split
  * writes an f32 partial to a workspace and the last block of a tile to arrive (the wgmma
- * kernel's counters) sums them in split order, so the bits do not depend on timing.
+ * kernel's counters) sums them in split order, so the bits do not depend on timing; where
+ * all blocks fit the SMs at once (a cooperative launch), every block of the tile sums a
+ * slice of it instead, in the same order.
  * The source depends only on kiln_gemm_ffma_cfg; no inline PTX, so tests/test_gemm_emu.c
  * runs it on the host as well.
  * This file holds the kernel's source and its launch description, free of CUDA headers (built
@@ -163,7 +168,8 @@ static const char kernel_src[] =
     "  const int ty = WARPS ? ((tid >> 6) << 2) | ((tid >> 3) & 3) : tid >> 4;\n"
     "  const int tx = WARPS ? (((tid >> 5) & 1) << 3) | (tid & 7) : tid & 15;\n"
     "  const int KT = (int)((K + BK - 1) / BK);\n"
-    "  const bool m_in = m0 + BM <= M, n_in = n0 + BN <= N; /* the tile's rows (columns) all inside */\n"    "  /* the epilogue of C[m][nb .. nb + 3] (m < M) from its f32 sums s: alpha, bias, ReLU,\n"
+    "  const bool m_in = m0 + BM <= M, n_in = n0 + BN <= N; /* the tile's rows (columns) all inside */\n"
+    "  /* the epilogue of C[m][nb .. nb + 3] (m < M) from its f32 sums s: alpha, bias, ReLU,\n"
     "   * beta * C, one float4 store where C allows */\n"
     "  float *C = C0;\n"
     "  auto kg_out4 = [&](long long m, long long nb, const float *s) {\n"

@@ -216,7 +216,9 @@ typedef struct kiln_gemm_ffma_cfg {
 
 /* Overrides of the FFMA kernel's structure (0 = the default): KILN_FFMA_BK, KILN_FFMA_MINB,
  * KILN_FFMA_WARPS, KILN_FFMA_BN (benchmarks sweep them; warps 1 = 2 x 16, 2 = 4 x 8; bn 128
- * or 256, which takes one block per SM and k slices of 8 whatever bk and minb say). */
+ * or 256, which takes one block per SM and k slices of 8 whatever bk and minb say);
+ * KILN_FFMA_ORDER (1 rows, 2 columns), KILN_FFMA_EARLY, KILN_FFMA_WALK, KILN_FFMA_SLICES
+ * (1 off, 2 on); no_coop: the context's driver refused a cooperative launch. */
 typedef struct kiln_gemm_ffma_opts {
     int bk, minb, warps, bn, order, early, walk;
     int slices;  /* 0 the rule's, 1 off, 2 where it fits */
