@@ -192,8 +192,6 @@ typedef struct ecase {
     int want_bn;        /* wgmma: the tile width the rule must pick (0 = not checked) */
     int kpair;          /* wgmma k pairs (64 x 64 tiles, alternate k slices per consumer): 0 the
                          * rule's, 1 off, 2 on (checked it is) */
-    int chalf;          /* wgmma C staged in two halves through one half-size buffer: 0 the
-                         * rule's, 1 off, 2 on (checked it is) */
 } ecase;
 
 /* the context seed of every launch (both halves of Philox's key nonzero) */
@@ -497,8 +495,7 @@ static void run(const ecase *e)
                                   .split_sum = e->split_sum,
                                   .mcast = e->mcast,
                                   .mc_pairs = e->mc_pairs,
-                                  .kpair = e->kpair,
-                                  .chalf = e->chalf};
+                                  .kpair = e->kpair};
         kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, EMU_SEED, &o, &l);
         if (e->splits && !e->pp) CHECK_INT((int)l.w[26], e->splits);
         if (e->want_bn) CHECK_INT(l.cfg.bn, e->want_bn);
@@ -507,7 +504,6 @@ static void run(const ecase *e)
         if (e->split_sum) CHECK_INT(l.cfg.slice_sum, e->split_sum == 3);
         if (e->mcast) CHECK_INT(l.cfg.mcast, e->mcast == 2);
         if (e->kpair) CHECK_INT(l.cfg.kpair, e->kpair == 2);
-        if (e->chalf) CHECK_INT(l.cfg.chalf, e->chalf == 2);
         if (l.cfg.kpair) CHECK(l.cfg.bn == 64 && l.w[26] == 1 && (int64_t)l.w[19] == (d.M + 63) / 64);
         if (l.cfg.mcast) { /* whole clusters of two, at most mc_pairs of them */
             CHECK_INT((int)l.cluster, 2);
@@ -550,9 +546,9 @@ static void run(const ecase *e)
             m[7] = l.map[i].box[1];
         }
         const kiln_gemm_wgmma_cfg *c = &l.cfg;
-        snprintf(key, sizeof key, "wgmma-%d-%d%d-%d%d%d%d-%d-%d%d-%d-%d-%d%d%d%d%d", (int)c->dtype, c->a_kmajor,
+        snprintf(key, sizeof key, "wgmma-%d-%d%d-%d%d%d%d-%d-%d%d-%d-%d-%d%d%d%d", (int)c->dtype, c->a_kmajor,
                  c->b_kmajor, c->bias, c->beta, c->sr, c->c_pair, c->bn, c->tma_store, c->pingpong, c->sr_unroll,
-                 c->cbufs, c->cluster, c->slice_sum, c->mcast, c->kpair, c->chalf);
+                 c->cbufs, c->cluster, c->slice_sum, c->mcast, c->kpair);
         fn = kernel_for(key, kiln__cuda_gemm_wgmma_source_text(c), K_WGMMA);
         CHECK(fn != NULL);
         if (fn) rc = fn((const unsigned long long *)l.w, KILN_GEMM_WGMMA_WORDS, maps, l.grid, 1, l.threads, l.smem,
@@ -1033,21 +1029,6 @@ int main(void)
          .tma_store = 1, .bn = 64, .mcast = 2},
         {.dt = 1, .M = 260, .N = 136, .K = 130, .nb = 1, .tb = 1, .alpha = -0.75, .beta = 0.5, .bias = 1, .sms = 3,
          .tma_store = 1, .bn = 64, .same_bits = 1, .mcast = 1},
-        /* C staged in halves (KILN_WGMMA_CHALF: the rule's on unsplit 256-wide tiles deeper than
-         * the ring): ragged M and N with the whole epilogue and exact SR bits, then the same
-         * inputs staged whole (the same bits); bf16 with beta, K-major B and batches; the
-         * register epilogue's SR loop (unroll 4 over 8 groups: the half's flush inside it) with
-         * a bias in f16; 128 wide forced (one box a half) */
-        {.dt = 0, .M = 200, .N = 504, .K = 1000, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 3,
-         .tma_store = 1, .exact = 1, .bn = 256, .chalf = 2},
-        {.dt = 0, .M = 200, .N = 504, .K = 1000, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 3,
-         .tma_store = 1, .exact = 1, .bn = 256, .same_bits = 1, .chalf = 1},
-        {.dt = 1, .M = 130, .N = 264, .K = 700, .nb = 2, .tb = 1, .pad = 8, .alpha = -0.75, .beta = 0.5, .sms = 2,
-         .tma_store = 1, .bn = 256, .chalf = 2},
-        {.dt = 0, .M = 129, .N = 256, .K = 520, .nb = 1, .ta = 1, .alpha = 2.0, .bias = 1, .sr = 1, .sms = 1,
-         .tma_store = 1, .bn = 256, .chalf = 2},
-        {.dt = 1, .M = 130, .N = 200, .K = 400, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 2,
-         .tma_store = 1, .bn = 128, .chalf = 2},
         /* k pairs (KILN_WGMMA_KPAIR=1: 64 x 64 tiles, the consumers taking alternate k slices,
          * consumer 1's sums through shared memory): ragged M, N and an odd slice count with the
          * whole epilogue and exact SR bits (MN-major B), K-major B with beta and batches, one k

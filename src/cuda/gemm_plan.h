@@ -72,8 +72,6 @@ typedef struct kiln_gemm_wgmma_cfg {
                     * (unsplit, not ping-pong; KILN_WGMMA_MCAST) */
     int kpair;     /* 64 x 64 tiles whose k slices the two consumers take in turn, consumer 1's sums
                     * added to consumer 0's through shared memory (unsplit; KILN_WGMMA_KPAIR) */
-    int chalf;     /* tma_store, one buffer: C staged in two halves of bn / 2 columns through a buffer
-                    * of half the size, so the ring keeps one more stage (KILN_WGMMA_CHALF) */
 } kiln_gemm_wgmma_cfg;
 
 /* 1 when the wgmma kernel takes d on ctx's device: compute capability 9.0 with the tensor-
@@ -133,7 +131,6 @@ typedef struct kiln_gemm_wgmma_opts {
     int mcast;      /* 0 = the rule's (off), 1 = off, 2 = on where it applies (KILN_WGMMA_MCAST) */
     int mc_pairs;   /* clusters of two the device runs at once with this kernel (0 = SMs / 2) */
     int kpair;      /* 0 = the rule's, 1 = off, 2 = k pairs (64 x 64 tiles, unsplit) */
-    int chalf;      /* 0 = the rule's, 1 = off, 2 = C staged in halves wherever it applies */
 } kiln_gemm_wgmma_opts;
 
 /* Words 30-40 from the seed (w[0]) and stream (w[1]): what the kernel's Philox takes from

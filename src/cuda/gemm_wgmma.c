@@ -110,11 +110,7 @@ static const char kernel_src[] =
     " * the previous tile's store still reads the other), in boxes of 64 rows x CBOX columns\n"
     " * (128-byte rows: 64 16-bit or 32 f32 elements) */\n"
     "constexpr int CES = TF32 ? 4 : 2, CBOX = 128 / CES; /* bytes of an element of C; columns of a box */\n"
-    "/* CHALF: a consumer stages its 64 x BN of C in two halves of BN / 2 columns through one\n"
-    " * buffer of half the size (the ring keeps one more stage: 4 for 256-wide 16-bit tiles) */\n"
-    "constexpr int HBOX = CHALF ? BN / CBOX / 2 : BN / CBOX; /* C boxes a staging buffer holds */\n"
-    "constexpr int CBUF_BYTES = RB * 64 * BN * CES / (CHALF ? 2 : 1), CSTAGE = TMA_STORE ? 2 * CBUFS * CBUF_BYTES : 0;\n"
-    "static_assert(!CHALF || (TMA_STORE && RB == 1 && CBUFS == 1 && (BN / CBOX) % 2 == 0), \"CHALF: coop, one buffer\");\n"
+    "constexpr int CBUF_BYTES = RB * 64 * BN * CES, CSTAGE = TMA_STORE ? 2 * CBUFS * CBUF_BYTES : 0;\n"
     "/* CLUSTER: the split-K partial of this block's tile (f32, element i of consumer thread ct at\n"
     " * i * 256 + ct), read by every block of the cluster, takes the ring's first stages once the\n"
     " * mainloop is through (one work item per block there) */\n"
@@ -558,7 +554,7 @@ static const char kernel_src[] =
     "#pragma unroll\n"
     "    for (int jj = 0; jj < 4; jj++) {\n"
     "      const int c = 32 * J + 8 * jj + 2 * (lane & 3), q = (c % CBOX) * CES / 16;\n"
-    "      const unsigned at = cs + (c / CBOX) % HBOX * 8192 + r * 128 + ((q ^ (r & 7)) << 4) + (c % CBOX) * CES % 16;\n"
+    "      const unsigned at = cs + (c / CBOX) * 8192 + r * 128 + ((q ^ (r & 7)) << 4) + (c % CBOX) * CES % 16;\n"
     "      if constexpr (TF32)\n"
     "        kg_st_shared_f32x2(at, x[8 * h + 2 * jj], x[8 * h + 2 * jj + 1]);\n"
     "      else\n"
@@ -1037,19 +1033,6 @@ static const char kernel_src[] =
     "        const kiln_w64 sc0 = SR ? kg_sr_ctr(p, bi, mr, nb) : 0, sc1 = SR ? kg_sr_ctr(p, bi, mr + 8, nb) : 0;\n"
     "#pragma unroll EPI_UNROLL\n"
     "        for (int J = 0; J < BN / 32; J++) {\n"
-    "          if (CHALF && J == BN / 64) {\n"
-    "            /* the first half out, then its buffer again once that store has read it */\n"
-    "            kg_fence_async_smem();\n"
-    "            kg_sync(2 + cw, 128);\n"
-    "            if (leader) {\n"
-    "#pragma unroll\n"
-    "              for (int b = 0; b < HBOX; b++)\n"
-    "                kg_tma_store(&p.tc, cs + b * 8192, tn * BN + CBOX * b, tm * BM + cw * 64, (int)bi);\n"
-    "              kg_bulk_commit();\n"
-    "              kg_bulk_wait_read<0>();\n"
-    "            }\n"
-    "            kg_sync(2 + cw, 128);\n"
-    "          }\n"
     "          float bnext[8] = {};\n"
     "          if constexpr (BIAS_SMEM) {\n"
     "            kg_bias_group_smem(bsm, J, lane, bv);\n"
@@ -1072,8 +1055,8 @@ static const char kernel_src[] =
     "#pragma unroll\n"
     "        for (int rb = 0; rb < RB; rb++)\n"
     "#pragma unroll\n"
-    "          for (int b = CHALF ? HBOX : 0; b < BN / CBOX; b++)\n"
-    "            kg_tma_store(&p.tc, cs + (rb * HBOX + b % HBOX) * 8192, tn * BN + CBOX * b, tm * BM + (PP ? rb : cw) * 64,\n"
+    "          for (int b = 0; b < BN / CBOX; b++)\n"
+    "            kg_tma_store(&p.tc, cs + (rb * (BN / CBOX) + b) * 8192, tn * BN + CBOX * b, tm * BM + (PP ? rb : cw) * 64,\n"
     "                         (int)bi);\n"
     "        kg_bulk_commit();\n"
     "      }\n"
@@ -1118,7 +1101,7 @@ static const char kernel_src[] =
 static int cstage_for(const kiln_gemm_wgmma_cfg *c)
 {
     const int es = c->dtype == KILN_DTYPE_F32 ? 4 : 2;
-    return c->tma_store ? (c->pingpong ? 2 : 1) * BM * c->bn * es * (c->cbufs > 1 ? 2 : 1) / (c->chalf ? 2 : 1) : 0;
+    return c->tma_store ? (c->pingpong ? 2 : 1) * BM * c->bn * es * (c->cbufs > 1 ? 2 : 1) : 0;
 }
 
 /* Bytes of the staged bias (a bias, not ping-pong: two buffers of bn f32 and their 16-byte
@@ -1167,7 +1150,6 @@ void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
     kiln__sbuf_printf(b, "constexpr int SR_UNROLL = %d, CBUFS = %d, CLUSTER = %d, SLICE_SUM = %d, MC = %d, KP = %d;\n",
                       c->sr_unroll > 1 ? c->sr_unroll : 1, c->cbufs > 1 ? 2 : 1, c->cluster ? 1 : 0,
                       c->slice_sum ? 1 : 0, c->mcast ? 1 : 0, c->kpair ? 1 : 0);
-    kiln__sbuf_printf(b, "constexpr int CHALF = %d;\n", c->chalf ? 1 : 0);
     /* the dtype's conversions and the paired store of two neighbours of C */
     if (tf32) {
         kiln__sbuf_puts(b, "__device__ __forceinline__ float kg_f32(ST h) { return h; }\n"
@@ -1581,17 +1563,6 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
         if (stages_for(&two) < 2) c->cbufs = 1;
     } else {
         c->cbufs = 1;
-    }
-    /* C staged in halves (one buffer of BN / 2 columns a consumer) where that gives the ring
-     * one more stage and the tile's k slices need it: unsplit 256-wide 16-bit tiles deeper than
-     * the ring, 3 -> 4 stages (the squares; cuBLASLt runs 4 there); not the K = 128 updates
-     * (two buffers), not 128-wide tiles (6 stages either way) */
-    if (c->tma_store && !c->pingpong && !c->kpair && splits == 1 && c->cbufs == 1 && c->bn % (2 * (128 / es)) == 0 &&
-        !(opts && opts->chalf == 1)) {
-        kiln_gemm_wgmma_cfg half = *c;
-        half.chalf = 1;
-        c->chalf = (opts && opts->chalf == 2) ||
-                   (stages_for(&half) > stages_for(c) && kper > stages_for(c));
     }
     w[26] = (uint64_t)splits;
     w[27] = (uint64_t)kper;
