@@ -530,14 +530,13 @@ kiln_status kiln__cuda_gemm_launch(kiln_ctx *ctx, CUfunction fn, unsigned gx, un
 }
 
 kiln_status kiln__cuda_gemm_launch_words(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx,
-                                         const uint64_t *words, int nwords)
+                                         const uint64_t *words, int nwords, int cooperative, int *refused)
 {
     size_t size = (size_t)nwords * 8;
     void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)words, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
                      CU_LAUNCH_PARAM_END};
-    const kiln_cuda_launch_attrs at = {.early = 1};
-    int refused;
-    return kiln__cuda_gemm_launch(ctx, fn, gx, gy, bx, 0, at, NULL, extra, &refused);
+    const kiln_cuda_launch_attrs at = {.cooperative = cooperative, .early = 1};
+    return kiln__cuda_gemm_launch(ctx, fn, gx, gy, bx, 0, at, NULL, extra, refused);
 }
 
 kiln_status kiln__cuda_gemm_kernel(kiln_ctx *ctx, const int32_t *sig, size_t n, void (*gen)(const void *, kiln_sbuf *),

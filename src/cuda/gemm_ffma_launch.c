@@ -1,7 +1,8 @@
 /*
  * src/cuda/gemm_ffma_launch.c — runs kiln's FFMA f32 GEMM kernel (gemm_ffma.c: its source and
  * the launch description) on the context's device: the KILN_FFMA_* overrides, the split-K
- * workspace and counters, the kernel through the cache, the launch.
+ * workspace and counters, the kernel through the cache, the launch (cooperative for slice
+ * sums; where the driver refuses one, again without them).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -70,13 +71,7 @@ kiln_status kiln__cuda_gemm_ffma(kiln_ctx *ctx, const kiln_gemm_desc *d, const k
     CUfunction fn;
     r = kiln__cuda_gemm_kernel(ctx, sig, 18, gen_source, c, "kiln_gemm_ffma", 0, &fn);
     int refused = 0;
-    if (r == KILN_OK) {
-        size_t size = (size_t)l.nw * 8;
-        void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)l.w, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
-                         CU_LAUNCH_PARAM_END};
-        const kiln_cuda_launch_attrs at = {.cooperative = c->slices, .early = 1};
-        r = kiln__cuda_gemm_launch(ctx, fn, l.gx, l.gy, l.threads, 0, at, NULL, extra, &refused);
-    }
+    if (r == KILN_OK) r = kiln__cuda_gemm_launch_words(ctx, fn, l.gx, l.gy, l.threads, l.w, l.nw, c->slices, &refused);
     kiln__mem_free(ctx, ws);
     /* the driver would not have every block resident: slice sums are off for this context,
      * and the GEMM runs again without */
