@@ -192,6 +192,7 @@ typedef struct ecase {
     int want_bn;        /* wgmma: the tile width the rule must pick (0 = not checked) */
     int kpair;          /* wgmma k pairs (64 x 64 tiles, alternate k slices per consumer): 0 the
                          * rule's, 1 off, 2 on (checked it is) */
+    int group_m;        /* wgmma: tile rows per group of the tile order (0 = the rule's, 8) */
 } ecase;
 
 /* the context seed of every launch (both halves of Philox's key nonzero) */
@@ -495,8 +496,10 @@ static void run(const ecase *e)
                                   .split_sum = e->split_sum,
                                   .mcast = e->mcast,
                                   .mc_pairs = e->mc_pairs,
-                                  .kpair = e->kpair};
+                                  .kpair = e->kpair,
+                                  .group_m = e->group_m};
         kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, EMU_SEED, &o, &l);
+        CHECK_INT((int)l.w[41], e->group_m ? e->group_m : 8);
         if (e->splits && !e->pp) CHECK_INT((int)l.w[26], e->splits);
         if (e->want_bn) CHECK_INT(l.cfg.bn, e->want_bn);
         CHECK_INT(l.cfg.pingpong, e->pp);
@@ -926,6 +929,22 @@ int main(void)
         {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 1, .alpha = 2048.0, .sms = 3, .tma_store = 1, .exact = 1},
         {.dt = 1, .M = 129, .N = 140, .K = 50, .nb = 1, .ta = 1, .pad = 8, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1,
          .kernel = 2, .exact = 1},
+        /* the tile order's groups (KILN_WGMMA_GROUP_M), each against the rule's 8 on the same
+         * inputs (the same bits): 3 rows a group over 5 tile rows (a short last group) in two
+         * batches, split in two; one row a group (row-major order) with TMA stores and SR; 2
+         * with multicast (groups of cluster rows, 3 of them) */
+        {.dt = 0, .M = 600, .N = 300, .K = 96, .nb = 2, .alpha = 1.0, .bias = 1, .relu = 1, .sms = 3, .bn = 64,
+         .splits = 2, .exact = 1},
+        {.dt = 0, .M = 600, .N = 300, .K = 96, .nb = 2, .alpha = 1.0, .bias = 1, .relu = 1, .sms = 3, .bn = 64,
+         .splits = 2, .same_bits = 1, .exact = 1, .group_m = 3},
+        {.dt = 1, .M = 520, .N = 392, .K = 64, .nb = 1, .tb = 1, .alpha = 1.0, .sr = 1, .sms = 5, .tma_store = 1,
+         .bn = 128, .exact = 1},
+        {.dt = 1, .M = 520, .N = 392, .K = 64, .nb = 1, .tb = 1, .alpha = 1.0, .sr = 1, .sms = 5, .tma_store = 1,
+         .bn = 128, .same_bits = 1, .exact = 1, .group_m = 1},
+        {.dt = 0, .M = 700, .N = 264, .K = 64, .nb = 1, .ta = 1, .alpha = 1.0, .bias = 1, .sms = 4, .tma_store = 1,
+         .bn = 128, .mcast = 2, .mc_pairs = 2},
+        {.dt = 0, .M = 700, .N = 264, .K = 64, .nb = 1, .ta = 1, .alpha = 1.0, .bias = 1, .sms = 4, .tma_store = 1,
+         .bn = 128, .same_bits = 1, .mcast = 2, .mc_pairs = 2, .group_m = 2},
         /* TMA multicast of B in clusters of two (the last two columns: 2 on, 1 off), each on
          * against off on the same inputs (the same bits): exact sums with the whole epilogue
          * and SR, one cluster walking six pairs; an odd tile-row count (the last pair's second

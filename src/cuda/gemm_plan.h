@@ -94,8 +94,9 @@ typedef struct kiln_gemm_tmap_desc {
 } kiln_gemm_tmap_desc;
 
 /* Argument words of the wgmma kernel (layout in its source; 28-29 are the split-K
- * workspace and counters, filled at launch; 30-40 stochastic rounding's Philox constants). */
-#define KILN_GEMM_WGMMA_WORDS 41
+ * workspace and counters, filled at launch; 30-40 stochastic rounding's Philox constants; 41
+ * the tile rows per group of the tile order). */
+#define KILN_GEMM_WGMMA_WORDS 42
 
 /* Everything one launch needs, from the description alone (no device calls): the kernel's
  * structure, the tensor maps of A, B and (tma_store) C, the words, the persistent grid,
@@ -131,6 +132,7 @@ typedef struct kiln_gemm_wgmma_opts {
     int mcast;      /* 0 = the rule's (off), 1 = off, 2 = on where it applies (KILN_WGMMA_MCAST) */
     int mc_pairs;   /* clusters of two the device runs at once with this kernel (0 = SMs / 2) */
     int kpair;      /* 0 = the rule's, 1 = off, 2 = k pairs (64 x 64 tiles, unsplit) */
+    int group_m;    /* tile rows per group of the tile order (0 = the rule's; KILN_WGMMA_GROUP_M) */
 } kiln_gemm_wgmma_opts;
 
 /* Words 30-40 from the seed (w[0]) and stream (w[1]): what the kernel's Philox takes from

@@ -78,6 +78,7 @@
 #define ROW_BYTES 128 /* a k slice of one row of A or B: one 128-byte swizzle row (64 f16, 32 f32) */
 #define THREADS   384
 #define SMEM_MAX  (227 * 1024) /* dynamic shared memory a block may have on 9.0 */
+#define GROUP_M   8 /* tile rows per group of the tile order (word 41; KILN_WGMMA_GROUP_M overrides) */
 
 /* The fixed part of the kernel; kiln__cuda_gemm_wgmma_source puts the structure, kg_mma
  * and kg_acc_fence (their operand lists depend on BN) and the prelude in front of it. */
@@ -115,7 +116,6 @@ static const char kernel_src[] =
     " * i * 256 + ct), read by every block of the cluster, takes the ring's first stages once the\n"
     " * mainloop is through (one work item per block there) */\n"
     "static_assert(!CLUSTER || STAGES * STAGE_BYTES >= BM * BN * 4, \"the cluster partial fits the ring\");\n"
-    "constexpr int GROUP_M = 8;         /* tile rows that walk the tile columns together (L2 reuse) */\n"
     "static_assert(STAGE_BYTES % 1024 == 0, \"stages stay 1024-byte aligned (128-byte swizzle atoms)\");\n"
     "/* BIAS_SMEM (a bias, both consumers on one tile): each tile's BN bias values, loaded by one\n"
     " * consumer thread each at the item's start (under the mainloop's waits) and converted to f32\n"
@@ -132,10 +132,10 @@ static const char kernel_src[] =
     " * and B have a batch coordinate in their maps, 25 k slices (of BK), 26 splits, 27 k slices\n"
     " * per split, 28 f32 workspace (tiles x splits x BM x BN), 29 arrival counters (int per tile),\n"
     " * 30-40 what stochastic rounding's Philox takes from the seed and stream alone\n"
-    " * (kiln__cuda_gemm_wgmma_sr_words); tc: C's tensor map (boxes of 64 x 64, 128-byte swizzle)\n"
-    " * when TMA_STORE */\n"
+    " * (kiln__cuda_gemm_wgmma_sr_words), 41 tile rows per group of the tile order (kg_item);\n"
+    " * tc: C's tensor map (boxes of 64 x 64, 128-byte swizzle) when TMA_STORE */\n"
     "struct __align__(64) kg_tmap { kiln_w64 b[16]; };\n"
-    "struct __align__(64) kiln_args { kg_tmap ta, tb, tc; kiln_w64 w[41]; };\n"
+    "struct __align__(64) kiln_args { kg_tmap ta, tb, tc; kiln_w64 w[42]; };\n"
     "\n"
     "/* kg: PTX wrappers */\n"
     "__device__ __forceinline__ unsigned kg_smem(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }\n"
@@ -582,18 +582,20 @@ static const char kernel_src[] =
     "  }\n"
     "}\n"
     "\n"
-    "/* Work item -> (batch, tile row, tile column), tiles in groups of GROUP_M tile rows. */\n"
+    "/* Work item -> (batch, tile row, tile column), tiles in groups of group_m tile rows that\n"
+    " * walk the tile columns together (the blocks running at once share A's and B's slices in L2) */\n"
     "/* a consumer's release of the stage whose empty barrier is bar; MC: on both blocks' */\n"
     "__device__ __forceinline__ void kg_release(unsigned bar, int rank) {\n"
     "  kg_bar_arrive(bar);\n"
     "  if constexpr (MC) kg_bar_arrive_remote(kg_mapa(bar, rank ^ 1));\n"
     "}\n"
-    "__device__ __forceinline__ void kg_item(long long item, int tiles_m, int tiles_n, long long *bi, int *tm, int *tn) {\n"
+    "__device__ __forceinline__ void kg_item(long long item, int tiles_m, int tiles_n, int group_m, long long *bi, int *tm,\n"
+    "                                        int *tn) {\n"
     "  const long long per_batch = (long long)tiles_m * tiles_n;\n"
     "  *bi = item / per_batch;\n"
-    "  const int pid = (int)(item - *bi * per_batch), per_group = GROUP_M * tiles_n, group = pid / per_group;\n"
-    "  const int first_m = group * GROUP_M;\n"
-    "  const int gsize = tiles_m - first_m < GROUP_M ? tiles_m - first_m : GROUP_M;\n"
+    "  const int pid = (int)(item - *bi * per_batch), per_group = group_m * tiles_n, group = pid / per_group;\n"
+    "  const int first_m = group * group_m;\n"
+    "  const int gsize = tiles_m - first_m < group_m ? tiles_m - first_m : group_m;\n"
     "  *tm = first_m + (pid % per_group) % gsize;\n"
     "  *tn = (pid % per_group) / gsize;\n"
     "}\n"
@@ -656,7 +658,7 @@ static const char kernel_src[] =
     "  kg_grid_dep(); /* the barriers and the maps' prefetch above overlap the previous kernel */\n"
     "\n"
     "  const long long NB = (long long)p.w[18];\n"
-    "  const int tiles_m = (int)p.w[19], tiles_n = (int)p.w[20];\n"
+    "  const int tiles_m = (int)p.w[19], tiles_n = (int)p.w[20], group_m = (int)p.w[41];\n"
     "  const int KT = (int)p.w[25], splits = (int)p.w[26], kper = (int)p.w[27];\n"
     "  /* MC: the two blocks of a cluster take tile rows 2 i and 2 i + 1 of the work items' tile row\n"
     "   * i (with an odd tiles_m the last item's second row lies past M: that block loads zeros\n"
@@ -674,7 +676,7 @@ static const char kernel_src[] =
     "      for (long long item = first; item < items; item += step) {\n"
     "        long long bi;\n"
     "        int tm, tn;\n"
-    "        kg_item(item / splits, item_rows, tiles_n, &bi, &tm, &tn);\n"
+    "        kg_item(item / splits, item_rows, tiles_n, group_m, &bi, &tm, &tn);\n"
     "        if constexpr (MC) tm = 2 * tm + rank;\n"
     "        const int m0 = tm * BM, n0 = tn * BN, ab = a_bat ? (int)bi : 0, bb = b_bat ? (int)bi : 0;\n"
     "        int kb, ke;\n"
@@ -739,7 +741,7 @@ static const char kernel_src[] =
     "    }\n"
     "    long long bi;\n"
     "    int tm, tn;\n"
-    "    kg_item(tile, item_rows, tiles_n, &bi, &tm, &tn);\n"
+    "    kg_item(tile, item_rows, tiles_n, group_m, &bi, &tm, &tn);\n"
     "    if constexpr (MC) tm = 2 * tm + rank;\n"
     "    float bias_mine = 0.0f; /* BIAS_SMEM: the bias of column ct of the tile */\n"
     "    if constexpr (BIAS_SMEM) {\n"
@@ -1517,6 +1519,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     w[23] = (uint64_t)a_bat;
     w[24] = (uint64_t)b_bat;
     w[25] = (uint64_t)kt;
+    w[41] = (uint64_t)(opts && opts->group_m > 0 ? opts->group_m : GROUP_M);
     int64_t kper = (kt + splits - 1) / splits;
     splits = (int)((kt + kper - 1) / kper); /* every split gets at least one slice */
     /* Split 0 takes the first k0 = kt - (splits - 1) kper slices (kg_krange), at most kper. Where

@@ -54,8 +54,23 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
  * a tile's k slices fit the ring beside two buffers), KILN_WGMMA_SPLIT_SUM=cluster|workspace
  * (where split tiles meet: the workspace, the default, or a cluster where it applies),
  * KILN_WGMMA_MCAST=0|1 (clusters of two sharing B through TMA multicast: off, the default, or
- * on wherever the launch is unsplit with two tile rows or more).
+ * on wherever the launch is unsplit with two tile rows or more), KILN_WGMMA_GROUP_M=1..1024
+ * (tile rows per group of the tile order; 8 by default).
  * A value that is none of these is an error naming the variable. */
+/* A count from 1 to most in the environment variable name into *out (unset: unchanged). */
+static kiln_status env_count(kiln_ctx *ctx, const char *name, long most, int *out)
+{
+    const char *e = getenv(name);
+    if (!e || !e[0]) return KILN_OK;
+    char *end = NULL;
+    long v = strtol(e, &end, 10);
+    if (!end || *end || v < 1 || v > most)
+        return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_dot: environment variable %s='%s' is not a number from 1 to %ld",
+                          name, e, most);
+    *out = (int)v;
+    return KILN_OK;
+}
+
 static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
 {
     static const char *const stores[] = {"tma", "regs"}, *const scheds[] = {"coop", "pingpong"},
@@ -80,15 +95,8 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
     o->kpair = i + 1; /* 0 = the rule's, 1 off, 2 on */
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_SPLIT_SUM", sums, 3, &i));
     o->split_sum = i + 1; /* 0 = the rule's, 1 cluster, 2 workspace, 3 slices */
-    const char *e = getenv("KILN_WGMMA_SPLITS");
-    if (e && e[0]) {
-        char *end = NULL;
-        long v = strtol(e, &end, 10);
-        if (!end || *end || v < 1 || v > 64)
-            return KILN_ERROR(ctx, KILN_ERR_ARG,
-                              "kiln_dot: environment variable KILN_WGMMA_SPLITS='%s' is not a number from 1 to 64", e);
-        o->splits = (int)v;
-    }
+    KILN_TRY(env_count(ctx, "KILN_WGMMA_SPLITS", 64, &o->splits));
+    KILN_TRY(env_count(ctx, "KILN_WGMMA_GROUP_M", 1024, &o->group_m));
     return KILN_OK;
 }
 
