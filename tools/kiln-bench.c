@@ -731,6 +731,53 @@ static void gemm_engine(const bench *b, const char *engine)
     if (b->gpu) setenv("KILN_GEMM", engine, 1);
 }
 
+/* The environment of way i of an interleaved timing (il_time). */
+typedef void (*il_set_fn)(int i, void *arg);
+
+enum { IL_ROUNDS = 6, IL_MAX_WAYS = 9 };
+
+/* Times nway ways of running g (set(i, arg) puts way i's environment in place: KILN_GEMM,
+ * the kernels' overrides) interleaved: rounds (at most IL_ROUNDS) rounds, each timing every
+ * way once (a quick time_median), in order in even rounds and in reverse in odd ones, so
+ * that the clock and power drifting over a case (the GPU warming up, the power cap) meet
+ * every way alike; timed one after the other, whichever went second ran on a hotter chip
+ * (H100, 2026-11-26: one way's rounds of the 4096 square spanned 0.181-0.231 ms). Per way:
+ * the median over the rounds in ms[i], the fastest and slowest rounds in lo[i], hi[i], the
+ * median host time per call (time_median's last_host_ms) in host[i] (lo, hi, host may be NULL). */
+static kiln_status il_time(bench *b, gemm_run *g, int rounds, int nway, il_set_fn set, void *arg, double *ms,
+                           double *lo, double *hi, double *host)
+{
+    kiln_status st = KILN_OK;
+    double t[IL_MAX_WAYS][IL_ROUNDS], th[IL_MAX_WAYS][IL_ROUNDS];
+    const int quick = b->quick;
+    b->quick = 1;
+    for (int r = 0; r < rounds; r++)
+        for (int j = 0; j < nway; j++) {
+            const int i = r % 2 ? nway - 1 - j : j;
+            set(i, arg);
+            TRY(time_median(b, gemm_run_once, g, &t[i][r]));
+            th[i][r] = b->last_host_ms;
+        }
+    for (int i = 0; i < nway; i++) {
+        qsort(t[i], (size_t)rounds, sizeof t[i][0], cmp_double);
+        qsort(th[i], (size_t)rounds, sizeof th[i][0], cmp_double);
+        ms[i] = rounds % 2 ? t[i][rounds / 2] : 0.5 * (t[i][rounds / 2 - 1] + t[i][rounds / 2]);
+        if (host) host[i] = rounds % 2 ? th[i][rounds / 2] : 0.5 * (th[i][rounds / 2 - 1] + th[i][rounds / 2]);
+        if (lo) lo[i] = t[i][0];
+        if (hi) hi[i] = t[i][rounds - 1];
+    }
+done:
+    b->quick = quick;
+    return st;
+}
+
+/* il_set_fn of the gemm table: way 0 cuBLASLt, way 1 kiln's own kernels */
+static void il_engine(int i, void *arg)
+{
+    (void)arg;
+    setenv("KILN_GEMM", i ? "own" : "vendor", 1);
+}
+
 static kiln_status gemm_one(bench *b, const table *t, kiln_dtype dt, const gemm_case *gc)
 {
     kiln_status st = KILN_OK;
@@ -753,10 +800,12 @@ static kiln_status gemm_one(bench *b, const table *t, kiln_dtype dt, const gemm_
     TRY(gemm_run_once(&g));
     TRY(gemm_check(b, gc, &g, &r.err));
     r.tol = gemm_tolerance(b, dt);
-    TRY(time_median(b, gemm_run_once, &g, &r.ms));
-    r.host_ms = b->last_host_ms;
-    if (own) { /* the same case with KILN_GEMM=own, on a C full of NaN again */
-        double err = 0.0;
+    if (!own) {
+        TRY(time_median(b, gemm_run_once, &g, &r.ms));
+        r.host_ms = b->last_host_ms;
+    } else { /* the same case with KILN_GEMM=own, on a C full of NaN again; then both timed
+              * interleaved (il_time) */
+        double err = 0.0, ms[2];
         kiln_tensor_release(g.c);
         g.c = NULL;
         TRY(kiln_tensor_full(b->ctx, dt, 2, cshape, NAN, &g.c));
@@ -764,8 +813,12 @@ static kiln_status gemm_one(bench *b, const table *t, kiln_dtype dt, const gemm_
         TRY(gemm_run_once(&g));
         TRY(gemm_check(b, gc, &g, &err));
         if (!isnan(r.err) && !(err <= r.err)) r.err = err; /* the worse of the two (a NaN stays) */
-        TRY(time_median(b, gemm_run_once, &g, &r.own_ms));
-        r.own_host_ms = b->last_host_ms;
+        double host[2];
+        TRY(il_time(b, &g, b->quick ? 3 : IL_ROUNDS, 2, il_engine, NULL, ms, NULL, NULL, host));
+        r.ms = ms[0];
+        r.own_ms = ms[1];
+        r.host_ms = host[0];
+        r.own_host_ms = host[1];
     }
     if (b->gpu) read_gpu_state(r.gpu_state, sizeof r.gpu_state);
     if (own && r.own_ms > 0) {
@@ -1043,11 +1096,24 @@ static kiln_status run_gemm_sweep(bench *b)
 
 /* kiln-bench gemm-ab VAR=v1,v2,... (CUDA): an A/B test of one environment setting of kiln's
  * own GEMM kernels (KILN_GEMM_PDL=0,1; KILN_WGMMA_BN=128,256; ...) on the gemm cases (--only
- * filters; first --dtype, default f16): per case cuBLASLt once, then AB_ROUNDS rounds that
- * time KILN_GEMM=own with each value in turn, so that the values meet the same clocks and
- * power; per value the median over the rounds (ms), own/vendor, and the time against the
- * first value's. Each value's first run is checked like the gemm table's. Quick timing. */
-enum { AB_ROUNDS = 5, AB_MAX_VALUES = 8 };
+ * filters; first --dtype, default f16): per case cuBLASLt and KILN_GEMM=own with each value
+ * timed interleaved (il_time), so that all meet the same clocks and power; per value the
+ * median over the rounds (ms), own/vendor, and the time against the first value's. Each
+ * value's first run is checked like the gemm table's. */
+enum { AB_MAX_VALUES = IL_MAX_WAYS - 1 };
+
+/* il_set_fn of gemm-ab: way 0 cuBLASLt, way v + 1 kiln's kernels with var = values[v] */
+typedef struct ab_ways {
+    const char *var;
+    char **values;
+} ab_ways;
+
+static void ab_set(int i, void *arg)
+{
+    const ab_ways *w = arg;
+    setenv("KILN_GEMM", i ? "own" : "vendor", 1);
+    if (i) setenv(w->var, w->values[i - 1], 1);
+}
 
 static kiln_status run_gemm_ab(bench *b, const char *spec)
 {
@@ -1080,14 +1146,14 @@ static kiln_status run_gemm_ab(bench *b, const char *spec)
     kiln_dtype dt = b->dtypes_given ? b->dtypes[0] : KILN_DTYPE_F16;
     int quick = b->quick;
     b->quick = 1;
-    printf("\ngemm-ab (%s): %s over %d rounds of the values in turn; per value: median ms over the rounds, "
-           "own/vendor, time / first value's time\n",
-           kiln_dtype_name(dt), var, AB_ROUNDS);
+    printf("\ngemm-ab (%s): cuBLASLt and %s's values over %d interleaved rounds; per value: median ms over the "
+           "rounds, own/vendor, time / first value's time\n",
+           kiln_dtype_name(dt), var, IL_ROUNDS);
     for (size_t i = 0; i < sizeof gpu_cases / sizeof gpu_cases[0] && st == KILN_OK; i++) {
         const gemm_case gcase = gemm_case_as_run(b, dt, &gpu_cases[i]), *gc = &gcase;
         if (b->only && !strstr(gc->name, b->only)) continue;
         gemm_run g = {0};
-        double vendor = 0.0, t[AB_MAX_VALUES][AB_ROUNDS];
+        double vendor = 0.0;
         b->current = "gemm-ab";
         TRY(gemm_case_inputs(b, dt, gc, &g, &vendor));
         for (int v = 0; v < nv; v++) { /* each value's result, from a poisoned C */
@@ -1101,21 +1167,15 @@ static kiln_status run_gemm_ab(bench *b, const char *spec)
                 b->fails++;
             }
         }
-        for (int r = 0; r < AB_ROUNDS; r++)
-            for (int v = 0; v < nv; v++) {
-                setenv(var, values[v], 1);
-                TRY(time_median(b, gemm_run_once, &g, &t[v][r]));
-            }
-        printf("%-15s %" PRId64 "x%" PRId64 "x%" PRId64 "%s: vendor %.4f ms\n", gc->name, gc->m, gc->n, gc->k,
-               gc->trans_b ? " B^T" : "", vendor);
-        double first = 0.0;
-        for (int v = 0; v < nv; v++) {
-            qsort(t[v], AB_ROUNDS, sizeof t[v][0], cmp_double);
-            const double med = t[v][AB_ROUNDS / 2];
-            if (v == 0) first = med;
+        ab_ways w = {var, values};
+        double ms[IL_MAX_WAYS], lo[IL_MAX_WAYS], hi[IL_MAX_WAYS];
+        TRY(il_time(b, &g, IL_ROUNDS, nv + 1, ab_set, &w, ms, lo, hi, NULL));
+        vendor = ms[0];
+        printf("%-15s %" PRId64 "x%" PRId64 "x%" PRId64 "%s: vendor %.4f ms  (rounds %.4f-%.4f)\n", gc->name, gc->m, gc->n,
+               gc->k, gc->trans_b ? " B^T" : "", vendor, lo[0], hi[0]);
+        for (int v = 0; v < nv; v++)
             printf("    %s=%-10s %8.4f ms  %5.2fx of vendor  %6.3f of the first  (rounds %.4f-%.4f)\n", var, values[v],
-                   med, vendor / med, med / first, t[v][0], t[v][AB_ROUNDS - 1]);
-        }
+                   ms[v + 1], vendor / ms[v + 1], ms[v + 1] / ms[1], lo[v + 1], hi[v + 1]);
     done:
         kiln_tensor_release(g.a);
         kiln_tensor_release(g.b);
@@ -1134,8 +1194,28 @@ static kiln_status run_gemm_ab(bench *b, const char *spec)
  * shape timed with KILN_GEMM=own plain (C = A @ B, nearest rounding), with each part alone
  * (bias, ReLU, stochastic rounding of the 16-bit C: the three percentages) and with all
  * three (full), and cuBLASLt plain and with its bias + ReLU epilogue (no stochastic rounding
- * there) for scale; the cost is full / plain - 1 (target <= 3 %), the check the worst own
- * run against the f64 reference (bias and ReLU in). */
+ * there) for scale, all seven timed interleaved (il_time); the cost is full / plain - 1
+ * (target <= 3 %), the check the worst own run against the f64 reference (bias and ReLU in). */
+/* The runs of a gemm-epilogue case, timed interleaved (il_time): own plain, own + bias, own +
+ * ReLU, own + SR, own full, vendor, vendor + bias + ReLU */
+enum { EPI_RUNS = 7 };
+
+typedef struct epi_ways {
+    gemm_run *g;
+    kiln_tensor *bias;
+} epi_ways;
+
+static void epi_set(int run, void *arg)
+{
+    static const int r_bias[EPI_RUNS] = {0, 1, 0, 0, 1, 0, 1}, r_relu[EPI_RUNS] = {0, 0, 1, 0, 1, 0, 1},
+                     r_sr[EPI_RUNS] = {0, 0, 0, 1, 1, 0, 0};
+    const epi_ways *w = arg;
+    setenv("KILN_GEMM", run < 5 ? "own" : "vendor", 1);
+    w->g->args.bias = r_bias[run] ? w->bias : NULL;
+    w->g->args.relu = r_relu[run];
+    w->g->args.round = r_sr[run] ? KILN_ROUND_STOCHASTIC : KILN_ROUND_NEAREST;
+}
+
 static kiln_status run_gemm_epilogue(bench *b)
 {
     /* rows of gpu_cases: squares 4096 and 8192, fc9216 fprop / bprop / update, fc4096 update,
@@ -1162,29 +1242,20 @@ static kiln_status run_gemm_epilogue(bench *b)
             gemm_run g = {0};
             kiln_tensor *bias = NULL;
             int64_t ashape[2] = {gc->m, gc->k}, bshape[2] = {gc->k, gc->n}, cshape[2] = {gc->m, gc->n};
-            /* runs: own plain, own + bias, own + ReLU, own + SR, own full, vendor, vendor + bias + ReLU */
-            enum { RUNS = 7 };
-            static const int r_bias[RUNS] = {0, 1, 0, 0, 1, 0, 1}, r_relu[RUNS] = {0, 0, 1, 0, 1, 0, 1},
-                             r_sr[RUNS] = {0, 0, 0, 1, 1, 0, 0};
-            double t[RUNS] = {0}, err = 0.0, worst = 0.0;
+            double t[EPI_RUNS] = {0}, err = 0.0, worst = 0.0;
             b->current = "gemm-epilogue";
             TRY(random_tensor(b, dt, 2, ashape, -1.0, 1.0, &g.a));
             TRY(random_tensor(b, dt, 2, bshape, -1.0, 1.0, &g.b));
             TRY(random_tensor(b, dt, 1, &cshape[1], -1.0, 1.0, &bias));
             TRY(kiln_tensor_full(b->ctx, dt, 2, cshape, NAN, &g.c));
-            for (int run = 0; run < RUNS && st == KILN_OK; run++) {
-                const int own = run < 5;
-                setenv("KILN_GEMM", own ? "own" : "vendor", 1);
-                g.args.bias = r_bias[run] ? bias : NULL;
-                g.args.relu = r_relu[run];
-                g.args.round = r_sr[run] ? KILN_ROUND_STOCHASTIC : KILN_ROUND_NEAREST;
+            epi_ways w = {&g, bias};
+            for (int run = 0; run < 5 && st == KILN_OK; run++) { /* the own runs' checks */
+                epi_set(run, &w);
                 TRY(gemm_run_once(&g));
-                if (own) {
-                    TRY(gemm_check(b, gc, &g, &err));
-                    if (!(err <= worst)) worst = err; /* keeps NaN */
-                }
-                TRY(time_median(b, gemm_run_once, &g, &t[run]));
+                TRY(gemm_check(b, gc, &g, &err));
+                if (!(err <= worst)) worst = err; /* keeps NaN */
             }
+            TRY(il_time(b, &g, quick ? 3 : IL_ROUNDS, EPI_RUNS, epi_set, &w, t, NULL, NULL, NULL));
             double tol = dt == KILN_DTYPE_F16 ? 2e-3 : 1e-2;
             if (!(worst <= tol)) b->fails++;
             char shape[32];
