@@ -117,12 +117,14 @@ static const char kernel_src[] =
     " * mainloop is through (one work item per block there) */\n"
     "static_assert(!CLUSTER || STAGES * STAGE_BYTES >= BM * BN * 4, \"the cluster partial fits the ring\");\n"
     "static_assert(STAGE_BYTES % 1024 == 0, \"stages stay 1024-byte aligned (128-byte swizzle atoms)\");\n"
-    "/* BIAS_SMEM (a bias, both consumers on one tile): each tile's BN bias values, loaded by one\n"
-    " * consumer thread each at the item's start (under the mainloop's waits) and converted to f32\n"
-    " * once, go to shared memory for the epilogue (two buffers, alternating by item: one barrier\n"
-    " * a tile keeps a buffer from being written while it is read). Per-column loads from the\n"
-    " * epilogue cost the K=128 updates 35-56 % (a load, a clamp and two conversions per pair, and\n"
-    " * their latency in every group); ping-pong and split tiles keep them */\n"
+    "/* BIAS_SMEM (a bias, both consumers on one tile): each tile's BN bias values, loaded at the\n"
+    " * item's start (under the mainloop's waits) by one consumer thread per 4 bytes (a column of\n"
+    " * f32, a pair of 16-bit columns), go to shared memory as they are for the epilogue (two\n"
+    " * buffers, alternating by item: one barrier a tile keeps a buffer from being written while it\n"
+    " * is read). Per-column loads from the epilogue cost the K=128 updates 35-56 % (a load, a\n"
+    " * clamp and two conversions per pair, and their latency in every group); staged as f32 the\n"
+    " * 16-bit bias took the 2 KiB that 256-wide update tiles needed for their second C staging\n"
+    " * buffer. Ping-pong and split tiles keep the per-column loads */\n"
     "constexpr bool BIAS_SMEM = HAS_BIAS && !PP && !KP;\n"
     "\n"
     "/* the kernel's one argument: the two tensor maps (cuTensorMapEncodeTiled's 128 opaque bytes)\n"
@@ -380,11 +382,19 @@ static const char kernel_src[] =
     "  kg_bias_group(p, n, b);\n"
     "}\n"
     "/* BIAS_SMEM: the bias of a thread's eight columns of 32-column group J of the tile from its\n"
-    " * f32 copy in shared memory at bsm (column c at bsm + 4 c): four paired loads */\n"
+    " * copy in shared memory at bsm (column c at bsm + ES c): four paired loads */\n"
     "__device__ __forceinline__ void kg_bias_group_smem(unsigned bsm, int J, int lane, float (&b)[8]) {\n"
     "#pragma unroll\n"
-    "  for (int jj = 0; jj < 4; jj++)\n"
-    "    kg_ld_shared_f32x2(bsm + (unsigned)(32 * J + 8 * jj + 2 * (lane & 3)) * 4u, b[2 * jj], b[2 * jj + 1]);\n"
+    "  for (int jj = 0; jj < 4; jj++) {\n"
+    "    const unsigned at = bsm + (unsigned)(32 * J + 8 * jj + 2 * (lane & 3)) * ES;\n"
+    "    if constexpr (TF32) {\n"
+    "      kg_ld_shared_f32x2(at, b[2 * jj], b[2 * jj + 1]);\n"
+    "    } else {\n"
+    "      const unsigned u = kg_ld_shared(at);\n"
+    "      b[2 * jj] = kg_f32((ST)(u & 0xFFFFu));\n"
+    "      b[2 * jj + 1] = kg_f32((ST)(u >> 16));\n"
+    "    }\n"
+    "  }\n"
     "}\n"
     "\n"
     "/* C[m][n], C[m][n + 1] (the second only if n + 1 < N) of batch bi from the f32 sums v0, v1:\n"
@@ -628,7 +638,7 @@ static const char kernel_src[] =
     "  /* split-K through the workspace: 1 when this block arrived last at the tile's counter (a\n"
     "   * word of the dynamic shared memory, like every other per-block value here) */\n"
     "  const unsigned last_flag = cl_read + 8;\n"
-    "  const unsigned bias_smem = (last_flag + 8 + 15) & ~15u; /* BIAS_SMEM: 2 x BN f32 */\n"
+    "  const unsigned bias_smem = (last_flag + 8 + 15) & ~15u; /* BIAS_SMEM: 2 x BN x ES bytes */\n"
     "  /* KP: consumer 1's 64 x BN f32 sums (element i of its thread t at i * 128 + t) */\n"
     "  const unsigned kp_sums = (bias_smem + 2 * BN * 4 + 15) & ~15u;\n"
     "  const int tid = (int)threadIdx.x, wg = tid >> 7;\n"
@@ -743,10 +753,20 @@ static const char kernel_src[] =
     "    int tm, tn;\n"
     "    kg_item(tile, item_rows, tiles_n, group_m, &bi, &tm, &tn);\n"
     "    if constexpr (MC) tm = 2 * tm + rank;\n"
-    "    float bias_mine = 0.0f; /* BIAS_SMEM: the bias of column ct of the tile */\n"
+    "    /* BIAS_SMEM: this thread's 4 bytes of the tile's bias: column ct (f32), columns 2 ct and\n"
+    "     * 2 ct + 1 (16-bit; 0 past N) */\n"
+    "    unsigned bias_mine = 0;\n"
     "    if constexpr (BIAS_SMEM) {\n"
-    "      const long long n = (long long)tn * BN + ct;\n"
-    "      if (ct < BN && n < (long long)p.w[3]) bias_mine = kg_f32(__ldg((const ST *)p.w[8] + n * (long long)p.w[15]));\n"
+    "      const ST *bias = (const ST *)p.w[8];\n"
+    "      const long long N = (long long)p.w[3], bs = (long long)p.w[15];\n"
+    "      if constexpr (TF32) {\n"
+    "        const long long n = (long long)tn * BN + ct;\n"
+    "        if (ct < BN && n < N) bias_mine = kiln_f32_bits(__ldg(bias + n * bs));\n"
+    "      } else if (ct < BN / 2) {\n"
+    "        const long long n = (long long)tn * BN + 2 * ct;\n"
+    "        if (n < N) bias_mine = (unsigned)__ldg(bias + n * bs);\n"
+    "        if (n + 1 < N) bias_mine |= (unsigned)__ldg(bias + (n + 1) * bs) << 16;\n"
+    "      }\n"
     "    }\n"
     "    float acc[RB * NACC];\n"
     "#pragma unroll\n"
@@ -999,9 +1019,9 @@ static const char kernel_src[] =
     "     * with bias and stochastic rounding was ~9000 instructions run once per tile, and the\n"
     "     * instruction fetch, not the math, set the epilogue's time) */\n"
     "    const long long nb = (long long)tn * BN + 2 * (lane & 3);\n"
-    "    const unsigned bsm = bias_smem + (unsigned)(local & 1) * (BN * 4);\n"
+    "    const unsigned bsm = bias_smem + (unsigned)(local & 1) * (BN * ES);\n"
     "    if constexpr (BIAS_SMEM) {\n"
-    "      if (ct < BN) kg_st_shared_f32(bsm + (unsigned)ct * 4u, bias_mine);\n"
+    "      if (ct < BN * ES / 4) kg_st_shared(bsm + (unsigned)ct * 4u, bias_mine);\n"
     "      kg_sync(1, 256);\n"
     "    }\n"
     "    const int r0 = warp * 16 + (lane >> 2); /* the thread's first row in a 64-row block */\n"
@@ -1106,11 +1126,12 @@ static int cstage_for(const kiln_gemm_wgmma_cfg *c)
     return c->tma_store ? (c->pingpong ? 2 : 1) * BM * c->bn * es * (c->cbufs > 1 ? 2 : 1) : 0;
 }
 
-/* Bytes of the staged bias (a bias, not ping-pong: two buffers of bn f32 and their 16-byte
- * alignment after the barriers). */
+/* Bytes of the staged bias (a bias, not ping-pong: two buffers of bn elements of C's type and
+ * their 16-byte alignment after the barriers). */
 static int bias_smem_for(const kiln_gemm_wgmma_cfg *c)
 {
-    return c->bias && !c->pingpong && !c->kpair ? 2 * c->bn * 4 + 16 : 0;
+    const int es = c->dtype == KILN_DTYPE_F32 ? 4 : 2;
+    return c->bias && !c->pingpong && !c->kpair ? 2 * c->bn * es + 16 : 0;
 }
 
 /* Bytes of k pairs' exchange (kpair: consumer 1's 64 x bn f32 sums, after the bias area the
