@@ -57,6 +57,7 @@ typedef struct kiln_gemm_wgmma_cfg {
     kiln_dtype dtype; /* F16, BF16, or F32 (tf32 in the tensor cores, K-major operands only) */
     int a_kmajor, b_kmajor;
     int bias, beta, sr, c_pair;
+    int alpha1; /* alpha is 1 in f32: the epilogue skips its multiply */
     int bn; /* 64, 128, 192 or 256 columns of C per tile (BM is 128) */
     int tma_store; /* C staged in shared memory and stored by TMA (KILN_WGMMA_STORE=tma) */
     int pingpong;  /* each consumer warpgroup on 128 x 128 tiles of its own (KILN_WGMMA_SCHED) */

@@ -412,7 +412,7 @@ static const char kernel_src[] =
     "#pragma unroll\n"
     "  for (int e = 0; e < 2; e++) {\n"
     "    if (e == 1 && !two) break;\n"
-    "    float v = alpha * (e ? v1 : v0);\n"
+    "    float v = ALPHA1 ? (e ? v1 : v0) : alpha * (e ? v1 : v0);\n"
     "    if constexpr (HAS_BIAS) v = v + (e ? b1 : b0);\n"
     "    if (p.w[21]) v = v < 0.0f ? 0.0f : v;\n"
     "    if constexpr (HAS_BETA)\n"
@@ -431,7 +431,7 @@ static const char kernel_src[] =
     "__device__ __forceinline__ void kg_stage_pair(const kiln_args &p, const kg_epi &ep, long long bi, long long m,\n"
     "                                              long long n, float v0, float v1, float b0, float b1, float &x0,\n"
     "                                              float &x1) {\n"
-    "  float v[2] = {ep.alpha * v0, ep.alpha * v1};\n"
+    "  float v[2] = {ALPHA1 ? v0 : ep.alpha * v0, ALPHA1 ? v1 : ep.alpha * v1};\n"
     "#pragma unroll\n"
     "  for (int e = 0; e < 2; e++) {\n"
     "    if constexpr (HAS_BIAS) v[e] = v[e] + (e ? b1 : b0);\n"
@@ -1170,6 +1170,9 @@ void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
                       tf32, bf16, tf32 ? 4 : 2, c->a_kmajor, c->b_kmajor, c->bn, stages_for(c));
     kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, SR = %d, C_PAIR = %d, TMA_STORE = %d, PP = %d;\n",
                       c->bias, c->beta, c->sr, c->c_pair, c->tma_store, c->pingpong);
+    /* ALPHA1: alpha is 1 in f32, its product the sum itself (a multiply an element less in an
+     * epilogue whose instructions set the K=128 updates' pace) */
+    kiln__sbuf_printf(b, "constexpr int ALPHA1 = %d;\n", c->alpha1 ? 1 : 0);
     kiln__sbuf_printf(b, "constexpr int SR_UNROLL = %d, CBUFS = %d, CLUSTER = %d, SLICE_SUM = %d, MC = %d, KP = %d;\n",
                       c->sr_unroll > 1 ? c->sr_unroll : 1, c->cbufs > 1 ? 2 : 1, c->cluster ? 1 : 0,
                       c->slice_sum ? 1 : 0, c->mcast ? 1 : 0, c->kpair ? 1 : 0);
@@ -1458,6 +1461,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     operand_major(d->N, d->K, d->b_sn, d->b_sk, es, &c->b_kmajor);
     c->bias = d->bias != NULL;
     c->beta = d->beta != 0.0;
+    c->alpha1 = (float)d->alpha == 1.0f;
     c->sr = es == 2 && d->round == KILN_ROUND_STOCHASTIC; /* f32 C is not rounded */
     c->c_pair = d->c_sn == 1 && (d->M == 1 || d->c_sm % 2 == 0) && ((uintptr_t)d->c % (2u * (unsigned)es)) == 0 &&
                 (bt->n == 0 || bt->sc[0] % 2 == 0);
