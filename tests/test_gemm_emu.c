@@ -549,8 +549,8 @@ static void run(const ecase *e)
             m[7] = l.map[i].box[1];
         }
         const kiln_gemm_wgmma_cfg *c = &l.cfg;
-        snprintf(key, sizeof key, "wgmma-%d-%d%d-%d%d%d%d%d-%d-%d%d-%d-%d-%d%d%d%d", (int)c->dtype, c->a_kmajor,
-                 c->b_kmajor, c->bias, c->beta, c->sr, c->c_pair, c->alpha1, c->bn, c->tma_store, c->pingpong,
+        snprintf(key, sizeof key, "wgmma-%d-%d%d-%d%d%d%d%d%d-%d-%d%d-%d-%d-%d%d%d%d", (int)c->dtype, c->a_kmajor,
+                 c->b_kmajor, c->bias, c->beta, c->sr, c->c_pair, c->alpha1, c->relu, c->bn, c->tma_store, c->pingpong,
                  c->sr_unroll, c->cbufs, c->cluster, c->slice_sum, c->mcast, c->kpair);
         fn = kernel_for(key, kiln__cuda_gemm_wgmma_source_text(c), K_WGMMA);
         CHECK(fn != NULL);

@@ -58,6 +58,8 @@ typedef struct kiln_gemm_wgmma_cfg {
     int a_kmajor, b_kmajor;
     int bias, beta, sr, c_pair;
     int alpha1; /* alpha is 1 in f32: the epilogue skips its multiply */
+    int relu;   /* ReLU in the epilogue (a structure bit: as a run-time flag its select cost two
+                 * instructions an element, if-converted, with ReLU off too) */
     int bn; /* 64, 128, 192 or 256 columns of C per tile (BM is 128) */
     int tma_store; /* C staged in shared memory and stored by TMA (KILN_WGMMA_STORE=tma) */
     int pingpong;  /* each consumer warpgroup on 128 x 128 tiles of its own (KILN_WGMMA_SCHED) */

@@ -130,9 +130,10 @@ static const char kernel_src[] =
     "/* the kernel's one argument: the two tensor maps (cuTensorMapEncodeTiled's 128 opaque bytes)\n"
     " * and the argument words (kiln__cuda_gemm_wgmma): 0 seed, 1 SR stream, 2-4 M N K, 5-8 A B C\n"
     " * bias, 9-15 a_sm a_sk b_sk b_sn c_sm c_sn bias_s (elements), 16-17 alpha beta (f64 bits),\n"
-    " * 18 batch count, 19-20 tiles along M and N, 21 ReLU, 22 batch stride of C, 23-24 whether A\n"
-    " * and B have a batch coordinate in their maps, 25 k slices (of BK), 26 splits, 27 k slices\n"
-    " * per split, 28 f32 workspace (tiles x splits x BM x BN), 29 arrival counters (int per tile),\n"
+    " * 18 batch count, 19-20 tiles along M and N, 21 ReLU (the kernel reads its RELU instead), 22\n"
+    " * batch stride of C, 23-24 whether A and B have a batch coordinate in their maps, 25 k slices\n"
+    " * (of BK), 26 splits, 27 k slices per split, 28 f32 workspace (tiles x splits x BM x BN), 29\n"
+    " * arrival counters (int per tile),\n"
     " * 30-40 what stochastic rounding's Philox takes from the seed and stream alone\n"
     " * (kiln__cuda_gemm_wgmma_sr_words), 41 tile rows per group of the tile order (kg_item);\n"
     " * tc: C's tensor map (boxes of 64 x 64, 128-byte swizzle) when TMA_STORE */\n"
@@ -341,7 +342,6 @@ static const char kernel_src[] =
     " * the f64 alpha cost a conversion per pair) */\n"
     "struct kg_epi {\n"
     "  float alpha, beta;\n"
-    "  bool relu;\n"
     "  bool bias_pairs; /* a contiguous, 4-byte aligned bias: kg_bias_group_staged reads pairs */\n"
     "};\n"
     "/* The bias of columns n and n + 1 (0 past N), read through the non-coherent cache */\n"
@@ -414,7 +414,7 @@ static const char kernel_src[] =
     "    if (e == 1 && !two) break;\n"
     "    float v = ALPHA1 ? (e ? v1 : v0) : alpha * (e ? v1 : v0);\n"
     "    if constexpr (HAS_BIAS) v = v + (e ? b1 : b0);\n"
-    "    if (p.w[21]) v = v < 0.0f ? 0.0f : v;\n"
+    "    if constexpr (RELU) v = v < 0.0f ? 0.0f : v;\n"
     "    if constexpr (HAS_BETA)\n"
     "      v = v + (float)__longlong_as_double((long long)p.w[17]) * kg_f32(C[m * c_sm + (n + e) * c_sn]);\n"
     "    if constexpr (SR) {\n"
@@ -435,7 +435,7 @@ static const char kernel_src[] =
     "#pragma unroll\n"
     "  for (int e = 0; e < 2; e++) {\n"
     "    if constexpr (HAS_BIAS) v[e] = v[e] + (e ? b1 : b0);\n"
-    "    if (ep.relu) v[e] = v[e] < 0.0f ? 0.0f : v[e];\n"
+    "    if constexpr (RELU) v[e] = v[e] < 0.0f ? 0.0f : v[e];\n"
     "    if constexpr (HAS_BETA) {\n"
     "      const long long M = (long long)p.w[2], N = (long long)p.w[3];\n"
     "      const ST *C = (const ST *)p.w[7] + bi * (long long)p.w[22];\n"
@@ -527,10 +527,10 @@ static const char kernel_src[] =
     "  }\n"
     "}\n"
     "\n"
-    "/* The launch's kg_epi (alpha, beta, ReLU; whether the bias can be read in pairs) */\n"
+    "/* The launch's kg_epi (alpha, beta; whether the bias can be read in pairs) */\n"
     "__device__ __forceinline__ kg_epi kg_epi_of(const kiln_args &p) {\n"
     "  return kg_epi{(float)__longlong_as_double((long long)p.w[16]), (float)__longlong_as_double((long long)p.w[17]),\n"
-    "                p.w[21] != 0, p.w[15] == 1 && (p.w[8] & 3) == 0};\n"
+    "                p.w[15] == 1 && (p.w[8] & 3) == 0};\n"
     "}\n"
     "/* One 32-column group of a thread's values into a 64-row block of the C staging at cs (the\n"
     " * block's BN / CBOX swizzled boxes of 64 rows x CBOX): a[4 jj + 2 h + e] is the f32 sum of\n"
@@ -1173,6 +1173,9 @@ void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
     /* ALPHA1: alpha is 1 in f32, its product the sum itself (a multiply an element less in an
      * epilogue whose instructions set the K=128 updates' pace) */
     kiln__sbuf_printf(b, "constexpr int ALPHA1 = %d;\n", c->alpha1 ? 1 : 0);
+    /* RELU: a run-time flag's select was if-converted into a compare and a select an element
+     * that ran with ReLU off too (two of the plain staged epilogue's ~4 instructions an element) */
+    kiln__sbuf_printf(b, "constexpr int RELU = %d;\n", c->relu ? 1 : 0);
     kiln__sbuf_printf(b, "constexpr int SR_UNROLL = %d, CBUFS = %d, CLUSTER = %d, SLICE_SUM = %d, MC = %d, KP = %d;\n",
                       c->sr_unroll > 1 ? c->sr_unroll : 1, c->cbufs > 1 ? 2 : 1, c->cluster ? 1 : 0,
                       c->slice_sum ? 1 : 0, c->mcast ? 1 : 0, c->kpair ? 1 : 0);
@@ -1462,6 +1465,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     c->bias = d->bias != NULL;
     c->beta = d->beta != 0.0;
     c->alpha1 = (float)d->alpha == 1.0f;
+    c->relu = d->relu != 0;
     c->sr = es == 2 && d->round == KILN_ROUND_STOCHASTIC; /* f32 C is not rounded */
     c->c_pair = d->c_sn == 1 && (d->M == 1 || d->c_sm % 2 == 0) && ((uintptr_t)d->c % (2u * (unsigned)es)) == 0 &&
                 (bt->n == 0 || bt->sc[0] % 2 == 0);
