@@ -469,9 +469,9 @@ static void run(const ecase *e)
         ws = lf.ws_bytes ? calloc(1, lf.ws_bytes) : NULL;
         lf.w[KILN_GEMM_FFMA_W_WS] = (uint64_t)(uintptr_t)ws;
         lf.w[KILN_GEMM_FFMA_W_COUNTERS] = (uint64_t)(uintptr_t)counters;
-        snprintf(key, sizeof key, "ffma-%d%d%d%d-%d%d%d%d-%d%d%d%d%d%d%d%d", c->a_kmajor, c->a_vec, c->b_kmajor,
-                 c->b_vec, c->bias, c->beta, c->c_vec, c->split, c->bk, c->minb, c->warps, c->wide, c->order, c->early,
-                 c->walk, c->slices);
+        snprintf(key, sizeof key, "ffma-%d%d%d%d-%d%d%d%d%d%d-%d%d%d%d%d%d%d%d", c->a_kmajor, c->a_vec, c->b_kmajor,
+                 c->b_vec, c->bias, c->beta, c->c_vec, c->split, c->alpha1, c->relu, c->bk, c->minb, c->warps, c->wide,
+                 c->order, c->early, c->walk, c->slices);
         fn = kernel_for(key, kiln__cuda_gemm_ffma_source_text(c), K_FFMA);
         CHECK(fn != NULL);
         /* slice sums: every block of the launch at once (a tile's splits are gx apart) */

@@ -208,6 +208,7 @@ char *kiln__cuda_gemm_mma_source_text(const kiln_gemm_mma_cfg *cfg);
 typedef struct kiln_gemm_ffma_cfg {
     int a_kmajor, a_vec, b_kmajor, b_vec;
     int bias, beta, c_vec;
+    int alpha1, relu; /* alpha is 1 in f32 (no multiply); ReLU (structure bits, as in the wgmma cfg) */
     int split; /* split-K: blockIdx.y is the k split, partials meet in a workspace */
     int bk;    /* k slice depth: 8 or 16 */
     int minb;  /* blocks per SM the registers are capped for (__launch_bounds__): 1 or 2 */
