@@ -499,7 +499,10 @@ static void run(const ecase *e)
                                   .kpair = e->kpair,
                                   .group_m = e->group_m};
         kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, EMU_SEED, &o, &l);
-        CHECK_INT((int)l.w[41], e->group_m ? e->group_m : 8);
+        { /* the tile order's group: the asked or the rule's 8, at most the tile rows */
+            const int64_t g = e->group_m ? e->group_m : 8;
+            CHECK_INT((int64_t)l.w[41], g < (int64_t)l.w[19] ? g : (int64_t)l.w[19]);
+        }
         if (e->splits && !e->pp) CHECK_INT((int)l.w[26], e->splits);
         if (e->want_bn) CHECK_INT(l.cfg.bn, e->want_bn);
         CHECK_INT(l.cfg.pingpong, e->pp);

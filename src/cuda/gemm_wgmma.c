@@ -1548,7 +1548,10 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     w[23] = (uint64_t)a_bat;
     w[24] = (uint64_t)b_bat;
     w[25] = (uint64_t)kt;
-    w[41] = (uint64_t)(opts && opts->group_m > 0 ? opts->group_m : GROUP_M);
+    /* (a group of more rows than there are is all of them: clamped, so that the kernel's
+     * group x tile-columns product stays within the tiles of a batch) */
+    const int64_t group = opts && opts->group_m > 0 ? opts->group_m : GROUP_M;
+    w[41] = (uint64_t)(group < tm ? group : tm);
     int64_t kper = (kt + splits - 1) / splits;
     splits = (int)((kt + kper - 1) / kper); /* every split gets at least one slice */
     /* Split 0 takes the first k0 = kt - (splits - 1) kper slices (kg_krange), at most kper. Where
