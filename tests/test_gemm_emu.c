@@ -482,8 +482,8 @@ static void run(const ecase *e)
     } else if (e->kernel == K_MMA) {
         kiln__cuda_gemm_mma_prepare(&d, &bt, EMU_SEED, &lm);
         const kiln_gemm_mma_cfg *c = &lm.cfg;
-        snprintf(key, sizeof key, "mma-%d-%d%d%d%d-%d%d%d%d", (int)c->dtype, c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec,
-                 c->bias, c->beta, c->sr, c->c_pair);
+        snprintf(key, sizeof key, "mma-%d-%d%d%d%d-%d%d%d%d%d%d", (int)c->dtype, c->a_kmajor, c->a_vec, c->b_kmajor,
+                 c->b_vec, c->bias, c->beta, c->sr, c->c_pair, c->alpha1, c->relu);
         fn = kernel_for(key, kiln__cuda_gemm_mma_source_text(c), K_MMA);
         CHECK(fn != NULL);
         if (fn) rc = fn((const unsigned long long *)lm.w, lm.nw, NULL, lm.gx, lm.gy, lm.threads, 0, 1, err, sizeof err);

@@ -177,6 +177,7 @@ typedef struct kiln_gemm_mma_cfg {
     int beta;   /* beta != 0: C is read */
     int sr;     /* stochastic rounding of C (an out-of-line Philox call) */
     int c_pair; /* two neighbouring elements of C stored as one 32-bit word */
+    int alpha1, relu; /* alpha is 1 in f32 (no multiply); ReLU (structure bits, as in the wgmma cfg) */
 } kiln_gemm_mma_cfg;
 
 /* Argument words of every launch (room for KILN_MAX_DIMS batch axes). */
