@@ -469,9 +469,9 @@ static void run(const ecase *e)
         ws = lf.ws_bytes ? calloc(1, lf.ws_bytes) : NULL;
         lf.w[KILN_GEMM_FFMA_W_WS] = (uint64_t)(uintptr_t)ws;
         lf.w[KILN_GEMM_FFMA_W_COUNTERS] = (uint64_t)(uintptr_t)counters;
-        snprintf(key, sizeof key, "ffma-%d%d%d%d-%d%d%d%d%d%d-%d%d%d%d%d%d%d%d", c->a_kmajor, c->a_vec, c->b_kmajor,
-                 c->b_vec, c->bias, c->beta, c->c_vec, c->split, c->alpha1, c->relu, c->bk, c->minb, c->warps, c->wide,
-                 c->order, c->early, c->walk, c->slices);
+        snprintf(key, sizeof key, "ffma-%d%d%d%d-%d%d%d%d-%d%d%d%d%d%d%d%d", c->a_kmajor, c->a_vec, c->b_kmajor,
+                 c->b_vec, c->bias, c->beta, c->c_vec, c->split, c->bk, c->minb, c->warps, c->wide, c->order, c->early,
+                 c->walk, c->slices);
         fn = kernel_for(key, kiln__cuda_gemm_ffma_source_text(c), K_FFMA);
         CHECK(fn != NULL);
         /* slice sums: every block of the launch at once (a tile's splits are gx apart) */
@@ -482,8 +482,8 @@ static void run(const ecase *e)
     } else if (e->kernel == K_MMA) {
         kiln__cuda_gemm_mma_prepare(&d, &bt, EMU_SEED, &lm);
         const kiln_gemm_mma_cfg *c = &lm.cfg;
-        snprintf(key, sizeof key, "mma-%d-%d%d%d%d-%d%d%d%d%d%d", (int)c->dtype, c->a_kmajor, c->a_vec, c->b_kmajor,
-                 c->b_vec, c->bias, c->beta, c->sr, c->c_pair, c->alpha1, c->relu);
+        snprintf(key, sizeof key, "mma-%d-%d%d%d%d-%d%d%d%d", (int)c->dtype, c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec,
+                 c->bias, c->beta, c->sr, c->c_pair);
         fn = kernel_for(key, kiln__cuda_gemm_mma_source_text(c), K_MMA);
         CHECK(fn != NULL);
         if (fn) rc = fn((const unsigned long long *)lm.w, lm.nw, NULL, lm.gx, lm.gy, lm.threads, 0, 1, err, sizeof err);

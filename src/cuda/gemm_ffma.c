@@ -159,7 +159,8 @@ static const char kernel_src[] =
     "  __shared__ __align__(16) float Bs[2][BK][BN];\n"
     "  kg_grid_dep();\n"
     "  KG_TILE_ARGS(p);\n"
-    "  (void)bias; (void)bias_s; (void)beta; (void)alpha;\n"
+    "  const bool relu = p.w[21] != 0;\n"
+    "  (void)bias; (void)bias_s; (void)beta;\n"
     "  int tm, tn;\n"
     "  kg_tile((int)blockIdx.x, (int)p.w[19], (int)p.w[20], &tm, &tn);\n"
     "  const long long m0 = (long long)tm * BM, n0 = (long long)tn * BN;\n"
@@ -176,10 +177,10 @@ static const char kernel_src[] =
     "#pragma unroll\n"
     "    for (int q = 0; q < 4; q++) {\n"
     "      const long long n = nb + q;\n"
-    "      float v = ALPHA1 ? s[q] : alpha * s[q];\n"
+    "      float v = alpha * s[q];\n"
     "      if (n < N) {\n"
     "        if constexpr (HAS_BIAS) v = v + bias[n * bias_s];\n"
-    "        if constexpr (RELU) v = v < 0.0f ? 0.0f : v;\n"
+    "        if (relu) v = v < 0.0f ? 0.0f : v;\n"
     "        if constexpr (HAS_BETA) v = v + beta * C[m * c_sm + n * c_sn];\n"
     "      }\n"
     "      o[q] = v;\n"
@@ -464,8 +465,6 @@ void kiln__cuda_gemm_ffma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batch
     plan_operand(d->b, d->N, d->K, d->b_sn, d->b_sk, bt->sb, bt->n, &c->b_kmajor, &c->b_vec);
     c->bias = d->bias != NULL;
     c->beta = d->beta != 0.0;
-    c->alpha1 = (float)d->alpha == 1.0f;
-    c->relu = d->relu != 0;
     c->c_vec = d->c_sn == 1 && (d->M == 1 || d->c_sm % 4 == 0) && kiln__cuda_aligned(d->c, 16);
     for (int i = 0; i < bt->n; i++) c->c_vec = c->c_vec && bt->sc[i] % 4 == 0;
     c->bk = o && o->bk ? o->bk : DEFAULT_BK;
@@ -529,9 +528,6 @@ void kiln__cuda_gemm_ffma_source(const kiln_gemm_ffma_cfg *c, kiln_sbuf *b)
     kiln__sbuf_printf(b, "constexpr int BK = %d, MINB = %d, WARPS = %d, WIDE = %d, ORDER = %d, EARLY = %d, WALK = %d;\n",
                       c->bk, c->minb, c->warps, c->wide, c->order, c->early, c->walk);
     kiln__sbuf_printf(b, "constexpr int SLICES = %d;\n", c->slices);
-    /* alpha 1 and ReLU as structure bits: the run-time select of ReLU ran (if-converted) on every
-     * element with ReLU off too */
-    kiln__sbuf_printf(b, "constexpr int ALPHA1 = %d, RELU = %d;\n", c->alpha1 ? 1 : 0, c->relu ? 1 : 0);
     kiln__sbuf_puts(b, kiln__cuda_gemm_tile_src);
     kiln__sbuf_puts(b, kiln__cuda_gemm_dep_src);
     kiln__sbuf_puts(b, kernel_src);

@@ -221,8 +221,9 @@ static const char kernel_src[] =
     "  kg_grid_dep();\n"
     "  KG_TILE_ARGS(p);\n"
     "  const int tiles_m = (int)p.w[19], tiles_n = (int)p.w[20];\n"
+    "  const bool relu = p.w[21] != 0;\n"
 
-    "  (void)bias; (void)bias_s; (void)beta; (void)alpha;\n"
+    "  (void)bias; (void)bias_s; (void)beta;\n"
     "\n"
     "  int tm, tn;\n"
     "  kg_tile((int)blockIdx.x, tiles_m, tiles_n, &tm, &tn);\n"
@@ -318,9 +319,9 @@ static const char kernel_src[] =
     "#pragma unroll\n"
     "          for (int e = 0; e < 2; e++) {\n"
     "            if (e == 1 && n + 1 >= N) break;\n"
-    "            float v = ALPHA1 ? acc[i][q][2 * h + e] : alpha * acc[i][q][2 * h + e];\n"
+    "            float v = alpha * acc[i][q][2 * h + e];\n"
     "            if constexpr (HAS_BIAS) v = v + kg_f32(bias[(n + e) * bias_s]);\n"
-    "            if constexpr (RELU) v = v < 0.0f ? 0.0f : v;\n"
+    "            if (relu) v = v < 0.0f ? 0.0f : v;\n"
     "            if constexpr (HAS_BETA) v = v + beta * kg_f32(C[m * c_sm + (n + e) * c_sn]);\n"
     "            if constexpr (SR) {\n"
     "              o[e] = kg_round_sr(v, e ? (sr.v[q] & 0xFFFF0000u) : (sr.v[q] << 16));\n"
@@ -389,8 +390,6 @@ void kiln__cuda_gemm_mma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batche
     plan_operand(d->b, d->N, d->K, d->b_sn, d->b_sk, bt->sb, bt->n, &c->b_kmajor, &c->b_vec);
     c->bias = d->bias != NULL;
     c->beta = d->beta != 0.0;
-    c->alpha1 = (float)d->alpha == 1.0f;
-    c->relu = d->relu != 0;
     c->sr = d->round == KILN_ROUND_STOCHASTIC;
     c->c_pair = d->c_sn == 1 && (d->M == 1 || d->c_sm % 2 == 0) && kiln__cuda_aligned(d->c, 4);
     for (int i = 0; i < bt->n; i++) c->c_pair = c->c_pair && bt->sc[i] % 2 == 0;
@@ -410,8 +409,6 @@ void kiln__cuda_gemm_mma_source(const kiln_gemm_mma_cfg *c, kiln_sbuf *b)
                       c->dtype == KILN_DTYPE_BF16, c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec);
     kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, SR = %d, C_PAIR = %d, MAXBAX = %d;\n", c->bias,
                       c->beta, c->sr, c->c_pair, KILN_MAX_DIMS);
-    /* alpha 1 and ReLU as structure bits (a run-time ReLU's select ran on every element) */
-    kiln__sbuf_printf(b, "constexpr int ALPHA1 = %d, RELU = %d;\n", c->alpha1 ? 1 : 0, c->relu ? 1 : 0);
     kiln__sbuf_puts(b, kiln__cuda_gemm_tile_src);
     kiln__sbuf_puts(b, kiln__cuda_gemm_dep_src);
     kiln__sbuf_puts(b, kernel_src);

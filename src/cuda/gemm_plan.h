@@ -177,7 +177,6 @@ typedef struct kiln_gemm_mma_cfg {
     int beta;   /* beta != 0: C is read */
     int sr;     /* stochastic rounding of C (an out-of-line Philox call) */
     int c_pair; /* two neighbouring elements of C stored as one 32-bit word */
-    int alpha1, relu; /* alpha is 1 in f32 (no multiply); ReLU (structure bits, as in the wgmma cfg) */
 } kiln_gemm_mma_cfg;
 
 /* Argument words of every launch (room for KILN_MAX_DIMS batch axes). */
@@ -209,7 +208,6 @@ char *kiln__cuda_gemm_mma_source_text(const kiln_gemm_mma_cfg *cfg);
 typedef struct kiln_gemm_ffma_cfg {
     int a_kmajor, a_vec, b_kmajor, b_vec;
     int bias, beta, c_vec;
-    int alpha1, relu; /* alpha is 1 in f32 (no multiply); ReLU (structure bits, as in the wgmma cfg) */
     int split; /* split-K: blockIdx.y is the k split, partials meet in a workspace */
     int bk;    /* k slice depth: 8 or 16 */
     int minb;  /* blocks per SM the registers are capped for (__launch_bounds__): 1 or 2 */
