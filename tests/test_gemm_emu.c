@@ -347,6 +347,46 @@ static int rule_slices(int64_t M, int64_t N, int64_t K, int sms, int bn, int spl
     return l.cfg.slice_sum ? (int)l.w[26] : 0;
 }
 
+/* The work-item divisors' words (kiln__cuda_gemm_div_word) as the wgmma kernel's kg_div
+ * uses them, (n m) >> (31 + s), against n / d: every d up to 4096, powers of two and their
+ * neighbours, random d below 2^31; for each, n at 0, the multiples of d and their neighbours
+ * near 0 and near 2^31, and random n below 2^31 */
+static void div_words(void)
+{
+    int bad = 0;
+    for (int i = 0; i < 12000; i++) {
+        int64_t d;
+        if (i < 4096)
+            d = i + 1;
+        else if (i < 4096 + 3 * 31)
+            d = ((int64_t)1 << ((i - 4096) / 3)) + (i - 4096) % 3 - 1;
+        else
+            d = 1 + (int64_t)(check_rand_u64(&rng) % (((uint64_t)1 << 31) - 1));
+        if (d < 1) continue;
+        const uint64_t w = kiln__cuda_gemm_div_word(d);
+        const int64_t top = ((int64_t)1 << 31) - 1, kt = top / d;
+        for (int j = 0; j < 24; j++) {
+            int64_t n;
+            switch (j % 8) {
+            case 0: n = j / 8; break;
+            case 1: n = d - 1 + j / 8; break;
+            case 2: n = d * (j / 8 + 1) - 1; break;
+            case 3: n = kt * d - j / 8; break;
+            case 4: n = top - j / 8; break;
+            case 5: n = (kt - j / 8) * d; break;
+            default: n = (int64_t)(check_rand_u64(&rng) % ((uint64_t)1 << 31)); break;
+            }
+            if (n < 0 || n > top) continue;
+            const uint64_t q = ((uint64_t)n * (uint32_t)w) >> (31u + (uint32_t)(w >> 32));
+            if ((w & 0xFFFFFFFFu) == 0 || q != (uint64_t)(n / d)) {
+                if (bad++ < 4) fprintf(stderr, "  div word of %lld: %lld / d gives %llu\n", (long long)d,
+                                       (long long)n, (unsigned long long)q);
+            }
+        }
+    }
+    CHECK_INT(bad, 0);
+}
+
 /* The staged epilogue's f16 stochastic rounding (kg_stage_words): where |x| lies in
  * [2^-14, 65504) or x is a zero, the random bits added below the 13 bits f16 drops (to the
  * f32 bits, sign and all) and one conversion toward zero (cvt.rz, kiln_f32_to_f16_rz) give
@@ -1197,6 +1237,7 @@ int main(void)
     CHECK_INT(ffma_wide(128, 4096, 1000), 0);
     CHECK_INT(ffma_wide(1024, 1024, 1024), 0);
     f16_sr_identity();
+    div_words();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(&cases[i]);
     free(prev_c);
     for (int i = 0; i < nbuilt; i++) dlclose(built[i].so);

@@ -37,6 +37,19 @@ void kiln__cuda_gemm_merge_batches(const kiln_gemm_desc *d, kiln_gemm_batches *b
     }
 }
 
+/* Granlund and Montgomery's multiply-and-shift for a divisor known at launch: with
+ * 2^(s-1) < d <= 2^s, m = ceil(2^(31+s) / d) = (2^(31+s) + e) / d with 0 <= e < d <= 2^s, so
+ * n m / 2^(31+s) = n / d + n e / (d 2^(31+s)), whose second term is below 2^31 2^s / (d 2^(31+s))
+ * = 1 / d for n < 2^31: never enough to carry n / d past the next integer. m < 2^32 since
+ * d > 2^(s-1) (d = 1: s = 0, m = 2^31). */
+uint64_t kiln__cuda_gemm_div_word(int64_t d)
+{
+    int s = 0;
+    while (((int64_t)1 << s) < d) s++;
+    const uint64_t m = (((uint64_t)1 << (31 + s)) + (uint64_t)d - 1) / (uint64_t)d;
+    return m | ((uint64_t)s << 32);
+}
+
 /* Words 0..18 of a GEMM kernel's arguments, shared by the reference kernel below and the
  * mma.sync kernel (gemm_mma.c): seed, stochastic-rounding stream, M, N, K, the pointers of
  * A, B, C and bias, the element strides, alpha, beta (as doubles' bits), the batch count. */

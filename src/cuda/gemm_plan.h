@@ -98,8 +98,14 @@ typedef struct kiln_gemm_tmap_desc {
 
 /* Argument words of the wgmma kernel (layout in its source; 28-29 are the split-K
  * workspace and counters, filled at launch; 30-40 stochastic rounding's Philox constants; 41
- * the tile rows per group of the tile order). */
-#define KILN_GEMM_WGMMA_WORDS 42
+ * the tile rows per group of the tile order; 42-46 the work-item divisors as
+ * kiln__cuda_gemm_div_word words, 47 whether they apply). */
+#define KILN_GEMM_WGMMA_WORDS 48
+
+/* A divisor d (1 <= d < 2^31) as one word for the kernels' kg_div: the multiplier
+ * m = ceil(2^(31 + s) / d) < 2^32 in the low half, s = ceil(log2 d) in the high half; then
+ * n / d = (n m) >> (31 + s) for every n < 2^31. */
+uint64_t kiln__cuda_gemm_div_word(int64_t d);
 
 /* Everything one launch needs, from the description alone (no device calls): the kernel's
  * structure, the tensor maps of A, B and (tma_store) C, the words, the persistent grid,

@@ -135,10 +135,12 @@ static const char kernel_src[] =
     " * (of BK), 26 splits, 27 k slices per split, 28 f32 workspace (tiles x splits x BM x BN), 29\n"
     " * arrival counters (int per tile),\n"
     " * 30-40 what stochastic rounding's Philox takes from the seed and stream alone\n"
-    " * (kiln__cuda_gemm_wgmma_sr_words), 41 tile rows per group of the tile order (kg_item);\n"
+    " * (kiln__cuda_gemm_wgmma_sr_words), 41 tile rows per group of the tile order (kg_item),\n"
+    " * 42-46 the divisors of a work item (splits, tiles a batch, tiles a group, group_m, the last\n"
+    " * group's rows) as kg_div words, 47 1 where every item is below 2^31 (kg_div applies);\n"
     " * tc: C's tensor map (boxes of 64 x 64, 128-byte swizzle) when TMA_STORE */\n"
     "struct __align__(64) kg_tmap { kiln_w64 b[16]; };\n"
-    "struct __align__(64) kiln_args { kg_tmap ta, tb, tc; kiln_w64 w[42]; };\n"
+    "struct __align__(64) kiln_args { kg_tmap ta, tb, tc; kiln_w64 w[48]; };\n"
     "\n"
     "/* kg: PTX wrappers */\n"
     "__device__ __forceinline__ unsigned kg_smem(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }\n"
@@ -599,15 +601,30 @@ static const char kernel_src[] =
     "  kg_bar_arrive(bar);\n"
     "  if constexpr (MC) kg_bar_arrive_remote(kg_mapa(bar, rank ^ 1));\n"
     "}\n"
-    "__device__ __forceinline__ void kg_item(long long item, int tiles_m, int tiles_n, int group_m, long long *bi, int *tm,\n"
-    "                                        int *tn) {\n"
+    "/* n / d for n < 2^31 through d's word dw (kiln__cuda_gemm_div_word: the multiplier in the\n"
+    " * low half, the shift in the high one): a wide multiply and a shift, where a division took\n"
+    " * ~20 instructions and a reciprocal's latency (the tile set-up was a fifth of the K = 128\n"
+    " * updates' warp samples, ncu 2026-11-26) */\n"
+    "__device__ __forceinline__ unsigned kg_div(unsigned n, kiln_w64 dw) {\n"
+    "  return (unsigned)(((unsigned long long)n * (unsigned)dw) >> (31u + (unsigned)(dw >> 32)));\n"
+    "}\n"
+    "/* The tile of work item `item` (its split: kg_split) */\n"
+    "__device__ __forceinline__ long long kg_tile_of(const kiln_args &p, long long item, int splits) {\n"
+    "  return p.w[47] ? (long long)kg_div((unsigned)item, p.w[42]) : item / splits;\n"
+    "}\n"
+    "__device__ __forceinline__ void kg_item(const kiln_args &p, long long item, int tiles_m, int tiles_n, int group_m,\n"
+    "                                        long long *bi, int *tm, int *tn) {\n"
+    "  const bool fast = p.w[47] != 0;\n"
     "  const long long per_batch = (long long)tiles_m * tiles_n;\n"
-    "  *bi = item / per_batch;\n"
-    "  const int pid = (int)(item - *bi * per_batch), per_group = group_m * tiles_n, group = pid / per_group;\n"
-    "  const int first_m = group * group_m;\n"
-    "  const int gsize = tiles_m - first_m < group_m ? tiles_m - first_m : group_m;\n"
-    "  *tm = first_m + (pid % per_group) % gsize;\n"
-    "  *tn = (pid % per_group) / gsize;\n"
+    "  *bi = fast ? (long long)kg_div((unsigned)item, p.w[43]) : item / per_batch;\n"
+    "  const int pid = (int)(item - *bi * per_batch), per_group = group_m * tiles_n;\n"
+    "  const int group = fast ? (int)kg_div((unsigned)pid, p.w[44]) : pid / per_group;\n"
+    "  const int first_m = group * group_m, r = pid - group * per_group;\n"
+    "  const bool last = tiles_m - first_m < group_m;\n"
+    "  const int gsize = last ? tiles_m - first_m : group_m;\n"
+    "  const int q = fast ? (int)kg_div((unsigned)r, last ? p.w[46] : p.w[45]) : r / gsize;\n"
+    "  *tm = first_m + (r - q * gsize);\n"
+    "  *tn = q;\n"
     "}\n"
     "\n"
     "/* the k slices [*kb, *ke) of split `split`: split 0 takes the first k0 = KT - (splits - 1) kper\n"
@@ -686,11 +703,12 @@ static const char kernel_src[] =
     "      for (long long item = first; item < items; item += step) {\n"
     "        long long bi;\n"
     "        int tm, tn;\n"
-    "        kg_item(item / splits, item_rows, tiles_n, group_m, &bi, &tm, &tn);\n"
+    "        const long long tile = kg_tile_of(p, item, splits);\n"
+    "        kg_item(p, tile, item_rows, tiles_n, group_m, &bi, &tm, &tn);\n"
     "        if constexpr (MC) tm = 2 * tm + rank;\n"
     "        const int m0 = tm * BM, n0 = tn * BN, ab = a_bat ? (int)bi : 0, bb = b_bat ? (int)bi : 0;\n"
     "        int kb, ke;\n"
-    "        kg_krange((int)(item % splits), KT, splits, kper, &kb, &ke);\n"
+    "        kg_krange((int)(item - tile * splits), KT, splits, kper, &kb, &ke);\n"
     "        for (int kt = kb; kt < ke; kt++, it++) {\n"
     "          const unsigned s = it % STAGES, round = it / STAGES;\n"
     "          if (round > 0) kg_bar_wait(empty0 + 8 * s, (round - 1) & 1);\n"
@@ -734,8 +752,8 @@ static const char kernel_src[] =
     "  unsigned stored = 0; /* tiles this consumer stored through TMA: their staging buffer alternates */\n"
     "  long long local = 0; /* this block's items so far (ping-pong: consumer cw takes the ones of its parity) */\n"
     "  for (long long item = first; item < items; item += step, local++) {\n"
-    "    const long long tile = item / splits;\n"
-    "    const int split = (int)(item % splits);\n"
+    "    const long long tile = kg_tile_of(p, item, splits);\n"
+    "    const int split = (int)(item - tile * splits);\n"
     "    int kb, ke;\n"
     "    kg_krange(split, KT, splits, kper, &kb, &ke);\n"
     "    if (PP && (local & 1) != cw) { /* the other consumer's item: its slices pass through the ring */\n"
@@ -751,7 +769,7 @@ static const char kernel_src[] =
     "    }\n"
     "    long long bi;\n"
     "    int tm, tn;\n"
-    "    kg_item(tile, item_rows, tiles_n, group_m, &bi, &tm, &tn);\n"
+    "    kg_item(p, tile, item_rows, tiles_n, group_m, &bi, &tm, &tn);\n"
     "    if constexpr (MC) tm = 2 * tm + rank;\n"
     "    /* BIAS_SMEM: this thread's 4 bytes of the tile's bias: column ct (f32), columns 2 ct and\n"
     "     * 2 ct + 1 (16-bit; 0 past N) */\n"
@@ -1453,6 +1471,24 @@ void kiln__cuda_gemm_wgmma_sr_words(uint64_t *w)
         w[29 + r] = (uint64_t)(k0 + r * 0x9E3779B9u) | ((uint64_t)(k1 + r * 0xBB67AE85u) << 32);
 }
 
+/* Words 42-47: the divisors of the kernel's work items (kg_tile_of, kg_item) as kg_div words,
+ * as the kernel sees them (multicast pairs tile rows: item_rows), and whether every item and
+ * divisor is below 2^31 so that they apply (else the kernel divides) */
+static void item_divisors(kiln_gemm_wgmma_launch *l)
+{
+    uint64_t *w = l->w;
+    const int64_t nb = (int64_t)w[18], tm = (int64_t)w[19], tn = (int64_t)w[20], splits = (int64_t)w[26];
+    const int64_t rows = l->cfg.mcast ? (tm + 1) / 2 : tm, group = (int64_t)w[41];
+    const int64_t per_batch = rows * tn, per_group = group * tn, groups = (rows + group - 1) / group;
+    const int64_t last = rows - (groups - 1) * group, lim = (int64_t)1 << 31;
+    w[47] = nb * per_batch * splits < lim && per_group < lim;
+    w[42] = kiln__cuda_gemm_div_word(splits);
+    w[43] = kiln__cuda_gemm_div_word(per_batch < lim ? per_batch : 1);
+    w[44] = kiln__cuda_gemm_div_word(per_group < lim ? per_group : 1);
+    w[45] = kiln__cuda_gemm_div_word(group);
+    w[46] = kiln__cuda_gemm_div_word(last);
+}
+
 void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int sm_count, uint64_t seed,
                                    const kiln_gemm_wgmma_opts *opts, kiln_gemm_wgmma_launch *l)
 {
@@ -1625,6 +1661,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     l->cooperative = c->slice_sum;
     l->threads = THREADS;
     l->smem = smem_for(c);
+    item_divisors(l);
 }
 
 /* KILN_GEMM=auto's choice. The plan classes where the wgmma kernel ran ahead of cuBLASLt in
@@ -1663,6 +1700,7 @@ int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches 
 
 void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count)
 {
+    l->w[42] = kiln__cuda_gemm_div_word(1);
     /* (a slice-summed launch stays structured so: its kernel then runs one split, stores
      * from the registers and needs neither workspace nor a cooperative launch) */
     l->cooperative = 0;
