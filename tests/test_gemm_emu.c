@@ -193,8 +193,6 @@ typedef struct ecase {
     int kpair;          /* wgmma k pairs (64 x 64 tiles, alternate k slices per consumer): 0 the
                          * rule's, 1 off, 2 on (checked it is) */
     int group_m;        /* wgmma: tile rows per group of the tile order (0 = the rule's, 8) */
-    int blocks;         /* wgmma blocks an SM: 0 the rule's, 1 one, 2 two (checked they apply: the
-                         * grid up to twice the SMs) */
 } ecase;
 
 /* the context seed of every launch (both halves of Philox's key nonzero) */
@@ -539,8 +537,7 @@ static void run(const ecase *e)
                                   .mcast = e->mcast,
                                   .mc_pairs = e->mc_pairs,
                                   .kpair = e->kpair,
-                                  .group_m = e->group_m,
-                                  .blocks = e->blocks};
+                                  .group_m = e->group_m};
         kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, EMU_SEED, &o, &l);
         { /* the tile order's group: the asked or the rule's 8, at most the tile rows */
             const int64_t g = e->group_m ? e->group_m : 8;
@@ -554,14 +551,6 @@ static void run(const ecase *e)
         if (e->mcast) CHECK_INT(l.cfg.mcast, e->mcast == 2);
         if (e->kpair) CHECK_INT(l.cfg.kpair, e->kpair == 2);
         if (l.cfg.kpair) CHECK(l.cfg.bn == 64 && l.w[26] == 1 && (int64_t)l.w[19] == (d.M + 63) / 64);
-        if (e->blocks)
-            CHECK_INT(l.cfg.two, e->blocks == 2 && l.cfg.bn == 64 && l.w[26] == 1 && !l.cfg.pingpong && !l.cfg.kpair);
-        /* the persistent grid: every work item or every block that fits (two an SM with two) */
-        if (!l.cfg.mcast && !l.cfg.cluster && !l.cfg.slice_sum) {
-            const int64_t items = l.tiles * (int64_t)l.w[26], fit = (l.cfg.two ? 2 : 1) * (int64_t)e->sms;
-            CHECK_INT((int64_t)l.grid, items < fit ? items : fit);
-        }
-        if (l.cfg.two) CHECK(l.cfg.bn == 64 && l.w[26] == 1 && !l.cfg.pingpong && !l.cfg.kpair && l.smem <= 113u * 1024u);
         if (l.cfg.mcast) { /* whole clusters of two, at most mc_pairs of them */
             CHECK_INT((int)l.cluster, 2);
             CHECK_INT((int)(l.grid % 2), 0);
@@ -603,9 +592,9 @@ static void run(const ecase *e)
             m[7] = l.map[i].box[1];
         }
         const kiln_gemm_wgmma_cfg *c = &l.cfg;
-        snprintf(key, sizeof key, "wgmma-%d-%d%d-%d%d%d%d%d%d-%d-%d%d-%d-%d-%d%d%d%d%d", (int)c->dtype, c->a_kmajor,
+        snprintf(key, sizeof key, "wgmma-%d-%d%d-%d%d%d%d%d%d-%d-%d%d-%d-%d-%d%d%d%d", (int)c->dtype, c->a_kmajor,
                  c->b_kmajor, c->bias, c->beta, c->sr, c->c_pair, c->alpha1, c->relu, c->bn, c->tma_store, c->pingpong,
-                 c->sr_unroll, c->cbufs, c->cluster, c->slice_sum, c->mcast, c->kpair, c->two);
+                 c->sr_unroll, c->cbufs, c->cluster, c->slice_sum, c->mcast, c->kpair);
         fn = kernel_for(key, kiln__cuda_gemm_wgmma_source_text(c), K_WGMMA);
         CHECK(fn != NULL);
         if (fn) rc = fn((const unsigned long long *)l.w, KILN_GEMM_WGMMA_WORDS, maps, l.grid, 1, l.threads, l.smem,
@@ -1121,27 +1110,6 @@ int main(void)
          .tma_store = 1, .kpair = 2},
         {.dt = 1, .M = 256, .N = 192, .K = 128, .nb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 4, .tma_store = 1,
          .exact = 1, .kpair = 2},
-        /* two blocks an SM (64-wide unsplit tiles; the K = 128 updates): the whole epilogue with
-         * exact SR bits on a ragged M and N (MN-major B), then the same inputs on one block an
-         * SM (the same bits); bf16 with beta, batches and padded rows; tf32 staged; from the
-         * registers on a ragged N; K-major B with one k slice; the grid capped at twice the SMs
-         * with many more tiles; a forced 128-wide tile stays one block */
-        {.dt = 0, .M = 300, .N = 200, .K = 128, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 3,
-         .tma_store = 1, .exact = 1, .bn = 64, .blocks = 2},
-        {.dt = 0, .M = 300, .N = 200, .K = 128, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 3,
-         .tma_store = 1, .exact = 1, .same_bits = 1, .bn = 64, .blocks = 1},
-        {.dt = 1, .M = 257, .N = 136, .K = 200, .nb = 2, .ta = 1, .pad = 8, .alpha = -0.75, .beta = 0.5, .bias = 1,
-         .sr = 1, .sms = 2, .tma_store = 1, .bn = 64, .blocks = 2},
-        {.dt = 2, .M = 130, .N = 72, .K = 128, .nb = 1, .tb = 1, .pad = 4, .alpha = 1.0, .bias = 1, .relu = 1,
-         .sms = 2, .tma_store = 1, .bn = 64, .blocks = 2},
-        {.dt = 0, .M = 129, .N = 131, .K = 100, .nb = 1, .alpha = 2.0, .bias = 1, .relu = 1, .sms = 2, .bn = 64,
-         .blocks = 2},
-        {.dt = 1, .M = 200, .N = 64, .K = 64, .nb = 1, .tb = 1, .alpha = 1.0, .sr = 1, .sms = 1, .tma_store = 1,
-         .exact = 1, .bn = 64, .blocks = 2},
-        {.dt = 0, .M = 520, .N = 264, .K = 128, .nb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 2, .tma_store = 1,
-         .bn = 64, .blocks = 2},
-        {.dt = 0, .M = 256, .N = 256, .K = 128, .nb = 1, .alpha = 1.0, .sms = 2, .tma_store = 1, .bn = 128,
-         .blocks = 2},
         /* the rule's own 64-wide picks (every 64-wide tile in one wave of the "device"): 5
          * tiles split 2 ways (33 slices), 4 tiles split 4 ways through the workspace (not in
          * slices), 14 tiles on two tile rows unsplit */

@@ -540,7 +540,7 @@ kiln_status kiln__cuda_gemm_launch_words(kiln_ctx *ctx, CUfunction fn, unsigned 
 }
 
 kiln_status kiln__cuda_gemm_kernel(kiln_ctx *ctx, const int32_t *sig, size_t n, void (*gen)(const void *, kiln_sbuf *),
-                                   const void *cfg, const char *name, unsigned smem, int two, CUfunction *fn)
+                                   const void *cfg, const char *name, unsigned smem, CUfunction *fn)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
     struct timespec t0, t1;
@@ -566,9 +566,6 @@ kiln_status kiln__cuda_gemm_kernel(kiln_ctx *ctx, const int32_t *sig, size_t n, 
             return KILN_ERROR(ctx, KILN_ERR_DRIVER, "argument 'C': the CUDA driver lacks cuFuncSetAttribute");
         KILN_CK(ctx, drv, st->cu.FuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem));
     }
-    /* two blocks an SM: all of the SM's unified memory as shared memory (with no preference
-     * the driver may pick a carveout that holds one block of 113 KiB) */
-    if (two) KILN_CK(ctx, drv, st->cu.FuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100));
     kiln__cuda_fast_add(st, h, sig, n * sizeof *sig, *fn);
     return KILN_OK;
 }

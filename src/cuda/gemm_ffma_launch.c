@@ -69,7 +69,7 @@ kiln_status kiln__cuda_gemm_ffma(kiln_ctx *ctx, const kiln_gemm_desc *d, const k
                              c->beta,    c->c_vec, c->split,    c->bk,    c->minb,     c->warps, c->wide,
                              c->order,   c->early, c->walk,     c->slices};
     CUfunction fn;
-    r = kiln__cuda_gemm_kernel(ctx, sig, 18, gen_source, c, "kiln_gemm_ffma", 0, 0, &fn);
+    r = kiln__cuda_gemm_kernel(ctx, sig, 18, gen_source, c, "kiln_gemm_ffma", 0, &fn);
     int refused = 0;
     if (r == KILN_OK) r = kiln__cuda_gemm_launch_words(ctx, fn, l.gx, l.gy, l.threads, l.w, l.nw, c->slices, &refused);
     kiln__mem_free(ctx, ws);

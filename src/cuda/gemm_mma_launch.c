@@ -19,7 +19,7 @@ kiln_status kiln__cuda_gemm_mma(kiln_ctx *ctx, const kiln_gemm_desc *d, const ki
     const int32_t sig[11] = {0x4d4d4b47, 3,       (int32_t)c->dtype, c->a_kmajor, c->a_vec, c->b_kmajor,
                              c->b_vec,   c->bias, c->beta,           c->sr,       c->c_pair};
     CUfunction fn;
-    KILN_TRY(kiln__cuda_gemm_kernel(ctx, sig, 11, gen_source, c, "kiln_gemm_mma", 0, 0, &fn));
+    KILN_TRY(kiln__cuda_gemm_kernel(ctx, sig, 11, gen_source, c, "kiln_gemm_mma", 0, &fn));
     int refused;
     return kiln__cuda_gemm_launch_words(ctx, fn, l.gx, l.gy, l.threads, l.w, l.nw, 0, &refused);
 }

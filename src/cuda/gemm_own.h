@@ -20,10 +20,9 @@
 /* The function `name` of an own GEMM kernel whose source depends only on its structure:
  * sig (n words, a tag first so that no plan-kernel signature collides) through the fast
  * map, else gen(cfg) through the source-keyed cache; a kernel that needs more than 48 KiB
- * of dynamic shared memory (smem) gets that limit raised when it is loaded, and one built
- * for two blocks an SM (two) the carveout that holds them. (gemm.c) */
+ * of dynamic shared memory (smem) gets that limit raised when it is loaded. (gemm.c) */
 kiln_status kiln__cuda_gemm_kernel(kiln_ctx *ctx, const int32_t *sig, size_t n, void (*gen)(const void *, kiln_sbuf *),
-                                   const void *cfg, const char *name, unsigned smem, int two, CUfunction *fn);
+                                   const void *cfg, const char *name, unsigned smem, CUfunction *fn);
 /* The split-K arrival counters (st->gemm_counters, KILN_CUDA_COUNTERS ints, zero between
  * launches), allocated and zeroed on first use; an error when the device has no room (the
  * caller then runs unsplit). (gemm.c) */

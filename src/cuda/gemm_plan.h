@@ -75,9 +75,6 @@ typedef struct kiln_gemm_wgmma_cfg {
                     * (unsplit, not ping-pong; KILN_WGMMA_MCAST) */
     int kpair;     /* 64 x 64 tiles whose k slices the two consumers take in turn, consumer 1's sums
                     * added to consumer 0's through shared memory (unsplit; KILN_WGMMA_KPAIR) */
-    int two;       /* two blocks an SM (unsplit 64-wide tiles; KILN_WGMMA_BLOCKS=2): four consumer
-                    * warps a scheduler instead of two where the epilogue's instructions set the
-                    * pace, at 80 registers a thread (no setmaxnreg) and half the shared memory */
 } kiln_gemm_wgmma_cfg;
 
 /* 1 when the wgmma kernel takes d on ctx's device: compute capability 9.0 with the tensor-
@@ -145,7 +142,6 @@ typedef struct kiln_gemm_wgmma_opts {
     int mc_pairs;   /* clusters of two the device runs at once with this kernel (0 = SMs / 2) */
     int kpair;      /* 0 = the rule's, 1 = off, 2 = k pairs (64 x 64 tiles, unsplit) */
     int group_m;    /* tile rows per group of the tile order (0 = the rule's; KILN_WGMMA_GROUP_M) */
-    int blocks;     /* blocks an SM: 0 = the rule's, 1, or 2 where it applies (KILN_WGMMA_BLOCKS) */
 } kiln_gemm_wgmma_opts;
 
 /* Words 30-40 from the seed (w[0]) and stream (w[1]): what the kernel's Philox takes from

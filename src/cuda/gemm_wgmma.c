@@ -78,7 +78,6 @@
 #define ROW_BYTES 128 /* a k slice of one row of A or B: one 128-byte swizzle row (64 f16, 32 f32) */
 #define THREADS   384
 #define SMEM_MAX  (227 * 1024) /* dynamic shared memory a block may have on 9.0 */
-#define SMEM_TWO  (113 * 1024) /* the same for each of two blocks an SM (228 KiB an SM, 1 KiB a block kept) */
 #define GROUP_M   8 /* tile rows per group of the tile order (word 41; KILN_WGMMA_GROUP_M overrides) */
 
 /* The fixed part of the kernel; kiln__cuda_gemm_wgmma_source puts the structure, kg_mma
@@ -196,12 +195,8 @@ static const char kernel_src[] =
     "__device__ __forceinline__ void kg_fence_bar_init() {\n"
     "  asm volatile(\"fence.mbarrier_init.release.cluster;\\n\" ::: \"memory\");\n"
     "}\n"
-    "__device__ __forceinline__ void kg_regs_producer() {\n"
-    "  asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %0;\\n\" :: \"n\"(REGS_PRODUCER) : \"memory\");\n"
-    "}\n"
-    "__device__ __forceinline__ void kg_regs_consumer() {\n"
-    "  asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %0;\\n\" :: \"n\"(REGS_CONSUMER) : \"memory\");\n"
-    "}\n"
+    "__device__ __forceinline__ void kg_regs_producer() { asm volatile(\"setmaxnreg.dec.sync.aligned.u32 40;\\n\" ::: \"memory\"); }\n"
+    "__device__ __forceinline__ void kg_regs_consumer() { asm volatile(\"setmaxnreg.inc.sync.aligned.u32 232;\\n\" ::: \"memory\"); }\n"
     "/* named barrier id among n threads */\n"
     "__device__ __forceinline__ void kg_sync(int id, int n) {\n"
     "  asm volatile(\"bar.sync %0, %1;\\n\" :: \"r\"(id), \"r\"(n) : \"memory\");\n"
@@ -641,7 +636,7 @@ static const char kernel_src[] =
     "  *ke = split == 0 ? k0 : *kb + kper;\n"
     "}\n"
     "\n"
-    "extern \"C\" __global__ void __launch_bounds__(NT, OCC) kiln_gemm_wgmma(const __grid_constant__ kiln_args p) {\n"
+    "extern \"C\" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid_constant__ kiln_args p) {\n"
     "  extern __shared__ unsigned char kg_dyn[];\n"
     "  /* stages from the first 1024-byte boundary (the swizzle pattern repeats every 1024 bytes\n"
     "   * and the descriptors assume it starts there); then full[STAGES], empty[STAGES] */\n"
@@ -1169,7 +1164,7 @@ static int bm_of(const kiln_gemm_wgmma_cfg *c) { return c->kpair ? 64 : BM; }
 static int stages_for(const kiln_gemm_wgmma_cfg *c)
 {
     int stage = (bm_of(c) + c->bn) * ROW_BYTES;
-    int n = ((c->two ? SMEM_TWO : SMEM_MAX) - 1024 - 256 - cstage_for(c) - bias_smem_for(c) - kp_smem_for(c)) / stage;
+    int n = (SMEM_MAX - 1024 - 256 - cstage_for(c) - bias_smem_for(c) - kp_smem_for(c)) / stage;
     return n > 7 ? 7 : n;
 }
 
@@ -1196,12 +1191,6 @@ void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
     /* ALPHA1: alpha is 1 in f32, its product the sum itself (a multiply an element less in an
      * epilogue whose instructions set the K=128 updates' pace) */
     kiln__sbuf_printf(b, "constexpr int ALPHA1 = %d;\n", c->alpha1 ? 1 : 0);
-    /* OCC: blocks an SM (the launch bounds), and the registers a thread the warpgroups take
-     * from the launch's (one block: 168, two: 80, multiples of 8 as setmaxnreg wants): the
-     * producer's thread needs few, and what it gives back the consumers take (one block:
-     * 128 x 128 = 256 x 64; two: 128 x 56 >= 256 x 24) */
-    kiln__sbuf_printf(b, "constexpr int OCC = %d, REGS_PRODUCER = %d, REGS_CONSUMER = %d;\n", c->two ? 2 : 1,
-                      c->two ? 24 : 40, c->two ? 104 : 232);
     /* RELU: a run-time flag's select was if-converted into a compare and a select an element
      * that ran with ReLU off too (two of the plain staged epilogue's ~4 instructions an element) */
     kiln__sbuf_printf(b, "constexpr int RELU = %d;\n", c->relu ? 1 : 0);
@@ -1553,10 +1542,6 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
         if (splits > kt) splits = (int)kt;
         if (tiles >= KILN_CUDA_COUNTERS) splits = 1;
     }
-    /* Two blocks an SM (KILN_WGMMA_BLOCKS=2): unsplit 64-wide tiles of 128 rows, the cooperative
-     * schedule (80 registers a thread: wider tiles' accumulators do not fit; ping-pong's,
-     * k pairs' and multicast's layouts keep one block) */
-    c->two = opts && opts->blocks == 2 && splits == 1 && c->bn == 64 && !c->pingpong && !c->kpair;
     c->tma_store = opts && opts->tma_store && c_is_tma_target(d, bt); /* 16-bit C, or f32 (tf32) */
     if (c->tma_store && es == 4) {
         /* f32 C's staging is twice the 16-bit one's (128 KiB for a 256-wide tile, leaving the
@@ -1656,14 +1641,13 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
      * unsplit, not ping-pong, at least two tile rows. Not the rule's choice: measured 2-4 %
      * slower than without on the squares and 3-15 % on the K=128 updates (H100, 2026-11-25,
      * bench/NOTES.md step 11): one block per SM already has the L2 bandwidth it needs */
-    c->mcast = splits == 1 && !c->pingpong && !c->kpair && !c->two && !c->cluster && !c->slice_sum && tm >= 2 && opts &&
+    c->mcast = splits == 1 && !c->pingpong && !c->kpair && !c->cluster && !c->slice_sum && tm >= 2 && opts &&
                opts->mcast == 2;
     if (c->mcast && c->b_kmajor) l->map[1].box[1] = (unsigned)c->bn / 2; /* each block loads half the rows */
     l->tiles = nb * tm * tn;
     l->ws_bytes = splits > 1 && !c->cluster ? (size_t)l->tiles * (size_t)splits * (size_t)bm * (size_t)c->bn * sizeof(float) : 0;
     int64_t items = l->tiles * splits;
-    const int64_t resident = (c->two ? 2 : 1) * (int64_t)sm_count; /* the persistent grid */
-    l->grid = (unsigned)(items < resident ? items : resident);
+    l->grid = (unsigned)(items < sm_count ? items : sm_count);
     if (c->cluster) { /* a cluster per tile, a block per split: every item in the first wave */
         l->grid = (unsigned)items;
         l->cluster = (unsigned)splits;
@@ -1723,7 +1707,6 @@ void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count)
     l->w[26] = 1;
     l->w[27] = l->w[25];
     l->ws_bytes = 0;
-    const int64_t resident = (l->cfg.two ? 2 : 1) * (int64_t)sm_count;
-    l->grid = (unsigned)(l->tiles < resident ? l->tiles : resident);
+    l->grid = (unsigned)(l->tiles < sm_count ? l->tiles : sm_count);
 }
 

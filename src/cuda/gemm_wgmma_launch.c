@@ -55,8 +55,7 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
  * (where split tiles meet: the workspace, the default, or a cluster where it applies),
  * KILN_WGMMA_MCAST=0|1 (clusters of two sharing B through TMA multicast: off, the default, or
  * on wherever the launch is unsplit with two tile rows or more), KILN_WGMMA_GROUP_M=1..1024
- * (tile rows per group of the tile order; 8 by default), KILN_WGMMA_BLOCKS=1|2 (blocks an SM:
- * two apply to unsplit 64-wide tiles of the cooperative schedule).
+ * (tile rows per group of the tile order; 8 by default).
  * A value that is none of these is an error naming the variable. */
 /* A count from 1 to most in the environment variable name into *out (unset: unchanged). */
 static kiln_status env_count(kiln_ctx *ctx, const char *name, long most, int *out)
@@ -98,8 +97,6 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
     o->split_sum = i + 1; /* 0 = the rule's, 1 cluster, 2 workspace, 3 slices */
     KILN_TRY(env_count(ctx, "KILN_WGMMA_SPLITS", 64, &o->splits));
     KILN_TRY(env_count(ctx, "KILN_WGMMA_GROUP_M", 1024, &o->group_m));
-    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_BLOCKS", counts, 2, &i));
-    o->blocks = i + 1; /* 0 = the rule's, 1 one block an SM, 2 two where they apply */
     return KILN_OK;
 }
 
@@ -175,13 +172,13 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     if (r == KILN_OK) r = encode_map(ctx, &args.tb, d->dtype, &l.map[1], "B");
     if (r == KILN_OK && c->tma_store) r = encode_map(ctx, &args.tc, d->dtype, &l.map[2], "C");
     /* a tag ("GKWG") and this kernel's version first */
-    const int32_t sig[21] = {0x47574b47,   16,          (int32_t)c->dtype, c->a_kmajor,  c->b_kmajor,  c->bias,
+    const int32_t sig[20] = {0x47574b47,   15,          (int32_t)c->dtype, c->a_kmajor,  c->b_kmajor,  c->bias,
                              c->beta,      c->sr,       c->c_pair,         c->bn,        c->tma_store, c->pingpong,
                              c->sr_unroll, c->cbufs,    c->cluster,        c->slice_sum, c->mcast,     c->kpair,
-                             c->alpha1,    c->relu,     c->two};
+                             c->alpha1,    c->relu};
     CUfunction fn;
     int refused = 0;
-    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 21, gen_source, c, "kiln_gemm_wgmma", l.smem, c->two, &fn);
+    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 20, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
     if (r == KILN_OK && c->mcast) l.grid = mc_grid(st, fn, &l);
     if (r == KILN_OK) {
         const kiln_cuda_launch_attrs at = {.cluster = l.cluster, .cooperative = l.cooperative, .early = 1};
