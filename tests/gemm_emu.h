@@ -228,6 +228,18 @@ static inline int __ldcg(const int *p) { return *p; }
 /* a spinning thread's pause: back to the scheduler (another block's thread runs) */
 static inline void __nanosleep(unsigned) { emu_yield(); }
 static inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
+/* PTX prmt.b32 (default mode): byte i of the result is byte (s >> 4 i) & 7 of {b, a} (a the
+ * low word), or that byte's sign bit replicated where bit 3 of the nibble is set */
+static inline unsigned __byte_perm(unsigned a, unsigned b, unsigned s)
+{
+    const unsigned long long x = (unsigned long long)b << 32 | a;
+    unsigned r = 0;
+    for (int i = 0; i < 4; i++) {
+        const unsigned nib = (s >> (4 * i)) & 15u, byte = (unsigned)(x >> (8 * (nib & 7u))) & 0xFFu;
+        r |= ((nib & 8u) ? ((byte & 0x80u) ? 0xFFu : 0u) : byte) << (8 * i);
+    }
+    return r;
+}
 template <class T> static inline T __ldg(const T *p) { return *p; }
 static inline float __uint_as_float(unsigned u)
 {

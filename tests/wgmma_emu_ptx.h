@@ -88,6 +88,7 @@ static inline void kg_bar_arrive_cluster(unsigned remote)
 }
 static inline void kg_bar_wait_cluster(unsigned bar, unsigned parity) { kg_bar_wait(bar, parity); }
 static inline void kg_bar_arrive_remote(unsigned remote) { kg_bar_arrive_cluster(remote); }
+static inline kiln_w64 kg_mul_wide(unsigned a, unsigned b) { return (kiln_w64)a * b; }
 /* Copies the box at (c0, c1, c2) of map between global memory and shared memory at smem
  * (128-byte swizzled rows of 128 bytes): a load zero-fills what lies outside the tensor, a
  * store skips it. Returns the box's bytes. */

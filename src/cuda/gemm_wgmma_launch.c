@@ -172,7 +172,7 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     if (r == KILN_OK) r = encode_map(ctx, &args.tb, d->dtype, &l.map[1], "B");
     if (r == KILN_OK && c->tma_store) r = encode_map(ctx, &args.tc, d->dtype, &l.map[2], "C");
     /* a tag ("GKWG") and this kernel's version first */
-    const int32_t sig[20] = {0x47574b47,   15,          (int32_t)c->dtype, c->a_kmajor,  c->b_kmajor,  c->bias,
+    const int32_t sig[20] = {0x47574b47,   16,          (int32_t)c->dtype, c->a_kmajor,  c->b_kmajor,  c->bias,
                              c->beta,      c->sr,       c->c_pair,         c->bn,        c->tma_store, c->pingpong,
                              c->sr_unroll, c->cbufs,    c->cluster,        c->slice_sum, c->mcast,     c->kpair,
                              c->alpha1,    c->relu};
