@@ -880,6 +880,12 @@ int main(void)
         {.dt = 0, .M = 140, .N = 300, .K = 70, .nb = 3, .ta = 1, .b_bcast = 1, .pad = 16, .alpha = 2.0, .bias = 1,
          .sr = 1, .sms = 5, .tma_store = 1, .pp = 1},
         {.dt = 2, .M = 200, .N = 250, .K = 100, .nb = 1, .tb = 1, .pad = 4, .alpha = 1.0, .bias = 1, .sms = 3, .pp = 1},
+        /* ping-pong's staged bias (TMA stores, 16-bit C) with SR, several items per consumer
+         * (each consumer's two bias buffers written twice), a ragged last tile column */
+        {.dt = 0, .M = 390, .N = 264, .K = 130, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 2,
+         .tma_store = 1, .pp = 1},
+        {.dt = 1, .M = 300, .N = 200, .K = 64, .nb = 2, .tb = 1, .alpha = 1.0, .bias = 1, .sms = 3, .tma_store = 1,
+         .pp = 1},
         /* ping-pong with many more k slices than stages and several items per consumer: the
          * second consumer must not wait on a stage rounds ahead of the ring (a phase alias) */
         {.dt = 0, .M = 520, .N = 260, .K = 1000, .nb = 1, .alpha = 1.0, .sms = 1, .pp = 1},

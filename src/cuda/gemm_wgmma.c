@@ -124,8 +124,11 @@ static const char kernel_src[] =
     " * is read). Per-column loads from the epilogue cost the K=128 updates 35-56 % (a load, a\n"
     " * clamp and two conversions per pair, and their latency in every group); staged as f32 the\n"
     " * 16-bit bias took the 2 KiB that 256-wide update tiles needed for their second C staging\n"
-    " * buffer. Ping-pong and split tiles keep the per-column loads */\n"
-    "constexpr bool BIAS_SMEM = HAS_BIAS && !PP && !KP;\n"
+    " * buffer. Ping-pong with TMA stores of 16-bit C stages each consumer's own tile's bias the\n"
+    " * same way (two buffers per consumer, written before its staging barrier: no barrier of its\n"
+    " * own); ping-pong from the registers or with f32 C (whose 2 KiB would cost the ring a stage)\n"
+    " * and k pairs keep the per-column loads */\n"
+    "constexpr bool BIAS_SMEM = HAS_BIAS && !KP && (!PP || (TMA_STORE && !TF32));\n"
     "\n"
     "/* the kernel's one argument: the two tensor maps (cuTensorMapEncodeTiled's 128 opaque bytes)\n"
     " * and the argument words (kiln__cuda_gemm_wgmma): 0 seed, 1 SR stream, 2-4 M N K, 5-8 A B C\n"
@@ -792,11 +795,12 @@ static const char kernel_src[] =
     "    if constexpr (BIAS_SMEM) {\n"
     "      const ST *bias = (const ST *)p.w[8];\n"
     "      const long long N = (long long)p.w[3], bs = (long long)p.w[15];\n"
+    "      const int bt = PP ? ltid : ct; /* the thread's place among its tile's consumers */\n"
     "      if constexpr (TF32) {\n"
-    "        const long long n = (long long)tn * BN + ct;\n"
-    "        if (ct < BN && n < N) bias_mine = kiln_f32_bits(__ldg(bias + n * bs));\n"
-    "      } else if (ct < BN / 2) {\n"
-    "        const long long n = (long long)tn * BN + 2 * ct;\n"
+    "        const long long n = (long long)tn * BN + bt;\n"
+    "        if (bt < BN && n < N) bias_mine = kiln_f32_bits(__ldg(bias + n * bs));\n"
+    "      } else if (bt < BN / 2) {\n"
+    "        const long long n = (long long)tn * BN + 2 * bt;\n"
     "        if (n < N) bias_mine = (unsigned)__ldg(bias + n * bs);\n"
     "        if (n + 1 < N) bias_mine |= (unsigned)__ldg(bias + (n + 1) * bs) << 16;\n"
     "      }\n"
@@ -1052,8 +1056,10 @@ static const char kernel_src[] =
     "     * with bias and stochastic rounding was ~9000 instructions run once per tile, and the\n"
     "     * instruction fetch, not the math, set the epilogue's time) */\n"
     "    const long long nb = (long long)tn * BN + 2 * (lane & 3);\n"
-    "    const unsigned bsm = bias_smem + (unsigned)(local & 1) * (BN * ES);\n"
-    "    if constexpr (BIAS_SMEM) {\n"
+    "    /* PP: consumer cw's two buffers, alternating by its own items (local / 2) */\n"
+    "    const unsigned bsm = PP ? bias_smem + (unsigned)(2 * cw + ((local >> 1) & 1)) * (BN * ES)\n"
+    "                            : bias_smem + (unsigned)(local & 1) * (BN * ES);\n"
+    "    if constexpr (BIAS_SMEM && !PP) {\n"
     "      if (ct < BN * ES / 4) kg_st_shared(bsm + (unsigned)ct * 4u, bias_mine);\n"
     "      kg_sync(1, 256);\n"
     "    }\n"
@@ -1074,6 +1080,9 @@ static const char kernel_src[] =
     "      const unsigned cs = cstage + (cw * CBUFS + stored % CBUFS) * CBUF_BYTES;\n"
     "      const kg_epi ep = kg_epi_of(p);\n"
     "      if (leader) kg_bulk_wait_read<CBUFS - 1>();\n"
+    "      if constexpr (BIAS_SMEM && PP) { /* read after the barrier below */\n"
+    "        if (ltid < BN * ES / 4) kg_st_shared(bsm + (unsigned)ltid * 4u, bias_mine);\n"
+    "      }\n"
     "      kg_sync(2 + cw, 128);\n"
     "#pragma unroll\n"
     "      for (int rb = 0; rb < RB; rb++) {\n"
@@ -1159,12 +1168,14 @@ static int cstage_for(const kiln_gemm_wgmma_cfg *c)
     return c->tma_store ? (c->pingpong ? 2 : 1) * BM * c->bn * es * (c->cbufs > 1 ? 2 : 1) : 0;
 }
 
-/* Bytes of the staged bias (a bias, not ping-pong: two buffers of bn elements of C's type and
- * their 16-byte alignment after the barriers). */
+/* Bytes of the staged bias (a bias, not k pairs nor ping-pong from the registers or with f32
+ * C: two buffers of bn elements of C's type, per consumer with ping-pong, and their 16-byte
+ * alignment after the barriers). */
 static int bias_smem_for(const kiln_gemm_wgmma_cfg *c)
 {
     const int es = c->dtype == KILN_DTYPE_F32 ? 4 : 2;
-    return c->bias && !c->pingpong && !c->kpair ? 2 * c->bn * es + 16 : 0;
+    const int staged = c->bias && !c->kpair && (!c->pingpong || (c->tma_store && es == 2));
+    return staged ? (c->pingpong ? 4 : 2) * c->bn * es + 16 : 0;
 }
 
 /* Bytes of k pairs' exchange (kpair: consumer 1's 64 x bn f32 sums, after the bias area the
