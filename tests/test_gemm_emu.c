@@ -168,7 +168,9 @@ typedef struct ecase {
     int tma_store;
     int bn, splits;     /* overrides of the tile rule (0 = the rule's) */
     int kernel;         /* K_WGMMA, K_FFMA (f32) or K_MMA (f16 / bf16, any strides) */
-    int pp;             /* wgmma: ping-pong (KILN_WGMMA_SCHED=pingpong) */
+    int pp;             /* wgmma: ping-pong (KILN_WGMMA_SCHED=pingpong; 0 = =coop), or with
+                         * sched_rule the schedule the rule must pick */
+    int sched_rule;     /* wgmma: the rule's schedule (KILN_WGMMA_SCHED unset), checked to be pp */
     int cbufs;          /* wgmma: C staging buffers per consumer (KILN_WGMMA_CBUFS; 0 = the rule's) */
     int split_sum;      /* wgmma split-K: 0 the rule's, 1 a cluster, 2 the workspace (the last block
                          * sums), 3 slices (1 and 3 checked they apply) */
@@ -230,6 +232,8 @@ static double tf32_of(double v)
 
 /* The rule alone (no kernel run): an f16 M x N x K product, A stored (K, M) as in a weight
  * update, B (K, N), packed C, on sms SMs, splits forced (0 = the rule's). */
+/* the cooperative kernel's tile rule (KILN_WGMMA_SCHED=coop: the schedule rule's ping-pong for
+ * plain f16 updates aside; rule_pp checks that one) */
 static void rule_launch(int64_t M, int64_t N, int64_t K, int sms, int bn, int splits, int split_sum,
                         kiln_gemm_wgmma_launch *l)
 {
@@ -242,10 +246,31 @@ static void rule_launch(int64_t M, int64_t N, int64_t K, int sms, int bn, int sp
     d.alpha = 1.0;
     kiln_gemm_batches bt;
     kiln__cuda_gemm_merge_batches(&d, &bt);
-    kiln_gemm_wgmma_opts o = {.tma_store = 1, .bn = bn, .splits = splits, .split_sum = split_sum};
+    kiln_gemm_wgmma_opts o = {.tma_store = 1, .bn = bn, .splits = splits, .split_sum = split_sum, .pingpong = 1};
     kiln__cuda_gemm_wgmma_prepare(&d, &bt, sms, 1, &o, l);
     /* split tiles summed in a cluster or in slices store from the registers */
     CHECK_INT(l->cfg.tma_store, !l->cfg.cluster && !l->cfg.slice_sum);
+}
+/* the schedule rule (KILN_WGMMA_SCHED unset) on a packed f16 (bf16 with bf) M x N x K product with
+ * an epilogue of a bias (bias) or stochastic rounding (sr) on 132 SMs: 1 for ping-pong */
+static int rule_pp(int64_t M, int64_t N, int64_t K, int bf, int bias, int sr)
+{
+    kiln_gemm_desc d;
+    memset(&d, 0, sizeof d);
+    d.dtype = bf ? KILN_DTYPE_BF16 : KILN_DTYPE_F16;
+    d.M = M, d.N = N, d.K = K;
+    d.a = d.b = d.c = (char *)(uintptr_t)4096;
+    d.a_sm = K, d.a_sk = 1, d.b_sk = N, d.b_sn = 1, d.c_sm = N, d.c_sn = 1, d.bias_s = 1;
+    d.bias = bias ? (const char *)(uintptr_t)4096 : NULL;
+    d.round = sr ? KILN_ROUND_STOCHASTIC : d.round;
+    d.alpha = 1.0;
+    kiln_gemm_batches bt;
+    kiln__cuda_gemm_merge_batches(&d, &bt);
+    kiln_gemm_wgmma_opts o = {.tma_store = 1};
+    kiln_gemm_wgmma_launch l;
+    kiln__cuda_gemm_wgmma_prepare(&d, &bt, 132, 1, &o, &l);
+    if (l.cfg.pingpong) CHECK(l.cfg.bn == 128 && l.w[26] == 1 && l.cfg.tma_store);
+    return l.cfg.pingpong;
 }
 /* its staging buffers per consumer on 132 SMs */
 static int rule_cbufs(int64_t M, int64_t N, int64_t K)
@@ -275,8 +300,8 @@ static int rule_auto(int64_t M, int64_t N, int64_t K)
     kiln__cuda_gemm_merge_batches(&d, &bt);
     d.dtype = KILN_DTYPE_F16;
     int f16 = kiln__cuda_gemm_wgmma_auto(&d, &bt, 132);
-    d.dtype = KILN_DTYPE_BF16;
-    CHECK_INT(kiln__cuda_gemm_wgmma_auto(&d, &bt, 132), f16);
+    d.dtype = KILN_DTYPE_BF16; /* alike but where f16 runs ping-pong (rule_pp: f16 only) */
+    CHECK_INT(kiln__cuda_gemm_wgmma_auto(&d, &bt, 132), rule_pp(M, N, K, 0, 0, 0) ? 0 : f16);
     d.dtype = KILN_DTYPE_F32; /* without TF32 the wgmma kernel takes no f32 */
     CHECK_INT(kiln__cuda_gemm_wgmma_auto(&d, &bt, 132), 0);
     return f16;
@@ -531,7 +556,7 @@ static void run(const ecase *e)
         kiln_gemm_wgmma_opts o = {.tma_store = e->tma_store,
                                   .bn = e->bn,
                                   .splits = e->splits,
-                                  .pingpong = e->pp,
+                                  .pingpong = e->sched_rule ? 0 : e->pp ? 2 : 1,
                                   .cbufs = e->cbufs,
                                   .split_sum = e->split_sum,
                                   .mcast = e->mcast,
@@ -1116,6 +1141,25 @@ int main(void)
          .tma_store = 1, .kpair = 2},
         {.dt = 1, .M = 256, .N = 192, .K = 128, .nb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 4, .tma_store = 1,
          .exact = 1, .kpair = 2},
+        /* the rule's schedule: ping-pong for the plain f16 K <= 128 updates with TMA stores and
+         * at least a wave of 128 x 128 tiles (ReLU and a ragged M too); the cooperative kernel with a
+         * bias, with SR, in bf16, for K > 128, with too few tiles, with beta */
+        {.dt = 0, .M = 300, .N = 264, .K = 128, .nb = 1, .alpha = 1.0, .sms = 3, .tma_store = 1, .exact = 1,
+         .sched_rule = 1, .pp = 1},
+        {.dt = 0, .M = 257, .N = 136, .K = 100, .nb = 2, .ta = 1, .alpha = 0.5, .relu = 1, .sms = 2, .tma_store = 1,
+         .sched_rule = 1, .pp = 1},
+        {.dt = 0, .M = 300, .N = 264, .K = 128, .nb = 1, .alpha = 1.0, .bias = 1, .sms = 3, .tma_store = 1,
+         .sched_rule = 1, .pp = 0},
+        {.dt = 0, .M = 300, .N = 264, .K = 128, .nb = 1, .alpha = 1.0, .sr = 1, .sms = 3, .tma_store = 1, .exact = 1,
+         .sched_rule = 1, .pp = 0},
+        {.dt = 1, .M = 300, .N = 264, .K = 128, .nb = 1, .alpha = 1.0, .sms = 3, .tma_store = 1, .sched_rule = 1,
+         .pp = 0},
+        {.dt = 0, .M = 300, .N = 264, .K = 200, .nb = 1, .alpha = 1.0, .sms = 3, .tma_store = 1, .sched_rule = 1,
+         .pp = 0},
+        {.dt = 0, .M = 300, .N = 264, .K = 128, .nb = 1, .alpha = 1.0, .sms = 16, .tma_store = 1, .sched_rule = 1,
+         .pp = 0},
+        {.dt = 0, .M = 300, .N = 264, .K = 128, .nb = 1, .alpha = 1.0, .beta = 0.5, .sms = 3, .tma_store = 1,
+         .sched_rule = 1, .pp = 0},
         /* the rule's own 64-wide picks (every 64-wide tile in one wave of the "device"): 5
          * tiles split 2 ways (33 slices), 4 tiles split 4 ways through the workspace (not in
          * slices), 14 tiles on two tile rows unsplit */
@@ -1213,9 +1257,24 @@ int main(void)
     static const int64_t own_shapes[][3] = {{128, 9216, 4096}, {128, 25088, 4096}, {128, 4096, 25088},
                                             {128, 3072, 36864}, {128, 4096, 4096},  {128, 1000, 4096},
                                             {1024, 1024, 1024}};
-    static const int64_t vendor_shapes[][3] = {{128, 4096, 9216}, {128, 4096, 1000},
-                                               {128, 36864, 3072}, {9216, 4096, 128}, {4096, 4096, 128}, {4096, 1000, 128},
-                                               {36864, 3072, 128}, {25088, 4096, 128}, {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192}, {64, 64, 64}};
+    static const int64_t vendor_shapes[][3] = {{128, 4096, 9216}, {128, 4096, 1000}, {128, 36864, 3072},
+                                               {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192}, {64, 64, 64}};
+    /* the K = 128 updates: ping-pong's in f16 (the wgmma kernel under auto), cooperative and
+     * cuBLASLt's in bf16, and the cooperative kernel with a bias or SR, in bf16, for K = 256 or
+     * with fewer 128 x 128 tiles than SMs */
+    static const int64_t update_shapes[][3] = {{9216, 4096, 128}, {4096, 4096, 128}, {4096, 1000, 128},
+                                               {36864, 3072, 128}, {25088, 4096, 128}};
+    for (size_t i = 0; i < sizeof update_shapes / sizeof update_shapes[0]; i++) {
+        const int64_t M = update_shapes[i][0], N = update_shapes[i][1], K = update_shapes[i][2];
+        CHECK_INT(rule_pp(M, N, K, 0, 0, 0), 1);
+        CHECK_INT(rule_auto(M, N, K), 1);
+        CHECK_INT(rule_pp(M, N, K, 1, 0, 0), 0);
+        CHECK_INT(rule_pp(M, N, K, 0, 1, 0), 0);
+        CHECK_INT(rule_pp(M, N, K, 0, 0, 1), 0);
+        CHECK_INT(rule_pp(M, N, 2 * K, 0, 0, 0), 0);
+    }
+    CHECK_INT(rule_pp(1024, 1024, 128, 0, 0, 0), 0); /* 64 tiles of 128 x 128 */
+    CHECK_INT(rule_pp(128, 4096, 4096, 0, 0, 0), 0);
     for (size_t i = 0; i < sizeof own_shapes / sizeof own_shapes[0]; i++)
         CHECK_INT(rule_auto(own_shapes[i][0], own_shapes[i][1], own_shapes[i][2]), 1);
     for (size_t i = 0; i < sizeof vendor_shapes / sizeof vendor_shapes[0]; i++)

@@ -131,7 +131,7 @@ typedef struct kiln_gemm_wgmma_opts {
     int tma_store;
     int bn;
     int splits;
-    int pingpong;  /* 1 = ping-pong (then BN 128, no split) */
+    int pingpong;  /* 0 = the rule's, 1 = cooperative, 2 = ping-pong (then BN 128, no split) */
     int sr_unroll; /* 0 = the default (4) */
     int cbufs;     /* C staging buffers per consumer, 1 or 2 (0 = the rule's) */
     int split_sum; /* 0 = the rule's, 1 = a cluster where it applies, 2 = the workspace (the last

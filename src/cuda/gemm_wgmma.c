@@ -49,10 +49,11 @@
  * source depends only on kiln_gemm_wgmma_cfg (gemm_plan.h). Every PTX instruction sits in
  * a marked block ("kg: PTX wrappers", "kg: generated wgmma") that tests/test_gemm_emu.c
  * replaces by host emulations.
- *  - opt-in ping-pong (KILN_WGMMA_SCHED=pingpong): each consumer takes whole 128 x 128
- *    tiles of its own (two m64 wgmma per k step), alternating work items in turn (a pair
- *    of turn barriers), so one's epilogue runs while the other's wgmma use the tensor
- *    cores; measured slower than the default on most shapes, so not chosen by the rule.
+ *  - ping-pong (KILN_WGMMA_SCHED=pingpong): each consumer takes whole 128 x 128 tiles of
+ *    its own (two m64 wgmma per k step), alternating work items in turn (a pair of turn
+ *    barriers), so one's epilogue runs while the other's wgmma use the tensor cores;
+ *    measured slower than the default on most shapes, so the rule's only for the plain f16
+ *    K <= 128 updates (2.6-6.7 % faster there).
  *  - opt-in (KILN_WGMMA_MCAST=1, measured 2-15 % slower), clusters of two blocks with TMA
  *    multicast of B (MC): the blocks of a cluster take tile rows 2 i and 2 i + 1 of one column,
  *    each loads its own A and half of B into both blocks' stages (one L2 read of B for two
@@ -626,7 +627,7 @@ static const char kernel_src[] =
     "__device__ __forceinline__ unsigned kg_div(unsigned n, kiln_w64 dw) {\n"
     "  return (unsigned)(((unsigned long long)n * (unsigned)dw) >> (31u + (unsigned)(dw >> 32)));\n"
     "}\n"
-    "/* The tile of work item `item` (its split: kg_split) */\n"
+    "/* The tile of work item `item` (its split: item - tile * splits) */\n"
     "__device__ __forceinline__ long long kg_tile_of(const kiln_args &p, long long item, int splits) {\n"
     "  return p.w[47] ? (long long)kg_div((unsigned)item, p.w[42]) : item / splits;\n"
     "}\n"
@@ -1543,7 +1544,17 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
         c->bn = opts->bn;
         splits = c->bn == 64 && tiles <= sm_count ? split64(tiles, kt, sm_count) : pick_splits(tiles, kt, slices_ok);
     }
-    c->pingpong = opts && opts->pingpong;
+    /* Ping-pong (KILN_WGMMA_SCHED=pingpong forces it, =coop keeps the cooperative schedule), the
+     * rule's for the plain f16 K <= 128 weight updates: each consumer's epilogue of a whole tile
+     * runs under the other's wgmma, and there the epilogue, not the wgmma, sets the pace. On the
+     * H100 (bench/NOTES.md step 21) f16 fc9216 / fc4096 / fc36864 / fc25088 updates 2.6-6.7 %
+     * faster than cooperative, fc1000 level; bf16 either side (-4 to +3 %); with a bias (10-22 %
+     * against 0-9 %) or stochastic rounding (92-109 % against 69-80 %) the cooperative kernel's
+     * epilogue is the faster, so only C = alpha A B (+ ReLU) */
+    const int pp_rule = d->dtype == KILN_DTYPE_F16 && !c->bias && !c->sr && !c->beta && kt <= 2 && splits == 1 &&
+                        nb * ((d->M + BM - 1) / BM) * ((d->N + 127) / 128) >= sm_count && opts && opts->tma_store &&
+                        !opts->bn && !opts->splits && c_is_tma_target(d, bt);
+    c->pingpong = opts && (opts->pingpong ? opts->pingpong == 2 : pp_rule);
     c->sr_unroll = c->sr ? (opts && opts->sr_unroll > 0 ? opts->sr_unroll : 4) : 0;
     if (c->pingpong) { /* a whole 128 x 128 tile per consumer: 128 accumulators; never split */
         c->bn = 128;
@@ -1719,6 +1730,7 @@ int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches 
     kiln__cuda_gemm_wgmma_prepare(d, bt, sm_count, 0, &rule, &l);
     const int64_t splits = (int64_t)l.w[26], kper = (int64_t)l.w[27];
     const int64_t rows = (int64_t)l.w[18] * (int64_t)l.w[19]; /* batches x tile rows */
+    if (l.cfg.pingpong) return 1; /* the plain f16 updates: 1.03-1.23x (session 10, call 5) */
     if (splits == 1 && l.cfg.bn == 64) return rows > 1 && !l.cfg.kpair;
     if (splits == 1) return rows == 1 && l.tiles >= 64 && l.tiles <= sm_count;
     return kper >= 128 || (l.cfg.bn == 64 && kper <= 32);

@@ -46,7 +46,8 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
 /* The overrides of the tile rule from the environment, read at every call (benchmarks
  * sweep them): KILN_WGMMA_STORE=tma|regs (tma, the default, where C allows it: 16-bit,
  * unit stride along N, 16-byte rows), KILN_WGMMA_SCHED=coop|pingpong (coop, both consumers
- * on one tile, is the default: ping-pong measured slower on most shapes),
+ * on one tile, is the rule's but for the plain f16 K <= 128 updates: ping-pong measured slower
+ * on most other shapes),
  * KILN_WGMMA_KPAIR=0|1, KILN_WGMMA_BN=64|128|192|256, KILN_WGMMA_SPLITS=1..64, KILN_WGMMA_SR_UNROLL=1|2|4 (epilogue groups
  * unrolled together with stochastic rounding; 4, the default, measured fastest, or within 3
  * points of epilogue cost, on every shape of kiln-bench gemm-epilogue; 1 keeps the code smallest),
@@ -82,7 +83,7 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_STORE", stores, 2, &i));
     o->tma_store = i != 1; /* TMA where C allows it: measured faster or equal on every swept shape */
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_SCHED", scheds, 2, &i));
-    o->pingpong = i == 1;
+    o->pingpong = i + 1; /* 0 = the rule's, 1 cooperative, 2 ping-pong */
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_BN", widths, 4, &i));
     o->bn = i < 0 ? 0 : 64 + 64 * i;
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_SR_UNROLL", unrolls, 3, &i));
