@@ -1142,12 +1142,14 @@ int main(void)
         {.dt = 1, .M = 256, .N = 192, .K = 128, .nb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 4, .tma_store = 1,
          .exact = 1, .kpair = 2},
         /* the rule's schedule: ping-pong for the plain f16 K <= 128 updates with TMA stores and
-         * at least a wave of 128 x 128 tiles (ReLU and a ragged M too); the cooperative kernel with a
-         * bias, with SR, in bf16, for K > 128, with too few tiles, with beta */
+         * at least a wave of 128 x 128 tiles (a ragged M, batches, MN-major A too); the cooperative
+         * kernel with ReLU, a bias, SR, in bf16, for K > 128, with too few tiles, with beta */
         {.dt = 0, .M = 300, .N = 264, .K = 128, .nb = 1, .alpha = 1.0, .sms = 3, .tma_store = 1, .exact = 1,
          .sched_rule = 1, .pp = 1},
-        {.dt = 0, .M = 257, .N = 136, .K = 100, .nb = 2, .ta = 1, .alpha = 0.5, .relu = 1, .sms = 2, .tma_store = 1,
+        {.dt = 0, .M = 257, .N = 136, .K = 100, .nb = 2, .ta = 1, .alpha = 0.5, .sms = 2, .tma_store = 1,
          .sched_rule = 1, .pp = 1},
+        {.dt = 0, .M = 257, .N = 136, .K = 100, .nb = 2, .ta = 1, .alpha = 0.5, .relu = 1, .sms = 2, .tma_store = 1,
+         .sched_rule = 1, .pp = 0},
         {.dt = 0, .M = 300, .N = 264, .K = 128, .nb = 1, .alpha = 1.0, .bias = 1, .sms = 3, .tma_store = 1,
          .sched_rule = 1, .pp = 0},
         {.dt = 0, .M = 300, .N = 264, .K = 128, .nb = 1, .alpha = 1.0, .sr = 1, .sms = 3, .tma_store = 1, .exact = 1,

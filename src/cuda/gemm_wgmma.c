@@ -1549,9 +1549,11 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
      * runs under the other's wgmma, and there the epilogue, not the wgmma, sets the pace. On the
      * H100 (bench/NOTES.md step 21) f16 fc9216 / fc4096 / fc36864 / fc25088 updates 2.6-6.7 %
      * faster than cooperative, fc1000 level; bf16 either side (-4 to +3 %); with a bias (10-22 %
-     * against 0-9 %) or stochastic rounding (92-109 % against 69-80 %) the cooperative kernel's
-     * epilogue is the faster, so only C = alpha A B (+ ReLU) */
-    const int pp_rule = d->dtype == KILN_DTYPE_F16 && !c->bias && !c->sr && !c->beta && kt <= 2 && splits == 1 &&
+     * against 0-9 %), ReLU (4.6-8.5 % against 0-3 %: level on fc9216, 3-4 % behind on fc4096 and
+     * fc36864) or stochastic rounding (92-109 % against 69-80 %) the cooperative kernel is the
+     * faster, so only C = alpha A B */
+    const int pp_rule = d->dtype == KILN_DTYPE_F16 && !c->bias && !c->relu && !c->sr && !c->beta && kt <= 2 &&
+                        splits == 1 &&
                         nb * ((d->M + BM - 1) / BM) * ((d->N + 127) / 128) >= sm_count && opts && opts->tma_store &&
                         !opts->bn && !opts->splits && c_is_tma_target(d, bt);
     c->pingpong = opts && (opts->pingpong ? opts->pingpong == 2 : pp_rule);
