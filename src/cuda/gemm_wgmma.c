@@ -1718,7 +1718,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
  * Elsewhere cuBLASLt stays: fc9216 fprop 0.96-0.97x (64 wide, 72 slices a split; tf32's 144
  * take the class above: 1.14x), fc4096 tf32 0.95x (62 slices), fc36864 bprop 0.90-0.97x,
  * the K = 128 updates but the plain f16 ones (cooperative: either side of 1.0x by dtype and
- * run; an epilogue there is the wgmma kernel's cost, not cuBLASLt's), the larger squares
+ * run), the larger squares
  * within the clock's noise of 1.0x. The plain f16 K <= 128 updates in ping-pong (the schedule
  * rule's) go to the wgmma kernel: 1.03-1.23x (2026-11-26, tenth session, call 5) and
  * 1.05-1.25x in the closing table (call 6).
