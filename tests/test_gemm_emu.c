@@ -231,9 +231,8 @@ static double tf32_of(double v)
 }
 
 /* The rule alone (no kernel run): an f16 M x N x K product, A stored (K, M) as in a weight
- * update, B (K, N), packed C, on sms SMs, splits forced (0 = the rule's). */
-/* the cooperative kernel's tile rule (KILN_WGMMA_SCHED=coop: the schedule rule's ping-pong for
- * plain f16 updates aside; rule_pp checks that one) */
+ * update, B (K, N), packed C, on sms SMs, splits forced (0 = the rule's); the cooperative
+ * kernel's tile rule (KILN_WGMMA_SCHED=coop: rule_pp checks the schedule rule's ping-pong) */
 static void rule_launch(int64_t M, int64_t N, int64_t K, int sms, int bn, int splits, int split_sum,
                         kiln_gemm_wgmma_launch *l)
 {
@@ -262,7 +261,7 @@ static int rule_pp(int64_t M, int64_t N, int64_t K, int bf, int bias, int sr)
     d.a = d.b = d.c = (char *)(uintptr_t)4096;
     d.a_sm = K, d.a_sk = 1, d.b_sk = N, d.b_sn = 1, d.c_sm = N, d.c_sn = 1, d.bias_s = 1;
     d.bias = bias ? (const char *)(uintptr_t)4096 : NULL;
-    d.round = sr ? KILN_ROUND_STOCHASTIC : d.round;
+    if (sr) d.round = KILN_ROUND_STOCHASTIC;
     d.alpha = 1.0;
     kiln_gemm_batches bt;
     kiln__cuda_gemm_merge_batches(&d, &bt);
