@@ -1161,6 +1161,13 @@ int main(void)
          .pp = 0},
         {.dt = 0, .M = 300, .N = 264, .K = 128, .nb = 1, .alpha = 1.0, .beta = 0.5, .sms = 3, .tma_store = 1,
          .sched_rule = 1, .pp = 0},
+        /* nor where a knob the ping-pong kernel lacks is forced: multicast, k pairs, two C buffers */
+        {.dt = 0, .M = 300, .N = 264, .K = 128, .nb = 1, .alpha = 1.0, .sms = 3, .tma_store = 1, .sched_rule = 1,
+         .pp = 0, .mcast = 2},
+        {.dt = 0, .M = 300, .N = 264, .K = 128, .nb = 1, .alpha = 1.0, .sms = 3, .tma_store = 1, .sched_rule = 1,
+         .pp = 0, .kpair = 2},
+        {.dt = 0, .M = 300, .N = 264, .K = 128, .nb = 1, .alpha = 1.0, .sms = 3, .tma_store = 1, .sched_rule = 1,
+         .pp = 0, .cbufs = 2},
         /* the rule's own 64-wide picks (every 64-wide tile in one wave of the "device"): 5
          * tiles split 2 ways (33 slices), 4 tiles split 4 ways through the workspace (not in
          * slices), 14 tiles on two tile rows unsplit */

@@ -1555,7 +1555,8 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     const int pp_rule = d->dtype == KILN_DTYPE_F16 && !c->bias && !c->relu && !c->sr && !c->beta && kt <= 2 &&
                         splits == 1 &&
                         nb * ((d->M + BM - 1) / BM) * ((d->N + 127) / 128) >= sm_count && opts && opts->tma_store &&
-                        !opts->bn && !opts->splits && c_is_tma_target(d, bt);
+                        !opts->bn && !opts->splits && !opts->cbufs && opts->kpair != 2 && opts->mcast != 2 &&
+                        c_is_tma_target(d, bt); /* (not where a forced knob asks for what ping-pong lacks) */
     c->pingpong = opts && (opts->pingpong ? opts->pingpong == 2 : pp_rule);
     c->sr_unroll = c->sr ? (opts && opts->sr_unroll > 0 ? opts->sr_unroll : 4) : 0;
     if (c->pingpong) { /* a whole 128 x 128 tile per consumer: 128 accumulators; never split */
