@@ -497,6 +497,10 @@ static void gemm_cases(const char *engine, int tf32)
         /* and its staged (TMA-store) epilogue of f32 C: a K = 128 update over several tiles,
          * split-K over a ragged last tile column (N = 300: 9 boxes of 32 and 12 columns) */
         {300, 520, 128, 0, 0, 1, 1, 1, 1, 0},   {130, 300, 1700, 0, 0, 1, 1, 0, 1, 0.5},
+        /* a plain K = 128 update of 132 tiles of 128 x 128 (12 x 11): in f16 on an H100 the
+         * schedule rule's ping-pong kernel in the own and wgmma passes that leave
+         * KILN_WGMMA_SCHED unset (the emulator checks the rule's pick) */
+        {1536, 1408, 128, 0, 0, 0, 0, 0, 1, 0},
     };
     kiln_dtype dts[] = {KILN_DTYPE_F32, KILN_DTYPE_F16, KILN_DTYPE_BF16, KILN_DTYPE_F64};
     double tols[] = {2e-5, 4e-3, 3e-2, 1e-12};

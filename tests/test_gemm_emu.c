@@ -183,7 +183,7 @@ typedef struct ecase {
                          * barrier after the last k step (KILN_FFMA_EARLY=0); plus 128: no
                          * pointer walk (KILN_FFMA_WALK=0); plus 256: no slice sums
                          * (KILN_FFMA_SLICES=0: the last block sums); plus 512: checked that the
-                         * rule sums in slices */
+                         * rule sums in slices; plus 1024: checked that edge tiles walk */
     int exact;          /* inputs whose f32 sums are exact (A in eighths up to 1, B in 1024ths with
                          * f16's or bf16's 11 or 8 significant bits, the bias in 1024ths; beta 0,
                          * alpha a power of two): every output's bits are the rounding of the f64
@@ -529,13 +529,14 @@ static void run(const ecase *e)
         CHECK_INT(c->walk, e->ffma & 128 ? 0 : 1);
         if (e->ffma & 512) CHECK(c->slices && c->split);
         if (e->ffma & 256) CHECK(!c->slices);
+        if (e->ffma & 1024) CHECK(c->edge_walk);
         if (e->splits) CHECK_INT((int)lf.gy, e->splits); /* the split rule's choice */
         ws = lf.ws_bytes ? calloc(1, lf.ws_bytes) : NULL;
         lf.w[KILN_GEMM_FFMA_W_WS] = (uint64_t)(uintptr_t)ws;
         lf.w[KILN_GEMM_FFMA_W_COUNTERS] = (uint64_t)(uintptr_t)counters;
-        snprintf(key, sizeof key, "ffma-%d%d%d%d-%d%d%d%d-%d%d%d%d%d%d%d%d", c->a_kmajor, c->a_vec, c->b_kmajor,
+        snprintf(key, sizeof key, "ffma-%d%d%d%d-%d%d%d%d-%d%d%d%d%d%d%d%d%d", c->a_kmajor, c->a_vec, c->b_kmajor,
                  c->b_vec, c->bias, c->beta, c->c_vec, c->split, c->bk, c->minb, c->warps, c->wide, c->order, c->early,
-                 c->walk, c->slices);
+                 c->walk, c->slices, c->edge_walk);
         fn = kernel_for(key, kiln__cuda_gemm_ffma_source_text(c), K_FFMA);
         CHECK(fn != NULL);
         /* slice sums: every block of the launch at once (a tile's splits are gx apart) */
@@ -855,6 +856,14 @@ int main(void)
          .ffma = 16 + 128},
         {.dt = 2, .M = 260, .N = 256, .K = 200, .nb = 1, .tb = 1, .alpha = 0.5, .sms = 4, .kernel = 1,
          .ffma = 64 + 128},
+        /* the pointer walk on edge tiles (every fetch wholly inside or wholly past the rows):
+         * M-major A with M % 4 == 0 and N-major B with N % 4 == 0 past a 256-wide tile (f32
+         * fc1000 update's 232-wide last tile), with the whole epilogue; K-major A on a ragged
+         * M beside N-major B with N % 4 != 0 (float4 rows: the edge tile's fetches tested) */
+        {.dt = 2, .M = 260, .N = 488, .K = 128, .nb = 1, .ta = 1, .alpha = -0.75, .beta = 0.5, .bias = 1,
+         .relu = 1, .sms = 5, .kernel = 1, .ffma = 16 + 1024},
+        {.dt = 2, .M = 130, .N = 202, .K = 1000, .nb = 1, .alpha = 1.0, .bias = 1, .sms = 3, .kernel = 1,
+         .ffma = 1024},
         /* 128 x 256 tiles (KILN_FFMA_BN=256: two float4 fetches of B a thread and slice, 16
          * columns a thread in four quadrants): ragged, transposed, padded, batched with the
          * whole epilogue; a ragged N past one tile; interior tiles (float4 fetches without
@@ -1282,6 +1291,8 @@ int main(void)
         CHECK_INT(rule_pp(M, N, 2 * K, 0, 0, 0), 0);
     }
     CHECK_INT(rule_pp(1024, 1024, 128, 0, 0, 0), 0); /* 64 tiles of 128 x 128 */
+    CHECK_INT(rule_pp(1536, 1408, 128, 0, 0, 0), 1); /* 132 tiles: test_cuda_backend's case */
+    CHECK_INT(rule_pp(1536, 1280, 128, 0, 0, 0), 0); /* 120 */
     CHECK_INT(rule_pp(128, 4096, 4096, 0, 0, 0), 0);
     for (size_t i = 0; i < sizeof own_shapes / sizeof own_shapes[0]; i++)
         CHECK_INT(rule_auto(own_shapes[i][0], own_shapes[i][1], own_shapes[i][2]), 1);

@@ -102,15 +102,17 @@ static const char kernel_src[] =
     "}\n"
     "/* WALK: fetch f's float4 of the slice at k0 (kg_fetch's element (r, k) of thread tid),\n"
     " * as a pointer that each slice steps by BK k: interior slices load through it, without\n"
-    " * kg_fetch's 64-bit index arithmetic */\n"
+    " * kg_fetch's 64-bit index arithmetic. A fetch past the R rows walks row 0 instead (in\n"
+    " * bounds, aligned like r): its values reach only accumulators past M or N, which nothing\n"
+    " * stores; the caller walks only where no fetch straddles R (K-major, or R % 4 == 0) */\n"
     "template <int KMAJ, int RT, int FPT>\n"
-    "__device__ __forceinline__ void kg_walk_init(const float *(&q)[FPT], const float *X, long long r0, long long k0,\n"
-    "                                             long long s_r, long long s_k, int tid) {\n"
+    "__device__ __forceinline__ void kg_walk_init(const float *(&q)[FPT], const float *X, long long r0, long long R,\n"
+    "                                             long long k0, long long s_r, long long s_k, int tid) {\n"
     "#pragma unroll\n"
     "  for (int f = 0; f < FPT; f++) {\n"
     "    const int t = tid + NT * f;\n"
     "    const long long r = r0 + (KMAJ ? t / (BK / 4) : (t % (RT / 4)) * 4), k = k0 + (KMAJ ? (t % (BK / 4)) * 4 : t / (RT / 4));\n"
-    "    q[f] = X + r * s_r + k * s_k;\n"
+    "    q[f] = X + (!EDGE_WALK || r + (KMAJ ? 1 : 4) <= R ? r : 0) * s_r + k * s_k;\n"
     "  }\n"
     "}\n"
     "template <int FPT>\n"
@@ -214,11 +216,14 @@ static const char kernel_src[] =
     "      for (int j = 0; j < TN; j++) acc[i][j] = 0.0f;\n"
     "    float va[FPA][4], vb[FPB][4];\n"
     "    bool k_in = (long long)(kb + 1) * BK <= K;\n"
-    "    /* WALK: interior operands (float4 fetches, the tile's rows inside) walk pointers */\n"
-    "    const bool a_walk = WALK && A_VEC && m_in, b_walk = WALK && B_VEC && n_in;\n"
+    "    /* WALK: float4 operands walk pointers on interior tiles; EDGE_WALK: on edge tiles too\n"
+    "     * where every fetch lies wholly inside the rows or wholly past them (K-major: one row\n"
+    "     * a fetch; MN-major with M or N a multiple of 4) */\n"
+    "    const bool a_walk = WALK && A_VEC && (m_in || (EDGE_WALK && (A_KMAJ || (M & 3) == 0)));\n"
+    "    const bool b_walk = WALK && B_VEC && (n_in || (EDGE_WALK && (B_KMAJ || (N & 3) == 0)));\n"
     "    const float *qa[FPA], *qb[FPB];\n"
-    "    kg_walk_init<A_KMAJ, BM, FPA>(qa, A, m0, (long long)kb * BK, a_sm, a_sk, tid);\n"
-    "    kg_walk_init<B_KMAJ, BN, FPB>(qb, B, n0, (long long)kb * BK, b_sn, b_sk, tid);\n"
+    "    kg_walk_init<A_KMAJ, BM, FPA>(qa, A, m0, M, (long long)kb * BK, a_sm, a_sk, tid);\n"
+    "    kg_walk_init<B_KMAJ, BN, FPB>(qb, B, n0, N, (long long)kb * BK, b_sn, b_sk, tid);\n"
     "    const long long a_step = BK * a_sk, b_step = BK * b_sk;\n"
     "    if (a_walk && k_in) kg_walk<FPA>(va, qa);\n"
     "    else kg_fetch<A_KMAJ, A_VEC, BM, FPA>(va, A, m0, M, (long long)kb * BK, K, a_sm, a_sk, tid, m_in && k_in);\n"
@@ -515,6 +520,14 @@ void kiln__cuda_gemm_ffma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batch
      * not where the driver refused one, or KILN_FFMA_SLICES=0): the last block's sum of the
      * partials, ~1 MiB a tile through one SM, becomes every block's sum of a slice */
     c->slices = c->split && (int64_t)l->gx * l->gy <= sms && !(o && (o->no_coop || o->slices == 1));
+    /* the walk on edge tiles where the launch has some it applies to (f32 fc1000 update: a
+     * 232-wide last tile in one wave, which set the time: 11 % faster with it; fc1000 fprop
+     * 3 %), and in every unsplit 128 x 256 kernel, whose register allocation with it ran the
+     * squares 1-2 % faster; not in split kernels without such edges, 2.5-3 % slower with it
+     * (fc bprop, the 1024 square; H100, 2026-11-26, bench/NOTES.md step 22) */
+    const int a_edge = c->a_vec && d->M % TILE != 0 && (c->a_kmajor || d->M % 4 == 0);
+    const int b_edge = c->b_vec && d->N % bn != 0 && (c->b_kmajor || d->N % 4 == 0);
+    c->edge_walk = c->walk && (a_edge || b_edge || (c->wide && !c->split));
 }
 
 void kiln__cuda_gemm_ffma_source(const kiln_gemm_ffma_cfg *c, kiln_sbuf *b)
@@ -527,7 +540,7 @@ void kiln__cuda_gemm_ffma_source(const kiln_gemm_ffma_cfg *c, kiln_sbuf *b)
                       c->c_vec, c->split);
     kiln__sbuf_printf(b, "constexpr int BK = %d, MINB = %d, WARPS = %d, WIDE = %d, ORDER = %d, EARLY = %d, WALK = %d;\n",
                       c->bk, c->minb, c->warps, c->wide, c->order, c->early, c->walk);
-    kiln__sbuf_printf(b, "constexpr int SLICES = %d;\n", c->slices);
+    kiln__sbuf_printf(b, "constexpr int SLICES = %d, EDGE_WALK = %d;\n", c->slices, c->edge_walk);
     kiln__sbuf_puts(b, kiln__cuda_gemm_tile_src);
     kiln__sbuf_puts(b, kiln__cuda_gemm_dep_src);
     kiln__sbuf_puts(b, kernel_src);

@@ -65,11 +65,11 @@ kiln_status kiln__cuda_gemm_ffma(kiln_ctx *ctx, const kiln_gemm_desc *d, const k
     }
     const kiln_gemm_ffma_cfg *c = &l.cfg;
     /* a tag ("GKFF") and this kernel's version first */
-    const int32_t sig[18] = {0x46464b47, 9,        c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec, c->bias,
+    const int32_t sig[19] = {0x46464b47, 10,       c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec, c->bias,
                              c->beta,    c->c_vec, c->split,    c->bk,    c->minb,     c->warps, c->wide,
-                             c->order,   c->early, c->walk,     c->slices};
+                             c->order,   c->early, c->walk,     c->slices, c->edge_walk};
     CUfunction fn;
-    r = kiln__cuda_gemm_kernel(ctx, sig, 18, gen_source, c, "kiln_gemm_ffma", 0, &fn);
+    r = kiln__cuda_gemm_kernel(ctx, sig, 19, gen_source, c, "kiln_gemm_ffma", 0, &fn);
     int refused = 0;
     if (r == KILN_OK) r = kiln__cuda_gemm_launch_words(ctx, fn, l.gx, l.gy, l.threads, l.w, l.nw, c->slices, &refused);
     kiln__mem_free(ctx, ws);

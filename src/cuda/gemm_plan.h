@@ -223,6 +223,7 @@ typedef struct kiln_gemm_ffma_cfg {
     int early; /* 1: the next slice stored and the barrier passed before the last k step */
     int walk;  /* 1: interior float4 operands fetched through pointers stepped each slice */
     int slices; /* split: every block of a tile sums a slice of it (a cooperative launch) */
+    int edge_walk; /* walk: edge tiles walk too where each fetch is wholly inside or past the rows */
 } kiln_gemm_ffma_cfg;
 
 /* Overrides of the FFMA kernel's structure (0 = the default): KILN_FFMA_BK, KILN_FFMA_MINB,
