@@ -13,9 +13,10 @@
 static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_ffma_source(cfg, b); }
 
 /* The overrides from the environment, read at every call (benchmarks sweep them):
- * KILN_FFMA_BK=8|16, KILN_FFMA_MINB=1|2, KILN_FFMA_WARPS=2x16|4x8, KILN_FFMA_BN=128|256. A
- * value that is none of
- * these is an error naming the variable. */
+ * KILN_FFMA_BK=8|16, KILN_FFMA_MINB=1|2, KILN_FFMA_WARPS=2x16|4x8, KILN_FFMA_BN=128|256,
+ * KILN_FFMA_ORDER=rows|cols, KILN_FFMA_EARLY=0|1, KILN_FFMA_WALK=0|1, KILN_FFMA_SLICES=0|1
+ * (the README's table says what each does). A value that is none of these is an error naming
+ * the variable. */
 static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_ffma_opts *o)
 {
     static const char *const depths[] = {"8", "16"}, *const counts[] = {"1", "2"}, *const warps[] = {"2x16", "4x8"},
