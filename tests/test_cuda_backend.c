@@ -501,6 +501,9 @@ static void gemm_cases(const char *engine, int tf32)
          * schedule rule's ping-pong kernel in the own and wgmma passes that leave
          * KILN_WGMMA_SCHED unset (the emulator checks the rule's pick) */
         {1536, 1408, 128, 0, 0, 0, 0, 0, 1, 0},
+        /* one row of tiles past a wave: 209 tiles of 192 on 105 blocks (the rule's even
+         * rounds), with a bias */
+        {64, 40000, 72, 0, 0, 0, 1, 0, 1, 0},
     };
     kiln_dtype dts[] = {KILN_DTYPE_F32, KILN_DTYPE_F16, KILN_DTYPE_BF16, KILN_DTYPE_F64};
     double tols[] = {2e-5, 4e-3, 3e-2, 1e-12};
@@ -641,7 +644,8 @@ static void gemm_dispatch(void)
                    {"KILN_WGMMA_MCAST", "2", "KILN_WGMMA_MCAST='2'"},
                    {"KILN_WGMMA_KPAIR", "on", "KILN_WGMMA_KPAIR='on'"},
                    {"KILN_WGMMA_GROUP_M", "0", "KILN_WGMMA_GROUP_M='0'"},
-                   {"KILN_WGMMA_GROUP_M", "4k", "KILN_WGMMA_GROUP_M='4k'"}};
+                   {"KILN_WGMMA_GROUP_M", "4k", "KILN_WGMMA_GROUP_M='4k'"},
+                   {"KILN_WGMMA_GRID", "0", "KILN_WGMMA_GRID='0'"}};
         setenv("KILN_GEMM", "wgmma", 1);
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             setenv(bad[i].var, bad[i].value, 1);

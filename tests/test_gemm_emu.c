@@ -195,6 +195,7 @@ typedef struct ecase {
     int kpair;          /* wgmma k pairs (64 x 64 tiles, alternate k slices per consumer): 0 the
                          * rule's, 1 off, 2 on (checked it is) */
     int group_m;        /* wgmma: tile rows per group of the tile order (0 = the rule's, 8) */
+    int want_grid;      /* wgmma: the persistent blocks the rule must launch (0 = not checked) */
 } ecase;
 
 /* the context seed of every launch (both halves of Philox's key nonzero) */
@@ -347,6 +348,24 @@ static int rule_bn(int64_t M, int64_t N, int64_t K, int sms)
     kiln_gemm_wgmma_launch l;
     rule_launch(M, N, K, sms, 0, 0, 0, &l);
     return l.cfg.bn;
+}
+/* the persistent blocks of the cooperative kernel's launch on 132 SMs (grid: KILN_WGMMA_GRID,
+ * 0 = the rule's) */
+static int rule_grid(int64_t M, int64_t N, int64_t K, int grid)
+{
+    kiln_gemm_desc d;
+    memset(&d, 0, sizeof d);
+    d.dtype = KILN_DTYPE_F16;
+    d.M = M, d.N = N, d.K = K;
+    d.a = d.b = d.c = (char *)(uintptr_t)4096;
+    d.a_sm = K, d.a_sk = 1, d.b_sk = N, d.b_sn = 1, d.c_sm = N, d.c_sn = 1, d.bias_s = 1;
+    d.alpha = 1.0;
+    kiln_gemm_batches bt;
+    kiln__cuda_gemm_merge_batches(&d, &bt);
+    kiln_gemm_wgmma_opts o = {.tma_store = 1, .pingpong = 1, .grid = grid};
+    kiln_gemm_wgmma_launch l;
+    kiln__cuda_gemm_wgmma_prepare(&d, &bt, 132, 1, &o, &l);
+    return (int)l.grid;
 }
 /* whether its splits meet in a cluster (split_sum: KILN_WGMMA_SPLIT_SUM's choice) */
 static int rule_cluster(int64_t M, int64_t N, int64_t K, int sms, int bn, int splits, int split_sum)
@@ -570,6 +589,7 @@ static void run(const ecase *e)
         }
         if (e->splits && !e->pp) CHECK_INT((int)l.w[26], e->splits);
         if (e->want_bn) CHECK_INT(l.cfg.bn, e->want_bn);
+        if (e->want_grid) CHECK_INT((int)l.grid, e->want_grid);
         CHECK_INT(l.cfg.pingpong, e->pp);
         if (e->split_sum) CHECK_INT(l.cfg.cluster, e->split_sum == 1);
         if (e->split_sum) CHECK_INT(l.cfg.slice_sum, e->split_sum == 3);
@@ -802,6 +822,10 @@ int main(void)
          * buffers (three k slices fit the ring beside them at 128 wide) over several tiles per
          * block; ping-pong, each consumer's whole tile; a K = 128 update the rule narrows from
          * 256 to 128 wide for it; and one whose k slices do not fit (from the registers) */
+        /* one row of 192-wide tiles past a wave: 8 tiles on 5 SMs run on 4 blocks, two each
+         * (the rule's even rounds), f16 with a bias and SR */
+        {.dt = 0, .M = 100, .N = 1536, .K = 192, .nb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 5, .tma_store = 2,
+         .want_bn = 192, .want_grid = 4},
         {.dt = 2, .M = 200, .N = 300, .K = 100, .nb = 1, .tb = 1, .pad = 4, .alpha = 1.0, .sms = 3, .tma_store = 2},
         {.dt = 2, .M = 130, .N = 100, .K = 70, .nb = 2, .tb = 1, .b_bcast = 1, .alpha = -0.75, .beta = 0.5, .bias = 1,
          .relu = 1, .sms = 2, .tma_store = 2},
@@ -1225,6 +1249,14 @@ int main(void)
      * the fprop shapes, the squares and the updates as before */
     CHECK_INT(rule_bn(128, 36864, 3072, 132), 192);
     CHECK_INT(rule_bn(128, 25088, 4096, 132), 256);
+    /* ... on as many blocks as make the rounds even: fc36864 bprop 96 (192 tiles), fc25088
+     * bprop one wave of 98; tiles on several rows a full grid (the 4096 square); a forced
+     * grid (KILN_WGMMA_GRID) at most one block an SM */
+    CHECK_INT(rule_grid(128, 36864, 3072, 0), 96);
+    CHECK_INT(rule_grid(128, 25088, 4096, 0), 98);
+    CHECK_INT(rule_grid(4096, 4096, 4096, 0), 132);
+    CHECK_INT(rule_grid(128, 36864, 3072, 64), 64);
+    CHECK_INT(rule_grid(128, 36864, 3072, 500), 132);
     CHECK_INT(rule_bn(100, 1536, 192, 4), 192);
     CHECK_INT(rule_bn(128, 9216, 4096, 132), 128);
     CHECK_INT(rule_bn(4096, 4096, 4096, 132), 256);

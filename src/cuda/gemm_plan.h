@@ -142,6 +142,7 @@ typedef struct kiln_gemm_wgmma_opts {
     int mc_pairs;   /* clusters of two the device runs at once with this kernel (0 = SMs / 2) */
     int kpair;      /* 0 = the rule's, 1 = off, 2 = k pairs (64 x 64 tiles, unsplit) */
     int group_m;    /* tile rows per group of the tile order (0 = the rule's; KILN_WGMMA_GROUP_M) */
+    int grid;       /* persistent blocks, at most one an SM (0 = the rule's; KILN_WGMMA_GRID) */
 } kiln_gemm_wgmma_opts;
 
 /* Words 30-40 from the seed (w[0]) and stream (w[1]): what the kernel's Philox takes from

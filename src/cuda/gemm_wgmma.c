@@ -1698,6 +1698,18 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
         l->grid = (unsigned)(2 * (pairs < cap ? pairs : cap));
         l->cluster = 2;
     }
+    /* one row of unsplit tiles past a wave (fc36864 bprop: 192 tiles of 192 on 132 SMs): as
+     * many blocks as make the rounds even (96, two tiles each), so that the last round streams
+     * through all of them, not through the 60 SMs a full grid leaves it (-2.6 to -2.9 % f16 and
+     * bf16; 128-wide tiles on 72 or 96 blocks -6 %; on the squares a grid of 128 for 512 tiles
+     * measured level; H100, 2026-11-26, bench/NOTES.md step 22) */
+    const unsigned full = (unsigned)(items < sm_count ? items : sm_count);
+    if (splits == 1 && nb * tm == 1 && items > sm_count && !c->cluster && !c->mcast && !c->pingpong) {
+        const int64_t rounds = (items + sm_count - 1) / sm_count;
+        l->grid = (unsigned)((items + rounds - 1) / rounds);
+    }
+    /* KILN_WGMMA_GRID, where no block waits for another's (not in clusters or slice sums) */
+    if (opts && opts->grid > 0 && !l->cluster && !c->slice_sum) l->grid = (unsigned)opts->grid < full ? (unsigned)opts->grid : full;
     l->cooperative = c->slice_sum;
     l->threads = THREADS;
     l->smem = smem_for(c);

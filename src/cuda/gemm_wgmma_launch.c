@@ -56,7 +56,8 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
  * (where split tiles meet: the workspace, the default, or a cluster where it applies),
  * KILN_WGMMA_MCAST=0|1 (clusters of two sharing B through TMA multicast: off, the default, or
  * on wherever the launch is unsplit with two tile rows or more), KILN_WGMMA_GROUP_M=1..1024
- * (tile rows per group of the tile order; 8 by default).
+ * (tile rows per group of the tile order; 8 by default), KILN_WGMMA_GRID=1..65536 (persistent
+ * blocks, at most one an SM and one a work item; not for cluster or slice-summed launches).
  * A value that is none of these is an error naming the variable. */
 /* A count from 1 to most in the environment variable name into *out (unset: unchanged). */
 static kiln_status env_count(kiln_ctx *ctx, const char *name, long most, int *out)
@@ -98,6 +99,7 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
     o->split_sum = i + 1; /* 0 = the rule's, 1 cluster, 2 workspace, 3 slices */
     KILN_TRY(env_count(ctx, "KILN_WGMMA_SPLITS", 64, &o->splits));
     KILN_TRY(env_count(ctx, "KILN_WGMMA_GROUP_M", 1024, &o->group_m));
+    KILN_TRY(env_count(ctx, "KILN_WGMMA_GRID", 65536, &o->grid));
     return KILN_OK;
 }
 
