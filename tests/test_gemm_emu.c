@@ -38,6 +38,7 @@
 #pragma weak kiln__cuda_gemm_ffma_source_text
 #pragma weak kiln__cuda_gemm_merge_batches
 #pragma weak kiln__cuda_gemm_wgmma_auto
+#pragma weak kiln__cuda_gemm_wgmma_unsplit
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define UNDER_SANITIZER 1
@@ -752,7 +753,7 @@ int main(void)
     printf("%s\n", kiln_version());
     if (!kiln__cuda_gemm_wgmma_prepare || !kiln__cuda_gemm_wgmma_source_text || !kiln__cuda_gemm_ffma_prepare ||
         !kiln__cuda_gemm_mma_prepare || !kiln__cuda_gemm_mma_source_text ||
-        !kiln__cuda_gemm_ffma_source_text || !kiln__cuda_gemm_merge_batches) {
+        !kiln__cuda_gemm_ffma_source_text || !kiln__cuda_gemm_merge_batches || !kiln__cuda_gemm_wgmma_unsplit) {
         printf("the library has no GEMM kernel generators: skipped\n");
         return CHECK_SKIP;
     }
@@ -1257,6 +1258,14 @@ int main(void)
     CHECK_INT(rule_grid(4096, 4096, 4096, 0), 132);
     CHECK_INT(rule_grid(128, 36864, 3072, 64), 64);
     CHECK_INT(rule_grid(128, 36864, 3072, 500), 132);
+    { /* the same even rounds where a split launch runs unsplit (no workspace) */
+        kiln_gemm_wgmma_launch l;
+        rule_launch(128, 36864, 3072, 132, 0, 2, 2, &l);
+        CHECK_INT((int)l.w[26], 2);
+        kiln__cuda_gemm_wgmma_unsplit(&l, 132);
+        CHECK_INT((int)l.grid, 96);
+        CHECK_INT((int)l.w[26], 1);
+    }
     CHECK_INT(rule_bn(100, 1536, 192, 4), 192);
     CHECK_INT(rule_bn(128, 9216, 4096, 132), 128);
     CHECK_INT(rule_bn(4096, 4096, 4096, 132), 256);

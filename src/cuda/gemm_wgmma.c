@@ -1516,6 +1516,21 @@ static void item_divisors(kiln_gemm_wgmma_launch *l)
     w[46] = kiln__cuda_gemm_div_word(last);
 }
 
+/* The persistent blocks of an unsplit launch of `tiles` tiles on `rows` rows of tiles (batches
+ * x tile rows): one an SM, at most one a tile; but one row of tiles past a wave (fc36864 bprop:
+ * 192 tiles of 192 on 132 SMs) gets as many blocks as make the rounds even (96, two tiles
+ * each), so that the last round streams through all of them, not through the 60 SMs a full
+ * grid leaves it (-2.6 to -2.9 % f16 and bf16; 128-wide tiles on 72 or 96 blocks -6 %; on the
+ * squares a grid of 128 for 512 tiles measured level; H100, 2026-11-26, bench/NOTES.md step
+ * 22). Not measured with ping-pong, which keeps the full grid. */
+static unsigned tile_grid(int64_t tiles, int64_t rows, int pingpong, int sm_count)
+{
+    if (tiles <= sm_count) return (unsigned)tiles;
+    if (rows != 1 || pingpong) return (unsigned)sm_count;
+    const int64_t rounds = (tiles + sm_count - 1) / sm_count;
+    return (unsigned)((tiles + rounds - 1) / rounds);
+}
+
 void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int sm_count, uint64_t seed,
                                    const kiln_gemm_wgmma_opts *opts, kiln_gemm_wgmma_launch *l)
 {
@@ -1687,7 +1702,8 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     l->tiles = nb * tm * tn;
     l->ws_bytes = splits > 1 && !c->cluster ? (size_t)l->tiles * (size_t)splits * (size_t)bm * (size_t)c->bn * sizeof(float) : 0;
     int64_t items = l->tiles * splits;
-    l->grid = (unsigned)(items < sm_count ? items : sm_count);
+    l->grid = splits == 1 ? tile_grid(l->tiles, nb * tm, c->pingpong, sm_count)
+                          : (unsigned)(items < sm_count ? items : sm_count);
     if (c->cluster) { /* a cluster per tile, a block per split: every item in the first wave */
         l->grid = (unsigned)items;
         l->cluster = (unsigned)splits;
@@ -1698,18 +1714,11 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
         l->grid = (unsigned)(2 * (pairs < cap ? pairs : cap));
         l->cluster = 2;
     }
-    /* one row of unsplit tiles past a wave (fc36864 bprop: 192 tiles of 192 on 132 SMs): as
-     * many blocks as make the rounds even (96, two tiles each), so that the last round streams
-     * through all of them, not through the 60 SMs a full grid leaves it (-2.6 to -2.9 % f16 and
-     * bf16; 128-wide tiles on 72 or 96 blocks -6 %; on the squares a grid of 128 for 512 tiles
-     * measured level; H100, 2026-11-26, bench/NOTES.md step 22) */
-    const unsigned full = (unsigned)(items < sm_count ? items : sm_count);
-    if (splits == 1 && nb * tm == 1 && items > sm_count && !c->cluster && !c->mcast && !c->pingpong) {
-        const int64_t rounds = (items + sm_count - 1) / sm_count;
-        l->grid = (unsigned)((items + rounds - 1) / rounds);
-    }
     /* KILN_WGMMA_GRID, where no block waits for another's (not in clusters or slice sums) */
-    if (opts && opts->grid > 0 && !l->cluster && !c->slice_sum) l->grid = (unsigned)opts->grid < full ? (unsigned)opts->grid : full;
+    if (opts && opts->grid > 0 && !l->cluster && !c->slice_sum) {
+        const unsigned full = (unsigned)(items < sm_count ? items : sm_count);
+        l->grid = (unsigned)opts->grid < full ? (unsigned)opts->grid : full;
+    }
     l->cooperative = c->slice_sum;
     l->threads = THREADS;
     l->smem = smem_for(c);
@@ -1763,6 +1772,6 @@ void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count)
     l->w[26] = 1;
     l->w[27] = l->w[25];
     l->ws_bytes = 0;
-    l->grid = (unsigned)(l->tiles < sm_count ? l->tiles : sm_count);
+    l->grid = tile_grid(l->tiles, (int64_t)l->w[18] * (int64_t)l->w[19], l->cfg.pingpong, sm_count);
 }
 
