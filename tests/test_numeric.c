@@ -1,5 +1,5 @@
 /*
- * tests/test_numeric.c — tests of src/core/numeric.h: Philox4x32-10 known answers, the
+ * tests/test_numeric.c — tests of src/core/numeric.h: Philox4x32-10 and -7 known answers, the
  * statistics of the uniform / normal / Bernoulli transforms, the libm-free log and cos
  * against libm in double, exhaustive f16 / bf16 round trips, round-to-nearest against an
  * independent frexp/ldexp reference, and stochastic rounding (exactly unbiased, one of the
@@ -36,6 +36,33 @@ static void test_philox_kat(void)
         for (int j = 0; j < 4; j++) CHECK_INT(r.v[j], k[6 + j]);
         /* bits(seed, stream, index) = v[0] of philox(key=seed, ctr_hi=stream, ctr_lo=index) */
         CHECK_INT(kiln_rng_bits(key, ctr_hi, ctr_lo), k[6]);
+    }
+    /* The three "philox4x32 7" lines of the same file: the rounds of the GEMM's stochastic
+     * rounding (KILN_GEMM_SR_ROUNDS), and kiln_gemm_sr_bits takes its words from them */
+    static const uint32_t kat7[3][10] = {
+        {0, 0, 0, 0, 0, 0, 0x5f6fb709, 0x0d893f64, 0x4f121f81, 0x4f730a48},
+        {0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x5207ddc2, 0x45165e59, 0x4d8ee751,
+         0x8c52f662},
+        {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0x4dfccaba, 0x190a87f0, 0xc47362ba,
+         0xb6b5242a},
+    };
+    CHECK_INT(KILN_GEMM_SR_ROUNDS, 7);
+    for (int i = 0; i < 3; i++) {
+        const uint32_t *k = kat7[i];
+        kiln_u64 ctr_lo = (kiln_u64)k[0] | (kiln_u64)k[1] << 32;
+        kiln_u64 ctr_hi = (kiln_u64)k[2] | (kiln_u64)k[3] << 32;
+        kiln_u64 key = (kiln_u64)k[4] | (kiln_u64)k[5] << 32;
+        kiln_philox4 r = kiln_philox4x32_r(key, ctr_hi, ctr_lo, 7);
+        for (int j = 0; j < 4; j++) CHECK_INT(r.v[j], k[6 + j]);
+        /* row 0 of a 64-column C: columns 0, 1, 8 and 25 take halves of counter 0's words 0, 0,
+         * 1 and 3; column 34 (second group, pair 1) the low half of counter 5's word 0 */
+        if (ctr_lo == 0 && ctr_hi == 0) {
+            CHECK_INT(kiln_gemm_sr_bits(key, 0, 0, 0, 64), k[6] << 16);
+            CHECK_INT(kiln_gemm_sr_bits(key, 0, 0, 1, 64), k[6] & 0xFFFF0000u);
+            CHECK_INT(kiln_gemm_sr_bits(key, 0, 0, 8, 64), k[7] << 16);
+            CHECK_INT(kiln_gemm_sr_bits(key, 0, 0, 25, 64), k[9] & 0xFFFF0000u);
+            CHECK_INT(kiln_gemm_sr_bits(key, 0, 0, 34, 64), kiln_philox4x32_r(key, 0, 5, 7).v[0] << 16);
+        }
     }
     /* Neighbouring indices and streams give different words. */
     CHECK(kiln_rng_bits(1, 0, 0) != kiln_rng_bits(1, 0, 1));

@@ -76,17 +76,22 @@
  *   So E[result] == x exactly over uniformly random `bits` (for D <= 32), and the result is
  *   always one of the two representable neighbours of x.
  *
- * GEMM outputs (kiln_dot) take 16 random bits per element, eight elements per Philox call,
- * keyed by position, not by tiling: element (row, n) of C with N columns, row = b*M + m over
- * a batch of M-row matrices, has
- *   v    = philox(seed, stream, ((row * ceil(N / 32) + n / 32) * 4 + (n / 2) % 4)
+ * GEMM outputs (kiln_dot) take 16 random bits per element, eight elements per call of
+ * Philox4x32-7 (the rounds above, stopped after the 7th: KILN_GEMM_SR_ROUNDS), keyed by
+ * position, not by tiling: element (row, n) of C with N columns, row = b*M + m over a batch
+ * of M-row matrices, has
+ *   v    = philox7(seed, stream, ((row * ceil(N / 32) + n / 32) * 4 + (n / 2) % 4)
  *   bits = half (n % 2) of v[(n / 8) % 4] placed in the top 16 bits (the low 16 are zero):
  *          n even: v[.] << 16, n odd: v[.] & 0xFFFF0000.
  * The eight elements of one call are those a tensor-core thread holds for one row (columns
  * 2t, 2t+1 of four consecutive 8-column blocks), so the kernels compute one Philox per eight
  * outputs with no exchange. 16 bits are all the normal ranges use (bf16 D = 16, f16 D = 13);
  * in f16's subnormal range the rounding probability is then quantized to 2^-16 (a bias
- * below 2^-16 of a unit).
+ * below 2^-16 of a unit). Why 7 rounds and not 10: a GEMM epilogue with stochastic rounding
+ * is bound by the generator's 64-bit multiplies (two a round) on the K = 128 weight updates
+ * (bench/NOTES.md steps 21 and 23); Random123's authors (SC11) and the C++26 philox_engine's
+ * notes report no statistical flaw at 7 rounds, 10 being their safety margin. Rounding needs
+ * unbiased, independent bits, not a cipher; the generator of tensors keeps 10.
  */
 #ifndef KILN_CORE_NUMERIC_H
 #define KILN_CORE_NUMERIC_H
@@ -186,13 +191,13 @@ typedef struct kiln_philox4 {
     kiln_u32 v[4];
 } kiln_philox4;
 
-/* Philox4x32-10 of (key, counter); word layout in the recipe at the top. */
-KILN_HD kiln_philox4 kiln_philox4x32_10(kiln_u64 key, kiln_u64 ctr_hi, kiln_u64 ctr_lo)
+/* Philox4x32 with `rounds` rounds of (key, counter); word layout in the recipe at the top. */
+KILN_HD kiln_philox4 kiln_philox4x32_r(kiln_u64 key, kiln_u64 ctr_hi, kiln_u64 ctr_lo, int rounds)
 {
     kiln_u32 k0 = (kiln_u32)key, k1 = (kiln_u32)(key >> 32);
     kiln_u32 c0 = (kiln_u32)ctr_lo, c1 = (kiln_u32)(ctr_lo >> 32);
     kiln_u32 c2 = (kiln_u32)ctr_hi, c3 = (kiln_u32)(ctr_hi >> 32);
-    for (int r = 0; r < 10; r++) {
+    for (int r = 0; r < rounds; r++) {
         if (r > 0) {
             k0 += 0x9E3779B9u;
             k1 += 0xBB67AE85u;
@@ -217,6 +222,17 @@ KILN_HD kiln_philox4 kiln_philox4x32_10(kiln_u64 key, kiln_u64 ctr_hi, kiln_u64 
     out.v[3] = c3;
     return out;
 }
+
+/* Philox4x32-10 (rand, randn, dropout, element-wise stochastic rounding). */
+KILN_HD kiln_philox4 kiln_philox4x32_10(kiln_u64 key, kiln_u64 ctr_hi, kiln_u64 ctr_lo)
+{
+    return kiln_philox4x32_r(key, ctr_hi, ctr_lo, 10);
+}
+
+/* The rounds of the Philox that gives GEMM outputs their stochastic-rounding bits (recipe at
+ * the top: 7, where Random123's authors found no statistical flaw; the kernels' epilogues
+ * are bound by its multiplies). */
+#define KILN_GEMM_SR_ROUNDS 7
 
 /* ---- f32 transforms without libm ------------------------------------------------------ */
 
@@ -325,7 +341,7 @@ KILN_HD kiln_u32 kiln_gemm_sr_pick(kiln_philox4 v, kiln_u64 n)
  * reference and CPU paths; the tensor-core kernels share one call among eight elements). */
 KILN_HD kiln_u32 kiln_gemm_sr_bits(kiln_u64 seed, kiln_u64 stream, kiln_u64 row, kiln_u64 n, kiln_u64 N)
 {
-    return kiln_gemm_sr_pick(kiln_philox4x32_10(seed, stream, kiln_gemm_sr_counter(row, n, N)), n);
+    return kiln_gemm_sr_pick(kiln_philox4x32_r(seed, stream, kiln_gemm_sr_counter(row, n, N), KILN_GEMM_SR_ROUNDS), n);
 }
 
 /* Uniform in [0, 1) from 32 random bits: (u >> 8) * 2^-24 (exact). */

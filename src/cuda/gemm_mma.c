@@ -310,7 +310,7 @@ static const char kernel_src[] =
     "         * column 2 t4 + e of n8 tile q takes half e of word q */\n"
     "        kiln_philox4 sr = {};\n"
     "        if constexpr (SR)\n"
-    "          sr = kiln_philox4x32_10(p.w[0], p.w[1], kiln_gemm_sr_counter((kiln_w64)(bi * M + m), (kiln_w64)(n0 + wn * WN + t4 * 2), (kiln_w64)N));\n"
+    "          sr = kiln_philox4x32_r(p.w[0], p.w[1], kiln_gemm_sr_counter((kiln_w64)(bi * M + m), (kiln_w64)(n0 + wn * WN + t4 * 2), (kiln_w64)N), KILN_GEMM_SR_ROUNDS);\n"
     "#pragma unroll\n"
     "        for (int q = 0; q < NI; q++) {\n"
     "          const long long n = n0 + wn * WN + q * 8 + t4 * 2;\n"

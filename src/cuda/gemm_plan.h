@@ -146,7 +146,8 @@ typedef struct kiln_gemm_wgmma_opts {
 } kiln_gemm_wgmma_opts;
 
 /* Words 30-40 from the seed (w[0]) and stream (w[1]): what the kernel's Philox takes from
- * them alone (round 0's product of the stream, the keys of rounds 1-9). */
+ * them alone (round 0's product of the stream, the keys of rounds 1 to KILN_GEMM_SR_ROUNDS - 1;
+ * words 30-38 hold up to ten rounds). */
 void kiln__cuda_gemm_wgmma_sr_words(uint64_t *w);
 
 /* Fills *l for an eligible d on a device of sm_count SMs. */

@@ -73,6 +73,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/numeric.h"
 #include "cuda/gemm_plan.h"
 
 #define BM        128
@@ -309,19 +310,20 @@ static const char kernel_src[] =
     "\n"
     "\n"
 
-    "/* kiln_philox4x32_10(seed, stream, ctr), bit for bit, with what depends on the seed and stream\n"
-    " * alone read from the words (kiln__cuda_gemm_wgmma_sr_words): round 0's product of the\n"
-    " * stream's low word folded with the key (39, 40), the bumped keys of rounds 1-9 (30-38, k0 in\n"
-    " * the low half), each a constant operand of its xor: per call 19 wide multiplies and 20 xors,\n"
-    " * none of the key schedule's adds; each multiply one IMAD.WIDE (kg_mul_wide: 19 a call, where\n"
-    " * high and low halves in C took 28 multiply instructions) */\n"
+    "/* kiln_philox4x32_r(seed, stream, ctr, KILN_GEMM_SR_ROUNDS), bit for bit, with what depends\n"
+    " * on the seed and stream alone read from the words (kiln__cuda_gemm_wgmma_sr_words): round 0's\n"
+    " * product of the stream's low word folded with the key (39, 40), the bumped keys of rounds\n"
+    " * 1, 2, ... (30, 31, ..., k0 in the low half), each a constant operand of its xor: per call of\n"
+    " * R rounds 2 R - 1 wide multiplies and 2 R xors, none of the key schedule's adds; each\n"
+    " * multiply one IMAD.WIDE (kg_mul_wide, where high and low halves in C took 1.5 times the\n"
+    " * multiply instructions) */\n"
     "__device__ __forceinline__ kiln_philox4 kg_philox_sr(const kiln_args &p, kiln_w64 ctr) {\n"
     "  const unsigned lo = (unsigned)ctr;\n"
     "  unsigned c0 = (unsigned)p.w[39] ^ (unsigned)(ctr >> 32), c1 = (unsigned)(p.w[39] >> 32);\n"
     "  const kiln_w64 q = kg_mul_wide(0xD2511F53u, lo);\n"
     "  unsigned c2 = (unsigned)(q >> 32) ^ (unsigned)p.w[40], c3 = (unsigned)q;\n"
     "#pragma unroll\n"
-    "  for (int r = 1; r < 10; r++) {\n"
+    "  for (int r = 1; r < KILN_GEMM_SR_ROUNDS; r++) {\n"
     "    const unsigned k0 = (unsigned)p.w[29 + r], k1 = (unsigned)(p.w[29 + r] >> 32);\n"
     "    const kiln_w64 q0 = kg_mul_wide(0xD2511F53u, c0), q1 = kg_mul_wide(0xCD9E8D57u, c2);\n"
     "    c0 = (unsigned)(q1 >> 32) ^ c1 ^ k0;\n"
@@ -1486,16 +1488,19 @@ static int c_is_tma_target(const kiln_gemm_desc *d, const kiln_gemm_batches *bt)
 
 void kiln__cuda_gemm_wgmma_sr_words(uint64_t *w)
 {
-    /* kiln_philox4x32_10 with key w[0] and the counter's high word w[1] (the stream): round 0
-     * multiplies the stream's low word by 0xCD9E8D57 whatever the counter's low word is, so its
-     * product's high half ^ k0 (low half of 39), its low half (high half of 39) and the stream's
-     * high word ^ k1 (40) are the launch's; the keys of rounds 1..9 are 30..38 */
+    /* kiln_philox4x32_r(.., KILN_GEMM_SR_ROUNDS) with key w[0] and the counter's high word w[1]
+     * (the stream): round 0 multiplies the stream's low word by 0xCD9E8D57 whatever the
+     * counter's low word is, so its product's high half ^ k0 (low half of 39), its low half
+     * (high half of 39) and the stream's high word ^ k1 (40) are the launch's; the keys of
+     * rounds 1, 2, ... are 30, 31, ... (rounds past the last zero) */
     const uint32_t k0 = (uint32_t)w[0], k1 = (uint32_t)(w[0] >> 32);
     const uint64_t p1 = (uint64_t)0xCD9E8D57u * (uint32_t)w[1];
     w[39] = (uint64_t)((uint32_t)(p1 >> 32) ^ k0) | ((uint64_t)(uint32_t)p1 << 32);
     w[40] = (uint64_t)((uint32_t)(w[1] >> 32) ^ k1);
     for (uint32_t r = 1; r < 10; r++)
-        w[29 + r] = (uint64_t)(k0 + r * 0x9E3779B9u) | ((uint64_t)(k1 + r * 0xBB67AE85u) << 32);
+        w[29 + r] = r < KILN_GEMM_SR_ROUNDS
+                        ? (uint64_t)(k0 + r * 0x9E3779B9u) | ((uint64_t)(k1 + r * 0xBB67AE85u) << 32)
+                        : 0u;
 }
 
 /* Words 42-47: the divisors of the kernel's work items (kg_tile_of, kg_item) as kg_div words,
