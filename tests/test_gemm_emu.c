@@ -432,7 +432,8 @@ static void div_words(void)
 }
 
 /* The staged epilogue's f16 stochastic rounding (kg_stage_words): where |x| lies in
- * [2^-14, 65504) or x is a zero, the random bits added below the 13 bits f16 drops (to the
+ * [2^-14, 65504) (the kernel's fast path; zeros too, which it leaves to the exact path since
+ * ReLU may follow the rounding there), the random bits added below the 13 bits f16 drops (to the
  * f32 bits, sign and all) and one conversion toward zero (cvt.rz, kiln_f32_to_f16_rz) give
  * kiln_f32_to_f16_sr's bits: random values over the range, its edges 2^-14 and just below
  * 65504 with random bits, and the zeros. (From 65504 up the kernel takes the exact path: a
@@ -1032,6 +1033,8 @@ int main(void)
         {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 1, .alpha = 0x1p-20, .sr = 1, .sms = 3, .tma_store = 1,
          .exact = 1},
         {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 1, .alpha = 2048.0, .relu = 1, .sr = 1, .sms = 3, .tma_store = 1,
+         .exact = 1},
+        {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 1, .alpha = 0x1p-20, .relu = 1, .sr = 1, .sms = 3, .tma_store = 1,
          .exact = 1},
         {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 1, .alpha = 2048.0, .sms = 3, .tma_store = 1, .exact = 1},
         {.dt = 1, .M = 129, .N = 140, .K = 50, .nb = 1, .ta = 1, .pad = 8, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1,
