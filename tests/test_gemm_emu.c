@@ -197,6 +197,8 @@ typedef struct ecase {
                          * rule's, 1 off, 2 on (checked it is) */
     int group_m;        /* wgmma: tile rows per group of the tile order (0 = the rule's, 8) */
     int want_grid;      /* wgmma: the persistent blocks the rule must launch (0 = not checked) */
+    int zero_rows;      /* rows m % 5 == 1 of A all zeros (-0 where m % 10 == 6): C's rows there are
+                         * the bias or zeros, as a dead unit's row of a weight gradient */
 } ecase;
 
 /* the context seed of every launch (both halves of Philox's key nonzero) */
@@ -432,8 +434,8 @@ static void div_words(void)
 }
 
 /* The staged epilogue's f16 stochastic rounding (kg_stage_words): where |x| lies in
- * [2^-14, 65504) (the kernel's fast path; zeros too, which it leaves to the exact path since
- * ReLU may follow the rounding there), the random bits added below the 13 bits f16 drops (to the
+ * [2^-14, 65504) or x is a zero (the kernel's fast path; with ReLU on the rounded pairs zeros
+ * take the exact path), the random bits added below the 13 bits f16 drops (to the
  * f32 bits, sign and all) and one conversion toward zero (cvt.rz, kiln_f32_to_f16_rz) give
  * kiln_f32_to_f16_sr's bits: random values over the range, its edges 2^-14 and just below
  * 65504 with random bits, and the zeros. (From 65504 up the kernel takes the exact path: a
@@ -497,6 +499,11 @@ static void run(const ecase *e)
             put(e->dt, B, i, (double)((int64_t)(check_rand_u64(&rng) % (uint64_t)(2 * jb + 1)) - jb) / 1024.0);
         for (int64_t i = 0; i < N; i++) put(e->dt, bias, i, (double)((int64_t)(check_rand_u64(&rng) % 511) - 255) / 1024.0);
     }
+    if (e->zero_rows)
+        for (int64_t b = 0; b < (e->a_bcast ? 1 : nb); b++)
+            for (int64_t m = 1; m < M; m += 5)
+                for (int64_t k = 0; k < K; k++)
+                    put(e->dt, A, b * ar * as + m * (e->ta ? 1 : as) + k * (e->ta ? as : 1), m % 10 == 6 ? -0.0 : 0.0);
     void *C0 = malloc((size_t)csz * es);
     memcpy(C0, C, (size_t)csz * es);
 
@@ -1036,6 +1043,16 @@ int main(void)
          .exact = 1},
         {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 1, .alpha = 0x1p-20, .relu = 1, .sr = 1, .sms = 3, .tma_store = 1,
          .exact = 1},
+        /* rows of zeros (a dead unit's): f16 SR's fast path takes groups with zeros, but with ReLU
+         * on the rounded pairs the exact path does; bf16 alongside */
+        {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 2, .alpha = 1.0, .sr = 1, .sms = 3, .tma_store = 1, .exact = 1,
+         .zero_rows = 1},
+        {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 1, .ta = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 3,
+         .tma_store = 1, .exact = 1, .zero_rows = 1},
+        {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 1, .alpha = -1.0, .relu = 1, .sr = 1, .sms = 3, .tma_store = 1,
+         .exact = 1, .zero_rows = 1},
+        {.dt = 1, .M = 200, .N = 264, .K = 64, .nb = 1, .alpha = 1.0, .relu = 1, .sr = 1, .sms = 3, .tma_store = 1,
+         .exact = 1, .zero_rows = 1},
         {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 1, .alpha = 2048.0, .sms = 3, .tma_store = 1, .exact = 1},
         {.dt = 1, .M = 129, .N = 140, .K = 50, .nb = 1, .ta = 1, .pad = 8, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1,
          .kernel = 2, .exact = 1},
