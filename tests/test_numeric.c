@@ -13,50 +13,45 @@
 
 /* ---- Philox ------------------------------------------------------------------------- */
 
-/* Known answers from Random123's examples/kat_vectors (D. E. Shaw Research), the three
- * "philox4x32 10" lines; columns there are CTR (4 words), KEY (2 words), EXPECTED (4 words):
+/* Known answers from Random123's examples/kat_vectors (D. E. Shaw Research), its three
+ * "philox4x32 10" lines and three "philox4x32 7" lines (the GEMM's stochastic-rounding
+ * rounds, KILN_GEMM_SR_ROUNDS); columns there are ROUNDS, CTR (4 words), KEY (2 words),
+ * EXPECTED (4 words):
  *   philox4x32 10 00000000 00000000 00000000 00000000 00000000 00000000  6627e8d5 e169c58d bc57ac4c 9b00dbd8
  *   philox4x32 10 ffffffff ffffffff ffffffff ffffffff ffffffff ffffffff  408f276d 41c83b0e a20bc7c6 6d5451fd
- *   philox4x32 10 243f6a88 85a308d3 13198a2e 03707344 a4093822 299f31d0  d16cfe09 94fdcceb 5001e420 24126ea1 */
+ *   philox4x32 10 243f6a88 85a308d3 13198a2e 03707344 a4093822 299f31d0  d16cfe09 94fdcceb 5001e420 24126ea1
+ *   philox4x32 7 00000000 00000000 00000000 00000000 00000000 00000000  5f6fb709 0d893f64 4f121f81 4f730a48
+ *   philox4x32 7 ffffffff ffffffff ffffffff ffffffff ffffffff ffffffff  5207ddc2 45165e59 4d8ee751 8c52f662
+ *   philox4x32 7 243f6a88 85a308d3 13198a2e 03707344 a4093822 299f31d0  4dfccaba 190a87f0 c47362ba b6b5242a */
 static void test_philox_kat(void)
 {
-    static const uint32_t kat[3][10] = {
-        {0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
-        {0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x408f276d, 0x41c83b0e, 0xa20bc7c6,
-         0x6d5451fd},
-        {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09, 0x94fdcceb, 0x5001e420,
-         0x24126ea1},
-    };
-    for (int i = 0; i < 3; i++) {
-        const uint32_t *k = kat[i];
-        kiln_u64 ctr_lo = (kiln_u64)k[0] | (kiln_u64)k[1] << 32;
-        kiln_u64 ctr_hi = (kiln_u64)k[2] | (kiln_u64)k[3] << 32;
-        kiln_u64 key = (kiln_u64)k[4] | (kiln_u64)k[5] << 32;
-        kiln_philox4 r = kiln_philox4x32_10(key, ctr_hi, ctr_lo);
-        for (int j = 0; j < 4; j++) CHECK_INT(r.v[j], k[6 + j]);
-        /* bits(seed, stream, index) = v[0] of philox(key=seed, ctr_hi=stream, ctr_lo=index) */
-        CHECK_INT(kiln_rng_bits(key, ctr_hi, ctr_lo), k[6]);
-    }
-    /* The three "philox4x32 7" lines of the same file: the rounds of the GEMM's stochastic
-     * rounding (KILN_GEMM_SR_ROUNDS), and kiln_gemm_sr_bits takes its words from them */
-    static const uint32_t kat7[3][10] = {
-        {0, 0, 0, 0, 0, 0, 0x5f6fb709, 0x0d893f64, 0x4f121f81, 0x4f730a48},
-        {0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x5207ddc2, 0x45165e59, 0x4d8ee751,
-         0x8c52f662},
-        {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0x4dfccaba, 0x190a87f0, 0xc47362ba,
-         0xb6b5242a},
+    static const uint32_t kat[6][11] = {
+        {10, 0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
+        {10, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x408f276d, 0x41c83b0e,
+         0xa20bc7c6, 0x6d5451fd},
+        {10, 0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09, 0x94fdcceb,
+         0x5001e420, 0x24126ea1},
+        {7, 0, 0, 0, 0, 0, 0, 0x5f6fb709, 0x0d893f64, 0x4f121f81, 0x4f730a48},
+        {7, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x5207ddc2, 0x45165e59,
+         0x4d8ee751, 0x8c52f662},
+        {7, 0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0x4dfccaba, 0x190a87f0,
+         0xc47362ba, 0xb6b5242a},
     };
     CHECK_INT(KILN_GEMM_SR_ROUNDS, 7);
-    for (int i = 0; i < 3; i++) {
-        const uint32_t *k = kat7[i];
+    for (int i = 0; i < 6; i++) {
+        const uint32_t *k = kat[i] + 1;
+        const int rounds = (int)kat[i][0];
         kiln_u64 ctr_lo = (kiln_u64)k[0] | (kiln_u64)k[1] << 32;
         kiln_u64 ctr_hi = (kiln_u64)k[2] | (kiln_u64)k[3] << 32;
         kiln_u64 key = (kiln_u64)k[4] | (kiln_u64)k[5] << 32;
-        kiln_philox4 r = kiln_philox4x32_r(key, ctr_hi, ctr_lo, 7);
+        kiln_philox4 r = rounds == 10 ? kiln_philox4x32_10(key, ctr_hi, ctr_lo) : kiln_philox4x32_r(key, ctr_hi, ctr_lo, rounds);
         for (int j = 0; j < 4; j++) CHECK_INT(r.v[j], k[6 + j]);
-        /* row 0 of a 64-column C: columns 0, 1, 8 and 25 take halves of counter 0's words 0, 0,
-         * 1 and 3; column 34 (second group, pair 1) the low half of counter 5's word 0 */
-        if (ctr_lo == 0 && ctr_hi == 0) {
+        /* bits(seed, stream, index) = v[0] of philox(key=seed, ctr_hi=stream, ctr_lo=index) */
+        if (rounds == 10) CHECK_INT(kiln_rng_bits(key, ctr_hi, ctr_lo), k[6]);
+        /* kiln_gemm_sr_bits, row 0 of a 64-column C: columns 0, 1, 8 and 25 take halves of
+         * counter 0's words 0, 0, 1 and 3; column 34 (second group, pair 1) the low half of
+         * counter 5's word 0 */
+        if (rounds == KILN_GEMM_SR_ROUNDS && ctr_lo == 0 && ctr_hi == 0) {
             CHECK_INT(kiln_gemm_sr_bits(key, 0, 0, 0, 64), k[6] << 16);
             CHECK_INT(kiln_gemm_sr_bits(key, 0, 0, 1, 64), k[6] & 0xFFFF0000u);
             CHECK_INT(kiln_gemm_sr_bits(key, 0, 0, 8, 64), k[7] << 16);

@@ -1,7 +1,8 @@
 /*
- * src/core/numeric.h — kiln's bit-exact numerics, shared by every backend: the Philox4x32-10
- * counter-based generator and the transforms built on it (uniform, normal, Bernoulli), the
- * f16 / bf16 conversions (round to nearest even, and stochastic rounding).
+ * src/core/numeric.h — kiln's bit-exact numerics, shared by every backend: the Philox4x32
+ * counter-based generator (10 rounds; 7 for GEMM outputs' stochastic-rounding bits) and the
+ * transforms built on it (uniform, normal, Bernoulli), the f16 / bf16 conversions (round to
+ * nearest even, and stochastic rounding).
  *
  * One header for three compilers, used unchanged:
  *  - C host code (static inline; needs -ffp-contract=off, which the build sets);
@@ -185,7 +186,7 @@ KILN_HD kiln_u64 kiln_f64_bits(double x)
 #endif
 }
 
-/* ---- Philox4x32-10 -------------------------------------------------------------------- */
+/* ---- Philox4x32 ----------------------------------------------------------------------- */
 
 typedef struct kiln_philox4 {
     kiln_u32 v[4];

@@ -244,7 +244,6 @@ static const char kernel_src[] =
     "  asm(\"cvt.rz.f16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo));\n"
     "  return r;\n"
     "}\n"
-
     "/* max(h, +0) of both f16 halves of w in one instruction (ReLU on rounded pairs) */\n"
     "__device__ __forceinline__ unsigned kg_relu_f16x2(unsigned w) {\n"
     "  unsigned r;\n"
