@@ -1282,9 +1282,16 @@ int main(void)
         kiln_gemm_wgmma_launch l;
         rule_launch(128, 36864, 3072, 132, 0, 2, 2, &l);
         CHECK_INT((int)l.w[26], 2);
-        kiln__cuda_gemm_wgmma_unsplit(&l, 132);
+        kiln__cuda_gemm_wgmma_unsplit(&l, 132, 0);
         CHECK_INT((int)l.grid, 96);
         CHECK_INT((int)l.w[26], 1);
+        /* and a forced grid applies again there */
+        rule_launch(128, 36864, 3072, 132, 0, 2, 2, &l);
+        kiln__cuda_gemm_wgmma_unsplit(&l, 132, 64);
+        CHECK_INT((int)l.grid, 64);
+        rule_launch(128, 36864, 3072, 132, 0, 2, 2, &l);
+        kiln__cuda_gemm_wgmma_unsplit(&l, 132, 500);
+        CHECK_INT((int)l.grid, 132);
     }
     CHECK_INT(rule_bn(100, 1536, 192, 4), 192);
     CHECK_INT(rule_bn(128, 9216, 4096, 132), 128);

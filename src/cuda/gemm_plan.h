@@ -153,8 +153,8 @@ void kiln__cuda_gemm_wgmma_sr_words(uint64_t *w);
 /* Fills *l for an eligible d on a device of sm_count SMs. */
 void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int sm_count, uint64_t seed,
                                    const kiln_gemm_wgmma_opts *opts, kiln_gemm_wgmma_launch *l);
-/* Makes *l unsplit (no workspace to be had). */
-void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count);
+/* Makes *l unsplit (no workspace to be had); grid > 0 is KILN_WGMMA_GRID's, applied again. */
+void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count, int grid);
 /* Whether KILN_GEMM=auto (the default) takes an eligible d to the wgmma kernel rather than
  * cuBLASLt on a device of sm_count SMs: the tile rule's plan (no overrides) in a class
  * measured ahead of cuBLASLt (gemm_wgmma.c). */

@@ -1518,6 +1518,11 @@ static int c_is_tma_target(const kiln_gemm_desc *d, const kiln_gemm_batches *bt)
     return 1;
 }
 
+/* words 30-38 hold the keys of rounds 1-9: ten rounds at most (a round past them would read
+ * word 39, round 0's product, as its key) */
+_Static_assert(KILN_GEMM_SR_ROUNDS >= 1 && KILN_GEMM_SR_ROUNDS <= 10,
+               "KILN_GEMM_SR_ROUNDS: the kernel's words hold 1 to 10 rounds");
+
 void kiln__cuda_gemm_wgmma_sr_words(uint64_t *w)
 {
     /* kiln_philox4x32_r(.., KILN_GEMM_SR_ROUNDS) with key w[0] and the counter's high word w[1]
@@ -1566,6 +1571,15 @@ static unsigned tile_grid(int64_t tiles, int64_t rows, int pingpong, int sm_coun
     if (rows != 1 || pingpong) return (unsigned)sm_count;
     const int64_t rounds = (tiles + sm_count - 1) / sm_count;
     return (unsigned)((tiles + rounds - 1) / rounds);
+}
+
+/* KILN_WGMMA_GRID (grid > 0): at most that many persistent blocks, at most one an SM and one a
+ * work item, where no block waits for another's (not in clusters or slice sums) */
+static void forced_grid(kiln_gemm_wgmma_launch *l, int64_t items, int sm_count, int grid)
+{
+    if (grid <= 0 || l->cluster || l->cfg.slice_sum) return;
+    const unsigned full = (unsigned)(items < sm_count ? items : sm_count);
+    l->grid = (unsigned)grid < full ? (unsigned)grid : full;
 }
 
 void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int sm_count, uint64_t seed,
@@ -1751,11 +1765,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
         l->grid = (unsigned)(2 * (pairs < cap ? pairs : cap));
         l->cluster = 2;
     }
-    /* KILN_WGMMA_GRID, where no block waits for another's (not in clusters or slice sums) */
-    if (opts && opts->grid > 0 && !l->cluster && !c->slice_sum) {
-        const unsigned full = (unsigned)(items < sm_count ? items : sm_count);
-        l->grid = (unsigned)opts->grid < full ? (unsigned)opts->grid : full;
-    }
+    forced_grid(l, items, sm_count, opts ? opts->grid : 0);
     l->cooperative = c->slice_sum;
     l->threads = THREADS;
     l->smem = smem_for(c);
@@ -1800,7 +1810,7 @@ int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches 
     return kper >= 128 || (l.cfg.bn == 64 && kper <= 32);
 }
 
-void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count)
+void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count, int grid)
 {
     l->w[42] = kiln__cuda_gemm_div_word(1);
     /* (a slice-summed launch stays structured so: its kernel then runs one split, stores
@@ -1810,5 +1820,6 @@ void kiln__cuda_gemm_wgmma_unsplit(kiln_gemm_wgmma_launch *l, int sm_count)
     l->w[27] = l->w[25];
     l->ws_bytes = 0;
     l->grid = tile_grid(l->tiles, (int64_t)l->w[18] * (int64_t)l->w[19], l->cfg.pingpong, sm_count);
+    forced_grid(l, l->tiles, sm_count, grid);
 }
 

@@ -162,7 +162,7 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     if (l.ws_bytes &&
         (kiln__cuda_gemm_counters(ctx) != KILN_OK || kiln__mem_alloc(ctx, l.ws_bytes, __FILE__, __LINE__, &ws) != KILN_OK)) {
         ws = NULL;
-        kiln__cuda_gemm_wgmma_unsplit(&l, st->sm_count);
+        kiln__cuda_gemm_wgmma_unsplit(&l, st->sm_count, o.grid);
     }
     wg_args args; /* CUtensorMap is 64-byte aligned; the launch copies the whole struct */
     memset(&args, 0, sizeof args);
