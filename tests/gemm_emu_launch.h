@@ -55,6 +55,10 @@ extern "C" int emu_launch(const unsigned long long *words, int nwords, const uns
         b->smem_bytes = smem ? smem : 16;
         b->smem = (unsigned char *)malloc(b->smem_bytes);
         b->stacks = (char *)malloc((size_t)threads * EMU_STACK);
+        /* poison the stacks' tops (they grow down): a local read before it is written (the
+         * accumulators of a consumer that multiplied nothing) reads NaNs in the first block, the
+         * leftovers of an earlier block's thread after */
+        for (unsigned t = 0; t < threads; t++) memset(b->stacks + (size_t)(t + 1) * EMU_STACK - 65536, 0xFF, 65536);
     }
     int rc = 0;
     unsigned long long rng = 0x9E3779B97F4A7C15ull; /* xorshift64: the odd groups' schedule */

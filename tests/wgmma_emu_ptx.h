@@ -174,11 +174,12 @@ enum { EMU_MMA_QUEUE = 32 };
 typedef struct emu_mma_op {
     float *d;
     kiln_w64 da, db;
+    int scale_d; /* 0: d's old values not read (the item's first wgmma) */
     int group;
 } emu_mma_op;
 static emu_mma_op emu_mmaq[EMU_MAX_CLUSTER][EMU_MAX_THREADS][EMU_MMA_QUEUE];
 static int emu_mmaq_n[EMU_MAX_CLUSTER][EMU_MAX_THREADS], emu_mmaq_open[EMU_MAX_CLUSTER][EMU_MAX_THREADS];
-static inline void emu_mma_now(float *d, kiln_w64 da, kiln_w64 db);
+static inline void emu_mma_now(float *d, kiln_w64 da, kiln_w64 db, int scale_d);
 static inline int emu_block_rank(void) { return (int)(emu_cur - emu_blocks); }
 static inline void emu_mmaq_reset(void)
 {
@@ -206,7 +207,7 @@ template <int N> static inline void kg_wg_wait(void)
     int n = emu_mmaq_n[b][t], kept = 0;
     for (int i = 0; i < n; i++) {
         if (q[i].group < last)
-            emu_mma_now(q[i].d, q[i].da, q[i].db);
+            emu_mma_now(q[i].d, q[i].da, q[i].db, q[i].scale_d);
         else
             q[kept++] = q[i];
     }
@@ -300,7 +301,7 @@ static inline float emu_operand(kiln_w64 desc, int kmajor, int r, int k)
 }
 
 /* issued: queued in the thread's open group (run by the kg_wg_wait that covers it) */
-static inline void kg_mma(float *d, kiln_w64 da, kiln_w64 db)
+static inline void kg_mma(float *d, kiln_w64 da, kiln_w64 db, int scale_d)
 {
     const int b = emu_block_rank(), t = emu.cur;
     if (emu_mmaq_n[b][t] == EMU_MMA_QUEUE) emu_fail("wgmma: more calls in flight than the emulator queues");
@@ -308,19 +309,27 @@ static inline void kg_mma(float *d, kiln_w64 da, kiln_w64 db)
     op->d = d;
     op->da = da;
     op->db = db;
+    op->scale_d = scale_d;
     op->group = emu_mmaq_open[b][t];
 }
-/* d (this thread's part of the 64 x BN f32 fragment) += A (64 x KSTEP) @ B (KSTEP x BN) */
-static inline void emu_mma_now(float *d, kiln_w64 da, kiln_w64 db)
+/* d (this thread's part of the 64 x BN f32 fragment) = A (64 x KSTEP) @ B (KSTEP x BN) + (scale_d ?
+ * d : 0) */
+static inline void emu_mma_now(float *d, kiln_w64 da, kiln_w64 db, int scale_d)
 {
     const int ltid = (int)threadIdx.x & 127, warp = ltid >> 5, lane = ltid & 31;
     for (int j = 0; j < BN / 8; j++)
         for (int h = 0; h < 2; h++)
             for (int e = 0; e < 2; e++) {
                 const int row = warp * 16 + (lane >> 2) + 8 * h, col = 8 * j + 2 * (lane & 3) + e;
-                float s = d[4 * j + 2 * h + e];
+                float s = scale_d ? d[4 * j + 2 * h + e] : 0.0f;
                 for (int k = 0; k < KSTEP; k++) s += emu_operand(da, A_KMAJ, row, k) * emu_operand(db, B_KMAJ, col, k);
                 d[4 * j + 2 * h + e] = s;
             }
+}
+/* the item's accumulators before its first wgmma: NaNs here, which a first wgmma that read
+ * them (scale-d 1) or sums passed on without one would carry into C */
+static inline void kg_acc_start(float *d)
+{
+    for (int i = 0; i < BN / 2; i++) d[i] = NAN;
 }
 static inline void kg_acc_fence(float *d) { (void)d; }

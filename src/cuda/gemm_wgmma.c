@@ -840,9 +840,21 @@ static const char kernel_src[] =
     "        if (n + 1 < N) bias_mine |= (unsigned)__ldg(bias + (n + 1) * bs) << 16;\n"
     "      }\n"
     "    }\n"
+    "    /* the cooperative kernel's accumulators start at the item's first wgmma (scale-d 0: its\n"
+    "     * sums alone), not at zeros moved in (64 instructions a thread and tile: K = 128 updates\n"
+    "     * with SR 2-4 % faster); ping-pong's at zeros (its plain f16 updates were 1.6-4.4 %\n"
+    "     * slower without them; H100, 2026-11-26, NOTES step 24). Only k pairs' consumer 1 can\n"
+    "     * multiply nothing (a one-slice item): then its sums are not passed on */\n"
     "    float acc[RB * NACC];\n"
     "#pragma unroll\n"
-    "    for (int i = 0; i < RB * NACC; i++) acc[i] = 0.0f;\n"
+    "    for (int rb = 0; rb < RB; rb++) {\n"
+    "      if constexpr (PP) {\n"
+    "#pragma unroll\n"
+    "        for (int i = 0; i < NACC; i++) acc[rb * NACC + i] = 0.0f;\n"
+    "      } else {\n"
+    "        kg_acc_start(acc + rb * NACC);\n"
+    "      }\n"
+    "    }\n"
     "    unsigned prev = 0;\n"
     "    bool held = false; /* a stage of this item is held (its wgmma group may be in flight) */\n"
     "    /* split-K through the workspace: the tile's arrival is counted ARRIVE_EARLY slices\n"
@@ -876,7 +888,7 @@ static const char kernel_src[] =
     "          const int r64 = PP ? rb : KP ? 0 : cw;\n"
     "          const kiln_w64 da = A_KMAJ ? kg_desc(sa + r64 * 64 * 128 + kk * 32, 16, 1024)\n"
     "                                     : kg_desc(sa + r64 * CHUNK + kk * 2048, CHUNK, 1024);\n"
-    "          kg_mma(acc + rb * NACC, da, db);\n"
+    "          kg_mma(acc + rb * NACC, da, db, PP || kk > 0 || held);\n"
     "        }\n"
     "      }\n"
     "      kg_wg_commit();\n"
@@ -895,12 +907,12 @@ static const char kernel_src[] =
     "      /* consumer 1's sums (the odd slices) to consumer 0, which adds them to its own (even)\n"
     "       * ones, the same order every launch, and alone runs the epilogue of the 64-row tile;\n"
     "       * the second barrier keeps the next tile's sums from overwriting these before read */\n"
-    "      if (cw == 1) {\n"
+    "      if (cw == 1 && held) {\n"
     "#pragma unroll\n"
     "        for (int i = 0; i < NACC; i++) kg_st_shared_f32(kp_sums + (unsigned)(i * 128 + ltid) * 4u, acc[i]);\n"
     "      }\n"
     "      kg_sync(1, 256);\n"
-    "      if (cw == 0) {\n"
+    "      if (cw == 0 && ke - kb > 1) { /* consumer 1 held a slice */\n"
     "#pragma unroll\n"
     "        for (int i = 0; i < NACC; i++) acc[i] += __uint_as_float(kg_ld_shared(kp_sums + (unsigned)(i * 128 + ltid) * 4u));\n"
     "      }\n"
@@ -1282,18 +1294,25 @@ void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
     int nacc = c->bn / 2;
     const char *ty = tf32 ? "tf32" : bf16 ? "bf16" : "f16";
     kiln__sbuf_puts(b, "/* kg: generated wgmma */\n");
-    kiln__sbuf_puts(b, "__device__ __forceinline__ void kg_mma(float *d, kiln_w64 da, kiln_w64 db) {\n"
+    /* d = A B + (scale_d ? d : 0): scale-d, wgmma's predicate operand, from the int */
+    kiln__sbuf_puts(b, "__device__ __forceinline__ void kg_mma(float *d, kiln_w64 da, kiln_w64 db, int scale_d) {\n"
                        "  asm volatile(\"{\\n\"\n");
+    kiln__sbuf_printf(b, "    \".reg .pred sd;\\n\"\n    \"setp.ne.b32 sd, %%%d, 0;\\n\"\n", nacc + 2);
     kiln__sbuf_printf(b, "    \"wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s\\n\"\n    \"  {", c->bn, tf32 ? 8 : 16, ty,
                       ty);
     for (int i = 0; i < nacc; i++) kiln__sbuf_printf(b, "%%%d%s", i, i + 1 < nacc ? (i % 16 == 15 ? ",\"\n    \"   " : ", ") : "");
     if (tf32)
-        kiln__sbuf_printf(b, "},\\n\"\n    \"  %%%d, %%%d, 1, 1, 1;\\n}\\n\"\n    : ", nacc, nacc + 1);
+        kiln__sbuf_printf(b, "},\\n\"\n    \"  %%%d, %%%d, sd, 1, 1;\\n}\\n\"\n    : ", nacc, nacc + 1);
     else
-        kiln__sbuf_printf(b, "},\\n\"\n    \"  %%%d, %%%d, 1, 1, 1, %d, %d;\\n}\\n\"\n    : ", nacc, nacc + 1,
+        kiln__sbuf_printf(b, "},\\n\"\n    \"  %%%d, %%%d, sd, 1, 1, %d, %d;\\n}\\n\"\n    : ", nacc, nacc + 1,
                           !c->a_kmajor, !c->b_kmajor);
     for (int i = 0; i < nacc; i++) kiln__sbuf_printf(b, "\"+f\"(d[%d])%s", i, i + 1 < nacc ? (i % 8 == 7 ? ",\n      " : ", ") : "");
-    kiln__sbuf_puts(b, "\n    : \"l\"(da), \"l\"(db));\n}\n");
+    kiln__sbuf_puts(b, "\n    : \"l\"(da), \"l\"(db), \"r\"(scale_d));\n}\n");
+    /* an item's accumulators before its first wgmma (scale-d 0): defined by no instruction, so
+     * that ptxas keeps their registers as it did with zeros moved in (left undefined, it
+     * allocated them anew and moved them around the epilogue: +48 moves a 64-element group) */
+    kiln__sbuf_puts(b, "__device__ __forceinline__ void kg_acc_start(float *d) {\n#pragma unroll\n"
+                       "  for (int i = 0; i < BN / 2; i++) asm volatile(\"\" : \"=f\"(d[i]));\n}\n");
     /* after wgmma.wait_group: the accumulators are final here, no read moves above it */
     kiln__sbuf_puts(b, "__device__ __forceinline__ void kg_acc_fence(float *d) {\n#pragma unroll\n"
                        "  for (int i = 0; i < BN / 2; i++) asm volatile(\"\" : \"+f\"(d[i]) :: \"memory\");\n}\n");
