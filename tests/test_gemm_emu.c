@@ -1043,6 +1043,14 @@ int main(void)
          .exact = 1},
         {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 1, .alpha = 0x1p-20, .relu = 1, .sr = 1, .sms = 3, .tma_store = 1,
          .exact = 1},
+        /* the exact path's rolled loop (every group below 2^-14) in 256-wide tiles, whose eight
+         * groups are unrolled: a ragged N, ReLU on the rounded pairs, and bf16's zero rows */
+        {.dt = 0, .M = 200, .N = 520, .K = 64, .nb = 1, .alpha = 0x1p-20, .sr = 1, .sms = 3, .tma_store = 1,
+         .bn = 256, .exact = 1},
+        {.dt = 0, .M = 130, .N = 264, .K = 64, .nb = 1, .tb = 1, .alpha = -0x1p-20, .relu = 1, .sr = 1, .sms = 3,
+         .tma_store = 1, .bn = 256, .exact = 1},
+        {.dt = 1, .M = 200, .N = 264, .K = 64, .nb = 1, .alpha = 1.0, .relu = 1, .sr = 1, .sms = 3, .tma_store = 1,
+         .bn = 256, .exact = 1, .zero_rows = 1},
         /* rows of zeros (a dead unit's): f16 SR's fast path takes groups with zeros, but with ReLU
          * on the rounded pairs the exact path does; bf16 alongside */
         {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 2, .alpha = 1.0, .sr = 1, .sms = 3, .tma_store = 1, .exact = 1,
