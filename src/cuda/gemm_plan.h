@@ -63,7 +63,8 @@ typedef struct kiln_gemm_wgmma_cfg {
     int bn; /* 64, 128, 192 or 256 columns of C per tile (BM is 128) */
     int tma_store; /* C staged in shared memory and stored by TMA (KILN_WGMMA_STORE=tma) */
     int pingpong;  /* each consumer warpgroup on 128 x 128 tiles of its own (KILN_WGMMA_SCHED) */
-    int sr_unroll; /* epilogue groups unrolled with stochastic rounding (KILN_WGMMA_SR_UNROLL; 8) */
+    int sr_unroll; /* register-store epilogue groups unrolled with stochastic rounding
+                    * (KILN_WGMMA_SR_UNROLL; 4) */
     int cbufs;     /* tma_store: C staging buffers per consumer, 1 or 2 (KILN_WGMMA_CBUFS) */
     int cluster;   /* split-K: the splits of a tile are one cluster of blocks whose partials meet in
                     * distributed shared memory, each block summing and storing a slice of the tile
@@ -132,7 +133,7 @@ typedef struct kiln_gemm_wgmma_opts {
     int bn;
     int splits;
     int pingpong;  /* 0 = the rule's, 1 = cooperative, 2 = ping-pong (then BN 128, no split) */
-    int sr_unroll; /* 0 = the default (8) */
+    int sr_unroll; /* 0 = the default (4) */
     int cbufs;     /* C staging buffers per consumer, 1 or 2 (0 = the rule's) */
     int split_sum; /* 0 = the rule's, 1 = a cluster where it applies, 2 = the workspace (the last
                     * block sums), 3 = slices where they apply (the rule's choice there) */

@@ -48,9 +48,10 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
  * unit stride along N, 16-byte rows), KILN_WGMMA_SCHED=coop|pingpong (coop, both consumers
  * on one tile, is the rule's but for the plain f16 K <= 128 updates: ping-pong measured slower
  * on most other shapes),
- * KILN_WGMMA_KPAIR=0|1, KILN_WGMMA_BN=64|128|192|256, KILN_WGMMA_SPLITS=1..64, KILN_WGMMA_SR_UNROLL=1|2|4|8 (epilogue groups
- * unrolled together with stochastic rounding: 8, the default, all of a 256-wide tile's; the
- * register stores unroll at most 4; 1 keeps the code smallest),
+ * KILN_WGMMA_KPAIR=0|1, KILN_WGMMA_BN=64|128|192|256, KILN_WGMMA_SPLITS=1..64,
+ * KILN_WGMMA_SR_UNROLL=1|2|4 (groups of the register-store epilogue unrolled together with
+ * stochastic rounding; 4, the default; 1 keeps the code smallest; the staged epilogue unrolls
+ * them all),
  * KILN_WGMMA_CBUFS=1|2 (C staging buffers per consumer with TMA stores; the rule's: 2 where
  * a tile's k slices fit the ring beside two buffers), KILN_WGMMA_SPLIT_SUM=cluster|workspace
  * (where split tiles meet: the workspace, the default, or a cluster where it applies),
@@ -76,7 +77,7 @@ static kiln_status env_count(kiln_ctx *ctx, const char *name, long most, int *ou
 static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
 {
     static const char *const stores[] = {"tma", "regs"}, *const scheds[] = {"coop", "pingpong"},
-                             *const widths[] = {"64", "128", "192", "256"}, *const unrolls[] = {"1", "2", "4", "8"},
+                             *const widths[] = {"64", "128", "192", "256"}, *const unrolls[] = {"1", "2", "4"},
                              *const counts[] = {"1", "2"}, *const off_on[] = {"0", "1"},
                              *const sums[] = {"cluster", "workspace", "slices"};
     memset(o, 0, sizeof *o);
@@ -87,7 +88,7 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
     o->pingpong = i + 1; /* 0 = the rule's, 1 cooperative, 2 ping-pong */
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_BN", widths, 4, &i));
     o->bn = i < 0 ? 0 : 64 + 64 * i;
-    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_SR_UNROLL", unrolls, 4, &i));
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_SR_UNROLL", unrolls, 3, &i));
     o->sr_unroll = i < 0 ? 0 : 1 << i;
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_CBUFS", counts, 2, &i));
     o->cbufs = i + 1; /* 0 = the rule's */
