@@ -705,13 +705,15 @@ static void run_numeric_suite(void)
 static void test_sr_unbiased(void);
 static void test_sr_bits(void);
 static void test_sr_tiles(void);
-/* Stochastic rounding: unbiased, exact bits, bits across tiles (section "sr") */
+static void test_sr_nonfinite(void);
+/* Stochastic rounding: unbiased, exact bits, bits across tiles, non-finite sums (section "sr") */
 static void run_sr_suite(void)
 {
     if (!section_on("sr")) return;
     test_sr_unbiased();
     test_sr_bits();
     test_sr_tiles();
+    test_sr_nonfinite();
     sections_run++;
 }
 
@@ -956,6 +958,67 @@ static void test_sr_tiles(void)
 {
     sr_tiles_case(130, 136, 96);
     sr_tiles_case(130, 133, 2112);
+}
+
+/* Stochastic rounding of non-finite sums beside finite ones: integer operands (exact sums)
+ * with +inf in A's rows 5 (column 0) and 9 (column 1) and B's row 1 zero in its even columns,
+ * so C's row 9 holds NaN (inf * 0) in even columns and +-inf in odd ones, row 5 +-inf (NaN
+ * where B[0][n] is 0). A NaN must come out a NaN (any payload: the engines' arithmetic makes
+ * their own), an inf the same inf, every other value its exact stochastic rounding. On the
+ * GPU a NaN sum is 0x7FFFFFFF, which the kernels' straight-line bf16 rounding (the random
+ * bits added to the f32 bits) would carry into the sign bit: the groups holding one take the
+ * exact path (the wgmma kernel's stash and kg_stage_fix). N = 264: 16-byte rows of C, the
+ * staged TMA-store epilogue. */
+static void test_sr_nonfinite(void)
+{
+    const int M = 130, N = 264, K = 64;
+    double *ah = malloc(sizeof(double) * M * K), *bh = malloc(sizeof(double) * K * N);
+    uint16_t *got = malloc(sizeof(uint16_t) * M * N);
+    for (int i = 0; i < M * K; i++) ah[i] = (double)((int)(check_rand_u64(&rng) % 61) - 30);
+    for (int i = 0; i < K * N; i++) bh[i] = (double)((int)(check_rand_u64(&rng) % 61) - 30);
+    ah[5 * K + 0] = INFINITY;
+    ah[9 * K + 1] = INFINITY;
+    for (int n = 0; n < N; n += 2) bh[1 * N + n] = 0.0;
+    for (int d = 0; d < 2; d++) {
+        kiln_dtype dt = d ? KILN_DTYPE_BF16 : KILN_DTYPE_F16;
+        int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+        kiln_tensor *A = NULL, *B = NULL, *C = NULL;
+        CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, 2, sa, ah, KILN_DTYPE_F64, &A));
+        CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, 2, sb, bh, KILN_DTYPE_F64, &B));
+        CHECK_OK(ctx, kiln_tensor_empty(ctx, dt, 2, sc, &C));
+        CHECK_OK(ctx, kiln_ctx_set_seed(ctx, 0x1f1fULL + (uint64_t)d));
+        CHECK_OK(ctx, kiln_dot(C, A, B, 1.0, 0.0, &(kiln_gemm_args){.round = KILN_ROUND_STOCHASTIC}));
+        CHECK_OK(ctx, kiln_tensor_read(C, got, dt));
+        const uint16_t expo = d ? 0x7F80u : 0x7C00u, mant = d ? 0x007Fu : 0x03FFu;
+        int bad = 0, nans = 0, infs = 0;
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < N; n++) {
+                double acc = 0;
+                for (int k = 0; k < K; k++) acc += ah[m * K + k] * bh[k * N + n];
+                const uint16_t h = got[m * N + n];
+                int ok;
+                if (isnan(acc)) {
+                    ok = (h & expo) == expo && (h & mant) != 0;
+                    nans++;
+                } else if (isinf(acc)) {
+                    ok = h == (uint16_t)((acc < 0 ? 0x8000u : 0u) | expo);
+                    infs++;
+                } else {
+                    const uint32_t bits = kiln_gemm_sr_bits(0x1f1fULL + (uint64_t)d, 0, (uint64_t)m, (uint64_t)n, N);
+                    ok = h == (d ? kiln_f32_to_bf16_sr((float)acc, bits) : kiln_f32_to_f16_sr((float)acc, bits));
+                }
+                if (!ok && bad++ < 3)
+                    fprintf(stderr, "  SR non-finite %s [%d,%d]: got %04x for %g\n", kiln_dtype_name(dt), m, n, h, acc);
+            }
+        CHECK_INT(bad, 0);
+        CHECK(nans >= N / 2 && infs >= N / 2);
+        kiln_tensor_release(A);
+        kiln_tensor_release(B);
+        kiln_tensor_release(C);
+    }
+    free(ah);
+    free(bh);
+    free(got);
 }
 
 /* ---- errors --------------------------------------------------------------------------- */
