@@ -256,12 +256,12 @@ static inline double __longlong_as_double(long long x)
 static inline float kiln_h2f(unsigned short h) { return kiln_f16_to_f32(h); }
 static inline unsigned short kiln_f2h(float f) { return kiln_f32_to_f16_rn(f); }
 static inline float kiln_bf2f(unsigned short h) { return kiln_bf16_to_f32(h); }
-static inline unsigned short kiln_f16_sr_fast(float x, unsigned bits)
+static inline unsigned short kiln_f16_sr13_fast(float x, unsigned bits)
 {
     const unsigned u = kiln_f32_bits(x);
     if (kiln_f16_sr_is_normal(u)) return kiln_f32_to_f16_sr_normal(u, bits);
     if ((u << 1) == 0u) return (unsigned short)(u >> 16); /* +-0, as the CUDA prelude */
-    return kiln_f32_to_f16_sr(x, bits);
+    return kiln_f32_to_f16_sr13(x, bits);
 }
 
 #endif /* KILN_TESTS_GEMM_EMU_H */

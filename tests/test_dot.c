@@ -706,7 +706,9 @@ static void test_sr_unbiased(void);
 static void test_sr_bits(void);
 static void test_sr_tiles(void);
 static void test_sr_nonfinite(void);
-/* Stochastic rounding: unbiased, exact bits, bits across tiles, non-finite sums (section "sr") */
+static void test_sr_small(void);
+/* Stochastic rounding: unbiased, exact bits, bits across tiles, non-finite sums, f16's
+ * subnormal range (section "sr") */
 static void run_sr_suite(void)
 {
     if (!section_on("sr")) return;
@@ -714,6 +716,7 @@ static void run_sr_suite(void)
     test_sr_bits();
     test_sr_tiles();
     test_sr_nonfinite();
+    test_sr_small();
     sections_run++;
 }
 
@@ -844,7 +847,7 @@ static void test_sr_bits(void)
                     float t = (float)(ah[b * 9 + m] * bh[n]);
                     uint64_t idx = (uint64_t)((b * 9 + m) * 13 + n);
                     uint32_t bits = kiln_gemm_sr_bits(0xfeedULL, 0, (uint64_t)(b * 9 + m), (uint64_t)n, 13);
-                    uint16_t want = d ? kiln_f32_to_bf16_sr(t, bits) : kiln_f32_to_f16_sr(t, bits);
+                    uint16_t want = d ? kiln_f32_to_bf16_sr(t, bits) : kiln_f32_to_f16_sr13(t, bits);
                     if (got[idx] != want && bad++ < 3)
                         fprintf(stderr, "  SR bits [%d,%d,%d]: got %04x want %04x\n", b, m, n, got[idx], want);
                 }
@@ -929,7 +932,7 @@ static void sr_tiles_case(int M, int N, int K)
                             zeros += t == 0;
                             uint32_t bits =
                                 kiln_gemm_sr_bits(0x5eedULL + (uint64_t)d, 0, (uint64_t)(b * M + m), (uint64_t)n, N);
-                            uint16_t want = d ? kiln_f32_to_bf16_sr(t, bits) : kiln_f32_to_f16_sr(t, bits);
+                            uint16_t want = d ? kiln_f32_to_bf16_sr(t, bits) : kiln_f32_to_f16_sr13(t, bits);
                             float back = d ? kiln_bf16_to_f32(want) : kiln_f16_to_f32(want);
                             rounded += back != t;
                             if (got[idx] != want && bad++ < 3)
@@ -1005,7 +1008,7 @@ static void test_sr_nonfinite(void)
                     infs++;
                 } else {
                     const uint32_t bits = kiln_gemm_sr_bits(0x1f1fULL + (uint64_t)d, 0, (uint64_t)m, (uint64_t)n, N);
-                    ok = h == (d ? kiln_f32_to_bf16_sr((float)acc, bits) : kiln_f32_to_f16_sr((float)acc, bits));
+                    ok = h == (d ? kiln_f32_to_bf16_sr((float)acc, bits) : kiln_f32_to_f16_sr13((float)acc, bits));
                 }
                 if (!ok && bad++ < 3)
                     fprintf(stderr, "  SR non-finite %s [%d,%d]: got %04x for %g\n", kiln_dtype_name(dt), m, n, h, acc);
@@ -1019,6 +1022,67 @@ static void test_sr_nonfinite(void)
     free(ah);
     free(bh);
     free(got);
+}
+
+/* f16 stochastic rounding across its whole finite range below 65504: integer operands in
+ * [-30, 30] and alpha 2^-26 (exact sums, exact scaling) put C in f16's normal range (|sum| >=
+ * 2^12), its subnormal range and below its smallest subnormal (|sum| < 4, row 3), with zeros; every
+ * value must be kiln_f32_to_f16_sr13's bits (the wgmma kernel's straight-line rounding through
+ * |x| 2^-112, the exact path of the others). With ReLU the negative half is +0 (f16 kernels
+ * with ReLU test each group and send the subnormal ones to the exact path). N = 264 and 1032:
+ * 16-byte rows of C, the staged TMA-store epilogue, tiles of several widths. */
+static void sr_small_case(int M, int N, int K)
+{
+    double *ah = malloc(sizeof(double) * M * K), *bh = malloc(sizeof(double) * K * N);
+    uint16_t *got = malloc(sizeof(uint16_t) * M * N);
+    for (int i = 0; i < M * K; i++) ah[i] = (double)((int)(check_rand_u64(&rng) % 61) - 30);
+    for (int i = 0; i < K * N; i++) bh[i] = (double)((int)(check_rand_u64(&rng) % 61) - 30);
+    /* a row of small sums (below 2^-24 after alpha: rounded to a zero or the least subnormal) */
+    for (int k = 0; k < K; k++) ah[3 * K + k] = k < 2 ? 1.0 : 0.0;
+    for (int n = 0; n < N; n++) bh[n] = bh[N + n] = (double)((int)(check_rand_u64(&rng) % 15) - 7);
+    const double alpha = ldexp(1.0, -26);
+    int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+    kiln_tensor *A = NULL, *B = NULL, *C = NULL;
+    CHECK_OK(ctx, kiln_tensor_from_host(ctx, KILN_DTYPE_F16, 2, sa, ah, KILN_DTYPE_F64, &A));
+    CHECK_OK(ctx, kiln_tensor_from_host(ctx, KILN_DTYPE_F16, 2, sb, bh, KILN_DTYPE_F64, &B));
+    CHECK_OK(ctx, kiln_tensor_empty(ctx, KILN_DTYPE_F16, 2, sc, &C));
+    for (int relu = 0; relu < 2; relu++) {
+        const uint64_t seed = 0x5a11ULL + (uint64_t)relu;
+        CHECK_OK(ctx, kiln_ctx_set_seed(ctx, seed));
+        CHECK_OK(ctx, kiln_dot(C, A, B, alpha, 0.0, &(kiln_gemm_args){.relu = relu, .round = KILN_ROUND_STOCHASTIC}));
+        CHECK_OK(ctx, kiln_tensor_read(C, got, KILN_DTYPE_F16));
+        int bad = 0, normal = 0, sub = 0, tiny = 0;
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < N; n++) {
+                double acc = 0;
+                for (int k = 0; k < K; k++) acc += ah[m * K + k] * bh[k * N + n];
+                float t = (float)(acc * alpha); /* exact */
+                if (relu && t < 0.0f) t = 0.0f;
+                const double a = fabs((double)t);
+                normal += a >= 0x1p-14;
+                sub += a < 0x1p-14 && a >= 0x1p-24;
+                tiny += a < 0x1p-24 && a > 0;
+                const uint32_t bits = kiln_gemm_sr_bits(seed, 0, (uint64_t)m, (uint64_t)n, N);
+                const uint16_t want = kiln_f32_to_f16_sr13(t, bits), h = got[m * N + n];
+                if (h != want && bad++ < 3)
+                    fprintf(stderr, "  SR small f16 relu %d [%d,%d] of %dx%dx%d: got %04x want %04x for %a\n", relu, m, n, M,
+                            N, K, h, want, (double)t);
+            }
+        CHECK_INT(bad, 0);
+        CHECK(normal > 0 && sub > M * N / 8 && tiny > 0);
+    }
+    kiln_tensor_release(A);
+    kiln_tensor_release(B);
+    kiln_tensor_release(C);
+    free(ah);
+    free(bh);
+    free(got);
+}
+
+static void test_sr_small(void)
+{
+    static const int shapes[2][3] = {{130, 264, 64}, {300, 1032, 128}};
+    for (int i = 0; i < 2; i++) sr_small_case(shapes[i][0], shapes[i][1], shapes[i][2]);
 }
 
 /* ---- errors --------------------------------------------------------------------------- */

@@ -433,34 +433,43 @@ static void div_words(void)
     CHECK_INT(bad, 0);
 }
 
-/* The staged epilogue's f16 stochastic rounding (kg_stage_words): where |x| lies in
- * [2^-14, 65504) or x is a zero (the kernel's fast path; with ReLU on the rounded pairs zeros
- * take the exact path), the random bits added below the 13 bits f16 drops (to the
- * f32 bits, sign and all) and one conversion toward zero (cvt.rz, kiln_f32_to_f16_rz) give
- * kiln_f32_to_f16_sr's bits: random values over the range, its edges 2^-14 and just below
- * 65504 with random bits, and the zeros. (From 65504 up the kernel takes the exact path: a
- * carry there must give inf, which rounding toward zero cannot.) */
-static void f16_sr_identity(void)
+/* The staged epilogue's f16 stochastic rounding (kg_stage_words): for every
+ * |x| < 65504, s = x 2^-112 rounded toward zero (modelled here from the bits: f16's range is
+ * f32's less 112 in the exponent, and below 2^-14 the subnormal f32 floor(|x| 2^37) 2^-149),
+ * the random bits added below s's top 19, the sum times 2^112 and one conversion toward zero
+ * give kiln_f32_to_f16_sr13's bits: random values over the range, the subnormal range and
+ * below, f32 subnormals, the edges 2^-14 and 65504, and zeros. */
+static void f16_sr13_identity(void)
 {
     int bad = 0;
     for (int i = 0; i < 400000; i++) {
         uint64_t r = check_rand_u64(&rng);
         uint32_t u;
-        if (i % 4 == 0 || i % 4 == 3)
-            u = 0x38800000u + (uint32_t)(r % (0x477FE000u - 0x38800000u));
-        else if (i % 4 == 1)
-            u = 0x477FE000u - 1u - (uint32_t)(r % 0x4000u); /* just below 65504 */
-        else
-            u = i % 64 == 2 ? 0u : 0x38800000u + (uint32_t)(r % 0x4000u); /* zeros, just above 2^-14 */
+        switch (i % 5) {
+        case 0: u = (uint32_t)(r % 0x477FE000u); break;                            /* [0, 65504) */
+        case 1: u = 0x38800000u - 0x4000u + (uint32_t)(r % 0x8000u); break;        /* around 2^-14 */
+        case 2: u = 0x477FE000u - 1u - (uint32_t)(r % 0x4000u); break;             /* just below 65504 */
+        case 3: u = 0x2A000000u + (uint32_t)(r % (0x38800000u - 0x2A000000u)); break; /* 2^-43 .. 2^-14 */
+        default: u = i % 64 == 4 ? 0u : (uint32_t)(r % 0x00800000u); break;       /* zeros, f32 subnormals */
+        }
         u |= (uint32_t)(r >> 63) << 31;
-        const uint32_t bits = (uint32_t)(r >> 16) & 0xFFFF0000u;
+        const uint32_t bits = (uint32_t)(r >> 16) & 0xFFFF0000u, a = u & 0x7FFFFFFFu;
+        uint32_t su;
+        if (a >= 0x38800000u) {
+            su = a - (112u << 23);
+        } else {
+            float ax;
+            memcpy(&ax, &a, 4);
+            su = (uint32_t)floor((double)ax * 0x1p37);
+        }
+        su = (su | (u & 0x80000000u)) + (bits >> 19);
         float x, t;
-        const uint32_t tu = u + (bits >> 19);
         memcpy(&x, &u, 4);
-        memcpy(&t, &tu, 4);
-        if (kiln_f32_to_f16_rz(t) != kiln_f32_to_f16_sr(x, bits) && bad++ < 4)
-            fprintf(stderr, "  f16 SR: u %08x bits %08x: %04x want %04x\n", u, bits, kiln_f32_to_f16_rz(t),
-                    kiln_f32_to_f16_sr(x, bits));
+        memcpy(&t, &su, 4);
+        t *= 0x1p112f;
+        if (kiln_f32_to_f16_rz(t) != kiln_f32_to_f16_sr13(x, bits) && bad++ < 4)
+            fprintf(stderr, "  f16 SR13: u %08x bits %08x: %04x want %04x\n", u, bits, kiln_f32_to_f16_rz(t),
+                    kiln_f32_to_f16_sr13(x, bits));
     }
     CHECK_INT(bad, 0);
 }
@@ -701,7 +710,7 @@ static void run(const ecase *e)
                                  * its rounding */
                     const float tf = (float)t;
                     const uint32_t sb = kiln_gemm_sr_bits(EMU_SEED, 3, (uint64_t)(b * M + m), (uint64_t)n, (uint64_t)N);
-                    const unsigned short want = e->sr ? (e->dt ? kiln_f32_to_bf16_sr(tf, sb) : kiln_f32_to_f16_sr(tf, sb))
+                    const unsigned short want = e->sr ? (e->dt ? kiln_f32_to_bf16_sr(tf, sb) : kiln_f32_to_f16_sr13(tf, sb))
                                                       : (e->dt ? kiln_f32_to_bf16_rn(tf) : kiln_f32_to_f16_rn(tf)),
                                          have = ((const unsigned short *)C)[ci];
                     if (have != want || ((double)tf != t && !isinf(tf))) {
@@ -1046,7 +1055,7 @@ int main(void)
         {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 1, .alpha = 0x1p-20, .relu = 1, .sr = 1, .sms = 3, .tma_store = 1,
          .exact = 1},
         /* the exact path's rolled loop (every group below 2^-14) in 256-wide tiles, whose eight
-         * groups are unrolled: a ragged N, ReLU on the rounded pairs, and bf16's zero rows */
+         * groups are unrolled: a ragged N, ReLU, and bf16's zero rows */
         {.dt = 0, .M = 200, .N = 520, .K = 64, .nb = 1, .alpha = 0x1p-20, .sr = 1, .sms = 3, .tma_store = 1,
          .bn = 256, .exact = 1},
         {.dt = 0, .M = 130, .N = 264, .K = 64, .nb = 1, .tb = 1, .alpha = -0x1p-20, .relu = 1, .sr = 1, .sms = 3,
@@ -1060,8 +1069,15 @@ int main(void)
          .bn = 256, .exact = 1},
         {.dt = 1, .M = 130, .N = 200, .K = 64, .nb = 2, .tb = 1, .alpha = 0x1p127, .relu = 1, .sr = 1, .sms = 3,
          .tma_store = 1, .bn = 64, .exact = 1},
-        /* rows of zeros (a dead unit's): f16 SR's fast path takes groups with zeros, but with ReLU
-         * on the rounded pairs the exact path does; bf16 alongside */
+        /* f16's rare groups (from 65504 up: alpha 2048 takes
+         * sums from 32 up past it), stashed the same way, beside straight-line groups of the
+         * subnormal range (alpha 2^-20) in 64-wide tiles */
+        {.dt = 0, .M = 200, .N = 520, .K = 64, .nb = 1, .alpha = 2048.0, .sr = 1, .sms = 3, .tma_store = 1,
+         .bn = 256, .exact = 1},
+        {.dt = 0, .M = 130, .N = 200, .K = 64, .nb = 2, .tb = 1, .alpha = 0x1p-20, .sr = 1, .sms = 3,
+         .tma_store = 1, .bn = 64, .exact = 1},
+        /* rows of zeros (a dead unit's), a -0 every tenth row: SR's straight line takes them,
+         * with and without ReLU; bf16 alongside */
         {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 2, .alpha = 1.0, .sr = 1, .sms = 3, .tma_store = 1, .exact = 1,
          .zero_rows = 1},
         {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 1, .ta = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 3,
@@ -1405,7 +1421,7 @@ int main(void)
     CHECK_INT(ffma_wide(128, 1000, 4096), 0);
     CHECK_INT(ffma_wide(128, 4096, 1000), 0);
     CHECK_INT(ffma_wide(1024, 1024, 1024), 0);
-    f16_sr_identity();
+    f16_sr13_identity();
     div_words();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(&cases[i]);
     free(prev_c);

@@ -591,6 +591,61 @@ static void test_sr(uint64_t *rs)
     CHECK_INT(kiln_f32_to_f16_sr(1.0f + 0x1p-11f, 0x80000000u), 0x3C01);
 }
 
+/* The GEMM outputs' f16 rounding, kiln_f32_to_f16_sr13: kiln_f32_to_f16_sr from 2^-14 up and
+ * for inf and NaN; below, floor((floor(|x| 2^37) + top 13 bits) / 2^13) units of 2^-24
+ * (modelled here in double), which differs from kiln_f32_to_f16_sr only through the bits of
+ * x below 2^-37 and the random bits below the top 13; its mean over the 2^13 random values is
+ * |x| truncated to 2^-37, signed. */
+static void test_sr13(uint64_t *rs)
+{
+    int bad = 0, differ = 0;
+    for (int i = 0; i < 400000; i++) {
+        float x;
+        const uint64_t r = check_rand_u64(rs);
+        switch (i % 4) {
+        case 0: x = (float)ldexp(check_uniform(rs, 0.5, 1.0), -(int)(r % 40)); break;   /* 2^-40 .. 1 */
+        case 1: x = (float)ldexp(check_uniform(rs, 0.5, 1.0), -14 - (int)(r % 11)); break; /* subnormal range */
+        case 2: {
+            const uint32_t u = (uint32_t)(r >> 32);
+            memcpy(&x, &u, 4); /* any bit pattern */
+            break;
+        }
+        default: x = (float)check_uniform(rs, -66000.0, 66000.0); break;
+        }
+        if (r & 1) x = -x;
+        const kiln_u32 bits = (kiln_u32)check_rand_u64(rs);
+        const uint32_t got = kiln_f32_to_f16_sr13(x, bits);
+        uint32_t want;
+        const double a = fabs((double)x);
+        if (x != x || a >= 0x1p-14) {
+            want = kiln_f32_to_f16_sr(x, bits);
+            if (x != x ? !f16_is_nan((kiln_u16)got) || (got & 0x8000u) != (want & 0x8000u) : got != want) bad++;
+            continue;
+        }
+        const double M = floor(a * 0x1p37); /* exact: a 23-bit integer */
+        want = (signbit(x) ? 0x8000u : 0u) | (uint32_t)floor((M + (double)(bits >> 19)) / 8192.0);
+        differ += want != kiln_f32_to_f16_sr(x, bits);
+        if (got != want && bad++ < 5) fprintf(stderr, "SR13 of %a bits %08x: %04x want %04x\n", x, bits, got, want);
+    }
+    CHECK_INT(bad, 0);
+    CHECK(differ > 0); /* the subnormal range's recipe is not kiln_f32_to_f16_sr's */
+    /* the mean over every 13-bit value: |x| truncated to 2^-37 */
+    const float xs[] = {0x1.37p-16f, -0x1.f3p-20f, 0x1.5p-25f, 0x1.fffffep-15f, 0x1.000002p-30f};
+    for (int i = 0; i < 5; i++) {
+        double sum = 0;
+        for (uint32_t r = 0; r < 8192; r++) sum += f16_value(kiln_f32_to_f16_sr13(xs[i], r << 19));
+        const double want = copysign(floor(fabs((double)xs[i]) * 0x1p37) * 0x1p-37, (double)xs[i]);
+        if (sum / 8192 != want) fprintf(stderr, "SR13 mean of %a: %a want %a\n", xs[i], sum / 8192, want);
+        CHECK(sum / 8192 == want);
+    }
+    CHECK_INT(kiln_f32_to_f16_sr13(-0.0f, 0xFFFFFFFFu), 0x8000);
+    CHECK_INT(kiln_f32_to_f16_sr13(0x1p-40f, 0xFFFFFFFFu), 0x0000); /* below 2^-37: truncated to 0 */
+    CHECK_INT(kiln_f32_to_f16_sr13(0x1p-37f, 0xFFFFFFFFu), 0x0001);
+    CHECK_INT(kiln_f32_to_f16_sr13(0x1p-37f, 0xFFF00000u), 0x0000);
+    CHECK_INT(kiln_f32_to_f16_sr13(0x1.ffcp-15f, 0xFFFFFFFFu), 0x0400); /* to 2^-14 */
+    CHECK_INT(kiln_f32_to_f16_sr13(70000.0f, 0), 0x7C00);
+}
+
 int main(void)
 {
     uint64_t seed = check_seed();
@@ -604,5 +659,6 @@ int main(void)
     test_16bit_exhaustive();
     test_rn_vs_reference(&rs);
     test_sr(&rs);
+    test_sr13(&rs);
     return check_finish();
 }

@@ -256,17 +256,14 @@ static inline unsigned kg_cvt_rz_f16x2(float lo, float hi)
 {
     return (unsigned)kiln_f32_to_f16_rz(lo) | ((unsigned)kiln_f32_to_f16_rz(hi) << 16);
 }
-/* max.f16x2 of w's halves with +0: the larger by value; a NaN half gives +0 (the other
- * operand), and of two zeros +0 */
-static inline unsigned kg_relu_f16x2(unsigned w)
+/* x * s rounded toward zero: the product in double (exact for a power of two s), to f32 by
+ * nearest and one step back toward zero where that went past it */
+static inline float kg_mul_rz(float x, float s)
 {
-    unsigned r = 0;
-    for (int h = 0; h < 2; h++) {
-        const unsigned short x = (unsigned short)(w >> (16 * h));
-        const float f = kiln_f16_to_f32(x);
-        r |= (unsigned)(f > 0.0f ? x : 0u) << (16 * h);
-    }
-    return r;
+    const double d = (double)x * (double)s;
+    float f = (float)d;
+    if (fabs((double)f) > fabs(d)) f = nextafterf(f, 0.0f);
+    return f;
 }
 static inline unsigned kg_cvt_bf16x2(float lo, float hi)
 {

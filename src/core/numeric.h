@@ -86,9 +86,15 @@
  *          n even: v[.] << 16, n odd: v[.] & 0xFFFF0000.
  * The eight elements of one call are those a tensor-core thread holds for one row (columns
  * 2t, 2t+1 of four consecutive 8-column blocks), so the kernels compute one Philox per eight
- * outputs with no exchange. 16 bits are all the normal ranges use (bf16 D = 16, f16 D = 13);
- * in f16's subnormal range the rounding probability is then quantized to 2^-16 (a bias
- * below 2^-16 of a unit). Why 7 rounds and not 10: a GEMM epilogue with stochastic rounding
+ * outputs with no exchange. bf16 outputs round by kiln_f32_to_bf16_sr (D = 16). f16
+ * outputs round by kiln_f32_to_f16_sr13: 13 random bits (the top 13 of `bits`) in every
+ * range, i.e. kiln_f32_to_f16_sr where |x| >= 2^-14, and in the subnormal range |x| first
+ * truncated to a multiple of 2^-37 (13 bits below the unit 2^-24), the result
+ * floor((floor(|x| * 2^37) + rand_13) / 2^13) units of 2^-24 (a bias toward zero below
+ * 2^-13 of a unit, there only). With it a GPU rounds every finite |x| < 65504 the same
+ * straight-line way: |x| * 2^-112 truncated is an f32 whose bits, plus rand_13, hold f16's
+ * result above the 13 low bits (f32's subnormals line up with f16's), one multiply back and
+ * a truncating conversion (bench/NOTES.md step 26). Why 7 rounds and not 10: a GEMM epilogue with stochastic rounding
  * is bound by the generator's 64-bit multiplies (two a round) on the K = 128 weight updates
  * (bench/NOTES.md steps 21 and 23); Random123's authors (SC11) and the C++26 philox_engine's
  * notes report no statistical flaw at 7 rounds, 10 being their safety margin. Rounding needs
@@ -524,6 +530,23 @@ KILN_HD kiln_u16 kiln_f32_to_f16_sr(float x, kiln_u32 bits)
     }
     kiln_u64 r = (kiln_u64)mm + (kiln_u64)(s == 32u ? bits : bits >> (32u - s));
     return (kiln_u16)(sign | (kiln_u32)(r >> s));
+}
+
+/* f32 -> f16, stochastic with 13 random bits in every range (the GEMM outputs' recipe at the
+ * top): kiln_f32_to_f16_sr where |x| >= 2^-14 (and for inf, NaN); below, M = floor(|x| 2^37),
+ * a 23-bit integer, and the result floor((M + top 13 bits) / 2^13) units of 2^-24, the sign
+ * kept. */
+KILN_HD kiln_u16 kiln_f32_to_f16_sr13(float x, kiln_u32 bits)
+{
+    kiln_u32 u = kiln_f32_bits(x);
+    kiln_u32 a = u & 0x7FFFFFFFu;
+    if (a >= 0x38800000u) return kiln_f32_to_f16_sr(x, bits);
+    /* |x| = mm 2^(e - 150) with e >= 1 (f32 subnormals: e = 1, no implicit bit), so
+     * |x| 2^37 = mm 2^(e - 113), e <= 112 */
+    kiln_u32 e = a >> 23, mm = e ? (a & 0x007FFFFFu) | 0x00800000u : a;
+    if (!e) e = 1;
+    kiln_u32 M = 113u - e >= 32u ? 0u : mm >> (113u - e);
+    return (kiln_u16)(((u >> 16) & 0x8000u) | ((M + (bits >> 19)) >> 13));
 }
 
 #endif /* KILN_CORE_NUMERIC_H */

@@ -167,7 +167,7 @@ static inline double load_one(const char *p, kiln_dtype dt)
                 case KILN_DTYPE_F32: *(float *)p = (float)t; break;                                                    \
                 case KILN_DTYPE_F64: *(double *)p = (double)t; break;                                                  \
                 case KILN_DTYPE_F16:                                                                                   \
-                    *(uint16_t *)p = sr ? kiln_f32_to_f16_sr((float)t, kiln_gemm_sr_bits(ctx->seed, d->sr_stream,      \
+                    *(uint16_t *)p = sr ? kiln_f32_to_f16_sr13((float)t, kiln_gemm_sr_bits(ctx->seed, d->sr_stream,      \
                                                                                          row0 + (uint64_t)m,           \
                                                                                          (uint64_t)n,                  \
                                                                                          (uint64_t)d->N))              \

@@ -447,8 +447,8 @@ static kiln_status fallback(kiln_ctx *ctx, const kiln_gemm_desc *d, const batche
     if (d->beta != 0.0) kiln__sbuf_printf(&b, "    v = v + beta * %s(C[oc + m * c_sm + n * c_sn]);\n", load_fn(dt));
     kiln__sbuf_puts(&b, "    ST *dst = &C[oc + m * c_sm + n * c_sn];\n");
     if (sr) {
-        kiln__sbuf_printf(&b, "    *dst = (ST)kiln_f32_to_%s_sr((float)v, kiln_gemm_sr_bits(p.w[0], p.w[1], (kiln_w64)(bi * M + m), (kiln_w64)n, (kiln_w64)N));\n",
-                          dt == KILN_DTYPE_F16 ? "f16" : "bf16");
+        kiln__sbuf_printf(&b, "    *dst = (ST)kiln_f32_to_%s((float)v, kiln_gemm_sr_bits(p.w[0], p.w[1], (kiln_w64)(bi * M + m), (kiln_w64)n, (kiln_w64)N));\n",
+                          dt == KILN_DTYPE_F16 ? "f16_sr13" : "bf16_sr");
     } else {
         switch (dt) {
         case KILN_DTYPE_F16:

@@ -115,7 +115,7 @@ static const char kernel_src[] =
     "}\n"
     "/* stochastic rounding of v with the bits of its place (kiln_gemm_sr_bits) */\n"
     "__device__ __forceinline__ ST kg_round_sr(float v, unsigned bits) {\n"
-    "  if constexpr (BF16) return (ST)kiln_f32_to_bf16_sr(v, bits); else return (ST)kiln_f16_sr_fast(v, bits);\n"
+    "  if constexpr (BF16) return (ST)kiln_f32_to_bf16_sr(v, bits); else return (ST)kiln_f16_sr13_fast(v, bits);\n"
     "}\n"
     "\n"
     "/* One operand tile: element (r, k) of the tile is X[(r0 + r) * s_r + (k0 + k) * s_k] for\n"

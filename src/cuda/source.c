@@ -81,18 +81,18 @@ static const char prelude_src[] =
     "__device__ __forceinline__ float kiln_h2f(unsigned short h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
     "__device__ __forceinline__ unsigned short kiln_f2h(float f) { unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
     "__device__ __forceinline__ float kiln_bf2f(unsigned short h) { return __uint_as_float(((unsigned)h) << 16); }\n"
-    /* f32 -> f16 stochastic rounding (kiln_f32_to_f16_sr, same bits) with the common cases
-     * inline: the normal range below 65536 is an add, a shift and a clamp, and a zero (half
-     * of a ReLU's outputs) keeps its sign; NaN, inf, overflow and the subnormal range go out
-     * of line (inlined into every copy of an unrolled GEMM epilogue they made its code
+    /* The GEMM outputs' f32 -> f16 stochastic rounding (kiln_f32_to_f16_sr13, same bits) with
+     * the common cases inline: the normal range below 65536 is an add, a shift and a clamp,
+     * and a zero (half of a ReLU's outputs) keeps its sign; NaN, inf, overflow and the
+     * subnormal range go out of line (inlined into every copy of an unrolled GEMM epilogue they made its code
      * several times larger). With zeros sent out of line too, a ReLU epilogue took the
      * divergent call for nearly every element: f16 SR + ReLU cost 3x SR alone. */
-    "__device__ __noinline__ unsigned short kiln_f16_sr_rare(float x, unsigned bits) { return kiln_f32_to_f16_sr(x, bits); }\n"
-    "__device__ __forceinline__ unsigned short kiln_f16_sr_fast(float x, unsigned bits) {\n"
+    "__device__ __noinline__ unsigned short kiln_f16_sr13_rare(float x, unsigned bits) { return kiln_f32_to_f16_sr13(x, bits); }\n"
+    "__device__ __forceinline__ unsigned short kiln_f16_sr13_fast(float x, unsigned bits) {\n"
     "  const unsigned u = __float_as_uint(x);\n"
     "  if (kiln_f16_sr_is_normal(u)) return kiln_f32_to_f16_sr_normal(u, bits);\n"
     "  if ((u << 1) == 0u) return (unsigned short)(u >> 16); /* +-0 */\n"
-    "  return kiln_f16_sr_rare(x, bits);\n"
+    "  return kiln_f16_sr13_rare(x, bits);\n"
     "}\n"
     "template <class T> __device__ __forceinline__ signed char kiln_to_i8(T x) { return x != x ? 0 : x <= (T)-128 ? -128 : x >= (T)127 ? 127 : (signed char)x; }\n"
     "template <class T> __device__ __forceinline__ unsigned char kiln_to_u8(T x) { return x != x ? 0 : x <= (T)0 ? 0 : x >= (T)255 ? 255 : (unsigned char)x; }\n"
