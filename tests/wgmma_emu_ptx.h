@@ -152,7 +152,17 @@ typedef struct emu_store_op {
     const kg_tmap *map;
     unsigned src;
     int c0, c1, c2, group;
+    unsigned long long sum; /* of the box's shared memory at the issue */
 } emu_store_op;
+/* FNV-1a of the shared memory a store's box reads (its rows of 128 bytes) */
+static inline unsigned long long emu_box_sum(const kg_tmap *map, unsigned src)
+{
+    const unsigned bytes = (unsigned)map->b[7] * 128u;
+    const unsigned char *s = emu_ptr(src, bytes);
+    unsigned long long h = 1469598103934665603ull;
+    for (unsigned i = 0; i < bytes; i++) h = (h ^ s[i]) * 1099511628211ull;
+    return h;
+}
 static emu_store_op emu_stq[EMU_MAX_CLUSTER][EMU_MAX_THREADS][EMU_STORE_QUEUE];
 static int emu_stq_n[EMU_MAX_CLUSTER][EMU_MAX_THREADS], emu_stq_open[EMU_MAX_CLUSTER][EMU_MAX_THREADS];
 static inline void kg_tma_store(const kg_tmap *map, unsigned src, int c0, int c1, int c2)
@@ -164,6 +174,7 @@ static inline void kg_tma_store(const kg_tmap *map, unsigned src, int c0, int c1
     op->src = src;
     op->c0 = c0, op->c1 = c1, op->c2 = c2;
     op->group = emu_stq_open[b][t];
+    op->sum = emu_box_sum(map, src);
 }
 /* wgmma is asynchronous: what kg_mma issues reads shared memory at some time before the
  * wgmma.wait_group that covers its group. Each call is queued with its group (kg_mma) and the
@@ -239,8 +250,12 @@ template <int PENDING> static inline void kg_bulk_wait_read(void)
     int kept = 0;
     for (int i = 0; i < emu_stq_n[b][t]; i++) {
         const emu_store_op *op = &emu_stq[b][t][i];
-        if (op->group < last)
+        if (op->group < last) {
+            /* the hardware reads the box at some time between the issue and this wait: shared
+             * memory written after the issue makes the stored values a race */
+            if (emu_box_sum(op->map, op->src) != op->sum) emu_fail("TMA store: its box of shared memory changed after the store was issued");
             (void)emu_box(op->map, op->src, op->c0, op->c1, op->c2, 1);
+        }
         else
             emu_stq[b][t][kept++] = *op;
     }
