@@ -212,7 +212,6 @@ static const char kernel_src[] =
     "__device__ __forceinline__ void kg_sync(int id, int n) {\n"
     "  asm volatile(\"bar.sync %0, %1;\\n\" :: \"r\"(id), \"r\"(n) : \"memory\");\n"
     "}\n"
-
     "__device__ __forceinline__ unsigned kg_ld_shared(unsigned addr) {\n"
     "  unsigned v;\n"
     "  asm volatile(\"ld.shared.u32 %0, [%1];\\n\" : \"=r\"(v) : \"r\"(addr) : \"memory\");\n"
@@ -254,7 +253,6 @@ static const char kernel_src[] =
     "  asm(\"mul.rz.f32 %0, %1, %2;\" : \"=f\"(r) : \"f\"(x), \"f\"(s));\n"
     "  return r;\n"
     "}\n"
-
     "__device__ __forceinline__ unsigned kg_cvt_bf16x2(float lo, float hi) {\n"
     "  unsigned r;\n"
     "  asm(\"cvt.rn.bf16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo));\n"
@@ -1229,7 +1227,7 @@ static const char kernel_src[] =
     "    const long long m0 = (long long)tm * BM + r0;\n"
     "    /* the staged groups are all unrolled (a rolled group loop moves the next groups'\n"
     "     * accumulators down: as a loop that cost the plain K=128 updates 19-35 %, and SR ~1.75\n"
-    "     * instructions an element on 256-wide tiles); with bf16 stochastic rounding straight-line\n"
+    "     * instructions an element on 256-wide tiles); with stochastic rounding straight-line\n"
     "     * whatever the values, the rare groups rounded again at the end (SR_STASH). The\n"
     "     * register stores' groups round pair by pair, each pair's exact path inlined: with SR\n"
     "     * SR_UNROLL of them unrolled (4: more made the code too big to fetch) */\n"
