@@ -1251,12 +1251,20 @@ def _from_device(obj, d, c):
     src_d = _to_dtype(_np.dtype(cai["typestr"]))
     t = _kiln.empty(c, src_d.code, shape)
     mod = type(obj).__module__.split(".")[0]
+    # The copy runs on the producer library's current stream, which knows nothing of kiln's:
+    # kiln's stream is drained first (t's memory may be a block that queued kiln work still
+    # uses) and the producer's after (kiln's later work on t must see the copy: without it
+    # kn.array(cupy_view).get() read zeros once on the H100, 2026-11-26)
+    if mod in ("torch", "cupy"):
+        c.synchronize()
     if mod == "torch":
         import torch
         torch.as_tensor(t, device="cuda").copy_(obj)
+        torch.cuda.current_stream().synchronize()
     elif mod == "cupy":
         import cupy
         cupy.asarray(t)[...] = obj
+        cupy.cuda.get_current_stream().synchronize()
     else:
         raise TypeError(f"argument 'obj': copying a {type(obj).__name__} device array needs PyTorch or CuPy")
     return t if d is None or d is src_d else t._copy(d.code)
