@@ -304,10 +304,19 @@ static int rule_auto(int64_t M, int64_t N, int64_t K)
     d.dtype = KILN_DTYPE_F16;
     int f16 = kiln__cuda_gemm_wgmma_auto(&d, &bt, 132);
     d.dtype = KILN_DTYPE_BF16; /* alike but where f16 runs ping-pong (rule_pp: f16 only) */
-    CHECK_INT(kiln__cuda_gemm_wgmma_auto(&d, &bt, 132), rule_pp(M, N, K, 0, 0, 0) ? 0 : f16);
+    if (!rule_pp(M, N, K, 0, 0, 0)) CHECK_INT(kiln__cuda_gemm_wgmma_auto(&d, &bt, 132), f16);
     d.dtype = KILN_DTYPE_F32; /* without TF32 the wgmma kernel takes no f32 */
     CHECK_INT(kiln__cuda_gemm_wgmma_auto(&d, &bt, 132), 0);
     return f16;
+}
+/* the same in bf16 alone */
+static int rule_auto_bf16(int64_t M, int64_t N, int64_t K)
+{
+    kiln_gemm_desc d = auto_desc(M, N, K, 0);
+    d.dtype = KILN_DTYPE_BF16;
+    kiln_gemm_batches bt;
+    kiln__cuda_gemm_merge_batches(&d, &bt);
+    return kiln__cuda_gemm_wgmma_auto(&d, &bt, 132);
 }
 /* the same for f32 read as tf32, B stored (N, K) */
 static int rule_auto_tf32(int64_t M, int64_t N, int64_t K)
@@ -1372,21 +1381,40 @@ int main(void)
      * one row), fc25088 / fc36864 fprop (splits of 196 and 286 slices), fc4096 fprop/bprop and
      * fc1000 fprop (64-wide splits of 30 and 16 slices), the 1024 square (64 wide, eight tile
      * rows); cuBLASLt for fc9216 fprop (64-wide splits of 72 slices), fc1000 bprop (k pairs,
-     * 0.94-0.95x), the other fully-connected shapes, the updates and the larger squares */
+     * 0.94-0.95x), fc36864 bprop (192 tiles of one row) and 64 x 64 x 64 (64 rows) */
     static const int64_t own_shapes[][3] = {{128, 9216, 4096}, {128, 25088, 4096}, {128, 4096, 25088},
                                             {128, 3072, 36864}, {128, 4096, 4096},  {128, 1000, 4096},
                                             {1024, 1024, 1024}};
-    static const int64_t vendor_shapes[][3] = {{128, 4096, 9216}, {128, 4096, 1000}, {128, 36864, 3072},
-                                               {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192}, {64, 64, 64}};
-    /* the K = 128 updates: ping-pong's in f16 (the wgmma kernel under auto), cooperative and
-     * cuBLASLt's in bf16, and the cooperative kernel with a bias or SR, in bf16, for K = 256 or
-     * with fewer 128 x 128 tiles than SMs */
+    static const int64_t vendor_shapes[][3] = {{128, 4096, 9216}, {128, 4096, 1000}, {128, 36864, 3072}, {64, 64, 64}};
+    /* gemm-auto's classes (bench/NOTES.md step 27): 16-bit unsplit launches of 128-wide tiles
+     * or wider on two tile rows or more, three quarters of a wave or more (the squares from
+     * 2048, a transformer projection, a convolution, K = 256 updates), and products of at
+     * most 2^29 flops, to the wgmma kernel in f16 and bf16 (cuBLASLt's in tf32); at most 64
+     * rows of A, two tile rows of 64-wide tiles, and under-filled waves of long k to cuBLASLt */
+    static const int64_t wave_shapes[][3] = {{2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192},
+                                             {8192, 3072, 1024}, {100352, 128, 1152}, {4096, 4096, 256},
+                                             {256, 256, 256},    {512, 512, 512}};
+    static const int64_t skinny_shapes[][3] = {{1, 4096, 4096},   {32, 4096, 4096},  {64, 9216, 4096},
+                                               {256, 4096, 4096}, {256, 4096, 25088}, {6272, 512, 4608},
+                                               {4608, 512, 6272}};
+    for (size_t i = 0; i < sizeof wave_shapes / sizeof wave_shapes[0]; i++) {
+        CHECK_INT(rule_auto(wave_shapes[i][0], wave_shapes[i][1], wave_shapes[i][2]), 1);
+        CHECK_INT(rule_auto_tf32(wave_shapes[i][0], wave_shapes[i][1], wave_shapes[i][2]), 0);
+    }
+    for (size_t i = 0; i < sizeof skinny_shapes / sizeof skinny_shapes[0]; i++) {
+        CHECK_INT(rule_auto(skinny_shapes[i][0], skinny_shapes[i][1], skinny_shapes[i][2]), 0);
+        CHECK_INT(rule_auto_tf32(skinny_shapes[i][0], skinny_shapes[i][1], skinny_shapes[i][2]), 0);
+    }
+    /* the K = 128 updates: ping-pong's in f16, cooperative in bf16 (both the wgmma kernel
+     * under auto: a wave of tiles or more), and the cooperative kernel with a bias or SR, in
+     * bf16, for K = 256 or with fewer 128 x 128 tiles than SMs */
     static const int64_t update_shapes[][3] = {{9216, 4096, 128}, {4096, 4096, 128}, {4096, 1000, 128},
                                                {36864, 3072, 128}, {25088, 4096, 128}};
     for (size_t i = 0; i < sizeof update_shapes / sizeof update_shapes[0]; i++) {
         const int64_t M = update_shapes[i][0], N = update_shapes[i][1], K = update_shapes[i][2];
         CHECK_INT(rule_pp(M, N, K, 0, 0, 0), 1);
         CHECK_INT(rule_auto(M, N, K), 1);
+        CHECK_INT(rule_auto_bf16(M, N, K), 1);
         CHECK_INT(rule_pp(M, N, K, 1, 0, 0), 0);
         CHECK_INT(rule_pp(M, N, K, 0, 1, 0), 0);
         CHECK_INT(rule_pp(M, N, K, 0, 0, 1), 0);

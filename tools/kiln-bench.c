@@ -1,7 +1,7 @@
 /*
  * tools/kiln-bench.c — kiln's benchmark driver, the main job of `make bench`.
  *
- *   kiln-bench [expr|gemm|overhead|all|gemm-sweep|gemm-epilogue|gemm-ab VAR=v1,v2] [--quick] [--tf32] [--dtype f32,f16,...] [--only TEXT] [--help]
+ *   kiln-bench [expr|gemm|overhead|all|gemm-sweep|gemm-epilogue|gemm-auto|gemm-ab VAR=v1,v2] [--quick] [--tf32] [--dtype f32,f16,...] [--only TEXT] [--help]
  *
  * expr: lazily fused expressions — batch-norm in place, two element-wise chains, the row
  *       variance — each timed FUSED (one kiln_assign) and UNFUSED (one kiln_assign per
@@ -1189,6 +1189,147 @@ static kiln_status run_gemm_ab(bench *b, const char *spec)
     return st;
 }
 
+/* ---- gemm auto --------------------------------------------------------------------------- */
+
+/* The epilogue flags of --epilogue (gemm-one, gemm-auto) */
+enum { ONE_BIAS = 1, ONE_RELU = 2, ONE_SR = 4 };
+
+/* The flags of --epilogue's list (NULL: none) into *flags; 0 (after a message) when it is not
+ * a list of bias, relu, sr. */
+static int parse_epilogue(const char *epilogue, int *flags)
+{
+    *flags = 0;
+    if (!epilogue) return 1;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", epilogue);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(tok, "bias"))
+            *flags |= ONE_BIAS;
+        else if (!strcmp(tok, "relu"))
+            *flags |= ONE_RELU;
+        else if (!strcmp(tok, "sr"))
+            *flags |= ONE_SR;
+        else {
+            fprintf(stderr, "kiln-bench: --epilogue: '%s' is not a list of bias, relu, sr\n", epilogue);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* kiln-bench gemm-auto [--epilogue bias,relu,sr] (CUDA): the dispatch of KILN_GEMM=auto
+ * (kiln's default) on deep-learning shapes beyond the issue's list — fully-connected layers
+ * at batches 1-1024, transformer projections and their weight gradients, convolutions as
+ * GEMMs (implicit im2col sizes), ragged and small sizes. Per case cuBLASLt, kiln's own
+ * kernels and auto are timed interleaved (il_time) with the epilogue asked for, each checked
+ * against the f64 reference; auto/best is auto's time over the faster of the other two
+ * (1.00 where auto picks the faster engine; a vendor run with stochastic rounding includes
+ * its rounding pass). */
+static const gemm_case auto_cases[] = {
+    {1, 4096, 4096, 0, "fc4096 b1 fprop", 1},       {16, 4096, 4096, 0, "fc4096 b16 fprop", 1},
+    {32, 4096, 4096, 0, "fc4096 b32 fprop", 1},     {4096, 4096, 32, 0, "fc4096 b32 update", 1},
+    {64, 4096, 9216, 0, "fc9216 b64 fprop", 1},     {64, 9216, 4096, 0, "fc9216 b64 bprop", 1},
+    {9216, 4096, 64, 0, "fc9216 b64 update", 1},    {256, 4096, 4096, 0, "fc4096 b256 fprop", 1},
+    {4096, 4096, 256, 0, "fc4096 b256 update", 1},  {256, 4096, 25088, 0, "fc25088 b256 fprop", 1},
+    {256, 25088, 4096, 0, "fc25088 b256 bprop", 1}, {25088, 4096, 256, 0, "fc25088 b256 update", 1},
+    {256, 1000, 4096, 0, "fc1000 b256 fprop", 1},   {256, 4096, 1000, 0, "fc1000 b256 bprop", 1},
+    {4096, 1000, 256, 0, "fc1000 b256 update", 1},  {512, 4096, 4096, 0, "fc4096 b512 fprop", 1},
+    {4096, 4096, 512, 0, "fc4096 b512 update", 1},  {1024, 4096, 4096, 0, "fc4096 b1024 fprop", 1},
+    {8192, 3072, 1024, 0, "qkv d1024", 0},          {8192, 1024, 1024, 0, "attn out d1024", 0},
+    {8192, 4096, 1024, 0, "mlp up d1024", 0},       {8192, 1024, 4096, 0, "mlp down d1024", 0},
+    {1024, 4096, 8192, 0, "wgrad up d1024", 0},     {4096, 11008, 4096, 0, "mlp up d4096", 0},
+    {4096, 4096, 11008, 0, "mlp down d4096", 0},    {4096, 4096, 8192, 0, "wgrad d4096", 0},
+    {4096, 32000, 4096, 0, "lm head 32000", 0},     {2048, 50304, 768, 0, "lm head 50304", 0},
+    {100352, 128, 1152, 0, "conv 3x3 56x56 c128", 0}, {25088, 512, 256, 0, "conv 1x1 28x28", 0},
+    {6272, 512, 4608, 0, "conv 3x3 14x14 c512", 0}, {4608, 512, 6272, 0, "conv wgrad c512", 0},
+    {1000, 1000, 1000, 0, "ragged", 0},             {776, 2056, 520, 0, "ragged", 0},
+    {256, 256, 256, 0, "small", 0},                 {512, 512, 512, 0, "small", 0},
+    {256, 256, 65536, 0, "long k", 0},
+};
+
+/* il_set_fn of gemm-auto: way 0 cuBLASLt, 1 kiln's own kernels, 2 auto */
+static void auto_set(int i, void *arg)
+{
+    (void)arg;
+    setenv("KILN_GEMM", i == 0 ? "vendor" : i == 1 ? "own" : "auto", 1);
+}
+
+static kiln_status run_gemm_auto(bench *b, int flags)
+{
+    static const char *const engines[] = {"vendor", "own", "auto"};
+    kiln_status st = KILN_OK;
+    int quick = b->quick;
+    const int ndt = b->dtypes_given ? b->ndtypes : 2;
+    kiln_dtype dts[KILN_DTYPE_COUNT] = {KILN_DTYPE_F16, KILN_DTYPE_BF16};
+    if (b->dtypes_given)
+        for (int i = 0; i < ndt; i++) dts[i] = b->dtypes[i];
+    const int bias_on = flags & ONE_BIAS, relu = flags & ONE_RELU, sr = flags & ONE_SR;
+    printf("\ngemm-auto%s%s%s: ms of cuBLASLt (vendor), kiln's own kernels and KILN_GEMM=auto, timed interleaved; "
+           "auto/best = auto's time / the faster of vendor and own\n",
+           bias_on ? " +bias" : "", relu ? " +relu" : "", sr ? " +sr" : "");
+    printf("%-20s %-5s %-20s %10s %10s %10s %10s %9s  %s\n", "case", "dtype", "M x N x K", "vendor ms", "own ms",
+           "auto ms", "own/vendor", "auto/best", "check");
+    for (int di = 0; di < ndt && st == KILN_OK; di++) {
+        const kiln_dtype dt = dts[di];
+        double log_vendor = 0.0, log_best = 0.0, worst = 0.0;
+        int count = 0;
+        char worst_case[64] = "";
+        if (sr && dt != KILN_DTYPE_F16 && dt != KILN_DTYPE_BF16) continue; /* stochastic rounding: 16-bit C */
+        for (size_t i = 0; i < sizeof auto_cases / sizeof auto_cases[0] && st == KILN_OK; i++) {
+            const gemm_case gcase = gemm_case_as_run(b, dt, &auto_cases[i]), *gc = &gcase;
+            if (b->only && !strstr(gc->name, b->only)) continue;
+            gemm_run g = {0};
+            kiln_tensor *bias = NULL;
+            double ms[3], err = 0.0, tol = gemm_tolerance(b, dt) * (sr ? 2.0 : 1.0);
+            const int64_t n = gc->n;
+            b->current = "gemm-auto";
+            TRY(gemm_case_inputs(b, dt, gc, &g, NULL));
+            if (bias_on) {
+                TRY(random_tensor(b, dt, 1, &n, -1.0, 1.0, &bias));
+                g.args.bias = bias;
+            }
+            g.args.relu = relu;
+            g.args.round = sr ? KILN_ROUND_STOCHASTIC : KILN_ROUND_NEAREST;
+            for (int w = 0; w < 3; w++) { /* each engine's result, from a poisoned C */
+                double e = 0.0;
+                auto_set(w, NULL);
+                TRY(kiln_assign(g.c, kiln_scalar(NAN)));
+                TRY(gemm_run_once(&g));
+                TRY(gemm_check(b, gc, &g, &e));
+                if (!(e <= err)) err = e; /* keeps NaN */
+                if (!(e <= tol)) printf("  %s %s KILN_GEMM=%s: check FAILED (error %.1e)\n", gc->name, kiln_dtype_name(dt),
+                                        engines[w], e);
+            }
+            if (!(err <= tol)) b->fails++;
+            TRY(il_time(b, &g, quick ? 3 : IL_ROUNDS, 3, auto_set, NULL, ms, NULL, NULL, NULL));
+            const double best = ms[0] < ms[1] ? ms[0] : ms[1], ratio = ms[2] / best;
+            log_vendor += log(ms[0] / ms[2]);
+            log_best += log(ratio);
+            if (count++ == 0 || ratio > worst) {
+                worst = ratio;
+                snprintf(worst_case, sizeof worst_case, "%s %" PRId64 "x%" PRId64 "x%" PRId64, gc->name, gc->m, gc->n,
+                         gc->k);
+            }
+            char shape[32];
+            snprintf(shape, sizeof shape, "%" PRId64 "x%" PRId64 "x%" PRId64, gc->m, gc->n, gc->k);
+            printf("%-20s %-5s %-20s %10.4f %10.4f %10.4f %9.2fx %9.2f  %s %.0e\n", gc->name, kiln_dtype_name(dt), shape,
+                   ms[0], ms[1], ms[2], ms[0] / ms[1], ratio, err <= tol ? "ok" : "FAIL", err);
+        done:
+            kiln_tensor_release(g.a);
+            kiln_tensor_release(g.b);
+            kiln_tensor_release(g.c);
+            kiln_tensor_release(bias);
+            if (st == KILN_OK) st = kiln_mem_release_cached(b->ctx);
+        }
+        if (count)
+            printf("%s over %d cases: auto's speed-up over vendor %.2fx (geometric mean), auto/best %.3f (geometric "
+                   "mean), worst %.2f (%s)\n",
+                   kiln_dtype_name(dt), count, exp(log_vendor / count), exp(log_best / count), worst, worst_case);
+    }
+    unsetenv("KILN_GEMM");
+    return st;
+}
+
 /* ---- gemm epilogue ----------------------------------------------------------------------- */
 
 /* kiln-bench gemm-epilogue (CUDA): what the full epilogue costs kiln's own kernels — each
@@ -1286,7 +1427,6 @@ static kiln_status run_gemm_epilogue(bench *b)
  * calls. For profilers: the warm-up is kernel launch 1 of the GEMM, so
  *   ncu --kernel-name regex:kiln_gemm --launch-skip 1 --launch-count 1 kiln-bench gemm-one ...
  * profiles a timed call. */
-enum { ONE_BIAS = 1, ONE_RELU = 2, ONE_SR = 4 };
 
 /* The shape and the epilogue's flags of gemm-one from its arguments; 0 (after a message
  * naming the bad one) when they are not MxNxK and a list of bias, relu, sr. */
@@ -1298,24 +1438,7 @@ static int parse_gemm_one(const char *shape, const char *epilogue, gemm_case *gc
         fprintf(stderr, "kiln-bench: gemm-one: shape '%s' is not MxNxK with positive sizes\n", shape);
         return 0;
     }
-    *flags = 0;
-    if (epilogue) {
-        char buf[128];
-        snprintf(buf, sizeof buf, "%s", epilogue);
-        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-            if (!strcmp(tok, "bias"))
-                *flags |= ONE_BIAS;
-            else if (!strcmp(tok, "relu"))
-                *flags |= ONE_RELU;
-            else if (!strcmp(tok, "sr"))
-                *flags |= ONE_SR;
-            else {
-                fprintf(stderr, "kiln-bench: --epilogue: '%s' is not a list of bias, relu, sr\n", epilogue);
-                return 0;
-            }
-        }
-    }
-    return 1;
+    return parse_epilogue(epilogue, flags);
 }
 
 static kiln_status run_gemm_one(bench *b, gemm_case gc, int flags)
@@ -1487,7 +1610,8 @@ static kiln_status host_copy_peer(bench *b, const row *r, double *ms_out)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: kiln-bench [expr|gemm|overhead|all|gemm-sweep|gemm-epilogue|gemm-one MxNxK|gemm-ab VAR=v1,v2]\n"
+    fprintf(f, "usage: kiln-bench [expr|gemm|overhead|all|gemm-sweep|gemm-epilogue|gemm-auto|gemm-one MxNxK|\n"
+               "                   gemm-ab VAR=v1,v2]\n"
                "                  [--quick]\n"
                "                  [--dtype f32,f16,...] [--only TEXT] [--epilogue bias,relu,sr] [--tf32]\n"
                "  expr    fused vs unfused expressions (ms, GB/s, unfused/fused)\n"
@@ -1498,6 +1622,8 @@ static void usage(FILE *f)
                "          epilogue stores against cuBLASLt, per shape (first --dtype, default f16)\n"
                "  gemm-epilogue  (CUDA) the cost of bias + ReLU + stochastic rounding in kiln's\n"
                "          own kernels (f16, bf16)\n"
+               "  gemm-auto  (CUDA) KILN_GEMM=auto against cuBLASLt and kiln's own kernels on more\n"
+               "          deep-learning shapes (--dtype, default f16,bf16; --epilogue as gemm-one)\n"
                "  gemm-ab VAR=v1,v2,...  (CUDA) kiln's own GEMM with the environment variable VAR at\n"
                "          each value in turn, rounds interleaved, per gemm case (first --dtype)\n"
                "  gemm-one MxNxK  one GEMM, A (M, K) @ B (K, N), through the engine KILN_GEMM picks:\n"
@@ -1546,7 +1672,7 @@ static void run_gpu_bench(const char *self, int quick)
 int main(int argc, char **argv)
 {
     bench b = {0};
-    int do_expr = 1, do_gemm = 1, do_sweep = 0, do_overhead = 1, do_epilogue = 0;
+    int do_expr = 1, do_gemm = 1, do_sweep = 0, do_overhead = 1, do_epilogue = 0, do_auto = 0;
     const char *dtype_list = NULL, *one_shape = NULL, *one_epilogue = NULL, *ab_spec = NULL;
     b.rng = 0x9E3779B97F4A7C15ull;
 
@@ -1563,6 +1689,8 @@ int main(int argc, char **argv)
             do_expr = do_gemm = do_overhead = 0, do_sweep = 1;
         } else if (!strcmp(argv[i], "gemm-epilogue")) {
             do_expr = do_gemm = do_overhead = 0, do_epilogue = 1;
+        } else if (!strcmp(argv[i], "gemm-auto")) {
+            do_expr = do_gemm = do_overhead = 0, do_auto = 1;
         } else if (!strcmp(argv[i], "gemm-ab") && i + 1 < argc) {
             do_expr = do_gemm = do_overhead = 0, ab_spec = argv[++i];
         } else if (!strcmp(argv[i], "gemm-one") && i + 1 < argc) {
@@ -1587,14 +1715,15 @@ int main(int argc, char **argv)
         }
     }
 
-    if (one_epilogue && !one_shape) {
-        fprintf(stderr, "kiln-bench: --epilogue goes with gemm-one\n");
+    if (one_epilogue && !one_shape && !do_auto) {
+        fprintf(stderr, "kiln-bench: --epilogue goes with gemm-one or gemm-auto\n");
         usage(stderr);
         return 2;
     }
     gemm_case one_case = {0, 0, 0, 0, "gemm-one", 0};
     int one_flags = 0;
     if (one_shape && !parse_gemm_one(one_shape, one_epilogue, &one_case, &one_flags)) return 2;
+    if (do_auto && !parse_epilogue(one_epilogue, &one_flags)) return 2;
     setvbuf(stdout, NULL, _IOLBF, 0); /* rows survive a run cut short (a time limit) */
     kiln_status st = kiln_ctx_create(&b.ctx, NULL);
     if (st != KILN_OK) {
@@ -1642,12 +1771,12 @@ int main(int argc, char **argv)
     if (do_overhead && st == KILN_OK) st = run_overhead(&b);
     if (one_shape && st == KILN_OK) st = run_gemm_one(&b, one_case, one_flags);
     if (ab_spec && st == KILN_OK) st = run_gemm_ab(&b, ab_spec);
-    if ((do_sweep || do_epilogue) && st == KILN_OK) {
+    if ((do_sweep || do_epilogue || do_auto) && st == KILN_OK) {
         if (kiln_ctx_device(b.ctx) == KILN_DEVICE_CUDA)
-            st = do_sweep ? run_gemm_sweep(&b) : run_gemm_epilogue(&b);
+            st = do_sweep ? run_gemm_sweep(&b) : do_epilogue ? run_gemm_epilogue(&b) : run_gemm_auto(&b, one_flags);
         else
             printf("%s: needs a CUDA device (kiln's GEMM kernels): nothing to time on %s\n",
-                   do_sweep ? "gemm-sweep" : "gemm-epilogue", kiln_ctx_backend_name(b.ctx));
+                   do_sweep ? "gemm-sweep" : do_epilogue ? "gemm-epilogue" : "gemm-auto", kiln_ctx_backend_name(b.ctx));
     }
 
     kiln_mem_stats ms;

@@ -582,8 +582,8 @@ typedef enum gemm_choice { GEMM_AUTO, GEMM_VENDOR, GEMM_OWN, GEMM_MMA, GEMM_WGMM
  *   wgmma, mma, ffma  that one of kiln's kernels where it applies, the vendor path for the
  *           rest (tests and benchmarks of each kernel);
  *   auto    (unset or empty too) the wgmma kernel for the plan classes measured ahead of
- *           cuBLASLt on the H100 (kiln__cuda_gemm_wgmma_auto: the batch-128 bprop shapes of
- *           one wave of tiles, fprop shapes of long k splits), the vendor path elsewhere. */
+ *           cuBLASLt (kiln__cuda_gemm_wgmma_auto), the vendor path elsewhere; what cuBLASLt
+ *           cannot take goes to kiln's own kernels as with own. */
 static kiln_status read_choice(kiln_ctx *ctx, gemm_choice *out)
 {
     /* in gemm_choice's order */
@@ -603,19 +603,33 @@ kiln_status kiln__cuda_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d)
     kiln__cuda_gemm_merge_batches(d, &bt);
     for (int i = 0; i < bt.n; i++)
         if (bt.shape[i] == 0) return KILN_OK;
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    lt_plan p;
+    const int lt_takes = lt_applicable(ctx, d, &p);
+    /* auto: what cuBLASLt cannot take (stochastic rounding of a 16-bit C, ReLU with beta, a
+     * bias with beta on a 16-bit C, a bias on a column-major C, C with no unit stride) goes to
+     * kiln's own kernels where one applies, not to the reference kernel: one thread an element
+     * of C, 100-500x slower than either on the H200's gemm-auto shapes (bench/NOTES.md step 27) */
+    if (choice == GEMM_AUTO && !lt_takes) choice = GEMM_OWN;
     if ((choice == GEMM_OWN || choice == GEMM_WGMMA || choice == GEMM_AUTO) &&
         kiln__cuda_gemm_wgmma_eligible(ctx, d, &bt) &&
-        (choice != GEMM_AUTO || kiln__cuda_gemm_wgmma_auto(d, &bt, kiln__cuda_state(ctx)->sm_count)))
+        (choice != GEMM_AUTO || kiln__cuda_gemm_wgmma_auto(d, &bt, st->sm_count))) {
+        st->stats.gemm_own++;
         return kiln__cuda_gemm_wgmma(ctx, d, &bt);
-    if ((choice == GEMM_OWN || choice == GEMM_MMA) && kiln__cuda_gemm_mma_eligible(kiln__cuda_state(ctx)->cc_major, d))
+    }
+    if ((choice == GEMM_OWN || choice == GEMM_MMA) && kiln__cuda_gemm_mma_eligible(st->cc_major, d)) {
+        st->stats.gemm_own++;
         return kiln__cuda_gemm_mma(ctx, d, &bt);
-    if ((choice == GEMM_OWN || choice == GEMM_FFMA) && kiln__cuda_gemm_ffma_eligible(d))
+    }
+    if ((choice == GEMM_OWN || choice == GEMM_FFMA) && kiln__cuda_gemm_ffma_eligible(d)) {
+        st->stats.gemm_own++;
         return kiln__cuda_gemm_ffma(ctx, d, &bt);
-    lt_plan p;
-    if (!getenv("KILN_GEMM_FALLBACK") && lt_applicable(ctx, d, &p)) {
+    }
+    if (!getenv("KILN_GEMM_FALLBACK") && lt_takes) {
         int done = 0;
         KILN_TRY(lt_run(ctx, d, &p, &bt, &done));
         if (done) return KILN_OK;
     }
+    st->stats.gemm_reference++;
     return fallback(ctx, d, &bt);
 }

@@ -1967,18 +1967,37 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
  * f32 read as tf32 (B stored (N, K)), the same classes against cuBLASLt's TF32 in both
  * tables of 2026-11-25 (fifth session): fc9216 / fc25088 bprop 1.02-1.03x / 1.07-1.08x;
  * fc9216 / fc25088 / fc36864 fprop (144, 392, 384 slices of 32 k a split) 1.07x /
- * 1.05-1.06x / 1.07-1.08x; fc4096 fprop/bprop (0.87-0.88x) stay with cuBLASLt. */
+ * 1.05-1.06x / 1.07-1.08x; fc4096 fprop/bprop (0.87-0.88x) stay with cuBLASLt.
+ * kiln-bench gemm-auto (2026-11-26, sixteenth session; bench/NOTES.md step 27), shapes beyond
+ * the issue's list:
+ *  - at most 64 rows of A go to cuBLASLt: the kernel's 128-row tiles run half empty or worse
+ *    (batch 1-64 fprop / bprop 0.46-0.71x, where the classes above took some);
+ *  - 16-bit products of at most 2^29 flops go to the wgmma kernel: a call's host time sets
+ *    the pace there (kiln ~4.5 us, cuBLASLt 7-11 us; the 256 and 512 squares 1.45-1.55x);
+ *  - 16-bit unsplit launches of tiles 128 wide or more, on two tile rows or more, filling
+ *    three quarters of a wave or more, go to the wgmma kernel: transformer projections and
+ *    their weight gradients, convolutions as GEMMs, the updates of K 32-512, the squares
+ *    from 2048: 1.00-1.28x (two at 0.96-0.99x); under that (a conv's 98 tiles of K 4608,
+ *    72 of K 6272) cuBLASLt's split k wins (0.63-0.79x);
+ *  - 64-wide unsplit tiles need four tile rows (the batch-256 fprop shapes on two lost,
+ *    0.69-0.97x). */
 int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int sm_count)
 {
-    if (d->dtype != KILN_DTYPE_F16 && d->dtype != KILN_DTYPE_BF16 && !(d->dtype == KILN_DTYPE_F32 && d->allow_tf32))
-        return 0;
+    const int tf32 = d->dtype == KILN_DTYPE_F32;
+    if (d->dtype != KILN_DTYPE_F16 && d->dtype != KILN_DTYPE_BF16 && !(tf32 && d->allow_tf32)) return 0;
+    if (d->M <= 64) return 0;
     const kiln_gemm_wgmma_opts rule = {.tma_store = 1}; /* the tile rule's own choices */
     kiln_gemm_wgmma_launch l;
     kiln__cuda_gemm_wgmma_prepare(d, bt, sm_count, 0, &rule, &l);
     const int64_t splits = (int64_t)l.w[26], kper = (int64_t)l.w[27];
     const int64_t rows = (int64_t)l.w[18] * (int64_t)l.w[19]; /* batches x tile rows */
     if (l.cfg.pingpong) return 1; /* the plain f16 updates: 1.03-1.23x (session 10, call 5) */
-    if (splits == 1 && l.cfg.bn == 64) return rows > 1 && !l.cfg.kpair;
+    if (!tf32) {
+        const double flops = 2.0 * (double)d->M * (double)d->N * (double)d->K * (double)l.w[18];
+        if (flops <= (double)(1 << 29)) return 1;
+        if (splits == 1 && rows >= 2 && l.cfg.bn != 64 && 4 * l.tiles >= 3 * (int64_t)sm_count) return 1;
+    }
+    if (splits == 1 && l.cfg.bn == 64) return rows >= 4 && !l.cfg.kpair;
     if (splits == 1) return rows == 1 && l.tiles >= 64 && l.tiles <= sm_count;
     return kper >= 128 || (l.cfg.bn == 64 && kper <= 32);
 }
