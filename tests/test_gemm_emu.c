@@ -309,25 +309,19 @@ static int rule_auto(int64_t M, int64_t N, int64_t K)
     CHECK_INT(kiln__cuda_gemm_wgmma_auto(&d, &bt, 132), 0);
     return f16;
 }
-/* the same in bf16 alone */
-static int rule_auto_bf16(int64_t M, int64_t N, int64_t K)
+/* the same in one dtype: bf16, or f32 read as tf32 with B stored (N, K) */
+static int rule_auto_in(int64_t M, int64_t N, int64_t K, kiln_dtype dt)
 {
-    kiln_gemm_desc d = auto_desc(M, N, K, 0);
-    d.dtype = KILN_DTYPE_BF16;
+    const int tf32 = dt == KILN_DTYPE_F32;
+    kiln_gemm_desc d = auto_desc(M, N, K, tf32);
+    d.dtype = dt;
+    d.allow_tf32 = tf32;
     kiln_gemm_batches bt;
     kiln__cuda_gemm_merge_batches(&d, &bt);
     return kiln__cuda_gemm_wgmma_auto(&d, &bt, 132);
 }
-/* the same for f32 read as tf32, B stored (N, K) */
-static int rule_auto_tf32(int64_t M, int64_t N, int64_t K)
-{
-    kiln_gemm_desc d = auto_desc(M, N, K, 1);
-    d.dtype = KILN_DTYPE_F32;
-    d.allow_tf32 = 1;
-    kiln_gemm_batches bt;
-    kiln__cuda_gemm_merge_batches(&d, &bt);
-    return kiln__cuda_gemm_wgmma_auto(&d, &bt, 132);
-}
+static int rule_auto_bf16(int64_t M, int64_t N, int64_t K) { return rule_auto_in(M, N, K, KILN_DTYPE_BF16); }
+static int rule_auto_tf32(int64_t M, int64_t N, int64_t K) { return rule_auto_in(M, N, K, KILN_DTYPE_F32); }
 /* the FFMA kernel's width rule (f32 without TF32) on 132 SMs: 1 for 128 x 256 tiles */
 static int ffma_wide(int64_t M, int64_t N, int64_t K)
 {

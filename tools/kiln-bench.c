@@ -1223,8 +1223,8 @@ static int parse_epilogue(const char *epilogue, int *flags)
  * GEMMs (implicit im2col sizes), ragged and small sizes. Per case cuBLASLt, kiln's own
  * kernels and auto are timed interleaved (il_time) with the epilogue asked for, each checked
  * against the f64 reference; auto/best is auto's time over the faster of the other two
- * (1.00 where auto picks the faster engine; a vendor run with stochastic rounding includes
- * its rounding pass). */
+ * (1.00 where auto picks the faster engine). With stochastic rounding the vendor side is
+ * kiln's reference kernel (cuBLASLt cannot round so), as KILN_GEMM=vendor gives it. */
 static const gemm_case auto_cases[] = {
     {1, 4096, 4096, 0, "fc4096 b1 fprop", 1},       {16, 4096, 4096, 0, "fc4096 b16 fprop", 1},
     {32, 4096, 4096, 0, "fc4096 b32 fprop", 1},     {4096, 4096, 32, 0, "fc4096 b32 update", 1},

@@ -609,7 +609,7 @@ kiln_status kiln__cuda_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d)
     /* auto: what cuBLASLt cannot take (stochastic rounding of a 16-bit C, ReLU with beta, a
      * bias with beta on a 16-bit C, a bias on a column-major C, C with no unit stride) goes to
      * kiln's own kernels where one applies, not to the reference kernel: one thread an element
-     * of C, 100-500x slower than either on the H200's gemm-auto shapes (bench/NOTES.md step 27) */
+     * of C, 55-500x slower on gemm-auto's shapes (H100 and H200, bench/NOTES.md step 27) */
     if (choice == GEMM_AUTO && !lt_takes) choice = GEMM_OWN;
     if ((choice == GEMM_OWN || choice == GEMM_WGMMA || choice == GEMM_AUTO) &&
         kiln__cuda_gemm_wgmma_eligible(ctx, d, &bt) &&
