@@ -590,19 +590,25 @@ static void gemm_dispatch(void)
         CHECK_INT(s2.launches - s1.launches, want[i].f32_launches);
     }
     { /* stochastic rounding of a 16-bit C, which cuBLASLt cannot take: auto runs kiln's own
-       * kernel (mma.sync or wgmma, from sm_80), vendor the reference kernel */
+       * kernel (mma.sync or wgmma, from sm_80), vendor cuBLASLt's f32 product and kiln's
+       * epilogue pass (two launches), KILN_GEMM_FALLBACK the reference kernel */
         const char *desc = kiln_ctx_device_description(gpu);
         int own_ok = strstr(desc, "sm_8") || strstr(desc, "sm_9") || strstr(desc, "sm_1");
         const kiln_gemm_args sr = {.round = KILN_ROUND_STOCHASTIC};
-        static const char *const envs[] = {"auto", "vendor"};
-        for (int i = 0; i < 2; i++) {
+        static const char *const envs[] = {"auto", "vendor", "vendor"};
+        for (int i = 0; i < 3; i++) {
             setenv("KILN_GEMM", envs[i], 1);
+            if (i == 2) setenv("KILN_GEMM_FALLBACK", "1", 1);
+            int own = i == 0 && own_ok, pass = i == 1 || (i == 0 && !own_ok), ref = i == 2;
             kiln_cuda_stats s0, s1;
             CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s0));
             CHECK_OK(gpu, kiln_dot(c16g, a16g, b16g, 1.0, 0.0, &sr));
             CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s1));
-            CHECK_INT(s1.gemm_own - s0.gemm_own, i == 0 && own_ok);
-            CHECK_INT(s1.gemm_reference - s0.gemm_reference, !(i == 0 && own_ok));
+            CHECK_INT(s1.gemm_own - s0.gemm_own, own);
+            CHECK_INT(s1.gemm_vendor_pass - s0.gemm_vendor_pass, pass);
+            CHECK_INT(s1.gemm_reference - s0.gemm_reference, ref);
+            if (pass) CHECK_INT(s1.launches - s0.launches, 1); /* the pass; cuBLASLt's launch is not counted */
+            unsetenv("KILN_GEMM_FALLBACK");
         }
     }
     if (hopper) { /* auto takes a batch-128 bprop shape of one wave of tiles to the wgmma kernel */

@@ -1333,10 +1333,12 @@ int main(void)
 
     /* 3. the device named by KILN_DEVICE when it is not the CPU (make test-gpu sets cuda):
      * the same numeric suite and stochastic-rounding checks through that backend's GEMM; on
-     * CUDA three times, with KILN_GEMM=vendor (cuBLASLt and the reference kernel),
-     * KILN_GEMM=own (kiln's own kernels where they apply: wgmma on an H100) and
-     * KILN_GEMM=mma (the mma.sync kernel where it applies); KILN_TEST_ENGINES (e.g. "vendor" or
-     * "own,mma") limits the CUDA pass to the engines it names, for a quick check on a visit */
+     * CUDA four times, with KILN_GEMM=vendor (cuBLASLt, its product and kiln's epilogue pass
+     * for the epilogues it cannot take, the reference kernel for the rest), KILN_GEMM=own
+     * (kiln's own kernels where they apply: wgmma on an H100), KILN_GEMM=mma (the mma.sync
+     * kernel where it applies) and "reference" (KILN_GEMM_FALLBACK: the reference kernel for
+     * every product); KILN_TEST_ENGINES (e.g. "vendor" or "own,mma") limits the CUDA pass to
+     * the engines it names, for a quick check on a visit */
     const char *dev = getenv("KILN_DEVICE");
     if (dev && strcmp(dev, "cpu") != 0) {
         kiln_ctx *cpu_ctx = ctx, *dctx = NULL;
@@ -1344,22 +1346,26 @@ int main(void)
             ctx = dctx;
             printf("backend: %s\n", kiln_ctx_device_description(ctx));
             int cuda = kiln_ctx_device(dctx) == KILN_DEVICE_CUDA;
-            static const char *gemm_env[3] = {"vendor", "own", "mma"};
-            static const char *gemm_name[3] = {"device, KILN_GEMM=vendor", "device, KILN_GEMM=own",
-                                               "device, KILN_GEMM=mma"};
+            static const char *gemm_engine[4] = {"vendor", "own", "mma", "reference"};
+            static const char *gemm_env[4] = {"vendor", "own", "mma", "vendor"};
+            static const char *gemm_name[4] = {"device, KILN_GEMM=vendor", "device, KILN_GEMM=own",
+                                               "device, KILN_GEMM=mma", "device, KILN_GEMM_FALLBACK=1"};
             const char *only = getenv("KILN_TEST_ENGINES");
             int engines_run = 0;
-            for (int i = 0; i < (cuda ? 3 : 1); i++) {
-                if (cuda && only && only[0] && !strstr(only, gemm_env[i])) continue;
+            for (int i = 0; i < (cuda ? 4 : 1); i++) {
+                if (cuda && only && only[0] && !strstr(only, gemm_engine[i])) continue;
                 engines_run++;
                 if (cuda) setenv("KILN_GEMM", gemm_env[i], 1);
+                if (cuda && i == 3) setenv("KILN_GEMM_FALLBACK", "1", 1);
                 engine_name = cuda ? gemm_name[i] : "device";
                 printf("GEMM on the %s engine\n", engine_name);
                 run_numeric_suite();
                 run_sr_suite();
+                unsetenv("KILN_GEMM_FALLBACK");
             }
             /* a KILN_TEST_ENGINES that names no engine would pass having checked nothing */
-            if (engines_run == 0) fprintf(stderr, "  KILN_TEST_ENGINES='%s' names none of vendor, own, mma\n", only);
+            if (engines_run == 0)
+                fprintf(stderr, "  KILN_TEST_ENGINES='%s' names none of vendor, own, mma, reference\n", only);
             CHECK(engines_run > 0);
             if (cuda) { /* a value that names nothing is an error naming the variable */
                 setenv("KILN_GEMM", "fastest", 1);

@@ -86,7 +86,7 @@ typedef struct kiln_cuda_driver {
  * compared whole (memcmp: built from a zeroed struct); least recently used out when full. */
 #define KILN_CUDA_LT_PLANS 64
 typedef struct kiln_cuda_lt_key {
-    int32_t type, scale, compute, opa, opb, epilogue;
+    int32_t type, type_d, scale, compute, opa, opb, epilogue; /* type: A and B; type_d: C = D */
     uint32_t al_a, al_b, al_d, al_bias; /* pointer alignments the algorithm may assume */
     int64_t m, n, k, lda, ldb, ldd;
     int64_t nb, sa, sb, sd;             /* merged batch count and strides */

@@ -21,7 +21,8 @@ typedef struct kiln_cuda_stats {
     int64_t lt_queries;      /* cuBLASLt plans built (descriptors + heuristic query) */
     int64_t lt_hits;         /* cuBLASLt GEMMs that reused a cached plan */
     int64_t gemm_own;        /* GEMMs run by kiln's own kernels (wgmma, mma.sync, FFMA) */
-    int64_t gemm_reference;  /* GEMMs run by the reference kernel (what cuBLASLt cannot take) */
+    int64_t gemm_vendor_pass; /* GEMMs run as cuBLASLt's f32 product and kiln's epilogue pass */
+    int64_t gemm_reference;  /* GEMMs run by the reference kernel (what neither can take) */
     double last_compile_ms;  /* NVRTC time of the last compilation */
     double last_get_ms;      /* time of the last kernel lookup (compile, disk or memory) */
 } kiln_cuda_stats;

@@ -65,7 +65,7 @@ static int ptr_align(const void *p)
 }
 
 typedef struct lt_plan {
-    cudaDataType_t type, scale;
+    cudaDataType_t type, type_d, scale; /* type: A and B; type_d: C = D */
     cublasComputeType_t compute;
     cublasOperation_t opa, opb;
     int64_t m, n, k;            /* of the column-major problem D(m x n) = op(Aop) op(Bop) */
@@ -102,6 +102,7 @@ static int lt_applicable(const kiln_ctx *ctx, const kiln_gemm_desc *d, lt_plan *
         break;
     default: return 0;
     }
+    p->type_d = p->type;
     if (d->round == KILN_ROUND_STOCHASTIC && (d->dtype == KILN_DTYPE_F16 || d->dtype == KILN_DTYPE_BF16)) return 0;
     if (d->K <= 0) return 0;
     if (d->relu && d->beta != 0.0) return 0;
@@ -196,7 +197,7 @@ static kiln_status lt_entry_build(kiln_ctx *ctx, const kiln_cuda_lt_key *key, co
     cudaDataType_t type = (cudaDataType_t)key->type;
     LT(cublasLtMatrixLayoutCreate(&e->la, type, (uint64_t)ar, (uint64_t)ac, key->lda));
     LT(cublasLtMatrixLayoutCreate(&e->lb, type, (uint64_t)br, (uint64_t)bc, key->ldb));
-    LT(cublasLtMatrixLayoutCreate(&e->ld, type, (uint64_t)key->m, (uint64_t)key->n, key->ldd));
+    LT(cublasLtMatrixLayoutCreate(&e->ld, (cudaDataType_t)key->type_d, (uint64_t)key->m, (uint64_t)key->n, key->ldd));
     if (key->nb > 1) {
         int32_t cnt = (int32_t)key->nb;
         cublasLtMatrixLayout_t ls[3] = {e->la, e->lb, e->ld};
@@ -273,12 +274,14 @@ static kiln_status lt_run(kiln_ctx *ctx, const kiln_gemm_desc *d, const lt_plan 
         if (sa < 0 || sb < 0 || sd <= 0) return KILN_OK; /* fallback */
     }
     size_t es = kiln_dtype_size(d->dtype);
+    size_t es_d = p->type_d == CUDA_R_32F ? 4 : p->type_d == CUDA_R_64F ? 8 : 2; /* C = D */
     kiln_block *ws = NULL;
     kiln_status s = KILN_OK;
     size_t wsize = 0;
     kiln_cuda_lt_key key;
     memset(&key, 0, sizeof key); /* padding included: the key is compared with memcmp */
     key.type = (int32_t)p->type;
+    key.type_d = (int32_t)p->type_d;
     key.scale = (int32_t)p->scale;
     key.compute = (int32_t)p->compute;
     key.opa = (int32_t)p->opa;
@@ -301,19 +304,20 @@ static kiln_status lt_run(kiln_ctx *ctx, const kiln_gemm_desc *d, const lt_plan 
         key.sb = sb;
         key.sd = sd;
     }
-    key.workspace = p->type == CUDA_R_16F || p->type == CUDA_R_16BF ? LT_WORKSPACE_NARROW : LT_WORKSPACE_WIDE;
+    key.workspace = p->type_d == CUDA_R_16F || p->type_d == CUDA_R_16BF ? LT_WORKSPACE_NARROW : LT_WORKSPACE_WIDE;
     {
         /* the smallest alignment over every batch's pointers */
         uint32_t al_a = (uint32_t)ptr_align(p->pa), al_b = (uint32_t)ptr_align(p->pb);
         uint32_t al_d = (uint32_t)ptr_align(d->c);
         int64_t bsz[3] = {sa, sb, sd};
         uint32_t *als[3] = {&al_a, &al_b, &al_d};
+        const size_t ess[3] = {es, es, es_d};
         for (int i = 0; i < 3 && nb > 1; i++)
-            while (*als[i] > 1 && ((uint64_t)bsz[i] * es) % *als[i]) *als[i] /= 2;
+            while (*als[i] > 1 && ((uint64_t)bsz[i] * ess[i]) % *als[i]) *als[i] /= 2;
         for (int i = 0; i < bt->n - 1; i++) {
             int64_t outer[3] = {p->swap ? bt->sb[i] : bt->sa[i], p->swap ? bt->sa[i] : bt->sb[i], bt->sc[i]};
             for (int j = 0; j < 3; j++)
-                while (*als[j] > 1 && (((uint64_t)(outer[j] < 0 ? -outer[j] : outer[j])) * es) % *als[j]) *als[j] /= 2;
+                while (*als[j] > 1 && (((uint64_t)(outer[j] < 0 ? -outer[j] : outer[j])) * ess[j]) % *als[j]) *als[j] /= 2;
         }
         key.al_a = al_a;
         key.al_b = al_b;
@@ -358,7 +362,7 @@ static kiln_status lt_run(kiln_ctx *ctx, const kiln_gemm_desc *d, const lt_plan 
                 oc += idx[i] * bt->sc[i];
             }
             const char *A = d->a + oa * (int64_t)es, *B = d->b + ob * (int64_t)es;
-            char *C = d->c + oc * (int64_t)es;
+            char *C = d->c + oc * (int64_t)es_d;
             const char *pa = p->swap ? B : A, *pb = p->swap ? A : B;
             int c = (int)cublasLtMatmul(st->lt, e->op, alpha, pa, e->la, pb, e->lb, beta, C, e->ld, C, e->ld, &e->algo,
                                         ws ? ws->ptr : NULL, wsize, st->stream);
@@ -403,19 +407,104 @@ static const char *load_fn(kiln_dtype dt)
     }
 }
 
+/* The epilogue of element (m, n) of batch bi in the reference kernel and the epilogue pass,
+ * from CT v = alpha * (A_b @ B_b)[m, n] to the store: bias, ReLU, beta * C, the rounding to
+ * C's dtype. `bits` is the expression of the element's stochastic-rounding bits. */
+static void emit_epilogue(kiln_sbuf *b, const kiln_gemm_desc *d, int f64, int sr, const char *bits)
+{
+    kiln_dtype dt = d->dtype;
+    if (d->bias) kiln__sbuf_printf(b, "    v = v + %s(bias[n * bias_s]);\n", load_fn(dt));
+    if (d->relu) kiln__sbuf_puts(b, "    v = v < (CT)0 ? (CT)0 : v;\n");
+    if (d->beta != 0.0) kiln__sbuf_printf(b, "    v = v + beta * %s(C[oc + m * c_sm + n * c_sn]);\n", load_fn(dt));
+    kiln__sbuf_puts(b, "    ST *dst = &C[oc + m * c_sm + n * c_sn];\n");
+    if (sr) {
+        kiln__sbuf_printf(b, "    *dst = (ST)kiln_f32_to_%s((float)v, %s);\n", dt == KILN_DTYPE_F16 ? "f16_sr13" : "bf16_sr", bits);
+        return;
+    }
+    switch (dt) {
+    case KILN_DTYPE_F16:
+        kiln__sbuf_puts(b, f64 ? "    *dst = (ST)kiln_f64_to_f16_rn(v);\n" : "    *dst = kiln_f2h(v);\n");
+        break;
+    case KILN_DTYPE_BF16: kiln__sbuf_puts(b, "    *dst = (ST)kiln_f32_to_bf16_rn(v);\n"); break;
+    case KILN_DTYPE_I8: kiln__sbuf_puts(b, "    *dst = kiln_to_i8(v);\n"); break;
+    case KILN_DTYPE_U8: kiln__sbuf_puts(b, "    *dst = kiln_to_u8(v);\n"); break;
+    case KILN_DTYPE_I32: kiln__sbuf_puts(b, "    *dst = kiln_to_i32(v);\n"); break;
+    default: kiln__sbuf_puts(b, "    *dst = (ST)v;\n"); break;
+    }
+}
+
+/* The words both kernels read: 0..18 (kiln__cuda_gemm_words), then (shape, sa, sb, sc) of each
+ * batch axis; the kernel's source opens its struct and the batch offsets oa, ob, oc of bi. */
+static void emit_args(kiln_sbuf *b, const batches *bt)
+{
+    /* words: 0 seed 1 sr_stream 2 M 3 N 4 K 5 a 6 b 7 c 8 bias 9 a_sm 10 a_sk 11 b_sk 12 b_sn 13 c_sm
+     * 14 c_sn 15 bias_s 16 alpha 17 beta 18 nbatch-total 19.. batch (shape, sa, sb, sc) x n */
+    kiln__sbuf_printf(b, "struct kiln_args { kiln_w64 w[%d]; };\n", 19 + 4 * bt->n);
+}
+
+static void emit_batch_offsets(kiln_sbuf *b, const batches *bt)
+{
+    kiln__sbuf_puts(b, "    long long oa = 0, ob = 0, oc = 0, t = bi; (void)oa; (void)ob;\n");
+    for (int i = bt->n - 1; i >= 0; i--) {
+        int w = 19 + 4 * i;
+        kiln__sbuf_printf(b,
+                          "    { const long long sz = (long long)p.w[%d], c = t %% sz; t /= sz;\n"
+                          "      oa += c * (long long)p.w[%d]; ob += c * (long long)p.w[%d]; oc += c * (long long)p.w[%d]; }\n",
+                          w, w + 1, w + 2, w + 3);
+    }
+}
+
+/* Compiles (through the cache) and launches `src`'s kernel `name` over grid g, block bl with
+ * d's words (product: the f32 / f64 product of the epilogue pass in word 5, else A). */
+static kiln_status launch_simple(kiln_ctx *ctx, kiln_sbuf *src, const char *name, const kiln_gemm_desc *d,
+                                 const batches *bt, int64_t nbt, const void *product, const unsigned g[3],
+                                 const unsigned bl[3])
+{
+    if (src->oom) {
+        kiln__sbuf_free(src);
+        return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'C': no host memory for the GEMM kernel source");
+    }
+    CUfunction fn;
+    kiln_status s = kiln__cuda_get_kernel(ctx, src->p, name, &fn);
+    kiln__sbuf_free(src);
+    KILN_TRY(s);
+    uint64_t w[19 + 4 * KILN_MAX_DIMS];
+    kiln__cuda_gemm_words(d, ctx->seed, nbt, w);
+    if (product) w[5] = (uint64_t)(uintptr_t)product;
+    for (int i = 0; i < bt->n; i++) {
+        w[19 + 4 * i] = (uint64_t)bt->shape[i];
+        w[20 + 4 * i] = (uint64_t)bt->sa[i];
+        w[21 + 4 * i] = (uint64_t)bt->sb[i];
+        w[22 + 4 * i] = (uint64_t)bt->sc[i];
+    }
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    size_t size = (size_t)(19 + 4 * bt->n) * 8;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, w, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+    KILN_CK(ctx, drv, st->cu.LaunchKernel(fn, g[0], g[1], g[2], bl[0], bl[1], bl[2], 0, (CUstream)st->stream, NULL, extra));
+    st->stats.launches++;
+    if (st->sync_each) KILN_CK(ctx, rt, cudaStreamSynchronize(st->stream));
+    return KILN_OK;
+}
+
+static int64_t batch_total(const batches *bt)
+{
+    int64_t nbt = 1;
+    for (int i = 0; i < bt->n; i++) nbt *= bt->shape[i];
+    return nbt;
+}
+
 static kiln_status fallback(kiln_ctx *ctx, const kiln_gemm_desc *d, const batches *bt)
 {
     kiln_dtype dt = d->dtype;
     if (!stype(dt)) return KILN_ERROR(ctx, KILN_ERR_DTYPE, "argument 'C': dtype %s is not supported by GEMM", kiln_dtype_name(dt));
+    if ((d->M + 15) / 16 > 65535)
+        return KILN_ERROR(ctx, KILN_ERR_LIMIT, "argument 'A': M = %lld is too large for the fallback GEMM", (long long)d->M);
     int f64 = dt == KILN_DTYPE_F64 || dt == KILN_DTYPE_I32;
     int sr = d->round == KILN_ROUND_STOCHASTIC && (dt == KILN_DTYPE_F16 || dt == KILN_DTYPE_BF16);
     kiln_sbuf b = {0};
     kiln__cuda_prelude(&b);
     kiln__sbuf_printf(&b, "typedef %s CT; typedef %s ST;\n", f64 ? "double" : "float", stype(dt));
-    /* words: 0 seed 1 sr_stream 2 M 3 N 4 K 5 a 6 b 7 c 8 bias 9 a_sm 10 a_sk 11 b_sk 12 b_sn 13 c_sm
-     * 14 c_sn 15 bias_s 16 alpha 17 beta 18 nbatch-total 19.. batch (shape, sa, sb, sc) x n */
-    int nw = 19 + 4 * bt->n;
-    kiln__sbuf_printf(&b, "struct kiln_args { kiln_w64 w[%d]; };\n", nw);
+    emit_args(&b, bt);
     kiln__sbuf_puts(&b, "extern \"C\" __global__ void kiln_gemm(const __grid_constant__ kiln_args p) {\n"
                         "  const long long M = (long long)p.w[2], N = (long long)p.w[3], K = (long long)p.w[4];\n"
                         "  const ST *A = (const ST *)p.w[5]; const ST *B = (const ST *)p.w[6]; ST *C = (ST *)p.w[7];\n"
@@ -424,72 +513,118 @@ static kiln_status fallback(kiln_ctx *ctx, const kiln_gemm_desc *d, const batche
                         "  const long long b_sn = (long long)p.w[12], c_sm = (long long)p.w[13], c_sn = (long long)p.w[14];\n"
                         "  const long long bias_s = (long long)p.w[15]; (void)bias_s;\n"
                         "  const CT alpha = (CT)__longlong_as_double((long long)p.w[16]);\n"
-                        "  const CT beta = (CT)__longlong_as_double((long long)p.w[17]);\n"
+                        "  const CT beta = (CT)__longlong_as_double((long long)p.w[17]); (void)beta;\n"
                         "  const long long NB = (long long)p.w[18];\n"
                         "  const long long n = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
                         "  const long long m = (long long)blockIdx.y * blockDim.y + threadIdx.y;\n"
                         "  if (m >= M || n >= N) return;\n"
-                        "  for (long long bi = blockIdx.z; bi < NB; bi += gridDim.z) {\n"
-                        "    long long oa = 0, ob = 0, oc = 0, t = bi;\n");
-    for (int i = bt->n - 1; i >= 0; i--) {
-        int w = 19 + 4 * i;
-        kiln__sbuf_printf(&b,
-                          "    { const long long sz = (long long)p.w[%d], c = t %% sz; t /= sz;\n"
-                          "      oa += c * (long long)p.w[%d]; ob += c * (long long)p.w[%d]; oc += c * (long long)p.w[%d]; }\n",
-                          w, w + 1, w + 2, w + 3);
-    }
+                        "  for (long long bi = blockIdx.z; bi < NB; bi += gridDim.z) {\n");
+    emit_batch_offsets(&b, bt);
     kiln__sbuf_printf(&b, "    CT acc = (CT)0;\n"
                           "    for (long long k = 0; k < K; k++) acc += %s(A[oa + m * a_sm + k * a_sk]) * %s(B[ob + k * b_sk + n * b_sn]);\n"
                           "    CT v = alpha * acc;\n",
                       load_fn(dt), load_fn(dt));
-    if (d->bias) kiln__sbuf_printf(&b, "    v = v + %s(bias[n * bias_s]);\n", load_fn(dt));
-    if (d->relu) kiln__sbuf_puts(&b, "    v = v < (CT)0 ? (CT)0 : v;\n");
-    if (d->beta != 0.0) kiln__sbuf_printf(&b, "    v = v + beta * %s(C[oc + m * c_sm + n * c_sn]);\n", load_fn(dt));
-    kiln__sbuf_puts(&b, "    ST *dst = &C[oc + m * c_sm + n * c_sn];\n");
-    if (sr) {
-        kiln__sbuf_printf(&b, "    *dst = (ST)kiln_f32_to_%s((float)v, kiln_gemm_sr_bits(p.w[0], p.w[1], (kiln_w64)(bi * M + m), (kiln_w64)n, (kiln_w64)N));\n",
-                          dt == KILN_DTYPE_F16 ? "f16_sr13" : "bf16_sr");
-    } else {
-        switch (dt) {
-        case KILN_DTYPE_F16:
-            kiln__sbuf_puts(&b, f64 ? "    *dst = (ST)kiln_f64_to_f16_rn(v);\n" : "    *dst = kiln_f2h(v);\n");
-            break;
-        case KILN_DTYPE_BF16: kiln__sbuf_puts(&b, "    *dst = (ST)kiln_f32_to_bf16_rn(v);\n"); break;
-        case KILN_DTYPE_I8: kiln__sbuf_puts(&b, "    *dst = kiln_to_i8(v);\n"); break;
-        case KILN_DTYPE_U8: kiln__sbuf_puts(&b, "    *dst = kiln_to_u8(v);\n"); break;
-        case KILN_DTYPE_I32: kiln__sbuf_puts(&b, "    *dst = kiln_to_i32(v);\n"); break;
-        default: kiln__sbuf_puts(&b, "    *dst = (ST)v;\n"); break;
-        }
-    }
+    emit_epilogue(&b, d, f64, sr, "kiln_gemm_sr_bits(p.w[0], p.w[1], (kiln_w64)(bi * M + m), (kiln_w64)n, (kiln_w64)N)");
     kiln__sbuf_puts(&b, "  }\n}\n");
-    if (b.oom) {
-        kiln__sbuf_free(&b);
-        return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'C': no host memory for the GEMM kernel source");
+    int64_t nbt = batch_total(bt);
+    const unsigned g[3] = {(unsigned)((d->N + 15) / 16), (unsigned)((d->M + 15) / 16), (unsigned)(nbt < 65535 ? nbt : 65535)};
+    const unsigned bl[3] = {16, 16, 1};
+    return launch_simple(ctx, &b, "kiln_gemm", d, bt, nbt, NULL, g, bl);
+}
+
+/* ---- cuBLASLt's product, then kiln's epilogue pass ---------------------------------------- */
+
+/* The epilogue pass: C = round(relu?(P + bias) + beta * C) for P = alpha * A_b @ B_b, the f32
+ * (f64 for f64) product cuBLASLt wrote row-major and batch after batch into a workspace; the
+ * same formula and the same rounding bits as the reference kernel. A thread takes the eight
+ * columns of a row that share one Philox call of stochastic rounding (kiln_gemm_sr_counter:
+ * 32-column group g, pair c: columns 32 g + 2 c + {0, 1, 8, 9, 16, 17, 24, 25}), so the pass
+ * computes each call once. */
+static kiln_status epilogue_pass(kiln_ctx *ctx, const kiln_gemm_desc *d, const batches *bt, const void *product)
+{
+    kiln_dtype dt = d->dtype;
+    int f64 = dt == KILN_DTYPE_F64;
+    int sr = d->round == KILN_ROUND_STOCHASTIC && (dt == KILN_DTYPE_F16 || dt == KILN_DTYPE_BF16);
+    kiln_sbuf b = {0};
+    kiln__cuda_prelude(&b);
+    kiln__sbuf_printf(&b, "typedef %s CT; typedef %s ST;\n", f64 ? "double" : "float", stype(dt));
+    emit_args(&b, bt);
+    kiln__sbuf_puts(&b, "extern \"C\" __global__ void kiln_gemm_pass(const __grid_constant__ kiln_args p) {\n"
+                        "  const long long M = (long long)p.w[2], N = (long long)p.w[3];\n"
+                        "  const CT *P = (const CT *)p.w[5]; ST *C = (ST *)p.w[7];\n"
+                        "  const ST *bias = (const ST *)p.w[8]; (void)bias;\n"
+                        "  const long long c_sm = (long long)p.w[13], c_sn = (long long)p.w[14];\n"
+                        "  const long long bias_s = (long long)p.w[15]; (void)bias_s;\n"
+                        "  const CT beta = (CT)__longlong_as_double((long long)p.w[17]); (void)beta;\n"
+                        "  const long long NB = (long long)p.w[18];\n"
+                        "  const long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+                        "  if (q >= ((N + 31) >> 5) * 4) return;\n"
+                        "  const long long n0 = (q >> 2) * 32 + (q & 3) * 2;\n"
+                        "  for (long long bi = blockIdx.z; bi < NB; bi += gridDim.z) {\n");
+    emit_batch_offsets(&b, bt);
+    kiln__sbuf_puts(&b, "  for (long long m = (long long)blockIdx.y * blockDim.y + threadIdx.y; m < M; m += (long long)gridDim.y * blockDim.y) {\n"
+                        "    const CT *prow = P + (bi * M + m) * N;\n");
+    if (sr)
+        kiln__sbuf_puts(&b, "    const kiln_philox4 r = kiln_philox4x32_r(p.w[0], p.w[1], kiln_gemm_sr_counter((kiln_w64)(bi * M + m), "
+                            "(kiln_w64)n0, (kiln_w64)N), KILN_GEMM_SR_ROUNDS);\n");
+    kiln__sbuf_puts(&b, "#pragma unroll\n"
+                        "    for (int e = 0; e < 8; e++) {\n"
+                        "    const long long n = n0 + (e >> 1) * 8 + (e & 1);\n"
+                        "    if (n >= N) continue;\n"
+                        "    CT v = prow[n];\n");
+    emit_epilogue(&b, d, f64, sr, "kiln_gemm_sr_pick(r, (kiln_w64)n)");
+    kiln__sbuf_puts(&b, "    }\n  }\n  }\n}\n");
+    int64_t nbt = batch_total(bt);
+    int64_t threads_row = (d->N + 31) / 32 * 4;
+    unsigned bx = threads_row >= 128 ? 128u : (unsigned)((threads_row + 31) / 32 * 32);
+    unsigned by = 128u / bx;
+    int64_t gy = (d->M + by - 1) / by;
+    const unsigned g[3] = {(unsigned)((threads_row + bx - 1) / bx), (unsigned)(gy < 65535 ? gy : 65535),
+                           (unsigned)(nbt < 65535 ? nbt : 65535)};
+    const unsigned bl[3] = {bx, by, 1};
+    return launch_simple(ctx, &b, "kiln_gemm_pass", d, bt, nbt, product, g, bl);
+}
+
+/* What cuBLASLt cannot take only for its epilogue (stochastic rounding of a 16-bit C, ReLU
+ * with beta, a bias with beta on a 16-bit C, a bias on a column-major C, C with no unit
+ * stride): cuBLASLt writes alpha * A @ B in f32 (f64) to a workspace, the epilogue pass does
+ * the rest. *done 0 (nothing launched) where cuBLASLt cannot take the product either, the
+ * dtype has no such product, or the workspace does not fit under the memory cap: the
+ * reference kernel runs then. */
+static kiln_status lt_then_pass(kiln_ctx *ctx, const kiln_gemm_desc *d, const batches *bt, int *done)
+{
+    *done = 0;
+    kiln_dtype dt = d->dtype;
+    if (dt != KILN_DTYPE_F32 && dt != KILN_DTYPE_F16 && dt != KILN_DTYPE_BF16 && dt != KILN_DTYPE_F64) return KILN_OK;
+    if (d->K <= 0) return KILN_OK;
+    int64_t nbt = batch_total(bt);
+    size_t es_w = dt == KILN_DTYPE_F64 ? 8 : 4;
+    if ((uint64_t)nbt > (uint64_t)INT64_MAX / (uint64_t)d->M / (uint64_t)d->N / es_w) return KILN_OK;
+    /* the product's problem: C = the workspace, row-major, batch after batch, beta 0, no epilogue */
+    kiln_gemm_desc d0 = *d;
+    d0.bias = NULL;
+    d0.relu = 0;
+    d0.beta = 0.0;
+    d0.round = KILN_ROUND_NEAREST;
+    d0.c_sm = d->N;
+    d0.c_sn = 1;
+    batches b0 = *bt;
+    for (int i = bt->n - 1; i >= 0; i--) b0.sc[i] = i == bt->n - 1 ? d->M * d->N : b0.sc[i + 1] * b0.shape[i + 1];
+    lt_plan p;
+    if (!lt_applicable(ctx, &d0, &p)) return KILN_OK;
+    p.type_d = dt == KILN_DTYPE_F64 ? CUDA_R_64F : CUDA_R_32F;
+    kiln_block *ws = NULL;
+    if (kiln__mem_alloc(ctx, (size_t)nbt * (size_t)d->M * (size_t)d->N * es_w, __FILE__, __LINE__, &ws) != KILN_OK)
+        return KILN_OK; /* under a memory cap: the reference kernel, which needs none */
+    d0.c = (char *)ws->ptr;
+    int lt_done = 0;
+    kiln_status s = lt_run(ctx, &d0, &p, &b0, &lt_done);
+    if (s == KILN_OK && lt_done) {
+        s = epilogue_pass(ctx, d, bt, ws->ptr);
+        *done = s == KILN_OK;
     }
-    CUfunction fn;
-    kiln_status s = kiln__cuda_get_kernel(ctx, b.p, "kiln_gemm", &fn);
-    kiln__sbuf_free(&b);
-    KILN_TRY(s);
-    uint64_t w[19 + 4 * KILN_MAX_DIMS];
-    int64_t nbt = 1;
-    for (int i = 0; i < bt->n; i++) nbt *= bt->shape[i];
-    kiln__cuda_gemm_words(d, ctx->seed, nbt, w);
-    for (int i = 0; i < bt->n; i++) {
-        w[19 + 4 * i] = (uint64_t)bt->shape[i];
-        w[20 + 4 * i] = (uint64_t)bt->sa[i];
-        w[21 + 4 * i] = (uint64_t)bt->sb[i];
-        w[22 + 4 * i] = (uint64_t)bt->sc[i];
-    }
-    unsigned gx = (unsigned)((d->N + 15) / 16), gy = (unsigned)((d->M + 15) / 16);
-    unsigned gz = (unsigned)(nbt < 65535 ? nbt : 65535);
-    if (gy > 65535) return KILN_ERROR(ctx, KILN_ERR_LIMIT, "argument 'A': M = %lld is too large for the fallback GEMM", (long long)d->M);
-    kiln_cuda_state *st = kiln__cuda_state(ctx);
-    size_t size = (size_t)nw * 8;
-    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, w, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
-    KILN_CK(ctx, drv, st->cu.LaunchKernel(fn, gx, gy, gz, 16, 16, 1, 0, (CUstream)st->stream, NULL, extra));
-    st->stats.launches++;
-    if (st->sync_each) KILN_CK(ctx, rt, cudaStreamSynchronize(st->stream));
-    return KILN_OK;
+    kiln__mem_free(ctx, ws); /* stream-ordered reuse: later work is queued on the same stream */
+    return s;
 }
 
 /* ---- own kernels: the function of a structure --------------------------------------------- */
@@ -625,9 +760,14 @@ kiln_status kiln__cuda_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d)
         st->stats.gemm_own++;
         return kiln__cuda_gemm_ffma(ctx, d, &bt);
     }
-    if (!getenv("KILN_GEMM_FALLBACK") && lt_takes) {
+    if (!getenv("KILN_GEMM_FALLBACK")) {
         int done = 0;
-        KILN_TRY(lt_run(ctx, d, &p, &bt, &done));
+        if (lt_takes) {
+            KILN_TRY(lt_run(ctx, d, &p, &bt, &done));
+        } else {
+            KILN_TRY(lt_then_pass(ctx, d, &bt, &done));
+            st->stats.gemm_vendor_pass += done;
+        }
         if (done) return KILN_OK;
     }
     st->stats.gemm_reference++;
