@@ -407,17 +407,26 @@ static const char *load_fn(kiln_dtype dt)
     }
 }
 
-/* The epilogue of element (m, n) of batch bi in the reference kernel and the epilogue pass,
- * from CT v = alpha * (A_b @ B_b)[m, n] to the store: bias, ReLU, beta * C, the rounding to
- * C's dtype. `bits` is the expression of the element's stochastic-rounding bits. */
-static void emit_epilogue(kiln_sbuf *b, const kiln_gemm_desc *d, int f64, int sr, const char *bits)
+/* What the source of the reference kernel and of the epilogue pass depends on (their
+ * signature in the kernel cache: the source is not regenerated and hashed per call). */
+typedef struct simple_cfg {
+    int32_t pass;   /* 0 the reference kernel, 1 the epilogue pass */
+    int32_t dtype;  /* kiln_dtype of A, B, C, bias */
+    int32_t bias, relu, beta, sr;
+    int32_t nbatch; /* batch axes (their words follow word 18) */
+} simple_cfg;
+
+/* The epilogue of element (m, n) of batch bi in both kernels, from CT v = alpha * (A_b @
+ * B_b)[m, n] to the store: bias, ReLU, beta * C, the rounding to C's dtype. `bits` is the
+ * expression of the element's stochastic-rounding bits. */
+static void emit_epilogue(kiln_sbuf *b, const simple_cfg *c, int f64, const char *bits)
 {
-    kiln_dtype dt = d->dtype;
-    if (d->bias) kiln__sbuf_printf(b, "    v = v + %s(bias[n * bias_s]);\n", load_fn(dt));
-    if (d->relu) kiln__sbuf_puts(b, "    v = v < (CT)0 ? (CT)0 : v;\n");
-    if (d->beta != 0.0) kiln__sbuf_printf(b, "    v = v + beta * %s(C[oc + m * c_sm + n * c_sn]);\n", load_fn(dt));
+    kiln_dtype dt = (kiln_dtype)c->dtype;
+    if (c->bias) kiln__sbuf_printf(b, "    v = v + %s(bias[n * bias_s]);\n", load_fn(dt));
+    if (c->relu) kiln__sbuf_puts(b, "    v = v < (CT)0 ? (CT)0 : v;\n");
+    if (c->beta) kiln__sbuf_printf(b, "    v = v + beta * %s(C[oc + m * c_sm + n * c_sn]);\n", load_fn(dt));
     kiln__sbuf_puts(b, "    ST *dst = &C[oc + m * c_sm + n * c_sn];\n");
-    if (sr) {
+    if (c->sr) {
         kiln__sbuf_printf(b, "    *dst = (ST)kiln_f32_to_%s((float)v, %s);\n", dt == KILN_DTYPE_F16 ? "f16_sr13" : "bf16_sr", bits);
         return;
     }
@@ -433,41 +442,123 @@ static void emit_epilogue(kiln_sbuf *b, const kiln_gemm_desc *d, int f64, int sr
     }
 }
 
-/* The words both kernels read: 0..18 (kiln__cuda_gemm_words), then (shape, sa, sb, sc) of each
- * batch axis; the kernel's source opens its struct and the batch offsets oa, ob, oc of bi. */
-static void emit_args(kiln_sbuf *b, const batches *bt)
+/* The source of either kernel: its words are 0..18 (kiln__cuda_gemm_words; the pass has its
+ * product in word 5, A's place), then (shape, sa, sb, sc) of each batch axis. */
+static void gen_simple(const void *cfg, kiln_sbuf *b)
 {
+    const simple_cfg *c = cfg;
+    kiln_dtype dt = (kiln_dtype)c->dtype;
+    int f64 = dt == KILN_DTYPE_F64 || (!c->pass && dt == KILN_DTYPE_I32);
+    kiln__cuda_prelude(b);
+    kiln__sbuf_printf(b, "typedef %s CT; typedef %s ST;\n", f64 ? "double" : "float", stype(dt));
     /* words: 0 seed 1 sr_stream 2 M 3 N 4 K 5 a 6 b 7 c 8 bias 9 a_sm 10 a_sk 11 b_sk 12 b_sn 13 c_sm
      * 14 c_sn 15 bias_s 16 alpha 17 beta 18 nbatch-total 19.. batch (shape, sa, sb, sc) x n */
-    kiln__sbuf_printf(b, "struct kiln_args { kiln_w64 w[%d]; };\n", 19 + 4 * bt->n);
-}
-
-static void emit_batch_offsets(kiln_sbuf *b, const batches *bt)
-{
-    kiln__sbuf_puts(b, "    long long oa = 0, ob = 0, oc = 0, t = bi; (void)oa; (void)ob;\n");
-    for (int i = bt->n - 1; i >= 0; i--) {
+    kiln__sbuf_printf(b, "struct kiln_args { kiln_w64 w[%d]; };\n", 19 + 4 * c->nbatch);
+    kiln__sbuf_printf(b, "extern \"C\" __global__ void %s(const __grid_constant__ kiln_args p) {\n"
+                         "  const long long M = (long long)p.w[2], N = (long long)p.w[3];\n"
+                         "  ST *C = (ST *)p.w[7];\n"
+                         "  const long long c_sm = (long long)p.w[13], c_sn = (long long)p.w[14];\n"
+                         "  const long long NB = (long long)p.w[18];\n",
+                      c->pass ? "kiln_gemm_pass" : "kiln_gemm");
+    if (c->bias) kiln__sbuf_puts(b, "  const ST *bias = (const ST *)p.w[8]; const long long bias_s = (long long)p.w[15];\n");
+    if (c->beta) kiln__sbuf_puts(b, "  const CT beta = (CT)__longlong_as_double((long long)p.w[17]);\n");
+    if (c->pass)
+        kiln__sbuf_puts(b, "  const CT *P = (const CT *)p.w[5];\n");
+    else
+        kiln__sbuf_puts(b, "  const long long K = (long long)p.w[4];\n"
+                           "  const ST *A = (const ST *)p.w[5]; const ST *B = (const ST *)p.w[6];\n"
+                           "  const long long a_sm = (long long)p.w[9], a_sk = (long long)p.w[10], b_sk = (long long)p.w[11];\n"
+                           "  const long long b_sn = (long long)p.w[12];\n"
+                           "  const CT alpha = (CT)__longlong_as_double((long long)p.w[16]);\n");
+    if (c->pass) {
+        /* a thread takes the eight columns of a row that share one Philox call of stochastic
+         * rounding (kiln_gemm_sr_counter: 32-column group g, pair j: columns 32 g + 2 j +
+         * {0, 1, 8, 9, 16, 17, 24, 25}), so each call is made once */
+        kiln__sbuf_puts(b, "  const long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+                           "  if (q >= ((N + 31) >> 5) * 4) return;\n"
+                           "  const long long n0 = (q >> 2) * 32 + (q & 3) * 2;\n");
+    } else {
+        kiln__sbuf_puts(b, "  const long long n = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+                           "  const long long m = (long long)blockIdx.y * blockDim.y + threadIdx.y;\n"
+                           "  if (m >= M || n >= N) return;\n");
+    }
+    kiln__sbuf_puts(b, "  for (long long bi = blockIdx.z; bi < NB; bi += gridDim.z) {\n"
+                       "    long long oc = 0;\n");
+    if (c->nbatch > 0) kiln__sbuf_puts(b, "    long long t = bi;\n");
+    if (!c->pass) kiln__sbuf_puts(b, "    long long oa = 0, ob = 0;\n");
+    for (int i = c->nbatch - 1; i >= 0; i--) {
         int w = 19 + 4 * i;
-        kiln__sbuf_printf(b,
-                          "    { const long long sz = (long long)p.w[%d], c = t %% sz; t /= sz;\n"
-                          "      oa += c * (long long)p.w[%d]; ob += c * (long long)p.w[%d]; oc += c * (long long)p.w[%d]; }\n",
-                          w, w + 1, w + 2, w + 3);
+        if (c->pass)
+            kiln__sbuf_printf(b, "    { const long long sz = (long long)p.w[%d], c = t %% sz; t /= sz; oc += c * (long long)p.w[%d]; }\n",
+                              w, w + 3);
+        else
+            kiln__sbuf_printf(b,
+                              "    { const long long sz = (long long)p.w[%d], c = t %% sz; t /= sz;\n"
+                              "      oa += c * (long long)p.w[%d]; ob += c * (long long)p.w[%d]; oc += c * (long long)p.w[%d]; }\n",
+                              w, w + 1, w + 2, w + 3);
+    }
+    if (c->pass) {
+        kiln__sbuf_puts(b, "  for (long long m = (long long)blockIdx.y * blockDim.y + threadIdx.y; m < M; m += (long long)gridDim.y * blockDim.y) {\n"
+                           "    const CT *prow = P + (bi * M + m) * N;\n");
+        if (c->sr)
+            kiln__sbuf_puts(b, "    const kiln_philox4 r = kiln_philox4x32_r(p.w[0], p.w[1], kiln_gemm_sr_counter((kiln_w64)(bi * M + m), "
+                               "(kiln_w64)n0, (kiln_w64)N), KILN_GEMM_SR_ROUNDS);\n");
+        kiln__sbuf_puts(b, "#pragma unroll\n"
+                           "    for (int e = 0; e < 8; e++) {\n"
+                           "    const long long n = n0 + (e >> 1) * 8 + (e & 1);\n"
+                           "    if (n >= N) continue;\n"
+                           "    CT v = prow[n];\n");
+        emit_epilogue(b, c, f64, "kiln_gemm_sr_pick(r, (kiln_w64)n)");
+        kiln__sbuf_puts(b, "    }\n  }\n  }\n}\n");
+    } else {
+        kiln__sbuf_printf(b, "    CT acc = (CT)0;\n"
+                             "    for (long long k = 0; k < K; k++) acc += %s(A[oa + m * a_sm + k * a_sk]) * %s(B[ob + k * b_sk + n * b_sn]);\n"
+                             "    CT v = alpha * acc;\n",
+                          load_fn(dt), load_fn(dt));
+        emit_epilogue(b, c, f64, "kiln_gemm_sr_bits(p.w[0], p.w[1], (kiln_w64)(bi * M + m), (kiln_w64)n, (kiln_w64)N)");
+        kiln__sbuf_puts(b, "  }\n}\n");
     }
 }
 
-/* Compiles (through the cache) and launches `src`'s kernel `name` over grid g, block bl with
- * d's words (product: the f32 / f64 product of the epilogue pass in word 5, else A). */
-static kiln_status launch_simple(kiln_ctx *ctx, kiln_sbuf *src, const char *name, const kiln_gemm_desc *d,
-                                 const batches *bt, int64_t nbt, const void *product, const unsigned g[3],
-                                 const unsigned bl[3])
+static int64_t batch_total(const batches *bt)
 {
-    if (src->oom) {
-        kiln__sbuf_free(src);
-        return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'C': no host memory for the GEMM kernel source");
+    int64_t nbt = 1;
+    for (int i = 0; i < bt->n; i++) nbt *= bt->shape[i];
+    return nbt;
+}
+
+/* Launches the reference kernel (pass 0) or the epilogue pass over `product` (pass 1). */
+static kiln_status launch_simple(kiln_ctx *ctx, const kiln_gemm_desc *d, const batches *bt, int pass, const void *product)
+{
+    kiln_dtype dt = d->dtype;
+    if (!stype(dt)) return KILN_ERROR(ctx, KILN_ERR_DTYPE, "argument 'C': dtype %s is not supported by GEMM", kiln_dtype_name(dt));
+    const simple_cfg c = {.pass = pass,
+                          .dtype = (int32_t)dt,
+                          .bias = d->bias != NULL,
+                          .relu = d->relu != 0,
+                          .beta = d->beta != 0.0,
+                          .sr = d->round == KILN_ROUND_STOCHASTIC && (dt == KILN_DTYPE_F16 || dt == KILN_DTYPE_BF16),
+                          .nbatch = bt->n};
+    int64_t nbt = batch_total(bt);
+    unsigned g[3], bl[3] = {16, 16, 1};
+    g[2] = (unsigned)(nbt < 65535 ? nbt : 65535);
+    if (pass) {
+        int64_t threads_row = (d->N + 31) / 32 * 4;
+        bl[0] = threads_row >= 128 ? 128u : (unsigned)((threads_row + 31) / 32 * 32);
+        bl[1] = 128u / bl[0];
+        int64_t gy = (d->M + bl[1] - 1) / bl[1];
+        g[0] = (unsigned)((threads_row + bl[0] - 1) / bl[0]);
+        g[1] = (unsigned)(gy < 65535 ? gy : 65535); /* the kernel strides over rows past it */
+    } else {
+        if ((d->M + 15) / 16 > 65535)
+            return KILN_ERROR(ctx, KILN_ERR_LIMIT, "argument 'A': M = %lld is too large for the fallback GEMM", (long long)d->M);
+        g[0] = (unsigned)((d->N + 15) / 16);
+        g[1] = (unsigned)((d->M + 15) / 16);
     }
+    /* a tag ("GKSP") and this source's version first: codegen.c's signatures never start so */
+    const int32_t sig[9] = {0x50534b47, 1, c.pass, c.dtype, c.bias, c.relu, c.beta, c.sr, c.nbatch};
     CUfunction fn;
-    kiln_status s = kiln__cuda_get_kernel(ctx, src->p, name, &fn);
-    kiln__sbuf_free(src);
-    KILN_TRY(s);
+    KILN_TRY(kiln__cuda_gemm_kernel(ctx, sig, 9, gen_simple, &c, pass ? "kiln_gemm_pass" : "kiln_gemm", 0, &fn));
     uint64_t w[19 + 4 * KILN_MAX_DIMS];
     kiln__cuda_gemm_words(d, ctx->seed, nbt, w);
     if (product) w[5] = (uint64_t)(uintptr_t)product;
@@ -486,103 +577,20 @@ static kiln_status launch_simple(kiln_ctx *ctx, kiln_sbuf *src, const char *name
     return KILN_OK;
 }
 
-static int64_t batch_total(const batches *bt)
-{
-    int64_t nbt = 1;
-    for (int i = 0; i < bt->n; i++) nbt *= bt->shape[i];
-    return nbt;
-}
-
+/* The reference kernel: one thread an element of C, f32 (f64 for f64 and i32) accumulation. */
 static kiln_status fallback(kiln_ctx *ctx, const kiln_gemm_desc *d, const batches *bt)
 {
-    kiln_dtype dt = d->dtype;
-    if (!stype(dt)) return KILN_ERROR(ctx, KILN_ERR_DTYPE, "argument 'C': dtype %s is not supported by GEMM", kiln_dtype_name(dt));
-    if ((d->M + 15) / 16 > 65535)
-        return KILN_ERROR(ctx, KILN_ERR_LIMIT, "argument 'A': M = %lld is too large for the fallback GEMM", (long long)d->M);
-    int f64 = dt == KILN_DTYPE_F64 || dt == KILN_DTYPE_I32;
-    int sr = d->round == KILN_ROUND_STOCHASTIC && (dt == KILN_DTYPE_F16 || dt == KILN_DTYPE_BF16);
-    kiln_sbuf b = {0};
-    kiln__cuda_prelude(&b);
-    kiln__sbuf_printf(&b, "typedef %s CT; typedef %s ST;\n", f64 ? "double" : "float", stype(dt));
-    emit_args(&b, bt);
-    kiln__sbuf_puts(&b, "extern \"C\" __global__ void kiln_gemm(const __grid_constant__ kiln_args p) {\n"
-                        "  const long long M = (long long)p.w[2], N = (long long)p.w[3], K = (long long)p.w[4];\n"
-                        "  const ST *A = (const ST *)p.w[5]; const ST *B = (const ST *)p.w[6]; ST *C = (ST *)p.w[7];\n"
-                        "  const ST *bias = (const ST *)p.w[8]; (void)bias;\n"
-                        "  const long long a_sm = (long long)p.w[9], a_sk = (long long)p.w[10], b_sk = (long long)p.w[11];\n"
-                        "  const long long b_sn = (long long)p.w[12], c_sm = (long long)p.w[13], c_sn = (long long)p.w[14];\n"
-                        "  const long long bias_s = (long long)p.w[15]; (void)bias_s;\n"
-                        "  const CT alpha = (CT)__longlong_as_double((long long)p.w[16]);\n"
-                        "  const CT beta = (CT)__longlong_as_double((long long)p.w[17]); (void)beta;\n"
-                        "  const long long NB = (long long)p.w[18];\n"
-                        "  const long long n = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
-                        "  const long long m = (long long)blockIdx.y * blockDim.y + threadIdx.y;\n"
-                        "  if (m >= M || n >= N) return;\n"
-                        "  for (long long bi = blockIdx.z; bi < NB; bi += gridDim.z) {\n");
-    emit_batch_offsets(&b, bt);
-    kiln__sbuf_printf(&b, "    CT acc = (CT)0;\n"
-                          "    for (long long k = 0; k < K; k++) acc += %s(A[oa + m * a_sm + k * a_sk]) * %s(B[ob + k * b_sk + n * b_sn]);\n"
-                          "    CT v = alpha * acc;\n",
-                      load_fn(dt), load_fn(dt));
-    emit_epilogue(&b, d, f64, sr, "kiln_gemm_sr_bits(p.w[0], p.w[1], (kiln_w64)(bi * M + m), (kiln_w64)n, (kiln_w64)N)");
-    kiln__sbuf_puts(&b, "  }\n}\n");
-    int64_t nbt = batch_total(bt);
-    const unsigned g[3] = {(unsigned)((d->N + 15) / 16), (unsigned)((d->M + 15) / 16), (unsigned)(nbt < 65535 ? nbt : 65535)};
-    const unsigned bl[3] = {16, 16, 1};
-    return launch_simple(ctx, &b, "kiln_gemm", d, bt, nbt, NULL, g, bl);
+    return launch_simple(ctx, d, bt, 0, NULL);
 }
 
 /* ---- cuBLASLt's product, then kiln's epilogue pass ---------------------------------------- */
 
 /* The epilogue pass: C = round(relu?(P + bias) + beta * C) for P = alpha * A_b @ B_b, the f32
  * (f64 for f64) product cuBLASLt wrote row-major and batch after batch into a workspace; the
- * same formula and the same rounding bits as the reference kernel. A thread takes the eight
- * columns of a row that share one Philox call of stochastic rounding (kiln_gemm_sr_counter:
- * 32-column group g, pair c: columns 32 g + 2 c + {0, 1, 8, 9, 16, 17, 24, 25}), so the pass
- * computes each call once. */
+ * reference kernel's formula and rounding bits (gen_simple). */
 static kiln_status epilogue_pass(kiln_ctx *ctx, const kiln_gemm_desc *d, const batches *bt, const void *product)
 {
-    kiln_dtype dt = d->dtype;
-    int f64 = dt == KILN_DTYPE_F64;
-    int sr = d->round == KILN_ROUND_STOCHASTIC && (dt == KILN_DTYPE_F16 || dt == KILN_DTYPE_BF16);
-    kiln_sbuf b = {0};
-    kiln__cuda_prelude(&b);
-    kiln__sbuf_printf(&b, "typedef %s CT; typedef %s ST;\n", f64 ? "double" : "float", stype(dt));
-    emit_args(&b, bt);
-    kiln__sbuf_puts(&b, "extern \"C\" __global__ void kiln_gemm_pass(const __grid_constant__ kiln_args p) {\n"
-                        "  const long long M = (long long)p.w[2], N = (long long)p.w[3];\n"
-                        "  const CT *P = (const CT *)p.w[5]; ST *C = (ST *)p.w[7];\n"
-                        "  const ST *bias = (const ST *)p.w[8]; (void)bias;\n"
-                        "  const long long c_sm = (long long)p.w[13], c_sn = (long long)p.w[14];\n"
-                        "  const long long bias_s = (long long)p.w[15]; (void)bias_s;\n"
-                        "  const CT beta = (CT)__longlong_as_double((long long)p.w[17]); (void)beta;\n"
-                        "  const long long NB = (long long)p.w[18];\n"
-                        "  const long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
-                        "  if (q >= ((N + 31) >> 5) * 4) return;\n"
-                        "  const long long n0 = (q >> 2) * 32 + (q & 3) * 2;\n"
-                        "  for (long long bi = blockIdx.z; bi < NB; bi += gridDim.z) {\n");
-    emit_batch_offsets(&b, bt);
-    kiln__sbuf_puts(&b, "  for (long long m = (long long)blockIdx.y * blockDim.y + threadIdx.y; m < M; m += (long long)gridDim.y * blockDim.y) {\n"
-                        "    const CT *prow = P + (bi * M + m) * N;\n");
-    if (sr)
-        kiln__sbuf_puts(&b, "    const kiln_philox4 r = kiln_philox4x32_r(p.w[0], p.w[1], kiln_gemm_sr_counter((kiln_w64)(bi * M + m), "
-                            "(kiln_w64)n0, (kiln_w64)N), KILN_GEMM_SR_ROUNDS);\n");
-    kiln__sbuf_puts(&b, "#pragma unroll\n"
-                        "    for (int e = 0; e < 8; e++) {\n"
-                        "    const long long n = n0 + (e >> 1) * 8 + (e & 1);\n"
-                        "    if (n >= N) continue;\n"
-                        "    CT v = prow[n];\n");
-    emit_epilogue(&b, d, f64, sr, "kiln_gemm_sr_pick(r, (kiln_w64)n)");
-    kiln__sbuf_puts(&b, "    }\n  }\n  }\n}\n");
-    int64_t nbt = batch_total(bt);
-    int64_t threads_row = (d->N + 31) / 32 * 4;
-    unsigned bx = threads_row >= 128 ? 128u : (unsigned)((threads_row + 31) / 32 * 32);
-    unsigned by = 128u / bx;
-    int64_t gy = (d->M + by - 1) / by;
-    const unsigned g[3] = {(unsigned)((threads_row + bx - 1) / bx), (unsigned)(gy < 65535 ? gy : 65535),
-                           (unsigned)(nbt < 65535 ? nbt : 65535)};
-    const unsigned bl[3] = {bx, by, 1};
-    return launch_simple(ctx, &b, "kiln_gemm_pass", d, bt, nbt, product, g, bl);
+    return launch_simple(ctx, d, bt, 1, product);
 }
 
 /* What cuBLASLt cannot take only for its epilogue (stochastic rounding of a 16-bit C, ReLU

@@ -1992,8 +1992,12 @@ int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches 
     const int64_t splits = (int64_t)l.w[26], kper = (int64_t)l.w[27];
     const int64_t rows = (int64_t)l.w[18] * (int64_t)l.w[19]; /* batches x tile rows */
     if (l.cfg.pingpong) return 1; /* the plain f16 updates: 1.03-1.23x (session 10, call 5) */
+    const double flops = 2.0 * (double)d->M * (double)d->N * (double)d->K * (double)l.w[18];
+    /* small tf32 products (at most 2^31 flops, half of tf32's rate beside f16's 2^29 at a
+     * quarter): 1.03-2.3x over cuBLASLt's TF32, whose host time and tiles are set for larger
+     * ones (gemm-auto --dtype f32 --tf32, bench/NOTES.md step 28) */
+    if (tf32 && flops <= 2147483648.0) return 1;
     if (!tf32) {
-        const double flops = 2.0 * (double)d->M * (double)d->N * (double)d->K * (double)l.w[18];
         if (flops <= (double)(1 << 29)) return 1;
         if (splits == 1 && rows >= 2 && l.cfg.bn != 64 && 4 * l.tiles >= 3 * (int64_t)sm_count) return 1;
     }
