@@ -610,6 +610,20 @@ static void gemm_dispatch(void)
             if (pass) CHECK_INT(s1.launches - s0.launches, 1); /* the pass; cuBLASLt's launch is not counted */
             unsetenv("KILN_GEMM_FALLBACK");
         }
+        /* at most 32 rows of A: auto takes cuBLASLt's product and the epilogue pass */
+        int64_t sa[2] = {32, 64}, sc[2] = {32, 64};
+        kiln_tensor *a, *ag, *c, *cg;
+        make_pair(KILN_DTYPE_F16, 2, sa, V_PLAIN, -1, 1, &a, &ag);
+        make_pair(KILN_DTYPE_F16, 2, sc, V_PLAIN, -1, 1, &c, &cg);
+        setenv("KILN_GEMM", "auto", 1);
+        kiln_cuda_stats s0, s1;
+        CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s0));
+        CHECK_OK(gpu, kiln_dot(cg, ag, b16g, 1.0, 0.0, &sr));
+        CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s1));
+        CHECK_INT(s1.gemm_vendor_pass - s0.gemm_vendor_pass, 1);
+        CHECK_INT(s1.gemm_own - s0.gemm_own, 0);
+        kiln_tensor *rel[4] = {a, ag, c, cg};
+        for (int i = 0; i < 4; i++) kiln_tensor_release(rel[i]);
     }
     if (hopper) { /* auto takes a batch-128 bprop shape of one wave of tiles to the wgmma kernel */
         int64_t sa[2] = {128, 4096}, sb[2] = {4096, 9216}, sc[2] = {128, 9216};

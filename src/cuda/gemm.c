@@ -7,9 +7,12 @@
  * computed as C^T = B^T A^T, a column-major C directly. Whatever it cannot take (strides
  * with no unit axis, negative strides, ReLU with beta != 0 — cuBLASLt applies the epilogue
  * after adding beta*C — a bias on a column-major C, a bias with beta != 0 on a 16-bit C
- * (rounded twice by cuBLASLt), stochastic rounding of 16-bit C, K = 0,
- * integer dtypes) goes to a simple NVRTC kernel with the same formula: one thread per
- * element of C, f32 (f64 for f64) accumulation. It is the reference, not the fast path.
+ * (rounded twice by cuBLASLt), stochastic rounding of 16-bit C) runs as cuBLASLt's product
+ * alpha A B into an f32 (f64) workspace and kiln's epilogue pass (bias, ReLU, beta C, the
+ * rounding: the reference kernel's formula and bits). What cuBLASLt cannot multiply either
+ * (A or B with no unit stride, K = 0, integer dtypes) goes to a simple NVRTC kernel with the
+ * same formula: one thread per element of C, f32 (f64 for f64) accumulation. It is the
+ * reference, not the fast path (KILN_GEMM_FALLBACK sends every product there).
  * KILN_GEMM=own|vendor|auto|wgmma|mma (read at every call) puts kiln's own kernels
  * (gemm_own.h: wgmma + TMA tiles on sm_90a, mma.sync tiles on sm_80+, f16 / bf16) in front
  * of both; see read_choice below.
@@ -599,30 +602,40 @@ static kiln_status epilogue_pass(kiln_ctx *ctx, const kiln_gemm_desc *d, const b
  * the rest. *done 0 (nothing launched) where cuBLASLt cannot take the product either, the
  * dtype has no such product, or the workspace does not fit under the memory cap: the
  * reference kernel runs then. */
+/* The product half of d (alpha * A_b @ B_b into an f32 / f64 workspace, row-major, batch after
+ * batch; beta 0, no epilogue) as d0 / b0 / p; 0 where cuBLASLt cannot take it. */
+static int product_plan(const kiln_ctx *ctx, const kiln_gemm_desc *d, const batches *bt, kiln_gemm_desc *d0,
+                        batches *b0, lt_plan *p)
+{
+    kiln_dtype dt = d->dtype;
+    if (dt != KILN_DTYPE_F32 && dt != KILN_DTYPE_F16 && dt != KILN_DTYPE_BF16 && dt != KILN_DTYPE_F64) return 0;
+    if (d->K <= 0) return 0;
+    size_t es_w = dt == KILN_DTYPE_F64 ? 8 : 4;
+    if ((uint64_t)batch_total(bt) > (uint64_t)INT64_MAX / (uint64_t)d->M / (uint64_t)d->N / es_w) return 0;
+    *d0 = *d;
+    d0->bias = NULL;
+    d0->relu = 0;
+    d0->beta = 0.0;
+    d0->round = KILN_ROUND_NEAREST;
+    d0->c_sm = d->N;
+    d0->c_sn = 1;
+    *b0 = *bt;
+    for (int i = bt->n - 1; i >= 0; i--) b0->sc[i] = i == bt->n - 1 ? d->M * d->N : b0->sc[i + 1] * b0->shape[i + 1];
+    if (!lt_applicable(ctx, d0, p)) return 0;
+    p->type_d = dt == KILN_DTYPE_F64 ? CUDA_R_64F : CUDA_R_32F;
+    return 1;
+}
+
 static kiln_status lt_then_pass(kiln_ctx *ctx, const kiln_gemm_desc *d, const batches *bt, int *done)
 {
     *done = 0;
-    kiln_dtype dt = d->dtype;
-    if (dt != KILN_DTYPE_F32 && dt != KILN_DTYPE_F16 && dt != KILN_DTYPE_BF16 && dt != KILN_DTYPE_F64) return KILN_OK;
-    if (d->K <= 0) return KILN_OK;
-    int64_t nbt = batch_total(bt);
-    size_t es_w = dt == KILN_DTYPE_F64 ? 8 : 4;
-    if ((uint64_t)nbt > (uint64_t)INT64_MAX / (uint64_t)d->M / (uint64_t)d->N / es_w) return KILN_OK;
-    /* the product's problem: C = the workspace, row-major, batch after batch, beta 0, no epilogue */
-    kiln_gemm_desc d0 = *d;
-    d0.bias = NULL;
-    d0.relu = 0;
-    d0.beta = 0.0;
-    d0.round = KILN_ROUND_NEAREST;
-    d0.c_sm = d->N;
-    d0.c_sn = 1;
-    batches b0 = *bt;
-    for (int i = bt->n - 1; i >= 0; i--) b0.sc[i] = i == bt->n - 1 ? d->M * d->N : b0.sc[i + 1] * b0.shape[i + 1];
+    kiln_gemm_desc d0;
+    batches b0;
     lt_plan p;
-    if (!lt_applicable(ctx, &d0, &p)) return KILN_OK;
-    p.type_d = dt == KILN_DTYPE_F64 ? CUDA_R_64F : CUDA_R_32F;
+    if (!product_plan(ctx, d, bt, &d0, &b0, &p)) return KILN_OK;
+    size_t bytes = (size_t)batch_total(bt) * (size_t)d->M * (size_t)d->N * (d->dtype == KILN_DTYPE_F64 ? 8u : 4u);
     kiln_block *ws = NULL;
-    if (kiln__mem_alloc(ctx, (size_t)nbt * (size_t)d->M * (size_t)d->N * es_w, __FILE__, __LINE__, &ws) != KILN_OK)
+    if (kiln__mem_alloc(ctx, bytes, __FILE__, __LINE__, &ws) != KILN_OK)
         return KILN_OK; /* under a memory cap: the reference kernel, which needs none */
     d0.c = (char *)ws->ptr;
     int lt_done = 0;
@@ -718,7 +731,8 @@ kiln_status kiln__cuda_gemm_kernel(kiln_ctx *ctx, const int32_t *sig, size_t n, 
 typedef enum gemm_choice { GEMM_AUTO, GEMM_VENDOR, GEMM_OWN, GEMM_MMA, GEMM_WGMMA, GEMM_FFMA } gemm_choice;
 
 /* KILN_GEMM, read at every call (tests and benchmarks switch it between calls):
- *   vendor  cuBLASLt, the reference kernel for what cuBLASLt cannot take (as before issue 5);
+ *   vendor  cuBLASLt; its product and the epilogue pass for the epilogues it cannot take;
+ *           the reference kernel for what it cannot multiply;
  *   own     kiln's kernels where they apply (gemm_own.h): wgmma on compute capability 9.0
  *           where TMA can read A and B (f16, bf16, and f32 as tf32 when TF32 is allowed),
  *           else mma.sync (f16, bf16) or FFMA (f32); the vendor path for the rest;
@@ -726,7 +740,8 @@ typedef enum gemm_choice { GEMM_AUTO, GEMM_VENDOR, GEMM_OWN, GEMM_MMA, GEMM_WGMM
  *           rest (tests and benchmarks of each kernel);
  *   auto    (unset or empty too) the wgmma kernel for the plan classes measured ahead of
  *           cuBLASLt (kiln__cuda_gemm_wgmma_auto), the vendor path elsewhere; what cuBLASLt
- *           cannot take goes to kiln's own kernels as with own. */
+ *           cannot take goes to kiln's own kernels as with own, but for at most 32 rows of
+ *           A to cuBLASLt's product and the epilogue pass. */
 static kiln_status read_choice(kiln_ctx *ctx, gemm_choice *out)
 {
     /* in gemm_choice's order */
@@ -751,9 +766,16 @@ kiln_status kiln__cuda_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d)
     const int lt_takes = lt_applicable(ctx, d, &p);
     /* auto: what cuBLASLt cannot take (stochastic rounding of a 16-bit C, ReLU with beta, a
      * bias with beta on a 16-bit C, a bias on a column-major C, C with no unit stride) goes to
-     * kiln's own kernels where one applies, not to the reference kernel: one thread an element
-     * of C, 55-500x slower on gemm-auto's shapes (H100 and H200, bench/NOTES.md step 27) */
-    if (choice == GEMM_AUTO && !lt_takes) choice = GEMM_OWN;
+     * kiln's own kernels where one applies: 1.1-5x faster than cuBLASLt's product and the
+     * epilogue pass on gemm-auto's shapes with SR (bench/NOTES.md step 28) */
+    if (choice == GEMM_AUTO && !lt_takes) {
+        /* but at most 32 rows of A: cuBLASLt's product and the epilogue pass, 1.7-1.9x faster
+         * than the own kernels' 128-row tiles there (gemm-auto with SR, step 28) */
+        kiln_gemm_desc d0;
+        batches b0;
+        lt_plan p0;
+        choice = d->M <= 32 && product_plan(ctx, d, &bt, &d0, &b0, &p0) ? GEMM_VENDOR : GEMM_OWN;
+    }
     if ((choice == GEMM_OWN || choice == GEMM_WGMMA || choice == GEMM_AUTO) &&
         kiln__cuda_gemm_wgmma_eligible(ctx, d, &bt) &&
         (choice != GEMM_AUTO || kiln__cuda_gemm_wgmma_auto(d, &bt, st->sm_count))) {
