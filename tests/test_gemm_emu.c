@@ -1266,8 +1266,11 @@ int main(void)
          .tma_store = 1, .exact = 1, .want_bn = 64},
         {.dt = 1, .M = 64, .N = 200, .K = 4200, .nb = 1, .tb = 1, .alpha = 1.0, .beta = 0.5, .sms = 16, .tma_store = 1,
          .want_bn = 64},
-        {.dt = 2, .M = 130, .N = 400, .K = 1100, .nb = 1, .tb = 1, .alpha = 1.0, .bias = 1, .sms = 16, .tma_store = 1,
+        {.dt = 2, .M = 130, .N = 400, .K = 960, .nb = 1, .tb = 1, .alpha = 1.0, .bias = 1, .sms = 16, .tma_store = 1,
          .want_bn = 64},
+        /* 8 tiles of 64 on two tile rows with 129 slices: 4 tiles of 128 in two splits */
+        {.dt = 0, .M = 130, .N = 256, .K = 8200, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 8,
+         .tma_store = 1, .exact = 1, .want_bn = 128},
     };
     /* two staging buffers for the K=128 weight updates (256- and 128-wide tiles), one for
      * deep K (the squares, an fprop) */
@@ -1388,13 +1391,21 @@ int main(void)
     static const int64_t wave_shapes[][3] = {{2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192},
                                              {8192, 3072, 1024}, {100352, 128, 1152}, {4096, 4096, 256},
                                              {256, 256, 256},    {512, 512, 512}};
-    static const int64_t skinny_shapes[][3] = {{1, 4096, 4096},   {32, 4096, 4096},  {64, 9216, 4096},
-                                               {256, 4096, 4096}, {256, 4096, 25088}, {6272, 512, 4608},
-                                               {4608, 512, 6272}};
+    static const int64_t skinny_shapes[][3] = {{1, 4096, 4096},   {32, 4096, 4096}, {64, 9216, 4096},
+                                               {256, 4096, 4096}, {6272, 512, 4608}, {4608, 512, 6272}};
     for (size_t i = 0; i < sizeof wave_shapes / sizeof wave_shapes[0]; i++) {
         CHECK_INT(rule_auto(wave_shapes[i][0], wave_shapes[i][1], wave_shapes[i][2]), 1);
         /* tf32 takes only the small products (at most 2^31 flops: 256^3 and 512^3 here) */
         CHECK_INT(rule_auto_tf32(wave_shapes[i][0], wave_shapes[i][1], wave_shapes[i][2]), wave_shapes[i][0] <= 512);
+    }
+    /* two splits of 128-wide tiles on two tile rows or more, K of 128 slices or more (step
+     * 28): the wgmma kernel in f16 and bf16; tf32 keeps the 64-wide rule (cuBLASLt on two
+     * tile rows, the wgmma kernel on four) */
+    static const int64_t two_row_shapes[][3] = {{256, 4096, 25088}, {256, 4096, 9216}, {512, 2048, 8192}};
+    for (size_t i = 0; i < sizeof two_row_shapes / sizeof two_row_shapes[0]; i++) {
+        CHECK_INT(rule_auto(two_row_shapes[i][0], two_row_shapes[i][1], two_row_shapes[i][2]), 1);
+        CHECK_INT(rule_auto_bf16(two_row_shapes[i][0], two_row_shapes[i][1], two_row_shapes[i][2]), 1);
+        CHECK_INT(rule_auto_tf32(two_row_shapes[i][0], two_row_shapes[i][1], two_row_shapes[i][2]), i == 2);
     }
     /* tf32's small products (bench/NOTES.md step 28): ragged, fc1000 b256 bprop, a K = 32 update */
     CHECK_INT(rule_auto_tf32(776, 2056, 520), 1);
