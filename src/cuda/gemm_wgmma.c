@@ -1654,8 +1654,7 @@ static int split64(int64_t tiles, int64_t kt, int sms)
  *    makes 4 splits or more (slices: every block of a tile then sums a part of it, where the
  *    last block's serial sum grows with the splits: fc1000 fprop 0.99x at 8 splits in
  *    slices, 0.72x through the last block). */
-static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int slices, int two_row_splits,
-                      int *splits_out)
+static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int slices, int *splits_out)
 {
     *splits_out = 1;
     if (N <= 128) return 128;
@@ -1663,16 +1662,15 @@ static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int
     const int64_t tiles64 = tm * ((N + 63) / 64);
     if (tiles64 <= sms) {
         *splits_out = split64(tiles64, kt, sms);
-        /* but in f16 / bf16, two tile rows or more whose 64-wide tiles make more than half a
-         * wave unsplit, of at least 128 slices: 128-wide tiles in two splits, as many work
-         * items with a third less to load a flop. H100 (bench/NOTES.md step 28; f16 / bf16, ms,
-         * two rounds): 256 x 4096 x 25088 0.090-0.092 / 0.086-0.087 against 0.110-0.123 at 64
-         * wide and cuBLASLt's 0.104-0.112; 256 x 4096 x 9216 -7 to -13 %, 512 x 2048 x 8192 -8
-         * to -14 %; at 64 slices (256 x 4096 x 4096) 0-7 % slower, so not there; tf32 not
-         * measured */
+        /* but two tile rows or more whose 64-wide tiles make more than half a wave unsplit,
+         * of at least 128 slices: 128-wide tiles in two splits, as many work items with a
+         * third less to load a flop. H100 (bench/NOTES.md step 28; f16 / bf16, ms, two rounds):
+         * 256 x 4096 x 25088 0.090-0.092 / 0.086-0.087 against 0.110-0.123 at 64 wide and
+         * cuBLASLt's 0.104-0.112; 256 x 4096 x 9216 -7 to -13 %, 512 x 2048 x 8192 -8 to -14 %;
+         * at 64 slices (256 x 4096 x 4096) 0-7 % slower, so not there. tf32 (slices of 32 k):
+         * 256 x 4096 x 25088 0.204 against 0.242 (cuBLASLt 0.213), 256 x 4096 x 4096 -2.5 % */
         const int64_t tiles128 = tm * ((N + 127) / 128);
-        if (two_row_splits && *splits_out == 1 && tm >= 2 && 2 * tiles128 <= sms && kt >= 128 &&
-            tiles128 < KILN_CUDA_COUNTERS) {
+        if (*splits_out == 1 && tm >= 2 && 2 * tiles128 <= sms && kt >= 128 && tiles128 < KILN_CUDA_COUNTERS) {
             *splits_out = 2;
             return 128;
         }
@@ -1790,7 +1788,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     int splits = 1;
     /* slice sums where they may apply: not turned off, not a cluster's or the workspace's */
     const int slices_ok = !(opts && (opts->no_coop || opts->split_sum == 1 || opts->split_sum == 2));
-    c->bn = pick_tiles(d->M, d->N, kt, nb, sm_count, slices_ok, es == 2, &splits);
+    c->bn = pick_tiles(d->M, d->N, kt, nb, sm_count, slices_ok, &splits);
     if (opts && (opts->bn == 64 || opts->bn == 128 || opts->bn == 192 || opts->bn == 256) && opts->bn != c->bn) {
         /* a forced width: the splits its own tile count asks for */
         const int64_t tiles = nb * ((d->M + BM - 1) / BM) * ((d->N + opts->bn - 1) / opts->bn);
