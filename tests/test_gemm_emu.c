@@ -1411,6 +1411,9 @@ int main(void)
     CHECK_INT(rule_auto_tf32(776, 2056, 520), 1);
     CHECK_INT(rule_auto_tf32(256, 4096, 1000), 1);
     CHECK_INT(rule_auto_tf32(4096, 4096, 32), 1);
+    /* a few 64-wide tiles in 16 splits or more: cuBLASLt in every dtype (step 28) */
+    CHECK_INT(rule_auto_tf32(256, 256, 65536), 0);
+    CHECK_INT(rule_auto(256, 256, 65536), 0);
     for (size_t i = 0; i < sizeof skinny_shapes / sizeof skinny_shapes[0]; i++) {
         CHECK_INT(rule_auto(skinny_shapes[i][0], skinny_shapes[i][1], skinny_shapes[i][2]), 0);
         CHECK_INT(rule_auto_tf32(skinny_shapes[i][0], skinny_shapes[i][1], skinny_shapes[i][2]), 0);
