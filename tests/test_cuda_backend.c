@@ -622,6 +622,17 @@ static void gemm_dispatch(void)
         CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s1));
         CHECK_INT(s1.gemm_vendor_pass - s0.gemm_vendor_pass, 1);
         CHECK_INT(s1.gemm_own - s0.gemm_own, 0);
+        /* under a memory cap that leaves no room for the pass's f32 workspace (8 KiB here):
+         * the reference kernel, which needs none, and no error */
+        kiln_mem_stats ms;
+        CHECK_OK(gpu, kiln_mem_get_stats(gpu, &ms));
+        CHECK_OK(gpu, kiln_mem_set_limit(gpu, ms.in_use + 1024));
+        CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s0));
+        CHECK_OK(gpu, kiln_dot(cg, ag, b16g, 1.0, 0.0, &sr));
+        CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s1));
+        CHECK_INT(s1.gemm_vendor_pass - s0.gemm_vendor_pass, 0);
+        CHECK_INT(s1.gemm_reference - s0.gemm_reference, 1);
+        CHECK_OK(gpu, kiln_mem_set_limit(gpu, 0));
         kiln_tensor *rel[4] = {a, ag, c, cg};
         for (int i = 0; i < 4; i++) kiln_tensor_release(rel[i]);
     }

@@ -596,12 +596,6 @@ static kiln_status epilogue_pass(kiln_ctx *ctx, const kiln_gemm_desc *d, const b
     return launch_simple(ctx, d, bt, 1, product);
 }
 
-/* What cuBLASLt cannot take only for its epilogue (stochastic rounding of a 16-bit C, ReLU
- * with beta, a bias with beta on a 16-bit C, a bias on a column-major C, C with no unit
- * stride): cuBLASLt writes alpha * A @ B in f32 (f64) to a workspace, the epilogue pass does
- * the rest. *done 0 (nothing launched) where cuBLASLt cannot take the product either, the
- * dtype has no such product, or the workspace does not fit under the memory cap: the
- * reference kernel runs then. */
 /* The product half of d (alpha * A_b @ B_b into an f32 / f64 workspace, row-major, batch after
  * batch; beta 0, no epilogue) as d0 / b0 / p; 0 where cuBLASLt cannot take it. */
 static int product_plan(const kiln_ctx *ctx, const kiln_gemm_desc *d, const batches *bt, kiln_gemm_desc *d0,
@@ -626,6 +620,12 @@ static int product_plan(const kiln_ctx *ctx, const kiln_gemm_desc *d, const batc
     return 1;
 }
 
+/* What cuBLASLt cannot take only for its epilogue (stochastic rounding of a 16-bit C, ReLU
+ * with beta, a bias with beta on a 16-bit C, a bias on a column-major C, C with no unit
+ * stride): cuBLASLt writes alpha * A @ B in f32 (f64) to a workspace, the epilogue pass does
+ * the rest. *done 0 (nothing launched) where cuBLASLt cannot take the product either, the
+ * dtype has no such product, or the workspace does not fit under the memory cap: the
+ * reference kernel runs then. */
 static kiln_status lt_then_pass(kiln_ctx *ctx, const kiln_gemm_desc *d, const batches *bt, int *done)
 {
     *done = 0;
