@@ -1642,7 +1642,9 @@ static int split64(int64_t tiles, int64_t kt, int sms)
  *    in 4 against 0.87-0.91x (128 in 8 slices); fc1000 bprop 0.86-0.91x unsplit against
  *    0.70-0.73x; the 1024 square 1.08-1.18x against 0.81-0.87x; fc9216 fprop 0.98x against
  *    0.93x; fc25088 / fc36864 fprop within the noise of their 128-wide splits. Splits summed
- *    in slices ran 5-14 % slower here (half the partial to read);
+ *    in slices ran 5-14 % slower here (half the partial to read); but 128-wide tiles in two
+ *    splits on two tile rows or more where the 64-wide ones would go unsplit over at least
+ *    half a wave and K has 128 slices or more (batch-256 fprop of long K; step 28);
  *  - otherwise 128-wide tiles (the batch-128 fprop and bprop shapes: 72 tiles of 128 ran
  *    1.4x faster than 36 of 256), split over k only while there are fewer than 64 tiles
  *    (forced widths, N <= 128, or fewer SMs than the 64-wide tiles).
