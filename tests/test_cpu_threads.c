@@ -465,7 +465,10 @@ static size_t add_one(kiln_ctx *ctx, int64_t n, size_t limit_over)
     CHECK_OK(ctx, kiln_mem_reset_peak(ctx));
     CHECK_OK(ctx, kiln_mem_get_stats(ctx, &s0));
     if (limit_over) CHECK_OK(ctx, kiln_mem_set_limit(ctx, s0.in_use + limit_over));
+    char err0[512];
+    snprintf(err0, sizeof err0, "%s", kiln_last_error(ctx));
     CHECK_OK(ctx, kiln_assign(b, kiln_add(kiln_t(a), kiln_scalar(1))));
+    CHECK(strcmp(kiln_last_error(ctx), err0) == 0); /* the refused scratch was no failure */
     CHECK_OK(ctx, kiln_mem_set_limit(ctx, 0));
     CHECK_OK(ctx, kiln_mem_get_stats(ctx, &s1));
     const float *v = kiln_tensor_data(b);

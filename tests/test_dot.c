@@ -243,6 +243,10 @@ static int run_case(const gcase *g)
     kiln_mem_stats ms;
     CHECK_OK(ctx, kiln_mem_get_stats(ctx, &ms));
     if (g->tight) CHECK_OK(ctx, kiln_mem_set_limit(ctx, ms.in_use));
+    /* a call that succeeds leaves the last error alone, also where a workspace was refused
+     * under the cap and a slower way taken */
+    char err0[512];
+    snprintf(err0, sizeof err0, "%s", kiln_last_error(ctx));
     kiln_status st = kiln_dot(C, A, B, g->alpha, g->beta,
                               &(kiln_gemm_args){.trans_a = g->ta,
                                                 .trans_b = g->tb,
@@ -251,6 +255,10 @@ static int run_case(const gcase *g)
                                                 .bias_rows = g->bias_rows,
                                                 .stats = stats});
     CHECK_OK(ctx, st);
+    if (st == KILN_OK && strcmp(kiln_last_error(ctx), err0) != 0) {
+        fprintf(stderr, "  kiln_dot succeeded but changed the last error to: %s\n", kiln_last_error(ctx));
+        CHECK(0);
+    }
     if (g->tight) CHECK_OK(ctx, kiln_mem_set_limit(ctx, ms.limit));
     double *cg = host_of(C);
 

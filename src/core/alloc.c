@@ -78,6 +78,32 @@ static kiln_status oom_error(kiln_ctx *ctx, size_t size, const char *file, int l
                           hu, ctx->mem.limit ? ", limit " : "", ctx->mem.limit ? hl : "", big);
 }
 
+/* The context's last error, set aside while an allocation that may be refused runs. */
+typedef struct kiln_error_state {
+    char *text;
+    kiln_status status;
+} kiln_error_state;
+
+static void error_save(kiln_ctx *ctx, kiln_error_state *s)
+{
+    s->text = ctx->last_error;
+    s->status = ctx->last_status;
+    ctx->last_error = NULL;
+}
+
+/* Puts the saved error back when forget is set (what happened in between was no failure of
+ * the caller's), else keeps the newer one and drops the saved. */
+static void error_restore(kiln_ctx *ctx, kiln_error_state *s, int forget)
+{
+    if (forget || !ctx->last_error) {
+        free(ctx->last_error);
+        ctx->last_error = s->text;
+        ctx->last_status = s->status;
+    } else {
+        free(s->text);
+    }
+}
+
 kiln_status kiln__mem_alloc(kiln_ctx *ctx, size_t size, const char *file, int line, kiln_block **out)
 {
     kiln_mem *m = &ctx->mem;
@@ -107,9 +133,17 @@ kiln_status kiln__mem_alloc(kiln_ctx *ctx, size_t size, const char *file, int li
             m->cached -= c->capacity;
             free(c);
         } else {
-            kiln_status st = ctx->backend->raw_alloc(ctx, cls, &b->ptr);
-            if (st == KILN_ERR_OOM && m->free_list) {
-                kiln__mem_release_all_cached(ctx);
+            kiln_status st;
+            if (m->free_list) { /* a refusal here is not the caller's failure: the cache goes first */
+                kiln_error_state saved;
+                error_save(ctx, &saved);
+                st = ctx->backend->raw_alloc(ctx, cls, &b->ptr);
+                if (st == KILN_ERR_OOM) {
+                    kiln__mem_release_all_cached(ctx);
+                    st = ctx->backend->raw_alloc(ctx, cls, &b->ptr);
+                }
+                error_restore(ctx, &saved, st == KILN_OK);
+            } else {
                 st = ctx->backend->raw_alloc(ctx, cls, &b->ptr);
             }
             if (st != KILN_OK) {
@@ -129,6 +163,15 @@ kiln_status kiln__mem_alloc(kiln_ctx *ctx, size_t size, const char *file, int li
     m->live = b;
     *out = b;
     return KILN_OK;
+}
+
+kiln_status kiln__mem_try_alloc(kiln_ctx *ctx, size_t size, const char *file, int line, kiln_block **out)
+{
+    kiln_error_state saved;
+    error_save(ctx, &saved);
+    kiln_status st = kiln__mem_alloc(ctx, size, file, line, out);
+    error_restore(ctx, &saved, st == KILN_OK || st == KILN_ERR_OOM);
+    return st;
 }
 
 kiln_status kiln__mem_wrap(kiln_ctx *ctx, void *ptr, size_t size, void (*release)(void *user), void *user,

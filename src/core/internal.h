@@ -112,6 +112,10 @@ typedef struct kiln_mem {
 /* Allocates size bytes (size 0 gives a block with ptr NULL) of backend memory through the
  * context's caching allocator, counted and capped. The site is recorded for the report. */
 kiln_status kiln__mem_alloc(kiln_ctx *ctx, size_t size, const char *file, int line, kiln_block **out);
+/* The same for a block the caller can do without (a workspace with a slower way around it):
+ * a refusal for memory (KILN_ERR_OOM) leaves the context's last error as it was, since the
+ * caller's call goes on and need not fail. */
+kiln_status kiln__mem_try_alloc(kiln_ctx *ctx, size_t size, const char *file, int line, kiln_block **out);
 /* Records an external block over foreign memory at ptr spanning size bytes (for the report;
  * nothing is allocated, counted or capped). release(user) runs once when the block is freed. */
 kiln_status kiln__mem_wrap(kiln_ctx *ctx, void *ptr, size_t size, void (*release)(void *user), void *user,

@@ -826,7 +826,8 @@ static kiln_status SFX(run)(xk *x)
     /* Under a memory limit the workers' scratch may not fit where one's does: then one. */
     kiln_block *blk = NULL;
 #define RUN_BYTES(nw) ((size_t)(nw) * (j.wbytes + sizeof(SFX(wsp))) + 64 + shared)
-    kiln_status st = kiln__mem_alloc(x->ctx, RUN_BYTES(nw), __FILE__, __LINE__, &blk);
+    kiln_status st = nw > 1 ? kiln__mem_try_alloc(x->ctx, RUN_BYTES(nw), __FILE__, __LINE__, &blk)
+                             : kiln__mem_alloc(x->ctx, RUN_BYTES(nw), __FILE__, __LINE__, &blk);
     if (st == KILN_ERR_OOM && nw > 1) {
         nw = 1;
         st = kiln__mem_alloc(x->ctx, RUN_BYTES(1), __FILE__, __LINE__, &blk);

@@ -379,7 +379,8 @@ static kiln_status builtin_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d, int64_t 
     const int64_t macs = nb * d->M * d->N * (d->K > 0 ? d->K : 1);
     int nw = kiln__cpu_workers(ctx, ntasks, macs / 16);
     kiln_block *blk = NULL;
-    kiln_status s = kiln__mem_alloc(ctx, (size_t)nw * j.wb, __FILE__, __LINE__, &blk);
+    kiln_status s = nw > 1 ? kiln__mem_try_alloc(ctx, (size_t)nw * j.wb, __FILE__, __LINE__, &blk)
+                            : kiln__mem_alloc(ctx, j.wb, __FILE__, __LINE__, &blk);
     if (s == KILN_ERR_OOM && nw > 1) { /* under a memory limit: one workspace may still fit */
         nw = 1;
         s = kiln__mem_alloc(ctx, j.wb, __FILE__, __LINE__, &blk);

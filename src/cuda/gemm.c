@@ -332,7 +332,7 @@ static kiln_status lt_run(kiln_ctx *ctx, const kiln_gemm_desc *d, const lt_plan 
     if (s != KILN_OK || !e->usable) goto out; /* an error, or no algorithm: the fallback kernel */
     if (e->ws_need) {
         wsize = (size_t)e->ws_need;
-        if (kiln__mem_alloc(ctx, wsize, __FILE__, __LINE__, &ws) != KILN_OK) {
+        if (kiln__mem_try_alloc(ctx, wsize, __FILE__, __LINE__, &ws) != KILN_OK) {
             /* under a memory cap: the heuristic's choice among algorithms without workspace */
             ws = NULL;
             wsize = 0;
@@ -635,7 +635,7 @@ static kiln_status lt_then_pass(kiln_ctx *ctx, const kiln_gemm_desc *d, const ba
     if (!product_plan(ctx, d, bt, &d0, &b0, &p)) return KILN_OK;
     size_t bytes = (size_t)batch_total(bt) * (size_t)d->M * (size_t)d->N * (d->dtype == KILN_DTYPE_F64 ? 8u : 4u);
     kiln_block *ws = NULL;
-    if (kiln__mem_alloc(ctx, bytes, __FILE__, __LINE__, &ws) != KILN_OK)
+    if (kiln__mem_try_alloc(ctx, bytes, __FILE__, __LINE__, &ws) != KILN_OK)
         return KILN_OK; /* under a memory cap: the reference kernel, which needs none */
     d0.c = (char *)ws->ptr;
     int lt_done = 0;

@@ -56,7 +56,7 @@ kiln_status kiln__cuda_gemm_ffma(kiln_ctx *ctx, const kiln_gemm_desc *d, const k
      * counters (the memory cap, the device full) the GEMM runs unsplit */
     kiln_block *ws = NULL;
     if (l.ws_bytes &&
-        (kiln__cuda_gemm_counters(ctx) != KILN_OK || kiln__mem_alloc(ctx, l.ws_bytes, __FILE__, __LINE__, &ws) != KILN_OK)) {
+        (kiln__cuda_gemm_counters(ctx) != KILN_OK || kiln__mem_try_alloc(ctx, l.ws_bytes, __FILE__, __LINE__, &ws) != KILN_OK)) {
         ws = NULL;
         kiln__cuda_gemm_ffma_prepare(d, bt, 0, &o, &l);
     }

@@ -161,7 +161,7 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
      * and whatever reuses it next runs after this kernel on the same stream. Without
      * counters or workspace (the memory cap, the device full) the GEMM runs unsplit. */
     if (l.ws_bytes &&
-        (kiln__cuda_gemm_counters(ctx) != KILN_OK || kiln__mem_alloc(ctx, l.ws_bytes, __FILE__, __LINE__, &ws) != KILN_OK)) {
+        (kiln__cuda_gemm_counters(ctx) != KILN_OK || kiln__mem_try_alloc(ctx, l.ws_bytes, __FILE__, __LINE__, &ws) != KILN_OK)) {
         ws = NULL;
         kiln__cuda_gemm_wgmma_unsplit(&l, st->sm_count, o.grid);
     }
