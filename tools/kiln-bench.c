@@ -1422,7 +1422,8 @@ static kiln_status run_gemm_epilogue(bench *b)
 /* ---- one gemm ------------------------------------------------------------------------- */
 
 /* kiln-bench gemm-one MxNxK [--epilogue bias,relu,sr] [--dtype DT]: one GEMM, C = A @ B with
- * A (M, K), B (K, N), random inputs, the epilogue asked for, through whichever engine
+ * A (M, K), B (K, N) (stored (N, K) for f32 with --tf32 on a GPU, as in the gemm table),
+ * random inputs, the epilogue asked for, through whichever engine
  * KILN_GEMM and the backend pick: a warm-up call, the sampled f64 check, then the timed
  * calls. For profilers: the warm-up is kernel launch 1 of the GEMM, so
  *   ncu --kernel-name regex:kiln_gemm --launch-skip 1 --launch-count 1 kiln-bench gemm-one ...
@@ -1446,9 +1447,11 @@ static kiln_status run_gemm_one(bench *b, gemm_case gc, int flags)
     kiln_status st = KILN_OK;
     const int bias = flags & ONE_BIAS, relu = flags & ONE_RELU, sr = flags & ONE_SR;
     kiln_dtype dt = b->dtypes_given ? b->dtypes[0] : b->gpu ? KILN_DTYPE_F16 : KILN_DTYPE_F32;
+    gc = gemm_case_as_run(b, dt, &gc); /* tf32: B stored (N, K), as the gemm table has it */
     gemm_run g = {0};
     kiln_tensor *bt = NULL;
-    int64_t ashape[2] = {gc.m, gc.k}, bshape[2] = {gc.k, gc.n}, cshape[2] = {gc.m, gc.n};
+    int64_t ashape[2] = {gc.m, gc.k}, bshape[2] = {gc.trans_b ? gc.n : gc.k, gc.trans_b ? gc.k : gc.n};
+    int64_t cshape[2] = {gc.m, gc.n};
     double ms = 0.0, err = 0.0;
     b->current = "gemm-one";
     TRY(random_tensor(b, dt, 2, ashape, -1.0, 1.0, &g.a));
@@ -1459,6 +1462,7 @@ static kiln_status run_gemm_one(bench *b, gemm_case gc, int flags)
         g.args.bias = bt;
     }
     g.args.relu = relu;
+    g.args.trans_b = gc.trans_b;
     if (sr) g.args.round = KILN_ROUND_STOCHASTIC;
     TRY(gemm_run_once(&g));
     TRY(gemm_check(b, &gc, &g, &err));
@@ -1467,8 +1471,8 @@ static kiln_status run_gemm_one(bench *b, gemm_case gc, int flags)
         /* stochastic rounding: up to one unit of the last place where nearest gives half */
         const int ok = err <= gemm_tolerance(b, dt) * (sr ? 2.0 : 1.0);
         if (!ok) b->fails++;
-        printf("\ngemm-one %s %" PRId64 "x%" PRId64 "x%" PRId64 "%s%s%s (KILN_GEMM=%s): %.4f ms, %.1f TFLOP/s, check %s %.0e\n",
-               kiln_dtype_name(dt), gc.m, gc.n, gc.k, bias ? " +bias" : "", relu ? " +relu" : "", sr ? " +sr" : "",
+        printf("\ngemm-one %s %" PRId64 "x%" PRId64 "x%" PRId64 "%s%s%s%s (KILN_GEMM=%s): %.4f ms, %.1f TFLOP/s, check %s %.0e\n",
+               kiln_dtype_name(dt), gc.m, gc.n, gc.k, gc.trans_b ? " B^T" : "", bias ? " +bias" : "", relu ? " +relu" : "", sr ? " +sr" : "",
                getenv("KILN_GEMM") ? getenv("KILN_GEMM") : "auto", ms, 2.0 * (double)gc.m * (double)gc.n * (double)gc.k / (ms * 1e9),
                ok ? "ok" : "FAIL", err);
     }
