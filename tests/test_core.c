@@ -2,7 +2,8 @@
  * tests/test_core.c — statuses and their bands, version, dtype traits and promotion,
  * context creation (KILN_DEVICE parsing, bad arguments, the CPU fallback notice), seeds and
  * settings, NULL handles everywhere in the context API, and the environment-choice helper
- * (kiln__env_choice) the GEMM overrides are read with.
+ * (kiln__env_choice) the GEMM overrides are read with, and the KILN_* snapshot a GEMM call
+ * holds (kiln__env_hold).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
@@ -107,11 +108,66 @@ static void test_env_choice(void)
     unsetenv(name);
 }
 
+/* kiln__env_hold: while held, reads see the KILN_* variables as they were at the hold (only
+ * those), choices read through it too; after the release, and at the next hold, the
+ * environment as it is now; a snapshot that cannot hold every KILN_ variable is not taken. */
+static void test_env_hold(void)
+{
+    kiln_ctx *ctx = NULL;
+    CHECK_OK(NULL, kiln_ctx_create(&ctx, &(kiln_ctx_args){.device = KILN_DEVICE_CPU}));
+    static const char *const two[] = {"cluster", "slices"};
+    setenv("KILN_TEST_HOLD_A", "slices", 1);
+    setenv("KILN_TEST_HOLD_AB", "cluster", 1);
+    unsetenv("KILN_TEST_HOLD");
+    setenv("NOT_KILN_TEST_HOLD_A", "x", 1);
+    kiln__env_hold(ctx);
+    CHECK(ctx->env_held);
+    setenv("KILN_TEST_HOLD_A", "cluster", 1); /* changed under the hold: not seen until the next */
+    setenv("KILN_TEST_HOLD", "new", 1);
+    const char *v = kiln__env_get(ctx, "KILN_TEST_HOLD_A");
+    CHECK(v && strcmp(v, "slices") == 0);
+    v = kiln__env_get(ctx, "KILN_TEST_HOLD_AB"); /* a name that starts another's */
+    CHECK(v && strcmp(v, "cluster") == 0);
+    CHECK(kiln__env_get(ctx, "KILN_TEST_HOLD") == NULL);
+    CHECK(kiln__env_get(ctx, "KILN_TEST") == NULL);
+    CHECK(kiln__env_get(ctx, "NOT_KILN_TEST_HOLD_A") == NULL); /* only KILN_ names are kept */
+    int i = -2;
+    CHECK_OK(ctx, kiln__env_choice(ctx, "test", "KILN_TEST_HOLD_A", two, 2, &i));
+    CHECK_INT(i, 1);
+    kiln__env_release(ctx);
+    v = kiln__env_get(ctx, "KILN_TEST_HOLD_A");
+    CHECK(v && strcmp(v, "cluster") == 0);
+    kiln__env_hold(ctx);
+    v = kiln__env_get(ctx, "KILN_TEST_HOLD");
+    CHECK(v && strcmp(v, "new") == 0);
+    kiln__env_release(ctx);
+    /* more KILN_ variables than the snapshot has room for: none taken, getenv answers */
+    char name[64];
+    for (int k = 0; k < 40; k++) {
+        snprintf(name, sizeof name, "KILN_TEST_HOLD_MANY_%d", k);
+        setenv(name, "1", 1);
+    }
+    kiln__env_hold(ctx);
+    CHECK(!ctx->env_held);
+    setenv("KILN_TEST_HOLD_A", "slices", 1);
+    v = kiln__env_get(ctx, "KILN_TEST_HOLD_A");
+    CHECK(v && strcmp(v, "slices") == 0);
+    kiln__env_release(ctx);
+    for (int k = 0; k < 40; k++) {
+        snprintf(name, sizeof name, "KILN_TEST_HOLD_MANY_%d", k);
+        unsetenv(name);
+    }
+    const char *names[] = {"KILN_TEST_HOLD_A", "KILN_TEST_HOLD_AB", "KILN_TEST_HOLD", "NOT_KILN_TEST_HOLD_A"};
+    for (int k = 0; k < 4; k++) unsetenv(names[k]);
+    kiln_ctx_destroy(ctx);
+}
+
 int main(void)
 {
     test_status();
     test_dtypes();
     test_ctx();
     test_env_choice();
+    test_env_hold();
     return check_finish();
 }

@@ -36,6 +36,16 @@ kiln_status kiln__error_long(const kiln_ctx *ctx, kiln_status status, const char
  * NAME='value' is not a, b or c". (env.c) */
 kiln_status kiln__env_choice(const kiln_ctx *ctx, const char *who, const char *name, const char *const *values, int n,
                              int *index);
+/* The value of environment variable `name` (NULL when unset): from ctx's snapshot while one
+ * is held, else getenv. (env.c) */
+const char *kiln__env_get(const kiln_ctx *ctx, const char *name);
+/* Takes a snapshot of the KILN_* variables into ctx, in one pass over the environment, for
+ * a call that reads many of them (a GEMM reads about a dozen: a dozen getenv scans of a
+ * large environment cost microseconds of host time a call); kiln__env_release ends it.
+ * Every call takes its own, so a variable changed between calls is seen at the next. A
+ * snapshot that would not fit is not taken (reads then go to getenv). */
+void kiln__env_hold(kiln_ctx *ctx);
+void kiln__env_release(kiln_ctx *ctx);
 
 /* Propagates a failing status. */
 #define KILN_TRY(expr)                                                                      \
@@ -149,6 +159,12 @@ struct kiln_ctx {
     kiln_status last_status;
     char *last_error;                 /* malloc'd, NUL-terminated; NULL = none */
     char description[192];
+    /* the KILN_* environment while a call holds a snapshot (kiln__env_hold): env_n entries
+     * "NAME=value" packed in env_text from env_at[i]; env_held 0: none, read getenv */
+    int env_held;
+    int env_n;
+    uint16_t env_at[32];
+    char env_text[2048];
 };
 
 void kiln__ctx_retain(kiln_ctx *ctx);

@@ -752,7 +752,7 @@ static kiln_status read_choice(kiln_ctx *ctx, gemm_choice *out)
     return KILN_OK;
 }
 
-kiln_status kiln__cuda_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d)
+static kiln_status gemm_dispatch(kiln_ctx *ctx, const kiln_gemm_desc *d)
 {
     gemm_choice choice = GEMM_AUTO;
     KILN_TRY(read_choice(ctx, &choice));
@@ -790,7 +790,7 @@ kiln_status kiln__cuda_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d)
         st->stats.gemm_own++;
         return kiln__cuda_gemm_ffma(ctx, d, &bt);
     }
-    if (!getenv("KILN_GEMM_FALLBACK")) {
+    if (!kiln__env_get(ctx, "KILN_GEMM_FALLBACK")) {
         int done = 0;
         if (lt_takes) {
             KILN_TRY(lt_run(ctx, d, &p, &bt, &done));
@@ -802,4 +802,15 @@ kiln_status kiln__cuda_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d)
     }
     st->stats.gemm_reference++;
     return fallback(ctx, d, &bt);
+}
+
+/* The GEMM under one snapshot of the KILN_* environment: the dispatch and the kernels' launch
+ * read about a dozen variables, which as getenv calls cost ~2 us of host time a call on a
+ * machine with a large environment (bench/NOTES.md step 29). */
+kiln_status kiln__cuda_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d)
+{
+    kiln__env_hold(ctx);
+    kiln_status s = gemm_dispatch(ctx, d);
+    kiln__env_release(ctx);
+    return s;
 }

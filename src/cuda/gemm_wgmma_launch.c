@@ -63,7 +63,7 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
 /* A count from 1 to most in the environment variable name into *out (unset: unchanged). */
 static kiln_status env_count(kiln_ctx *ctx, const char *name, long most, int *out)
 {
-    const char *e = getenv(name);
+    const char *e = kiln__env_get(ctx, name);
     if (!e || !e[0]) return KILN_OK;
     char *end = NULL;
     long v = strtol(e, &end, 10);
