@@ -1,7 +1,7 @@
 /*
  * tools/kiln-bench.c — kiln's benchmark driver, the main job of `make bench`.
  *
- *   kiln-bench [expr|gemm|overhead|all|gemm-sweep|gemm-epilogue|gemm-auto|gemm-ab VAR=v1,v2] [--quick] [--tf32] [--dtype f32,f16,...] [--only TEXT] [--help]
+ *   kiln-bench [expr|gemm|overhead|all|gemm-sweep|gemm-epilogue|gemm-auto|gemm-ab VAR=v1,v2] [--quick] [--tf32] [--graph] [--dtype f32,f16,...] [--only TEXT] [--help]
  *
  * expr: lazily fused expressions — batch-norm in place, two element-wise chains, the row
  *       variance — each timed FUSED (one kiln_assign) and UNFUSED (one kiln_assign per
@@ -38,6 +38,13 @@
 #include <time.h>
 
 #include "kiln.h"
+#include "cuda/cuda_hooks.h"
+
+/* --graph's CUDA graph helpers: weak, so a build without the CUDA backend links (the flag
+ * then says it cannot run); the only internals kiln-bench uses */
+#pragma weak kiln__cuda_graph_capture
+#pragma weak kiln__cuda_graph_time
+#pragma weak kiln__cuda_graph_free
 
 #define MAX_REPS 201
 #define MAX_COLS 12
@@ -56,6 +63,7 @@ typedef struct bench {
     kiln_dtype dtypes[KILN_DTYPE_COUNT];
     int fails;           /* cases whose check failed */
     int tf32;            /* --tf32: the context allows TF32 for f32 GEMM (kiln's tf32 kernel too) */
+    int graph;           /* --graph: GPU times from CUDA graphs of the calls (device time only) */
     const char *current; /* the case being run, for error messages */
     uint64_t rng;        /* host xorshift64* for input data */
     float *host;         /* scratch for input data */
@@ -317,6 +325,37 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* --graph: `batch` calls of fn captured into one CUDA graph, whose launches are timed between
+ * two events (the kernels back to back on the device, the host's enqueueing and its gaps out
+ * of the count) until about `target` ms are spent (at least min_reps launches): the median
+ * per call. A kernel-to-kernel figure for small GEMMs, where a call's host time (kiln's and
+ * cuBLASLt's) can exceed its kernel's (bench/NOTES.md step 25). last_host_ms is NaN. */
+static kiln_status time_graph(bench *b, run_fn fn, void *arg, int batch, double target, int min_reps, double *ms_out)
+{
+    kiln_status st = KILN_OK;
+    double t[MAX_REPS];
+    void *graph = NULL;
+    int n = 0;
+    b->last_host_ms = NAN;
+    TRY(kiln__cuda_graph_capture(b->ctx, fn, arg, batch, &graph));
+    double spent = 0.0, one = 0.0;
+    TRY(kiln__cuda_graph_time(b->ctx, graph, &one)); /* the first launch uploads the graph */
+    for (; n < MAX_REPS; n++) {
+        TRY(kiln__cuda_graph_time(b->ctx, graph, &t[n]));
+        spent += t[n];
+        t[n] /= batch;
+        if (n + 1 >= min_reps && spent >= target) {
+            n++;
+            break;
+        }
+    }
+    qsort(t, (size_t)n, sizeof t[0], cmp_double);
+    *ms_out = (n % 2) ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+done:
+    if (graph) kiln__cuda_graph_free(graph);
+    return st;
+}
+
 /* Runs fn a few times to warm up (plan building, kernel compilation, caches), then times
  * it run by run — each run ends with kiln_ctx_synchronize before the clock stops — until
  * about the target time is spent (at least min_reps runs), and gives the median in ms. */
@@ -339,6 +378,10 @@ static kiln_status time_median(bench *b, run_fn fn, void *arg, double *ms_out)
      * kernel of tens of microseconds is then timed, not the host's launch-and-wait. */
     int batch = 1;
     if (b->gpu && one < 1.0) batch = one <= 0.01 ? 100 : (int)(1.0 / one) + 1;
+    if (b->gpu && b->graph) {
+        st = time_graph(b, fn, arg, batch, target, min_reps, ms_out);
+        goto done;
+    }
     int reps = MAX_REPS;
     double spent = 0.0;
     int n = 0;
@@ -1617,7 +1660,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: kiln-bench [expr|gemm|overhead|all|gemm-sweep|gemm-epilogue|gemm-auto|gemm-one MxNxK|\n"
                "                   gemm-ab VAR=v1,v2]\n"
                "                  [--quick]\n"
-               "                  [--dtype f32,f16,...] [--only TEXT] [--epilogue bias,relu,sr] [--tf32]\n"
+               "                  [--dtype f32,f16,...] [--only TEXT] [--epilogue bias,relu,sr] [--tf32] [--graph]\n"
                "  expr    fused vs unfused expressions (ms, GB/s, unfused/fused)\n"
                "  gemm    kiln_dot (ms, GFLOP/s)\n"
                "  overhead  host time per call: a small assignment, a small and the RBM's kiln_dot\n"
@@ -1636,6 +1679,8 @@ static void usage(FILE *f)
                "  --quick fewer sizes and shorter timing\n"
                "  --only TEXT  GPU gemm, gemm-sweep, gemm-epilogue, gemm-ab: only the cases whose name holds TEXT\n"
                "  --tf32  allow TF32 for f32 GEMM (cuBLASLt's and kiln's tf32 kernel, A and B K-major)\n"
+               "  --graph (CUDA) time GPU cases as CUDA graphs of back-to-back calls: device time\n"
+               "          only, the host's enqueueing out of the count (host us columns read nan)\n"
                "  --dtype float dtypes to run: f32, f16, bf16, f64 (default: expr f32 on the CPU and\n"
                "          f32,f16 on a GPU; gemm f32,f16)\n"
                "The backend comes from KILN_DEVICE=cpu|cuda|auto (default auto).\n");
@@ -1705,6 +1750,8 @@ int main(int argc, char **argv)
             b.quick = 1;
         } else if (!strcmp(argv[i], "--tf32")) {
             b.tf32 = 1;
+        } else if (!strcmp(argv[i], "--graph")) {
+            b.graph = 1;
         } else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
             dtype_list = argv[++i];
         } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
@@ -1735,6 +1782,12 @@ int main(int argc, char **argv)
         return 1;
     }
     b.gpu = kiln_ctx_device(b.ctx) != KILN_DEVICE_CPU;
+    if (b.graph && (!b.gpu || !kiln__cuda_graph_capture)) {
+        fprintf(stderr, "kiln-bench: --graph times CUDA graphs and needs the CUDA backend on a GPU; this run is on %s\n",
+                kiln_ctx_backend_name(b.ctx));
+        kiln_ctx_destroy(b.ctx);
+        return 2;
+    }
     if (b.tf32 && (st = kiln_ctx_set_allow_tf32(b.ctx, 1)) != KILN_OK) {
         fprintf(stderr, "kiln-bench: kiln_ctx_set_allow_tf32 failed: %s\n", kiln_last_error(b.ctx));
         kiln_ctx_destroy(b.ctx);

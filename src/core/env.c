@@ -41,7 +41,7 @@ void kiln__env_hold(kiln_ctx *ctx)
     ctx->env_n = 0;
     size_t used = 0;
     for (char **e = environ; e && *e; e++) {
-        if (strncmp(*e, "KILN_", 5) != 0) continue;
+        if ((*e)[0] != 'K' || strncmp(*e, "KILN_", 5) != 0) continue; /* most fail the first test */
         size_t len = strlen(*e) + 1;
         if (ctx->env_n == (int)(sizeof ctx->env_at / sizeof ctx->env_at[0]) || len > sizeof ctx->env_text - used)
             return; /* too many or too long: no snapshot, getenv as before */

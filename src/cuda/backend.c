@@ -382,6 +382,55 @@ kiln_status kiln__cuda_time_copy(kiln_ctx *ctx, size_t bytes, int reps, double *
     return s;
 }
 
+kiln_status kiln__cuda_graph_capture(kiln_ctx *ctx, kiln_status (*fn)(void *arg), void *arg, int calls, void **graph)
+{
+    if (!is_cuda(ctx)) return KILN_ERROR(ctx, KILN_ERR_UNSUPPORTED, "argument 'ctx': not a CUDA context");
+    if (!fn || !graph) return KILN_ERROR(ctx, KILN_ERR_NULL, "argument 'fn' or 'graph' is NULL");
+    if (calls < 1) return KILN_ERROR(ctx, KILN_ERR_ARG, "argument 'calls': %d is not a positive count", calls);
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    if (st->sync_each)
+        return KILN_ERROR(ctx, KILN_ERR_UNSUPPORTED, "argument 'ctx': KILN_CUDA_SYNC waits after every launch, "
+                                                      "which a graph capture cannot hold");
+    KILN_TRY(kiln__cuda_enter(ctx));
+    KILN_CK(ctx, rt, cudaStreamBeginCapture(st->stream, cudaStreamCaptureModeRelaxed));
+    kiln_status s = KILN_OK;
+    for (int i = 0; i < calls && s == KILN_OK; i++) s = fn(arg);
+    cudaGraph_t g = NULL;
+    cudaError_t e = cudaStreamEndCapture(st->stream, &g);
+    if (s != KILN_OK || e != cudaSuccess) {
+        if (g) cudaGraphDestroy(g);
+        (void)cudaGetLastError();
+        if (s != KILN_OK) return s; /* the call's own error is the one to read */
+        return KILN_ERROR(ctx, KILN_ERR_UNSUPPORTED, "argument 'fn': the driver refused the capture: %s",
+                          cudaGetErrorString(e));
+    }
+    cudaGraphExec_t x = NULL;
+    e = cudaGraphInstantiate(&x, g, 0);
+    cudaGraphDestroy(g);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return KILN_ERROR(ctx, KILN_ERR_UNSUPPORTED, "argument 'fn': the captured graph did not instantiate: %s",
+                          cudaGetErrorString(e));
+    }
+    *graph = (void *)x;
+    return KILN_OK;
+}
+
+kiln_status kiln__cuda_graph_time(kiln_ctx *ctx, void *graph, double *ms)
+{
+    if (!is_cuda(ctx)) return KILN_ERROR(ctx, KILN_ERR_UNSUPPORTED, "argument 'ctx': not a CUDA context");
+    if (!graph || !ms) return KILN_ERROR(ctx, KILN_ERR_NULL, "argument 'graph' or 'ms' is NULL");
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    KILN_TRY(kiln__cuda_timer_start(ctx));
+    KILN_CK(ctx, rt, cudaGraphLaunch((cudaGraphExec_t)graph, st->stream));
+    return kiln__cuda_timer_stop(ctx, ms);
+}
+
+void kiln__cuda_graph_free(void *graph)
+{
+    if (graph) cudaGraphExecDestroy((cudaGraphExec_t)graph);
+}
+
 const kiln_backend kiln__cuda_backend = {
     .name = "cuda",
     .device = KILN_DEVICE_CUDA,

@@ -46,4 +46,16 @@ kiln_status kiln__cuda_timer_start(kiln_ctx *ctx);
 kiln_status kiln__cuda_timer_stop(kiln_ctx *ctx, double *ms);
 kiln_status kiln__cuda_time_copy(kiln_ctx *ctx, size_t bytes, int reps, double *ms);
 
+/* Kernel-to-kernel timing (kiln-bench --graph): kiln__cuda_graph_capture records the work
+ * `calls` runs of fn(arg) queue on ctx's stream into a CUDA graph (relaxed capture: the
+ * allocator's cache serves the calls' workspaces; a call that would need the driver's
+ * synchronous API fails the capture) and instantiates it into *graph; each
+ * kiln__cuda_graph_time launches it once between two events on the stream and gives the
+ * device time in ms, the host's enqueueing out of the count; kiln__cuda_graph_free drops
+ * it. A failed call of fn, or a capture the driver refuses, ends the capture and leaves
+ * the stream as it was; the error names which. */
+kiln_status kiln__cuda_graph_capture(kiln_ctx *ctx, kiln_status (*fn)(void *arg), void *arg, int calls, void **graph);
+kiln_status kiln__cuda_graph_time(kiln_ctx *ctx, void *graph, double *ms);
+void kiln__cuda_graph_free(void *graph);
+
 #endif /* KILN_CUDA_HOOKS_H */
