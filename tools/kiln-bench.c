@@ -1815,6 +1815,9 @@ int main(int argc, char **argv)
     printf("%s on %s (%s %s), mode %s; times are medians of >= %d runs after warm-up\n", when,
            have_un ? un.nodename : "?", have_un ? un.sysname : "?", have_un ? un.machine : "?",
            b.quick ? "quick" : "full", b.quick ? 3 : 5);
+    if (b.graph)
+        printf("--graph: GPU times are device times of CUDA graphs of back-to-back calls (the host's enqueueing "
+               "not counted)\n");
     if (!b.gpu) {
         b.expr_peer = host_copy_peer;
         b.expr_peer_title = "memcpy ms";
