@@ -139,13 +139,6 @@ const char kiln__cuda_gemm_dep_src[] =
     "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
     "  asm volatile(\"griddepcontrol.wait;\\n\" ::: \"memory\");\n"
     "#endif\n"
-    "}\n"
-    "/* the wgmma kernel's late trigger (TRIGGER): once a block has issued its last load, the next\n"
-    " * grid may launch; its blocks still wait in kg_grid_dep for this grid's end */\n"
-    "__device__ __forceinline__ void kg_launch_dependents() {\n"
-    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
-    "  asm volatile(\"griddepcontrol.launch_dependents;\\n\" ::: \"memory\");\n"
-    "#endif\n"
     "}\n";
 
 void kiln__cuda_gemm_tile_words(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, uint64_t seed, int64_t tm,

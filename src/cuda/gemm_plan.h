@@ -76,9 +76,6 @@ typedef struct kiln_gemm_wgmma_cfg {
                     * (unsplit, not ping-pong; KILN_WGMMA_MCAST) */
     int kpair;     /* 64 x 64 tiles whose k slices the two consumers take in turn, consumer 1's sums
                     * added to consumer 0's through shared memory (unsplit; KILN_WGMMA_KPAIR) */
-    int trigger;   /* the producer signals griddepcontrol.launch_dependents once it has issued
-                    * its block's last load, so the next grid on the stream launches under this
-                    * one's last stages and epilogue (KILN_WGMMA_TRIGGER) */
 } kiln_gemm_wgmma_cfg;
 
 /* 1 when the wgmma kernel takes d on ctx's device: compute capability 9.0 with the tensor-
@@ -147,7 +144,6 @@ typedef struct kiln_gemm_wgmma_opts {
     int kpair;      /* 0 = the rule's, 1 = off, 2 = k pairs (64 x 64 tiles, unsplit) */
     int group_m;    /* tile rows per group of the tile order (0 = the rule's; KILN_WGMMA_GROUP_M) */
     int grid;       /* persistent blocks, at most one an SM (0 = the rule's; KILN_WGMMA_GRID) */
-    int trigger;    /* 0 = the rule's, 1 off, 2 on (KILN_WGMMA_TRIGGER) */
 } kiln_gemm_wgmma_opts;
 
 /* Words 30-40 from the seed (w[0]) and stream (w[1]): what the kernel's Philox takes from

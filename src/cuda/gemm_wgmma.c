@@ -854,7 +854,6 @@ static const char kernel_src[] =
     "          }\n"
     "        }\n"
     "      }\n"
-    "      if constexpr (TRIGGER) kg_launch_dependents(); /* every load of this block is issued */\n"
     "    }\n"
     "    /* MC: no block leaves while the other may still arrive on its barriers (the last stages'\n"
     "     * releases) */\n"
@@ -1422,7 +1421,6 @@ void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
     /* RELU: a run-time flag's select was if-converted into a compare and a select an element
      * that ran with ReLU off too (two of the plain staged epilogue's ~4 instructions an element) */
     kiln__sbuf_printf(b, "constexpr int RELU = %d;\n", c->relu ? 1 : 0);
-    kiln__sbuf_printf(b, "constexpr int TRIGGER = %d;\n", c->trigger ? 1 : 0);
     kiln__sbuf_printf(b, "constexpr int SR_UNROLL = %d, CBUFS = %d, CLUSTER = %d, SLICE_SUM = %d, MC = %d, KP = %d;\n",
                       c->sr_unroll > 1 ? c->sr_unroll : 1, c->cbufs > 1 ? 2 : 1, c->cluster ? 1 : 0,
                       c->slice_sum ? 1 : 0, c->mcast ? 1 : 0, c->kpair ? 1 : 0);
@@ -1826,7 +1824,6 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     const int kp_rule = c->bn == 64 && splits == 1 && d->M > 64 && 2 * tiles64 <= sm_count &&
                         !(opts && (opts->bn || opts->splits));
     c->kpair = !c->pingpong && (opts && opts->kpair ? opts->kpair == 2 : kp_rule);
-    c->trigger = opts && opts->trigger == 2;
     if (c->kpair) {
         c->bn = 64;
         splits = 1;
