@@ -197,6 +197,7 @@ typedef struct ecase {
                          * rule's, 1 off, 2 on (checked it is) */
     int group_m;        /* wgmma: tile rows per group of the tile order (0 = the rule's, 8) */
     int want_grid;      /* wgmma: the persistent blocks the rule must launch (0 = not checked) */
+    int stages;         /* wgmma: the ring's most stages (0 = the rule's 7; KILN_WGMMA_STAGES) */
     int zero_rows;      /* rows m % 5 == 1 of A all zeros (-0 where m % 10 == 6): C's rows there are
                          * the bias or zeros, as a dead unit's row of a weight gradient */
 } ecase;
@@ -602,7 +603,8 @@ static void run(const ecase *e)
                                   .mcast = e->mcast,
                                   .mc_pairs = e->mc_pairs,
                                   .kpair = e->kpair,
-                                  .group_m = e->group_m};
+                                  .group_m = e->group_m,
+                                  .stages = e->stages};
         kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, EMU_SEED, &o, &l);
         { /* the tile order's group: the asked or the rule's 8, at most the tile rows */
             const int64_t g = e->group_m ? e->group_m : 8;
@@ -1231,6 +1233,16 @@ int main(void)
          .tma_store = 1, .kpair = 2},
         {.dt = 1, .M = 256, .N = 192, .K = 128, .nb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 4, .tma_store = 1,
          .exact = 1, .kpair = 2},
+        /* k pairs in clusters of two sharing B by multicast (KILN_WGMMA_MCAST=1 with k pairs), a
+         * ring of 13 and 12 stages (KILN_WGMMA_STAGES): MN-major B with an odd count of 64-row
+         * tiles (the last cluster's second block past M), exact SR bits; the same inputs
+         * without multicast and at 7 stages give the same bits; K-major B with beta, batches */
+        {.dt = 0, .M = 130, .N = 200, .K = 1000, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 16,
+         .tma_store = 1, .exact = 1, .kpair = 2, .mcast = 2, .stages = 13},
+        {.dt = 0, .M = 130, .N = 200, .K = 1000, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 16,
+         .tma_store = 1, .exact = 1, .same_bits = 1, .kpair = 2, .mcast = 1},
+        {.dt = 1, .M = 200, .N = 136, .K = 150, .nb = 2, .ta = 1, .tb = 1, .pad = 8, .alpha = -0.75, .beta = 0.5,
+         .bias = 1, .sr = 1, .sms = 4, .tma_store = 1, .kpair = 2, .mcast = 2, .mc_pairs = 2, .stages = 12},
         /* the rule's schedule: ping-pong for the plain f16 K <= 128 updates with TMA stores and
          * at least a wave of 128 x 128 tiles (a ragged M, batches, MN-major A too); the cooperative
          * kernel with ReLU, a bias, SR, in bf16, for K > 128, with too few tiles, with beta */

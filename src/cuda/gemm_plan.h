@@ -76,6 +76,7 @@ typedef struct kiln_gemm_wgmma_cfg {
                     * (unsplit, not ping-pong; KILN_WGMMA_MCAST) */
     int kpair;     /* 64 x 64 tiles whose k slices the two consumers take in turn, consumer 1's sums
                     * added to consumer 0's through shared memory (unsplit; KILN_WGMMA_KPAIR) */
+    int stages_cap; /* the most stages of the ring (0 = 7, the rule's; KILN_WGMMA_STAGES) */
 } kiln_gemm_wgmma_cfg;
 
 /* 1 when the wgmma kernel takes d on ctx's device: compute capability 9.0 with the tensor-
@@ -144,6 +145,7 @@ typedef struct kiln_gemm_wgmma_opts {
     int kpair;      /* 0 = the rule's, 1 = off, 2 = k pairs (64 x 64 tiles, unsplit) */
     int group_m;    /* tile rows per group of the tile order (0 = the rule's; KILN_WGMMA_GROUP_M) */
     int grid;       /* persistent blocks, at most one an SM (0 = the rule's; KILN_WGMMA_GRID) */
+    int stages;     /* the ring's most stages, 1-16 (0 = the rule's 7; KILN_WGMMA_STAGES) */
 } kiln_gemm_wgmma_opts;
 
 /* Words 30-40 from the seed (w[0]) and stream (w[1]): what the kernel's Philox takes from

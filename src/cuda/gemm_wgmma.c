@@ -1392,7 +1392,8 @@ static int stages_for(const kiln_gemm_wgmma_cfg *c)
 {
     int stage = (bm_of(c) + c->bn) * ROW_BYTES;
     int n = (SMEM_MAX - 1024 - 256 - cstage_for(c) - bias_smem_for(c) - kp_smem_for(c)) / stage;
-    return n > 7 ? 7 : n;
+    const int cap = c->stages_cap > 0 ? c->stages_cap : 7;
+    return n > cap ? cap : n;
 }
 
 static unsigned smem_for(const kiln_gemm_wgmma_cfg *c)
@@ -1824,6 +1825,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     const int kp_rule = c->bn == 64 && splits == 1 && d->M > 64 && 2 * tiles64 <= sm_count &&
                         !(opts && (opts->bn || opts->splits));
     c->kpair = !c->pingpong && (opts && opts->kpair ? opts->kpair == 2 : kp_rule);
+    c->stages_cap = opts && opts->stages > 0 ? opts->stages : 0;
     if (c->kpair) {
         c->bn = 64;
         splits = 1;
@@ -1934,8 +1936,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
      * unsplit, not ping-pong, at least two tile rows. Not the rule's choice: measured 2-4 %
      * slower than without on the squares and 3-15 % on the K=128 updates (H100, 2026-11-25,
      * bench/NOTES.md step 11): one block per SM already has the L2 bandwidth it needs */
-    c->mcast = splits == 1 && !c->pingpong && !c->kpair && !c->cluster && !c->slice_sum && tm >= 2 && opts &&
-               opts->mcast == 2;
+    c->mcast = splits == 1 && !c->pingpong && !c->cluster && !c->slice_sum && tm >= 2 && opts && opts->mcast == 2;
     if (c->mcast && c->b_kmajor) l->map[1].box[1] = (unsigned)c->bn / 2; /* each block loads half the rows */
     l->tiles = nb * tm * tn;
     l->ws_bytes = splits > 1 && !c->cluster ? (size_t)l->tiles * (size_t)splits * (size_t)bm * (size_t)c->bn * sizeof(float) : 0;
