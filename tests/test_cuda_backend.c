@@ -696,7 +696,8 @@ static void gemm_dispatch(void)
                    {"KILN_WGMMA_KPAIR", "on", "KILN_WGMMA_KPAIR='on'"},
                    {"KILN_WGMMA_GROUP_M", "0", "KILN_WGMMA_GROUP_M='0'"},
                    {"KILN_WGMMA_GROUP_M", "4k", "KILN_WGMMA_GROUP_M='4k'"},
-                   {"KILN_WGMMA_GRID", "0", "KILN_WGMMA_GRID='0'"}};
+                   {"KILN_WGMMA_GRID", "0", "KILN_WGMMA_GRID='0'"},
+                   {"KILN_WGMMA_STAGES", "17", "KILN_WGMMA_STAGES='17'"}};
         setenv("KILN_GEMM", "wgmma", 1);
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             setenv(bad[i].var, bad[i].value, 1);
