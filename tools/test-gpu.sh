@@ -11,9 +11,12 @@
 # "cuda python memcheck racecheck"; also "cpu"; python = the pytest suite on the CUDA
 # backend with the machine's python3), RACECHECK_TESTS (default "test_cuda_backend", its
 # RACECHECK_SECTIONS only: reductions,batchnorm),
-# TESTS (which test programs; default all), PAR (runs at once, default 8), JOBS (build parallelism), TEST_TIMEOUT (seconds per run, default 600),
+# TESTS (which test programs; default all), PAR (runs at once, default the cores, at least 8), JOBS (build parallelism), TEST_TIMEOUT (seconds per run, default 600),
 # DOT_SECTIONS (test_dot under memcheck runs as one process per section of its suite, the
-# device passes only: whole, it does not finish in a visit; default all nine sections).
+# device passes only: whole, it does not finish in a visit; default all nine sections),
+# KILN_TEST_ENGINES (test_dot's GEMM engines, default "vendor own mma reference"; test_dot runs
+# as one process per engine, and under memcheck one per engine and section, so that their
+# NVRTC compiles spread over the cores: in one process the four did not finish in a visit).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD_GPU:-$ROOT/build-gpu}
@@ -25,6 +28,7 @@ RACECHECK_SECTIONS=${RACECHECK_SECTIONS:-"reductions,batchnorm"}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
 DOT_SECTIONS=${DOT_SECTIONS:-"sizes tiles layouts epilogue batches empty broadcast stats sr"}
+DOT_ENGINES=$(echo "${KILN_TEST_ENGINES:-vendor own mma reference}" | tr ',' ' ')
 mkdir -p "$LOG"
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$LOG/device.txt" 2>&1 || true
@@ -45,12 +49,12 @@ export KILN_CACHE_DIR=${KILN_CACHE_DIR:-$BUILD/kernel-cache}
 TESTS=${TESTS:-$(cd "$BUILD" && ls test_* 2>/dev/null | grep -v '\.' | sort)}
 SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 TABLE="$LOG/table${TABLE_SUFFIX:-}.txt"
-printf '%-22s %-7s %-10s %-10s %8s\n' test backend mode result seconds >"$TABLE"
-[ "$build_failed" = 1 ] && printf '%-22s %-7s %-10s %-10s %8s\n' "(build)" - - FAIL - >>"$TABLE"
+printf '%-28s %-7s %-10s %-10s %8s\n' test backend mode result seconds >"$TABLE"
+[ "$build_failed" = 1 ] && printf '%-28s %-7s %-10s %-10s %8s\n' "(build)" - - FAIL - >>"$TABLE"
 fail=$build_failed
-# Runs go PAR at a time (default 8): most of a GPU test's time is NVRTC compiling its
+# Runs go PAR at a time (default the cores, at least 8): most of a GPU test's time is NVRTC compiling its
 # kernels on the host, and the shared disk cache makes the second mode cheap.
-PAR=${PAR:-8}
+PAR=${PAR:-$(n=$(nproc 2>/dev/null || echo 8); [ "$n" -gt 8 ] && echo "$n" || echo 8)}
 
 run_one() { # name backend mode cmd... : one run; its table row goes to $LOG/name.mode.row
     local name=$1 backend=$2 mode=$3; shift 3
@@ -65,7 +69,7 @@ run_one() { # name backend mode cmd... : one run; its table row goes to $LOG/nam
         124) res="TIMEOUT" ;;
         *) res="FAIL($rc)" ;;
     esac
-    printf '%-22s %-7s %-10s %-10s %8.1f\n' "$name" "$backend" "$mode" "$res" "$(awk "BEGIN{print $t1 - $t0}")" \
+    printf '%-28s %-7s %-10s %-10s %8.1f\n' "$name" "$backend" "$mode" "$res" "$(awk "BEGIN{print $t1 - $t0}")" \
         | tee "$LOG/$name.$mode.row"
 }
 launch() {
@@ -83,7 +87,7 @@ launch() {
 HOST_ONLY=${HOST_ONLY:-"test_gemm_emu"}
 skip_row() { # name mode : a skip row for a run that does not happen, and why
     echo "host-only test: not run under compute-sanitizer (tools/test-gpu.sh, HOST_ONLY)" >"$LOG/$1.$2.log"
-    printf '%-22s %-7s %-10s %-10s %8s\n' "$1" cuda "$2" skip 0.0 | tee "$LOG/$1.$2.row"
+    printf '%-28s %-7s %-10s %-10s %8s\n' "$1" cuda "$2" skip 0.0 | tee "$LOG/$1.$2.row"
 }
 MEMCHECK="$SAN --tool memcheck --target-processes application-only --require-cuda-init no --report-api-errors no --leak-check no --error-exitcode 99"
 RACECHECK="$SAN --tool racecheck --target-processes application-only --require-cuda-init no --racecheck-report all --error-exitcode 99"
@@ -103,16 +107,32 @@ for mode in $MODES; do
     for t in $TESTS; do
         case $mode in
             cpu) launch "$t" cpu cpu "./$t"; ROWS="$ROWS $t.cpu" ;;
-            cuda) launch "$t" cuda plain "./$t"; ROWS="$ROWS $t.plain" ;;
+            cuda)
+                if [ "$t" = test_dot ]; then # a process per engine; the first also runs the CPU pass
+                    first=1
+                    for eng in $DOT_ENGINES; do
+                        if [ $first = 1 ]; then
+                            launch "test_dot:$eng" cuda plain env KILN_TEST_ENGINES="$eng" ./test_dot
+                        else
+                            launch "test_dot:$eng" cuda plain env KILN_TEST_DEVICE_ONLY=1 KILN_TEST_ENGINES="$eng" ./test_dot
+                        fi
+                        first=0
+                        ROWS="$ROWS test_dot:$eng.plain"
+                    done
+                else
+                    launch "$t" cuda plain "./$t"; ROWS="$ROWS $t.plain"
+                fi ;;
             memcheck)
                 case " $HOST_ONLY " in
                     *" $t "*) skip_row "$t" memcheck; ROWS="$ROWS $t.memcheck" ;;
                     *)
-                        if [ "$t" = test_dot ]; then # a process per section (KILN_TEST_SECTIONS)
+                        if [ "$t" = test_dot ]; then # a process per section and engine
                             for sec in $DOT_SECTIONS; do
-                                launch "test_dot:$sec" cuda memcheck env KILN_TEST_DEVICE_ONLY=1 KILN_TEST_SECTIONS="$sec" \
-                                    $MEMCHECK ./test_dot
-                                ROWS="$ROWS test_dot:$sec.memcheck"
+                                for eng in $DOT_ENGINES; do
+                                    launch "test_dot:$sec:$eng" cuda memcheck env KILN_TEST_DEVICE_ONLY=1 \
+                                        KILN_TEST_SECTIONS="$sec" KILN_TEST_ENGINES="$eng" $MEMCHECK ./test_dot
+                                    ROWS="$ROWS test_dot:$sec:$eng.memcheck"
+                                done
                             done
                         else
                             launch "$t" cuda memcheck $MEMCHECK "./$t"
@@ -130,7 +150,7 @@ for mode in $MODES; do
 done
 wait
 for r in $ROWS; do
-    if [ -f "$LOG/$r.row" ]; then cat "$LOG/$r.row" >>"$TABLE"; else printf '%-22s %-7s %-10s %-10s %8s\n' "${r%.*}" - "${r##*.}" "LOST" - >>"$TABLE"; fi
+    if [ -f "$LOG/$r.row" ]; then cat "$LOG/$r.row" >>"$TABLE"; else printf '%-28s %-7s %-10s %-10s %8s\n' "${r%.*}" - "${r##*.}" "LOST" - >>"$TABLE"; fi
 done
 grep -q -E "FAIL|TIMEOUT|LOST" "$TABLE" && fail=1
 # the failing logs' tails, then the table last (it is what a reader sees first)
