@@ -340,8 +340,8 @@ static kiln_status time_graph(bench *b, run_fn fn, void *arg, int batch, double 
     int n = 0;
     b->last_host_ms = NAN;
     TRY(kiln__cuda_graph_capture(b->ctx, fn, arg, batch, &graph));
-    double spent = 0.0, one = 0.0;
-    TRY(kiln__cuda_graph_time(b->ctx, graph, &one)); /* the first launch uploads the graph */
+    double spent = 0.0, upload = 0.0;
+    TRY(kiln__cuda_graph_time(b->ctx, graph, &upload)); /* the first launch uploads the graph: not counted */
     for (; n < MAX_REPS; n++) {
         TRY(kiln__cuda_graph_time(b->ctx, graph, &t[n]));
         spent += t[n];
