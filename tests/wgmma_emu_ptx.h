@@ -224,11 +224,6 @@ template <int N> static inline void kg_wg_wait(void)
     }
     emu_mmaq_n[b][t] = kept;
 }
-static inline kiln_w64 kg_desc(unsigned addr, unsigned lbo, unsigned sbo)
-{
-    return (kiln_w64)((addr & 0x3FFFF) >> 4) | ((kiln_w64)(lbo >> 4) << 16) | ((kiln_w64)(sbo >> 4) << 32) |
-           (1ull << 62);
-}
 static inline void kg_fence_bar_init(void) {}
 static inline void kg_regs_producer(void) {}
 static inline void kg_regs_consumer(void) {}

@@ -54,16 +54,19 @@
  *    barriers), so one's epilogue runs while the other's wgmma use the tensor cores;
  *    measured slower than the default on most shapes, so the rule's only for the plain f16
  *    K <= 128 updates (2.6-6.7 % faster there).
- *  - opt-in (KILN_WGMMA_MCAST=1, measured 2-15 % slower), clusters of two blocks with TMA
+ *  - opt-in (KILN_WGMMA_MCAST=1, measured 2-21 % slower), clusters of two blocks with TMA
  *    multicast of B (MC): the blocks of a cluster take tile rows 2 i and 2 i + 1 of one column,
- *    each loads its own A and half of B into both blocks' stages (one L2 read of B for two
- *    tiles), and a stage is free once the consumers of both blocks released it.
+ *    each loads its own A and half of B (half the rows K-major, half the k rows of each box
+ *    MN-major) into both blocks' stages (one L2 read of B for two tiles), and a stage is free
+ *    once the consumers of both blocks released it.
  *  - k pairs (the rule's where 64-wide tiles of 128 rows would be unsplit and fill at most
  *    half the SMs: fc1000 bprop; KILN_WGMMA_KPAIR=1 forces them): 64 x 64 tiles, the two
- *    consumers taking alternate k slices of one tile (each m64n64 on the whole stage), consumer
- *    1's sums added to consumer 0's through shared memory (its own first: fixed order), which
- *    runs the epilogue alone; twice the tiles, as cuBLASLt's 64 x 64 kernel there
- *    (fc1000 bprop 0.86-0.87x -> 0.94-0.95x of cuBLASLt on the H100).
+ *    consumers taking alternate k slices of one tile (each m64n64 on the whole stage; the
+ *    ring even, each stage always the same consumer's, which alone waits on it and releases
+ *    it), consumer 1's sums added to consumer 0's through shared memory, which runs the
+ *    epilogue alone; twice the tiles, as cuBLASLt's 64 x 64 kernel there (fc1000 bprop
+ *    0.86-0.87x -> 0.94-0.95x of cuBLASLt as called on the H100; 0.80x -> 0.85x kernel
+ *    against kernel with the own-stage waits, NOTES step 30).
  * Not here yet: stream-K.
  * This file holds the kernel's source and its launch description, free of CUDA headers (built
  * into every libkiln for tests/test_gemm_emu.c); gemm_wgmma_launch.c runs it on a device.
@@ -119,6 +122,7 @@ static const char kernel_src[] =
     " * mainloop is through (one work item per block there) */\n"
     "static_assert(!CLUSTER || STAGES * STAGE_BYTES >= BM * BN * 4, \"the cluster partial fits the ring\");\n"
     "static_assert(STAGE_BYTES % 1024 == 0, \"stages stay 1024-byte aligned (128-byte swizzle atoms)\");\n"
+    "static_assert(!KP || STAGES % 2 == 0, \"k pairs: each stage always goes to the same consumer\");\n"
     "/* BIAS_SMEM (a bias, both consumers on one tile): each tile's BN bias values, loaded at the\n"
     " * item's start (under the mainloop's waits) by one consumer thread per 4 bytes (a column of\n"
     " * f32, a pair of 16-bit columns), go to shared memory as they are for the epilogue (two\n"
@@ -196,12 +200,6 @@ static const char kernel_src[] =
     "__device__ __forceinline__ void kg_wg_commit() { asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\"); }\n"
     "template <int N> __device__ __forceinline__ void kg_wg_wait() {\n"
     "  asm volatile(\"wgmma.wait_group.sync.aligned %0;\\n\" :: \"n\"(N) : \"memory\");\n"
-    "}\n"
-    "/* wgmma shared-memory descriptor: start address, leading and stride byte offsets, 128-byte\n"
-    " * swizzle */\n"
-    "__device__ __forceinline__ kiln_w64 kg_desc(unsigned addr, unsigned lbo, unsigned sbo) {\n"
-    "  return (kiln_w64)((addr & 0x3FFFF) >> 4) | ((kiln_w64)(lbo >> 4) << 16) | ((kiln_w64)(sbo >> 4) << 32) |\n"
-    "         (1ull << 62);\n"
     "}\n"
     "__device__ __forceinline__ void kg_fence_bar_init() {\n"
     "  asm volatile(\"fence.mbarrier_init.release.cluster;\\n\" ::: \"memory\");\n"
@@ -716,6 +714,20 @@ static const char kernel_src[] =
     "\n"
     "/* Work item -> (batch, tile row, tile column), tiles in groups of group_m tile rows that\n"
     " * walk the tile columns together (the blocks running at once share A's and B's slices in L2) */\n"
+    "/* wgmma shared-memory descriptors: the low word holds the start address >> 4 (14 bits) and the\n"
+    " * leading byte offset >> 4, the high word the stride byte offset >> 4 (1024: 8 rows of 128\n"
+    " * bytes) and the 128-byte swizzle. A stage or a k step further on adds to the low word's\n"
+    " * address field alone (shared-memory offsets stay below 2^18: no carry out of it), so a\n"
+    " * consumer forms one low word per operand before its loop and adds constants in it (a\n"
+    " * descriptor built anew for every wgmma, from the address, cost ~10 instructions and four\n"
+    " * moves to uniform registers; the 64 x 64 tiles' consumers ran ~145 cycles a wgmma, NOTES\n"
+    " * step 30) */\n"
+    "__device__ __forceinline__ unsigned kg_desc_lo(unsigned addr, unsigned lbo) {\n"
+    "  return ((addr & 0x3FFFFu) >> 4) | ((lbo >> 4) << 16);\n"
+    "}\n"
+    "__device__ __forceinline__ kiln_w64 kg_desc_w(unsigned lo) {\n"
+    "  return ((kiln_w64)((1024u >> 4) | (1u << 30)) << 32) | lo;\n"
+    "}\n"
     "/* a consumer's release of the stage whose empty barrier is bar; MC: on both blocks' */\n"
     "__device__ __forceinline__ void kg_release(unsigned bar, int rank) {\n"
     "  kg_bar_arrive(bar);\n"
@@ -785,9 +797,9 @@ static const char kernel_src[] =
     "    if constexpr (TMA_STORE) kg_prefetch_map(&p.tc);\n"
     "    for (int s = 0; s < STAGES; s++) {\n"
     "      kg_bar_init(full0 + 8 * s, 1);\n"
-    "      /* the consumers that read a stage: MC, both blocks' (either block's producer writes\n"
-    "       * half of B into both) */\n"
-    "      kg_bar_init(empty0 + 8 * s, PP ? 1 : MC ? 4 : 2);\n"
+    "      /* the consumers that read a stage (ping-pong and k pairs: one); MC, both blocks' (either\n"
+    "       * block's producer writes half of B into both) */\n"
+    "      kg_bar_init(empty0 + 8 * s, (PP || KP ? 1 : 2) * (MC ? 2 : 1));\n"
     "    }\n"
     "    if (PP) {\n"
     "      kg_bar_init(turn0, 1);\n"
@@ -843,9 +855,14 @@ static const char kernel_src[] =
     "          }\n"
     "          if constexpr (MC && B_KMAJ) { /* this block's half of the rows (the map's box: BN / 2) */\n"
     "            kg_tma_mc(sb + rank * (BN / 2) * 128, &p.tb, k0, n0 + rank * (BN / 2), bb, full, 3);\n"
-    "          } else if constexpr (MC) { /* every other 64-wide box, this block's parity */\n"
+    "          } else if constexpr (MC) {\n"
+    "            /* this block's half of every 64-wide box: k rows [rank BK / 2, (rank + 1) BK / 2) (the\n"
+    "             * map's box: BK / 2 rows; 4 KiB into the chunk, whole 1024-byte swizzle atoms), so the\n"
+    "             * two blocks issue the same bytes whatever the box count (with every other box, one\n"
+    "             * 64-wide box left all of B to rank 0) */\n"
     "#pragma unroll\n"
-    "            for (int c = rank; c < BN / 64; c += 2) kg_tma_mc(sb + c * CHUNK, &p.tb, n0 + 64 * c, k0, bb, full, 3);\n"
+    "            for (int c = 0; c < BN / 64; c++)\n"
+    "              kg_tma_mc(sb + c * CHUNK + rank * (BK / 2) * 128, &p.tb, n0 + 64 * c, k0 + rank * (BK / 2), bb, full, 3);\n"
     "          } else if constexpr (B_KMAJ) {\n"
     "            kg_tma(sb, &p.tb, k0, n0, bb, full);\n"
     "          } else {\n"
@@ -868,6 +885,9 @@ static const char kernel_src[] =
     "  float *ws = (float *)p.w[28];\n"
     "  int *counters = (int *)p.w[29];\n"
     "  const int ct = tid - 128; /* 0 .. 255 over both consumers */\n"
+    "  /* the descriptors' low words of stage 0's A and B at k 0 (kg_desc_lo) */\n"
+    "  const unsigned a_lo0 = kg_desc_lo(sbase, A_KMAJ ? 16u : (unsigned)CHUNK);\n"
+    "  const unsigned b_lo0 = kg_desc_lo(sbase + A_BYTES, B_KMAJ ? 16u : (unsigned)CHUNK);\n"
     "  unsigned it = 0;\n"
     "  unsigned stored = 0; /* tiles this consumer stored through TMA: their staging buffer alternates */\n"
     "  long long local = 0; /* this block's items so far (ping-pong: consumer cw takes the ones of its parity) */\n"
@@ -933,28 +953,34 @@ static const char kernel_src[] =
     "    const bool ws_split = !PP && !CLUSTER && !SLICE_SUM && splits > 1;\n"
     "    const int k_arrive = ke - ARRIVE_EARLY > kb ? ke - ARRIVE_EARLY : kb;\n"
     "    int arrival = 0;\n"
+    "    /* KP: this consumer's slices are those of its parity in the ring's count (it), so that with an\n"
+    "     * even STAGES each stage always goes to the same consumer, which alone waits on it and\n"
+    "     * releases it and so sees every phase of its full barrier in turn (the other's slices pass\n"
+    "     * untouched: a wait and a release a slice less for each; fc1000 bprop's consumers had spent\n"
+    "     * ~350 cycles on each slice of the other's, NOTES step 30). Where an item's slice count is\n"
+    "     * odd the parities swap from item to item; the tile's sum is the same either way (the\n"
+    "     * even slices' sum plus the odd slices', each in k order, and a + b = b + a) */\n"
+    "    const unsigned it0 = it;\n"
     "    for (int kt = kb; kt < ke; kt++, it++) {\n"
     "      const unsigned s = it % STAGES;\n"
-    "      kg_bar_wait(full0 + 8 * s, (it / STAGES) & 1);\n"
     "      if constexpr (KP) {\n"
-    "        if (((kt - kb) & 1) != cw) { /* the other consumer's slice: only this one's release of it */\n"
-    "          if (leader) kg_release(empty0 + 8 * s, rank);\n"
-    "          continue;\n"
-    "        }\n"
+    "        if ((int)(it & 1u) != cw) continue;\n"
     "      }\n"
+    "      kg_bar_wait(full0 + 8 * s, (it / STAGES) & 1);\n"
     "      if (ws_split && ct == 0 && kt == k_arrive) arrival = atomicAdd(&counters[tile], 1);\n"
-    "      const unsigned sa = sbase + s * STAGE_BYTES, sb = sa + A_BYTES;\n"
+    "      /* K-major: rows of 128 bytes, 8-row groups 1024 bytes apart, a KSTEP = +32 bytes (+2 in\n"
+    "       * the descriptor) in the row; MN-major: 64-wide chunks CHUNK bytes apart, k rows of 128\n"
+    "       * bytes, k16 = +2048 bytes (+128) */\n"
+    "      const unsigned so = s * (STAGE_BYTES >> 4);\n"
     "      kg_wg_fence();\n"
     "#pragma unroll\n"
     "      for (int kk = 0; kk < BK / KSTEP; kk++) {\n"
-    "        /* K-major: rows of 128 bytes, 8-row groups 1024 bytes apart, a KSTEP = +32 bytes in the\n"
-    "         * row; MN-major: 64-wide chunks CHUNK bytes apart, k rows of 128 bytes, k16 = +2048 bytes */\n"
-    "        const kiln_w64 db = B_KMAJ ? kg_desc(sb + kk * 32, 16, 1024) : kg_desc(sb + kk * 2048, CHUNK, 1024);\n"
+    "        const kiln_w64 db = kg_desc_w(b_lo0 + so + (B_KMAJ ? 2u : 128u) * kk);\n"
     "#pragma unroll\n"
     "        for (int rb = 0; rb < RB; rb++) { /* the 64-row blocks of A this consumer multiplies */\n"
     "          const int r64 = PP ? rb : KP ? 0 : cw;\n"
-    "          const kiln_w64 da = A_KMAJ ? kg_desc(sa + r64 * 64 * 128 + kk * 32, 16, 1024)\n"
-    "                                     : kg_desc(sa + r64 * CHUNK + kk * 2048, CHUNK, 1024);\n"
+    "          const kiln_w64 da = kg_desc_w(a_lo0 + so + ((A_KMAJ ? 64u * 128u : (unsigned)CHUNK) >> 4) * r64 +\n"
+    "                                        (A_KMAJ ? 2u : 128u) * kk);\n"
     "          kg_mma(acc + rb * NACC, da, db, PP || kk > 0 || held);\n"
     "        }\n"
     "      }\n"
@@ -971,17 +997,22 @@ static const char kernel_src[] =
     "    kg_acc_fence(acc);\n"
     "    if constexpr (PP) kg_acc_fence(acc + NACC);\n"
     "    if constexpr (KP) {\n"
-    "      /* consumer 1's sums (the odd slices) to consumer 0, which adds them to its own (even)\n"
-    "       * ones, the same order every launch, and alone runs the epilogue of the 64-row tile;\n"
-    "       * the second barrier keeps the next tile's sums from overwriting these before read */\n"
+    "      /* consumer 1's sums (its parity's slices) to consumer 0, which adds them to its own (or\n"
+    "       * takes them, having held none: a one-slice item of consumer 1's), and alone runs the\n"
+    "       * epilogue of the 64-row tile; the second barrier keeps the next tile's sums from\n"
+    "       * overwriting these before read */\n"
+    "      const bool held1 = ke - kb > 1 || (it0 & 1u) == 1u; /* consumer 1 held a slice */\n"
     "      if (cw == 1 && held) {\n"
     "#pragma unroll\n"
     "        for (int i = 0; i < NACC; i++) kg_st_shared_f32(kp_sums + (unsigned)(i * 128 + ltid) * 4u, acc[i]);\n"
     "      }\n"
     "      kg_sync(1, 256);\n"
-    "      if (cw == 0 && ke - kb > 1) { /* consumer 1 held a slice */\n"
+    "      if (cw == 0 && held1) {\n"
     "#pragma unroll\n"
-    "        for (int i = 0; i < NACC; i++) acc[i] += __uint_as_float(kg_ld_shared(kp_sums + (unsigned)(i * 128 + ltid) * 4u));\n"
+    "        for (int i = 0; i < NACC; i++) {\n"
+    "          const float x = __uint_as_float(kg_ld_shared(kp_sums + (unsigned)(i * 128 + ltid) * 4u));\n"
+    "          acc[i] = held ? acc[i] + x : x;\n"
+    "        }\n"
     "      }\n"
     "      kg_sync(1, 256);\n"
     "      if (cw == 1) continue;\n"
@@ -1393,7 +1424,11 @@ static int stages_for(const kiln_gemm_wgmma_cfg *c)
     int stage = (bm_of(c) + c->bn) * ROW_BYTES;
     int n = (SMEM_MAX - 1024 - 256 - cstage_for(c) - bias_smem_for(c) - kp_smem_for(c)) / stage;
     const int cap = c->stages_cap > 0 ? c->stages_cap : 7;
-    return n > cap ? cap : n;
+    if (n > cap) n = cap;
+    /* k pairs: an even ring, so that each stage always goes to the same consumer (the kernel's
+     * KP comment) */
+    if (c->kpair && (n & 1)) n = n > 1 ? n - 1 : 2; /* (KILN_WGMMA_STAGES=1: two) */
+    return n;
 }
 
 static unsigned smem_for(const kiln_gemm_wgmma_cfg *c)
@@ -1937,7 +1972,8 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
      * slower than without on the squares and 3-15 % on the K=128 updates (H100, 2026-11-25,
      * bench/NOTES.md step 11): one block per SM already has the L2 bandwidth it needs */
     c->mcast = splits == 1 && !c->pingpong && !c->cluster && !c->slice_sum && tm >= 2 && opts && opts->mcast == 2;
-    if (c->mcast && c->b_kmajor) l->map[1].box[1] = (unsigned)c->bn / 2; /* each block loads half the rows */
+    if (c->mcast) /* each block loads half of B: half the rows (K-major), half the k rows of each box */
+        l->map[1].box[1] = c->b_kmajor ? (unsigned)c->bn / 2 : (unsigned)bk / 2;
     l->tiles = nb * tm * tn;
     l->ws_bytes = splits > 1 && !c->cluster ? (size_t)l->tiles * (size_t)splits * (size_t)bm * (size_t)c->bn * sizeof(float) : 0;
     int64_t items = l->tiles * splits;
