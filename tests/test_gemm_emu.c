@@ -1233,6 +1233,13 @@ int main(void)
          .tma_store = 1, .kpair = 2},
         {.dt = 1, .M = 256, .N = 192, .K = 128, .nb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 4, .tma_store = 1,
          .exact = 1, .kpair = 2},
+        /* k pairs with an odd slice count (13) on random (inexact) inputs: one block running all
+         * twelve tiles, so that the consumers' parities swap from tile to tile, then a block a
+         * tile (every tile starting at an even ring position): the same bits */
+        {.dt = 0, .M = 130, .N = 200, .K = 830, .nb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 1, .tma_store = 1,
+         .kpair = 2},
+        {.dt = 0, .M = 130, .N = 200, .K = 830, .nb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 16, .tma_store = 1,
+         .same_bits = 1, .kpair = 2},
         /* k pairs in clusters of two sharing B by multicast (KILN_WGMMA_MCAST=1 with k pairs), a
          * ring of 13 and 12 stages (KILN_WGMMA_STAGES): MN-major B with an odd count of 64-row
          * tiles (the last cluster's second block past M), exact SR bits; the same inputs
