@@ -65,7 +65,7 @@
  *    ring even, each stage always the same consumer's, which alone waits on it and releases
  *    it), consumer 1's sums added to consumer 0's through shared memory, which runs the
  *    epilogue alone; twice the tiles, as cuBLASLt's 64 x 64 kernel there (fc1000 bprop
- *    0.86-0.87x -> 0.94-0.95x of cuBLASLt as called on the H100; 0.80x -> 0.85x kernel
+ *    0.86-0.87x -> 0.94-0.95x of cuBLASLt as called on the H100; 0.80x -> 0.84x kernel
  *    against kernel with the own-stage waits, NOTES step 30).
  * Not here yet: stream-K.
  * This file holds the kernel's source and its launch description, free of CUDA headers (built
@@ -712,15 +712,13 @@ static const char kernel_src[] =
     "  }\n"
     "}\n"
     "\n"
-    "/* Work item -> (batch, tile row, tile column), tiles in groups of group_m tile rows that\n"
-    " * walk the tile columns together (the blocks running at once share A's and B's slices in L2) */\n"
     "/* wgmma shared-memory descriptors: the low word holds the start address >> 4 (14 bits) and the\n"
     " * leading byte offset >> 4, the high word the stride byte offset >> 4 (1024: 8 rows of 128\n"
     " * bytes) and the 128-byte swizzle. A stage or a k step further on adds to the low word's\n"
     " * address field alone (shared-memory offsets stay below 2^18: no carry out of it), so a\n"
-    " * consumer forms one low word per operand before its loop and adds constants in it (a\n"
-    " * descriptor built anew for every wgmma, from the address, cost ~10 instructions and four\n"
-    " * moves to uniform registers; the 64 x 64 tiles' consumers ran ~145 cycles a wgmma, NOTES\n"
+    " * consumer forms one low word per operand before its loop and adds constants to it (built\n"
+    " * anew from the address for every wgmma, a descriptor cost ~10 instructions and four moves\n"
+    " * to uniform registers: 79 instructions an own slice of fc1000 bprop's consumers, NOTES\n"
     " * step 30) */\n"
     "__device__ __forceinline__ unsigned kg_desc_lo(unsigned addr, unsigned lbo) {\n"
     "  return ((addr & 0x3FFFFu) >> 4) | ((lbo >> 4) << 16);\n"
@@ -744,6 +742,8 @@ static const char kernel_src[] =
     "__device__ __forceinline__ long long kg_tile_of(const kiln_args &p, long long item, int splits) {\n"
     "  return p.w[47] ? (long long)kg_div((unsigned)item, p.w[42]) : item / splits;\n"
     "}\n"
+    "/* Work item -> (batch, tile row, tile column), tiles in groups of group_m tile rows that\n"
+    " * walk the tile columns together (the blocks running at once share A's and B's slices in L2) */\n"
     "__device__ __forceinline__ void kg_item(const kiln_args &p, long long item, int tiles_m, int tiles_n, int group_m,\n"
     "                                        long long *bi, int *tm, int *tn) {\n"
     "  const bool fast = p.w[47] != 0;\n"
