@@ -98,13 +98,13 @@ def source(reps):
         name, text = kernel(n, sets, tb)
         if text not in parts:
             parts.append(text)
-        calls.append('  run((const void *)%s, %d, %d, %d, %d, %d, out, "%s");\n' % (name, n, sets, tb, wg, reps, name))
+        calls.append('  failed |= run((const void *)%s, %d, %d, %d, %d, %d, out, "%s");\n' % (name, n, sets, tb, wg, reps, name))
     parts.append("""
-static void run(const void *k, int n, int sets, int tb, int wg, int reps, long long *out, const char *name) {
+static int run(const void *k, int n, int sets, int tb, int wg, int reps, long long *out, const char *name) {
   const int smem = 50 * 1024;
   if (cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess) {
     printf("%%s: cudaFuncSetAttribute failed\\n", name);
-    return;
+    return 1;
   }
   long long h[3] = {0, 0, 0};
   for (int round = 0; round < 2; round++) { /* the first round warms up */
@@ -112,7 +112,7 @@ static void run(const void *k, int n, int sets, int tb, int wg, int reps, long l
     cudaMemset(out, 0, 3 * sizeof(long long));
     if (cudaLaunchKernel(k, dim3(1), dim3(128 * wg), args, smem, 0) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
       printf("%%s: launch failed: %%s\\n", name, cudaGetErrorString(cudaGetLastError()));
-      return;
+      return 1;
     }
     cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost);
   }
@@ -120,12 +120,14 @@ static void run(const void *k, int n, int sets, int tb, int wg, int reps, long l
   const double flop = 2.0 * 64 * n * 16 * wg;
   printf("N %%3d  sets %%d  B %%s  warpgroups %%d   %%7.1f cycles a wgmma   %%5.1f %%%% of the SM's rate\\n", n, sets,
          tb ? "MN-major" : "K-major ", wg, per, 100.0 * flop / (per * %d));
+  return 0;
 }
 int main() {
   long long *out;
   if (cudaMalloc(&out, 3 * sizeof(long long)) != cudaSuccess) { printf("no GPU\\n"); return 1; }
+  int failed = 0;
 %s  cudaFree(out);
-  return 0;
+  return failed;
 }
 """ % (PEAK, "".join(calls)))
     return "".join(parts)
@@ -134,10 +136,20 @@ int main() {
 def main(argv):
     reps = 512
     keep = None
-    if "--reps" in argv:
-        reps = int(argv[argv.index("--reps") + 1])
-    if "--keep" in argv:
-        keep = argv[argv.index("--keep") + 1]
+    i = 0
+    while i < len(argv):
+        if argv[i] in ("--reps", "--keep") and i + 1 < len(argv):
+            if argv[i] == "--keep":
+                keep = argv[i + 1]
+            elif not argv[i + 1].isdigit() or not 0 < int(argv[i + 1]) <= 1 << 20:
+                sys.stderr.write("wgmma-rate: --reps: '%s' is not a whole number from 1 to 1048576\n" % argv[i + 1])
+                return 2
+            else:
+                reps = int(argv[i + 1])
+            i += 2
+        else:
+            sys.stderr.write("wgmma-rate: '%s' is not --reps N or --keep DIR\n" % argv[i])
+            return 2
     work = keep or tempfile.mkdtemp(prefix="wgmma-rate-")
     os.makedirs(work, exist_ok=True)
     cu = os.path.join(work, "wgmma_rate.cu")
@@ -145,9 +157,8 @@ def main(argv):
     with open(cu, "w") as f:
         f.write(source(reps))
     r = subprocess.run(["nvcc", "-gencode", "arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-o", exe, cu])
-    if r.returncode != 0:
-        return r.returncode
-    r = subprocess.run([exe])
+    if r.returncode == 0:
+        r = subprocess.run([exe])
     if not keep:
         shutil.rmtree(work, ignore_errors=True)
     return r.returncode
