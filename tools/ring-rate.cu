@@ -34,7 +34,8 @@
  * (ring_mc): B shared by multicast with the partner's stage released by a remote arrive at the
  * cluster's release scope (mcastB), relaxed (mcastR) or at the default CTA scope (mcastD,
  * kiln's), the cluster launch alone with no multicast (clustr), or clusters of two tile
- * columns sharing A instead (mcastA, default-scope release).
+ * columns sharing A instead (mcastA, default-scope release); and A loaded by the producer
+ * warpgroup's threads through 16-byte cp.async instead of a TMA box (cpasyA).
  *
  * Measured on an H100 SXM (2026-11-27, NOTES step 31): the tight ring runs ~290-310 cycles a
  * 16 KiB slice with 1 block or 128, 6-12 stages, 1 or 2 consumers, 1 or 2 producer warps: the
@@ -327,6 +328,92 @@ __global__ void __launch_bounds__(384, 1)
     if (sum == 1234.5f) sink[threadIdx.x] = sum;
 }
 
+/* The tight ring with A loaded by the producer warpgroup's 128 threads through cp.async (16
+ * bytes each, four a thread a slice, into the 128-byte-swizzled rows the descriptors expect)
+ * and B by TMA: the full barrier takes thread 0's expect (B's bytes) and each thread's
+ * cp.async arrival. Does a per-thread load take fc1000 bprop's 2000-byte rows better than a
+ * TMA box? `a` is A itself, `lda` its row length in elements. */
+template <int STAGES>
+__global__ void __launch_bounds__(384, 1)
+    ring_ldgsts(const unsigned short *a, int lda, const __grid_constant__ CUtensorMap bmap, int slices, long long *out,
+                float *sink)
+{
+    extern __shared__ unsigned char raw[];
+    const unsigned base = (smem_addr(raw) + 1023u) & ~1023u;
+    const unsigned bars = base + (unsigned)STAGES * STAGE_BYTES;
+    const int wg = threadIdx.x >> 7, lt = threadIdx.x & 127;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            bar_init(bars + 16 * s, 129);
+            bar_init(bars + 16 * s + 8, 1);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    const int tm = blockIdx.x & 1, tn = (blockIdx.x >> 1) & 63;
+    if (wg == 0) {
+        if (lt == 0) out[3 * blockIdx.x] = clock64();
+        for (int it = 0, s = 0, round = 0, k = 0; it < slices; it++) {
+            if (round > 0) bar_wait_plain(bars + 16 * s + 8, (unsigned)((round - 1) & 1));
+            const unsigned full = bars + 16 * s, dst = base + (unsigned)s * STAGE_BYTES;
+            if (lt == 0) {
+                bar_expect(full, 8192u);
+                tma_load(dst + 8192u, &bmap, tn * 64, k * 64, full);
+            }
+#pragma unroll
+            for (int q = 0; q < 4; q++) { /* chunk c of row r: thread lt's q-th of 512 */
+                const int id = q * 128 + lt, r = id >> 3, c = id & 7;
+                const unsigned short *src = a + (size_t)(tm * 64 + r) * lda + k * 64 + c * 8;
+                const unsigned d = dst + (unsigned)r * 128u + (unsigned)((c ^ (r & 7)) * 16);
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
+            }
+            asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];\n" ::"r"(full) : "memory");
+            k = k + 1 == KT_MAX ? 0 : k + 1;
+            if (++s == STAGES) {
+                s = 0;
+                round++;
+            }
+        }
+        asm volatile("cp.async.wait_all;\n" ::: "memory");
+        return;
+    }
+    /* the consumers as in ring_tight (two, alternate slices) */
+    const int c = wg - 1;
+    float acc[32];
+#pragma unroll
+    for (int i = 0; i < 32; i++) acc[i] = 0.0f;
+    const unsigned long long hi = (unsigned long long)((1024u >> 4) | (1u << 30)) << 32;
+    const unsigned alo = ((base & 0x3FFFFu) >> 4) | (1u << 16), blo = (((base + 8192u) & 0x3FFFFu) >> 4) | ((8192u >> 4) << 16);
+    unsigned s = (unsigned)c, phase = 0, prev = 0;
+    bool held = false;
+    for (int it = c; it < slices; it += 2) {
+        bar_wait_plain(bars + 16 * s, phase);
+        /* cp.async's writes are the generic proxy's; wgmma reads through the async proxy */
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        const unsigned so = s * (STAGE_BYTES >> 4);
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) mma(acc, hi | (alo + so + 2u * kk), hi | (blo + so + 128u * kk));
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+        if (held && lt == 0) bar_arrive(bars + 16 * prev + 8);
+        prev = s;
+        held = true;
+        s += 2;
+        if (s >= (unsigned)STAGES) {
+            s -= STAGES;
+            phase ^= 1u;
+        }
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    if (held && lt == 0) bar_arrive(bars + 16 * prev + 8);
+    if (lt == 0) out[3 * blockIdx.x + 1 + c] = clock64();
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 32; i++) sum += acc[i];
+    if (sum == 1234.5f) sink[threadIdx.x] = sum;
+}
+
 /* The tight ring in clusters of two blocks on tile rows 0 and 1 of one tile column, sharing B as
  * kiln's KILN_WGMMA_MCAST does: each block loads its own A box and half of B's (32 of the 64 k
  * rows) into both blocks' stages by TMA multicast; a stage's empty barrier takes both blocks'
@@ -537,6 +624,41 @@ static int run_mc(const CUtensorMap &amap, const CUtensorMap &bhalf, int slices,
     return 0;
 }
 
+/* the cp.async kernel on 128 blocks, two consumers */
+template <int STAGES>
+static int run_ldgsts(const unsigned short *a, int lda, const CUtensorMap &bmap, int slices, long long *out, float *sink)
+{
+    const int smem = STAGES * STAGE_BYTES + 16 * STAGES + 1024;
+    auto kern = ring_ldgsts<STAGES>;
+    if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess) return 1;
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    std::vector<float> ms;
+    for (int r = 0; r < 23; r++) {
+        cudaEventRecord(e0);
+        kern<<<128, 384, smem>>>(a, lda, bmap, slices, out, sink);
+        cudaEventRecord(e1);
+        if (cudaEventSynchronize(e1) != cudaSuccess) {
+            fprintf(stderr, "ring-rate: launch failed: %s\n", cudaGetErrorString(cudaGetLastError()));
+            return 1;
+        }
+        float t;
+        cudaEventElapsedTime(&t, e0, e1);
+        if (r >= 3) ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    std::vector<long long> h(3 * 128);
+    cudaMemcpy(h.data(), out, h.size() * sizeof(long long), cudaMemcpyDeviceToHost);
+    double span = 0;
+    for (int bl = 0; bl < 128; bl++) span += (double)(std::max(h[3 * bl + 1], h[3 * bl + 2]) - h[3 * bl]);
+    printf("cpasyA %6d %6d %9d wgmma   wait 1   A+B     %12.0f %11.2f\n", 128, STAGES, 2, span / 128 / slices,
+           1000.0 * ms[ms.size() / 2]);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return 0;
+}
+
 /* the value of option name at argv[i + 1], a whole number from lo to hi, or -1 (after a message) */
 static int option(int argc, char **argv, int i, int lo, int hi)
 {
@@ -643,6 +765,8 @@ int main(int argc, char **argv)
         bad |= run_mc<6, 1, 2, 0, 1>(ahalf, bmap, slices, out, sink);
         bad |= run_mc<6, 0, 2, 0, 1>(ahalf, bmap, slices, out, sink);
         bad |= run_mc<12, 1, 2, 0, 1>(ahalf, bmap, slices, out, sink);
+        bad |= run_ldgsts<6>((const unsigned short *)a, a_inner, bmap, slices, out, sink);
+        bad |= run_ldgsts<12>((const unsigned short *)a, a_inner, bmap, slices, out, sink);
         return bad;
     }
     std::vector<Case> cases;
