@@ -240,6 +240,52 @@ __global__ void __launch_bounds__(384, 1)
     if (sum == 1234.5f) sink[threadIdx.x] = sum; /* keeps the sums alive */
 }
 
+/* One consumer warpgroup of the tight kernels: its slices are every STEP-th from `first`, the
+ * stage and phase counted as it goes; on each it waits for the full barrier, multiplies the
+ * slice with four m64n64k16 (MMA; PROXY: after an async-proxy fence, for stages written by
+ * cp.async), keeps one wgmma group in flight and releases the previous slice's stage through
+ * release(stage), the last one after its final group. The sums go to sink only on a value they
+ * never take (they stay alive). */
+template <int STAGES, int STEP, int MMA, int PROXY, typename Release>
+__device__ __forceinline__ void consume(unsigned base, unsigned bars, int first, int slices, Release release, float *sink)
+{
+    float acc[32];
+#pragma unroll
+    for (int i = 0; i < 32; i++) acc[i] = 0.0f;
+    /* descriptors: address >> 4, leading byte offset (1 K-major, 8192 >> 4 MN-major), stride
+     * 1024 >> 4, 128-byte swizzle */
+    const unsigned long long hi = (unsigned long long)((1024u >> 4) | (1u << 30)) << 32;
+    const unsigned alo = ((base & 0x3FFFFu) >> 4) | (1u << 16), blo = (((base + 8192u) & 0x3FFFFu) >> 4) | ((8192u >> 4) << 16);
+    unsigned s = (unsigned)first, phase = 0, prev = 0;
+    bool held = false;
+    for (int it = first; it < slices; it += STEP) {
+        bar_wait_plain(bars + 16 * s, phase);
+        if (PROXY) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        const unsigned so = s * (STAGE_BYTES >> 4);
+        if (MMA) {
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) mma(acc, hi | (alo + so + 2u * kk), hi | (blo + so + 128u * kk));
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+        }
+        if (held) release(prev);
+        prev = s;
+        held = true;
+        s += STEP;
+        if (s >= (unsigned)STAGES) {
+            s -= STAGES;
+            phase ^= 1u;
+        }
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    if (held) release(prev);
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 32; i++) sum += acc[i];
+    if (sum == 1234.5f) sink[threadIdx.x] = sum;
+}
+
 /* The same ring with the consumer loop written tight: the ring's depth and the consumer count
  * known at compile time, each consumer visiting only its own slices with its stage and phase
  * counted as it goes, the descriptors' low words formed once (a stage adds a constant), no
@@ -293,39 +339,8 @@ __global__ void __launch_bounds__(384, 1)
         return;
     }
     const int c = wg - 1;
-    float acc[32];
-#pragma unroll
-    for (int i = 0; i < 32; i++) acc[i] = 0.0f;
-    const unsigned long long hi = (unsigned long long)((1024u >> 4) | (1u << 30)) << 32;
-    const unsigned alo = ((base & 0x3FFFFu) >> 4) | (1u << 16), blo = (((base + 8192u) & 0x3FFFFu) >> 4) | ((8192u >> 4) << 16);
-    unsigned s = (unsigned)c, phase = 0, prev = 0;
-    bool held = false;
-    for (int it = c; it < slices; it += CONSUMERS) {
-        bar_wait_plain(bars + 16 * s, phase);
-        const unsigned so = s * (STAGE_BYTES >> 4);
-        if (MMA) {
-            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-            for (int kk = 0; kk < 4; kk++) mma(acc, hi | (alo + so + 2u * kk), hi | (blo + so + 128u * kk));
-            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-        }
-        if (held && lt == 0) bar_arrive(bars + 16 * prev + 8);
-        prev = s;
-        held = true;
-        s += CONSUMERS;
-        if (s >= (unsigned)STAGES) {
-            s -= STAGES;
-            phase ^= 1u;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    if (held && lt == 0) bar_arrive(bars + 16 * prev + 8);
+    consume<STAGES, CONSUMERS, MMA, 0>(base, bars, c, slices, [&](unsigned st) { if (lt == 0) bar_arrive(bars + 16 * st + 8); }, sink);
     if (lt == 0) out[3 * blockIdx.x + 1 + c] = clock64();
-    float sum = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 32; i++) sum += acc[i];
-    if (sum == 1234.5f) sink[threadIdx.x] = sum;
 }
 
 /* The tight ring with A loaded by the producer warpgroup's 128 threads through cp.async (16
@@ -377,41 +392,11 @@ __global__ void __launch_bounds__(384, 1)
         asm volatile("cp.async.wait_all;\n" ::: "memory");
         return;
     }
-    /* the consumers as in ring_tight (two, alternate slices) */
+    /* the consumers as in ring_tight (two, alternate slices), fencing cp.async's generic-proxy
+     * writes before wgmma reads them through the async proxy */
     const int c = wg - 1;
-    float acc[32];
-#pragma unroll
-    for (int i = 0; i < 32; i++) acc[i] = 0.0f;
-    const unsigned long long hi = (unsigned long long)((1024u >> 4) | (1u << 30)) << 32;
-    const unsigned alo = ((base & 0x3FFFFu) >> 4) | (1u << 16), blo = (((base + 8192u) & 0x3FFFFu) >> 4) | ((8192u >> 4) << 16);
-    unsigned s = (unsigned)c, phase = 0, prev = 0;
-    bool held = false;
-    for (int it = c; it < slices; it += 2) {
-        bar_wait_plain(bars + 16 * s, phase);
-        /* cp.async's writes are the generic proxy's; wgmma reads through the async proxy */
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        const unsigned so = s * (STAGE_BYTES >> 4);
-        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++) mma(acc, hi | (alo + so + 2u * kk), hi | (blo + so + 128u * kk));
-        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-        if (held && lt == 0) bar_arrive(bars + 16 * prev + 8);
-        prev = s;
-        held = true;
-        s += 2;
-        if (s >= (unsigned)STAGES) {
-            s -= STAGES;
-            phase ^= 1u;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    if (held && lt == 0) bar_arrive(bars + 16 * prev + 8);
+    consume<STAGES, 2, 1, 1>(base, bars, c, slices, [&](unsigned st) { if (lt == 0) bar_arrive(bars + 16 * st + 8); }, sink);
     if (lt == 0) out[3 * blockIdx.x + 1 + c] = clock64();
-    float sum = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 32; i++) sum += acc[i];
-    if (sum == 1234.5f) sink[threadIdx.x] = sum;
 }
 
 /* The tight ring in clusters of two blocks on tile rows 0 and 1 of one tile column, sharing B as
@@ -480,50 +465,25 @@ __global__ void __launch_bounds__(384, 1)
             }
         }
     } else if (wg == 1) {
-        float acc[32];
-#pragma unroll
-        for (int i = 0; i < 32; i++) acc[i] = 0.0f;
-        const unsigned long long hi = (unsigned long long)((1024u >> 4) | (1u << 30)) << 32;
-        const unsigned alo = ((base & 0x3FFFFu) >> 4) | (1u << 16), blo = (((base + 8192u) & 0x3FFFFu) >> 4) | ((8192u >> 4) << 16);
-        unsigned s = 0, phase = 0, prev = 0;
-        bool held = false;
-        for (int it = 0; it < slices; it++) {
-            bar_wait_plain(bars + 16 * s, phase);
-            const unsigned so = s * (STAGE_BYTES >> 4);
-            if (MMA) {
-                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-                for (int kk = 0; kk < 4; kk++) mma(acc, hi | (alo + so + 2u * kk), hi | (blo + so + 128u * kk));
-                asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-                asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-            }
-            /* this block's empty barrier (thread 0) and the partner's (thread 32): RELAXED 0 a
-             * release at the cluster's scope, 1 a relaxed arrive (the consumer wrote nothing the
-             * partner reads), 2 the default (release at the CTA's scope, as kiln and CUTLASS) */
-            if (held && lt == 0) bar_arrive(bars + 16 * prev + 8);
-            if (held && lt == 32 && !NOMC) {
+        /* this block's empty barrier (thread 0) and the partner's (thread 32): RELAXED 0 a release
+         * at the cluster's scope, 1 a relaxed arrive (the consumer wrote nothing the partner
+         * reads), 2 the default (release at the CTA's scope, as kiln and CUTLASS) */
+        auto release = [&](unsigned st) {
+            const unsigned e = bars + 16 * st + 8;
+            if (lt == 0) bar_arrive(e);
+            if (lt == 32 && !NOMC) {
                 unsigned r;
-                asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(bars + 16 * prev + 8), "r"(rank ^ 1));
+                asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(e), "r"(rank ^ 1));
                 if (RELAXED == 1)
                     asm volatile("mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(r) : "memory");
-                else if (RELAXED == 2) /* the default, release at the CTA's scope: kiln's kg_bar_arrive_remote */
+                else if (RELAXED == 2)
                     asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(r) : "memory");
                 else
                     asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(r) : "memory");
             }
-            prev = s;
-            held = true;
-            if (++s == (unsigned)STAGES) {
-                s = 0;
-                phase ^= 1u;
-            }
-        }
-        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        };
+        consume<STAGES, 1, MMA, 0>(base, bars, 0, slices, release, sink);
         if (lt == 0) out[3 * blockIdx.x + 1] = clock64();
-        float sum = 0.0f;
-#pragma unroll
-        for (int i = 0; i < 32; i++) sum += acc[i];
-        if (sum == 1234.5f) sink[threadIdx.x] = sum;
     }
     cluster_sync(); /* no block leaves while its partner may still write into it or arrive on it */
 }
@@ -539,6 +499,50 @@ static int make_map(CUtensorMap *m, void *base, unsigned long long inner, unsign
     return r == CUDA_SUCCESS ? 0 : 1;
 }
 
+/* The median of 20 timed launches (after 3 untimed) in ms between events, or -1 after a message
+ * when one fails; launch() makes one launch and returns its error. */
+template <typename Launch>
+static float median_ms(Launch launch)
+{
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    std::vector<float> ms;
+    for (int r = 0; r < 23 && ms.size() < 20; r++) {
+        cudaEventRecord(e0);
+        const cudaError_t err = launch();
+        cudaEventRecord(e1);
+        if (err != cudaSuccess || cudaEventSynchronize(e1) != cudaSuccess) {
+            fprintf(stderr, "ring-rate: launch failed: %s\n", cudaGetErrorString(cudaGetLastError()));
+            ms.clear();
+            break;
+        }
+        float t;
+        cudaEventElapsedTime(&t, e0, e1);
+        if (r >= 3) ms.push_back(t);
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    if (ms.empty()) return -1.0f;
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+}
+
+/* The block mean of clock64 cycles a slice: out[3 b] the producer's first load, out[3 b + 1 + c]
+ * consumer c's end. */
+static double cycles_a_slice(const long long *out, int blocks, int consumers, int slices)
+{
+    std::vector<long long> h(3 * 128);
+    cudaMemcpy(h.data(), out, h.size() * sizeof(long long), cudaMemcpyDeviceToHost);
+    double span = 0;
+    for (int bl = 0; bl < blocks; bl++) {
+        long long end = h[3 * bl + 1];
+        if (consumers == 2) end = std::max(end, h[3 * bl + 2]);
+        span += (double)(end - h[3 * bl]);
+    }
+    return span / blocks / slices;
+}
+
 /* the tight kernel at one ring depth and consumer count: cycles a slice (block mean), launch us */
 template <int STAGES, int CONSUMERS, int PSPLIT = 0, int A64 = 0, int MMA = 1, int ROT = 0>
 static int run_tight(const CUtensorMap &amap, const CUtensorMap &bmap, int slices, int blocks, long long *out, float *sink)
@@ -546,35 +550,13 @@ static int run_tight(const CUtensorMap &amap, const CUtensorMap &bmap, int slice
     const int smem = STAGES * STAGE_BYTES + 16 * STAGES + 1024;
     auto kern = ring_tight<STAGES, CONSUMERS, PSPLIT, A64, MMA, ROT>;
     if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess) return 1;
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    std::vector<float> ms;
-    for (int r = 0; r < 23; r++) {
-        cudaEventRecord(e0);
+    const float ms = median_ms([&] {
         kern<<<blocks, 128 * (1 + CONSUMERS), smem>>>(amap, bmap, slices, out, sink);
-        cudaEventRecord(e1);
-        if (cudaEventSynchronize(e1) != cudaSuccess) {
-            fprintf(stderr, "ring-rate: launch failed: %s\n", cudaGetErrorString(cudaGetLastError()));
-            return 1;
-        }
-        float t;
-        cudaEventElapsedTime(&t, e0, e1);
-        if (r >= 3) ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    std::vector<long long> h(3 * 128);
-    cudaMemcpy(h.data(), out, h.size() * sizeof(long long), cudaMemcpyDeviceToHost);
-    double span = 0;
-    for (int bl = 0; bl < blocks; bl++) {
-        long long end = h[3 * bl + 1];
-        if (CONSUMERS == 2) end = std::max(end, h[3 * bl + 2]);
-        span += (double)(end - h[3 * bl]);
-    }
-    printf("%s %6d %6d %9d %-7s wait 1   A+B     %12.0f %11.2f\n", ROT ? "tightR" : A64 ? "tightA" : PSPLIT ? "tight2" : "tight ", blocks, STAGES, CONSUMERS, MMA ? "wgmma" : "none", span / blocks / slices,
-           1000.0 * ms[ms.size() / 2]);
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
+        return cudaGetLastError();
+    });
+    if (ms < 0) return 1;
+    printf("%s %6d %6d %9d %-7s wait 1   A+B     %12.0f %11.2f\n", ROT ? "tightR" : A64 ? "tightA" : PSPLIT ? "tight2" : "tight ",
+           blocks, STAGES, CONSUMERS, MMA ? "wgmma" : "none", cycles_a_slice(out, blocks, CONSUMERS, slices), 1000.0 * ms);
     return 0;
 }
 
@@ -596,31 +578,11 @@ static int run_mc(const CUtensorMap &amap, const CUtensorMap &bhalf, int slices,
     at[0].val.clusterDim.z = 1;
     cfg.attrs = at;
     cfg.numAttrs = 1;
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    std::vector<float> ms;
-    for (int r = 0; r < 23; r++) {
-        cudaEventRecord(e0);
-        cudaError_t err = cudaLaunchKernelEx(&cfg, kern, amap, bhalf, slices, out, sink);
-        cudaEventRecord(e1);
-        if (err != cudaSuccess || cudaEventSynchronize(e1) != cudaSuccess) {
-            fprintf(stderr, "ring-rate: cluster launch failed: %s\n", cudaGetErrorString(cudaGetLastError()));
-            return 1;
-        }
-        float t;
-        cudaEventElapsedTime(&t, e0, e1);
-        if (r >= 3) ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    std::vector<long long> h(3 * 128);
-    cudaMemcpy(h.data(), out, h.size() * sizeof(long long), cudaMemcpyDeviceToHost);
-    double span = 0;
-    for (int bl = 0; bl < 128; bl++) span += (double)(h[3 * bl + 1] - h[3 * bl]);
-    printf("%s %6d %6d %9d %-7s wait 1   A+B/2   %12.0f %11.2f\n", SHARE_A ? "mcastA" : NOMC ? "clustr" : RELAXED == 2 ? "mcastD" : RELAXED ? "mcastR" : "mcastB", 128, STAGES, 1, MMA ? "wgmma" : "none", span / 128 / slices,
-           1000.0 * ms[ms.size() / 2]);
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
+    const float ms = median_ms([&] { return cudaLaunchKernelEx(&cfg, kern, amap, bhalf, slices, out, sink); });
+    if (ms < 0) return 1;
+    printf("%s %6d %6d %9d %-7s wait 1   A+B/2   %12.0f %11.2f\n",
+           SHARE_A ? "mcastA" : NOMC ? "clustr" : RELAXED == 2 ? "mcastD" : RELAXED ? "mcastR" : "mcastB", 128, STAGES, 1,
+           MMA ? "wgmma" : "none", cycles_a_slice(out, 128, 1, slices), 1000.0 * ms);
     return 0;
 }
 
@@ -631,31 +593,13 @@ static int run_ldgsts(const unsigned short *a, int lda, const CUtensorMap &bmap,
     const int smem = STAGES * STAGE_BYTES + 16 * STAGES + 1024;
     auto kern = ring_ldgsts<STAGES>;
     if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess) return 1;
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    std::vector<float> ms;
-    for (int r = 0; r < 23; r++) {
-        cudaEventRecord(e0);
+    const float ms = median_ms([&] {
         kern<<<128, 384, smem>>>(a, lda, bmap, slices, out, sink);
-        cudaEventRecord(e1);
-        if (cudaEventSynchronize(e1) != cudaSuccess) {
-            fprintf(stderr, "ring-rate: launch failed: %s\n", cudaGetErrorString(cudaGetLastError()));
-            return 1;
-        }
-        float t;
-        cudaEventElapsedTime(&t, e0, e1);
-        if (r >= 3) ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    std::vector<long long> h(3 * 128);
-    cudaMemcpy(h.data(), out, h.size() * sizeof(long long), cudaMemcpyDeviceToHost);
-    double span = 0;
-    for (int bl = 0; bl < 128; bl++) span += (double)(std::max(h[3 * bl + 1], h[3 * bl + 2]) - h[3 * bl]);
-    printf("cpasyA %6d %6d %9d wgmma   wait 1   A+B     %12.0f %11.2f\n", 128, STAGES, 2, span / 128 / slices,
-           1000.0 * ms[ms.size() / 2]);
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
+        return cudaGetLastError();
+    });
+    if (ms < 0) return 1;
+    printf("cpasyA %6d %6d %9d wgmma   wait 1   A+B     %12.0f %11.2f\n", 128, STAGES, 2, cycles_a_slice(out, 128, 2, slices),
+           1000.0 * ms);
     return 0;
 }
 
@@ -787,9 +731,6 @@ int main(int argc, char **argv)
                             for (int load_a : {1, 0})
                                 if ((mma_on || !early) && !(consumers == 2 && stages % 2))
                                     cases.push_back({stages, consumers, mma_on, early, load_a, blocks, 0});
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
     printf("slices a block %d; clock64 cycles a slice (block mean), launch us (median of 20)\n", slices);
     printf("blocks stages consumers mma     release  loads   cycles/slice   launch us\n");
     int failed = 0;
@@ -800,33 +741,19 @@ int main(int argc, char **argv)
             failed = 1;
             continue;
         }
-        std::vector<float> ms;
-        for (int r = 0; r < 23; r++) {
-            cudaEventRecord(e0);
+        const float ms = median_ms([&] {
             ring<<<k.blocks, 128 * (1 + k.consumers), smem>>>(amap, bmap, slices, k.stages, k.consumers, k.mma, k.early,
                                                             k.load_a, k.poll1, out, sink, trace);
-            cudaEventRecord(e1);
-            if (cudaEventSynchronize(e1) != cudaSuccess) {
-                fprintf(stderr, "ring-rate: launch failed: %s\n", cudaGetErrorString(cudaGetLastError()));
-                return 1;
-            }
-            float t;
-            cudaEventElapsedTime(&t, e0, e1);
-            if (r >= 3) ms.push_back(t);
-        }
-        std::sort(ms.begin(), ms.end());
-        std::vector<long long> h(3 * 128), tr(192);
+            return cudaGetLastError();
+        });
+        if (ms < 0) return 1;
+        std::vector<long long> h(3), tr(192);
         cudaMemcpy(h.data(), out, h.size() * sizeof(long long), cudaMemcpyDeviceToHost);
         cudaMemcpy(tr.data(), trace, tr.size() * sizeof(long long), cudaMemcpyDeviceToHost);
-        double span = 0;
-        for (int bl = 0; bl < k.blocks; bl++) {
-            long long end = h[3 * bl + 1];
-            if (k.consumers == 2) end = std::max(end, h[3 * bl + 2]);
-            span += (double)(end - h[3 * bl]);
-        }
+        /* --no-release 2: the consumers leave at once and stamp no end */
+        const double per = norel == 2 ? 0.0 : cycles_a_slice(out, k.blocks, k.consumers, slices);
         printf("%6d %6d %9d %-7s %-8s %-7s %12.0f %11.2f\n", k.blocks, k.stages, k.consumers, k.mma ? "wgmma" : "none",
-               !k.mma ? "at once" : k.early ? "wait 0" : "wait 1", k.load_a ? "A+B" : "B", span / k.blocks / slices,
-               1000.0 * ms[ms.size() / 2]);
+               !k.mma ? "at once" : k.early ? "wait 0" : "wait 1", k.load_a ? "A+B" : "B", per, 1000.0 * ms);
         if (trace_on) {
             printf("block 0: each slice's data seen (cycles after the first load's issue):");
             for (int it = 0; it < slices && it < 64; it++) printf("%s%lld", it % 16 ? " " : "\n  ", tr[it] - h[0]);
