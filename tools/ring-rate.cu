@@ -25,9 +25,9 @@
  * alternate ones (ring position parity, kiln's k pairs); wgmma or none; a stage released once
  * the consumer's next slice is issued and its previous group done (wait_group 1, kiln's) or as
  * soon as its own group is done (wait_group 0); A and B loaded or B alone; 1 block or 128. Its
- * loop takes the stage and phase by division and branches on run-time options: that costs
- * ~150-250 cycles a slice by itself, so its figures bound the loop, not the loads; the tight
- * kernels are the measure of the loads. The tight variants: two producer warps (A's box from
+ * loop branches on run-time options and stamps each slice: that costs ~250 cycles a slice by
+ * itself (~550 more with the run-time divisions it first had), so its figures bound the loop,
+ * not the loads; the tight kernels are the measure of the loads. The tight variants: two producer warps (A's box from
  * one, B's from the other) and A as two 64-byte-row boxes (64-byte swizzle; descriptors left
  * as they are, a timing of the loads only); consumers that only wait and release (none);
  * each tile column starting its k slices elsewhere (tightR); and clusters of two blocks
@@ -41,8 +41,10 @@
  * 16 KiB slice with 1 block or 128, 6-12 stages, 1 or 2 consumers, 1 or 2 producer warps: the
  * SM's TMA takes ~2.4 cycles a 128-byte box row. With A's rows 2000 bytes apart (most box rows
  * straddle two 128-byte lines) ~505-535 with 128 blocks but ~345 with one; with 64-byte rows
- * 402 (aligned) and 745 (2000 bytes). Loads alone (no wgmma): 245-290. Multicast of B: ~265 with
- * a relaxed remote release, ~880 with a cluster-scope one; no gain with A's rows at 2000 bytes.
+ * 402 (aligned) and 745 (2000 bytes). Loads alone (no wgmma): 245-290. Multicast of B: as fast
+ * as the cluster launch alone (~265-310) with a relaxed or default-scope remote release, ~850-880
+ * with a cluster-scope one. Sharing A: ~10 % less at 2000 bytes, more when aligned. A through
+ * cp.async: slower both ways.
  */
 #include <cuda.h>
 #include <cuda_runtime.h>
