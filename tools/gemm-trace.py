@@ -6,18 +6,28 @@ working tree, writes %globaltimer stamps into the copy's kernel source
 (src/cuda/gemm_wgmma.c), builds it, runs `kiln-bench gemm --only CASE`, and summarizes
 the stamps. The library itself is never changed.
 
-Stamps, per block, in ns of the GPU's global timer (thread 0 for the first two, the first
-consumer's leader for the rest): entry, after griddepcontrol.wait (set-up done), the first
-full stage of the first item (first load latency), the first item's mainloop end, the end
-of a split tile's wait for the other partials (the block that sums), the last epilogue's
-end (before the final TMA-store wait), exit. The device's printf prints them for three
-consecutive launches (by a block counter in the module: launches LAUNCH .. LAUNCH + 2, far
-enough into the benchmark's timed runs); printing makes those launches' neighbours wait,
-so the report shows a launch on an otherwise idle GPU, not its overlap with the next.
+Stamps, per block, in ns of the GPU's global timer (thread 0 for the first three, the first
+consumer's leader for the rest): entry, after griddepcontrol.wait (set-up done), the
+producer's first load issued, the first full stage of the first item (first load latency),
+the first item's mainloop end, the end of a split tile's wait for the other partials (the
+block that sums), the last epilogue's end (before the final TMA-store wait), exit. The
+device's printf prints them for three consecutive launches (by a counter of finished blocks
+in the module, taken at the exit so that its atomic's round trip is in no phase: launches
+LAUNCH .. LAUNCH + 2, far enough into the benchmark's timed runs); printing makes those
+launches' neighbours wait, so the report shows a launch on an otherwise idle GPU, not its
+overlap with the next.
 
-  python3 tools/gemm-trace.py run "fc4096 fprop" ["fc9216 fprop" ...] [--dtype f16] [--launch 1000]
-  python3 tools/gemm-trace.py patch FILE [--launch 1000]     (the source edit alone)
-  python3 tools/gemm-trace.py report LOG [--pairs]            (the summary of a saved log)
+  python3 tools/gemm-trace.py run "fc4096 fprop" ["fc9216 fprop" | 128x4096x1024 ...] [--dtype f16]
+                                 [--launch 1000] [--clock] [--tree DIR]
+  python3 tools/gemm-trace.py patch FILE [--launch 1000] [--clock]  (the source edit alone)
+  python3 tools/gemm-trace.py report LOG [--pairs] [--clock]         (the summary of a saved log)
+
+A case is a name from the gemm table (`kiln-bench gemm --only`) or a shape MxNxK (`kiln-bench
+gemm-one`, A (M, K) @ B (K, N)). --clock stamps the SM's clock64 instead of the global timer: each
+block's phases are then counted in its own SM's cycles from its own entry (cycles compare with
+tools/ring-rate.cu's; blocks on different SMs do not compare with each other), and the report adds
+the first item's cycles from the end of set-up (the producer's first load) to the mainloop's end.
+--tree DIR traces another source tree (a `git archive` of a branch, say) with this tool's patch.
 
 Used on the H100 on 2026-11-25 (bench/NOTES.md step 12): fc4096 fprop spent ~2 us before its
 first stage, 12.4 us streaming, then 4.5 us in the split-K sum and store.
@@ -30,7 +40,9 @@ import subprocess
 import sys
 
 SRC = "src/cuda/gemm_wgmma.c"
-PHASES = ["entry", "set-up", "first stage", "mainloop", "split wait", "epilogue", "exit"]
+# the phases in time order, each with its stamp's place in a KG_TRACE line
+PHASES = [("entry", 0), ("set-up", 1), ("first load", 7), ("first stage", 2), ("mainloop", 3), ("split wait", 4),
+          ("epilogue", 5), ("exit", 6)]
 
 
 def kernel_line(text):
@@ -38,8 +50,9 @@ def kernel_line(text):
     return '    "' + text.replace("\\", "\\\\").replace('"', '\\"') + '\\n"\n'
 
 
-def patch_source(src, launch):
-    """The kernel source with the stamps; fails loudly where gemm_wgmma.c has moved on."""
+def patch_source(src, launch, clock=False):
+    """The kernel source with the stamps (global timer ns, or with clock SM cycles); fails loudly
+    where gemm_wgmma.c has moved on."""
     def after(anchor, lines):
         nonlocal src
         old = kernel_line(anchor)
@@ -51,26 +64,35 @@ def patch_source(src, launch):
     if src.count(kernel) != 1:
         sys.exit("gemm-trace: the kernel's signature is not in %s once: update the tool" % SRC)
     src = src.replace(kernel, "".join(kernel_line(x) for x in [
-        "__device__ unsigned kg_tr_blocks; /* gemm-trace: blocks started, over every launch */",
+        "__device__ unsigned kg_tr_blocks; /* gemm-trace: blocks finished, over every launch */",
         "__device__ __forceinline__ unsigned long long kg_tr_now() {",
         "  unsigned long long t;",
-        '  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));',
+        ('  asm volatile("mov.u64 %0, %%clock64;" : "=l"(t));' if clock else
+         '  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));'),
         "  return t;",
         "}",
     ]) + kernel)
     after("  const int tid = (int)threadIdx.x, wg = tid >> 7;", [
-        "  __shared__ unsigned long long kg_tr[7];",
-        "  __shared__ unsigned kg_tr_launch;",
+        "  __shared__ unsigned long long kg_tr[8];",
         "  if (tid == 0) {",
-        "    for (int i = 1; i < 7; i++) kg_tr[i] = 0;",
+        "    for (int i = 1; i < 8; i++) kg_tr[i] = 0;",
         "    kg_tr[0] = kg_tr_now();",
-        "    kg_tr_launch = atomicAdd(&kg_tr_blocks, 1u) / gridDim.x;",
         "  }",
     ])
     after("  kg_grid_dep(); /* the barriers and the maps' prefetch above overlap the previous kernel */",
           ["  if (tid == 0) kg_tr[1] = kg_tr_now();"])
-    after("      kg_bar_wait(full0 + 8 * s, (it / STAGES) & 1);",
-          ["      if (tid == 128 && local == 0 && kt == kb) kg_tr[2] = kg_tr_now();"])
+    # the consumer's full-stage wait: main's loop over every slice, or the loop over its own slices
+    # (branch wip/own-slices), each with the test for its item's first slice
+    waits = [("      kg_bar_wait(full0 + 8 * s, (it / STAGES) & 1);", "kt == kb"),
+             ("      kg_bar_wait(full0 + 8 * s, ph);", "j == j0")]
+    found = [(a, first) for a, first in waits if src.count(kernel_line(a)) == 1]
+    if not found:
+        sys.exit("gemm-trace: no known full-stage wait is in %s once: update the tool" % SRC)
+    after(found[0][0], ["      if (tid == 128 && local == 0 && %s) kg_tr[2] = kg_tr_now();" % found[0][1]])
+    # the producer's first load issued (A's first box, K-major or not)
+    for load in ("            kg_tma(sa, &p.ta, k0, m0, ab, full);",
+                 "            for (int c = 0; c < BM / 64; c++) kg_tma(sa + c * CHUNK, &p.ta, m0 + 64 * c, k0, ab, full);"):
+        after(load, ["            if (kg_tr[7] == 0) kg_tr[7] = kg_tr_now();"])
     after("    kg_wg_wait<0>();", ["    if (tid == 128 && local == 0) kg_tr[3] = kg_tr_now();"])
     after("        counters[tile] = 0; /* every other block is through: zero again for the next launch */",
           ["        kg_tr[4] = kg_tr_now();"])
@@ -85,71 +107,101 @@ def patch_source(src, launch):
         kernel_line(x) for x in [
             "  if (tid == 128) {",
             "    kg_tr[6] = kg_tr_now();",
+            "    const unsigned kg_tr_launch = atomicAdd(&kg_tr_blocks, 1u) / gridDim.x;",
             "    unsigned sm;",
             '    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));',
             "    if (kg_tr_launch >= %du && kg_tr_launch < %du)" % (launch, launch + 3),
-            '      printf("KG_TRACE %u %u %u %llu %llu %llu %llu %llu %llu %llu %lld\\n", kg_tr_launch, blockIdx.x, sm,',
-            "             kg_tr[0], kg_tr[1], kg_tr[2], kg_tr[3], kg_tr[4], kg_tr[5], kg_tr[6], local);",
+            '      printf("KG_TRACE %u %u %u %llu %llu %llu %llu %llu %llu %llu %llu %lld\\n", kg_tr_launch, blockIdx.x,',
+            "             sm, kg_tr[0], kg_tr[1], kg_tr[2], kg_tr[3], kg_tr[4], kg_tr[5], kg_tr[6], kg_tr[7], local);",
             "  }",
         ]) + '    "}\\n";')
     return src
 
 
 def parse(lines):
-    """{launch: [(block, sm, stamps[7], items)]} from the KG_TRACE lines."""
+    """{launch: [(block, sm, stamps[8], items)]} from the KG_TRACE lines."""
     launches = {}
     for line in lines:
         f = line.split()
-        if len(f) != 12 or f[0] != "KG_TRACE":
+        if len(f) != 13 or f[0] != "KG_TRACE":
             continue
-        launches.setdefault(int(f[1]), []).append((int(f[2]), int(f[3]), [int(x) for x in f[4:11]], int(f[11])))
+        launches.setdefault(int(f[1]), []).append((int(f[2]), int(f[3]), [int(x) for x in f[4:12]], int(f[12])))
     return launches
 
 
-def report(lines, pairs=False, out=sys.stdout):
+def report_clock(launches, out):
+    """Per block, its own SM's cycles from its own entry; medians over the blocks."""
+    for launch in sorted(launches):
+        rows = launches[launch]
+        out.write("launch %d: %d blocks (SM cycles from each block's own entry)\n" % (launch, len(rows)))
+        out.write("  %-12s %8s %8s %8s  (blocks with the stamp)\n" % ("phase", "min", "median", "max"))
+        for name, i in PHASES:
+            v = sorted(r[2][i] - r[2][0] for r in rows if r[2][i])
+            if v:
+                out.write("  %-12s %8d %8d %8d  (%d)\n" % (name, v[0], statistics.median(v), v[-1], len(v)))
+        v = sorted(r[2][3] - r[2][1] for r in rows if r[2][1] and r[2][3])
+        if v:
+            out.write("  first item, set-up to mainloop end: median %d cycles (min %d, max %d)\n" % (
+                statistics.median(v), v[0], v[-1]))
+    return 0
+
+
+def report(lines, pairs=False, out=sys.stdout, clock=False):
     launches = parse(lines)
     if not launches:
         out.write("gemm-trace: no KG_TRACE lines (the case ran fewer launches than --launch + 3, or failed)\n")
         return 1
+    if clock:
+        return report_clock(launches, out)
     for launch in sorted(launches):
         rows = launches[launch]
         t0 = min(r[2][0] for r in rows)
         span = max(r[2][6] for r in rows) - t0
         out.write("launch %d: %d blocks, %.2f us from the first entry to the last exit\n" % (launch, len(rows), span / 1e3))
         out.write("  %-12s %8s %8s %8s  (us after the first entry; blocks with the stamp)\n" % ("phase", "min", "median", "max"))
-        for i, name in enumerate(PHASES):
+        for name, i in PHASES:
             v = sorted((r[2][i] - t0) / 1e3 for r in rows if r[2][i])
             if v:
                 out.write("  %-12s %8.2f %8.2f %8.2f  (%d)\n" % (name, v[0], statistics.median(v), v[-1], len(v)))
         if pairs:
             for block, sm, t, items in sorted(rows):
                 out.write("  block %4d sm %3d items %d: %s\n" % (block, sm, items, " ".join(
-                    "%7.2f" % ((x - t0) / 1e3) if x else "      -" for x in t)))
+                    "%7.2f" % ((t[i] - t0) / 1e3) if t[i] else "      -" for _, i in PHASES)))
     return 0
 
 
+def take_option(argv, name, default):
+    """The value after name in argv (removing both), else default."""
+    if name not in argv:
+        return default
+    i = argv.index(name)
+    if i + 1 >= len(argv):
+        sys.exit("gemm-trace: %s takes a value" % name)
+    value = argv[i + 1]
+    del argv[i:i + 2]
+    return value
+
+
 def main(argv):
-    launch = 1000
-    if "--launch" in argv:
-        i = argv.index("--launch")
-        launch = int(argv[i + 1])
-        del argv[i:i + 2]
+    launch = int(take_option(argv, "--launch", "1000"))
+    clock = "--clock" in argv
+    if clock:
+        argv.remove("--clock")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.abspath(take_option(argv, "--tree", root))
+    if not os.path.isfile(os.path.join(root, SRC)):
+        sys.exit("gemm-trace: --tree %s has no %s" % (root, SRC))
     if len(argv) >= 2 and argv[0] == "patch":
         with open(argv[1]) as f:
             src = f.read()
         with open(argv[1], "w") as f:
-            f.write(patch_source(src, launch))
+            f.write(patch_source(src, launch, clock))
         return 0
     if len(argv) >= 2 and argv[0] == "report":
         with open(argv[1]) as f:
-            return report(f.readlines(), pairs="--pairs" in argv)
+            return report(f.readlines(), pairs="--pairs" in argv, clock=clock)
     if len(argv) >= 2 and argv[0] == "run":
-        dtype = "f16"
-        if "--dtype" in argv:
-            i = argv.index("--dtype")
-            dtype = argv[i + 1]
-            del argv[i:i + 2]
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        dtype = take_option(argv, "--dtype", "f16")
         work = "/tmp/kiln-gemm-trace"
         shutil.rmtree(work, ignore_errors=True)
         shutil.copytree(root, work, ignore=shutil.ignore_patterns("build*", ".venv", ".git"))
@@ -157,21 +209,23 @@ def main(argv):
         with open(path) as f:
             src = f.read()
         with open(path, "w") as f:
-            f.write(patch_source(src, launch))
+            f.write(patch_source(src, launch, clock))
         build = os.path.join(work, "build-trace")
         subprocess.run(["cmake", "-S", work, "-B", build, "-DKILN_CUDA=ON", "-DKILN_CUDA_ARCH=90a"], check=True,
                        stdout=subprocess.DEVNULL)
         subprocess.run(["cmake", "--build", build, "-j", str(os.cpu_count() or 4)], check=True, stdout=subprocess.DEVNULL)
         status = 0
         for case in argv[1:]:
-            r = subprocess.run([os.path.join(build, "kiln-bench"), "gemm", "--dtype", dtype, "--only", case],
+            shape = re.fullmatch(r"\d+x\d+x\d+", case)
+            cmd = ["gemm-one", case, "--dtype", dtype] if shape else ["gemm", "--dtype", dtype, "--only", case]
+            r = subprocess.run([os.path.join(build, "kiln-bench")] + cmd,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             lines = r.stdout.splitlines()
             print("== %s (%s)" % (case, dtype))
             for line in lines:
                 if re.match(r"^\S.*\d+x\d+x\d+", line) and "KG_TRACE" not in line:
                     print(line)
-            status |= report(lines) | r.returncode
+            status |= report(lines, clock=clock) | r.returncode
         return status
     sys.stderr.write(__doc__)
     return 2

@@ -69,6 +69,18 @@ __device__ __forceinline__ void bar_init(unsigned bar, unsigned count)
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
 
+/* The ring's barriers, full[s] at bars + 16 s and empty[s] at bars + 16 s + 8, set up by thread 0
+ * with the arrivals each phase takes; the caller's __syncthreads (and cluster barrier) follows. */
+__device__ __forceinline__ void init_ring(unsigned bars, int stages, unsigned full_count, unsigned empty_count)
+{
+    if (threadIdx.x != 0) return;
+    for (int s = 0; s < stages; s++) {
+        bar_init(bars + 16 * s, full_count);
+        bar_init(bars + 16 * s + 8, empty_count);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
 __device__ __forceinline__ void bar_expect(unsigned bar, unsigned bytes)
 {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
@@ -141,7 +153,8 @@ __device__ __forceinline__ void mma(float *d, unsigned long long da, unsigned lo
                  : "l"(da), "l"(db));
 }
 
-/* out[3 b] = the producer's first clock64, out[3 b + 1 + c] = consumer c's last */
+/* out[4 b] = the producer's first clock64, out[4 b + 1 + c] = consumer c's last, out[4 b + 3] (the
+ * tight kernels) consumer 0's first full stage */
 __global__ void __launch_bounds__(384, 1)
     ring(const __grid_constant__ CUtensorMap amap, const __grid_constant__ CUtensorMap bmap, int slices, int stages,
          int consumers, int mma_on, int early, int load_a, int poll1, long long *out, float *sink, long long *trace)
@@ -150,19 +163,13 @@ __global__ void __launch_bounds__(384, 1)
     const unsigned base = (smem_addr(raw) + 1023u) & ~1023u;
     const unsigned bars = base + (unsigned)stages * STAGE_BYTES; /* full[s] at +16 s, empty[s] at +16 s + 8 */
     const int wg = threadIdx.x >> 7, lt = threadIdx.x & 127;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < stages; s++) {
-            bar_init(bars + 16 * s, 1);
-            bar_init(bars + 16 * s + 8, 1);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
+    init_ring(bars, stages, 1, 1);
     __syncthreads();
     const int tm = blockIdx.x & 1, tn = (blockIdx.x >> 1) & 63;
     const unsigned bytes = (load_a ? 8192u : 0u) + 8192u;
     if (wg == 0) {
         if (lt == 0) {
-            out[3 * blockIdx.x] = clock64();
+            out[4 * blockIdx.x] = clock64();
             /* stage s and its round counted as the loop goes (no division a slice) */
             for (int it = 0, s = 0, round = 0, k = 0; it < slices; it++) {
                 if (round > 0) bar_wait(bars + 16 * s + 8, (unsigned)((round - 1) & 1));
@@ -235,7 +242,7 @@ __global__ void __launch_bounds__(384, 1)
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     if (prev >= 0 && lt == 0) bar_arrive(bars + 16 * prev + 8);
-    if (lt == 0) out[3 * blockIdx.x + 1 + c] = clock64();
+    if (lt == 0) out[4 * blockIdx.x + 1 + c] = clock64();
     float sum = 0.0f;
 #pragma unroll
     for (int i = 0; i < 32; i++) sum += acc[i];
@@ -301,13 +308,7 @@ __global__ void __launch_bounds__(384, 1)
     const unsigned base = (smem_addr(raw) + 1023u) & ~1023u;
     const unsigned bars = base + (unsigned)STAGES * STAGE_BYTES;
     const int wg = threadIdx.x >> 7, lt = threadIdx.x & 127;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) {
-            bar_init(bars + 16 * s, PSPLIT ? 2 : 1);
-            bar_init(bars + 16 * s + 8, 1);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
+    init_ring(bars, STAGES, PSPLIT ? 2 : 1, 1);
     __syncthreads();
     const int tm = blockIdx.x & 1, tn = (blockIdx.x >> 1) & 63;
     if (wg == 0) {
@@ -315,7 +316,7 @@ __global__ void __launch_bounds__(384, 1)
          * its own bytes; else thread 0 issues both */
         const int pw = lt >> 5;
         if ((lt & 31) == 0 && (pw == 0 || (PSPLIT && pw == 1))) {
-            if (lt == 0) out[3 * blockIdx.x] = clock64();
+            if (lt == 0) out[4 * blockIdx.x] = clock64();
             /* ROT: each tile column starts its k slices at a different place (tn * 5 mod 16), so
              * that the 64 blocks reading one tile row of A do not ask for the same lines at once */
             for (int it = 0, s = 0, round = 0, k = ROT ? (tn * 5) % KT_MAX : 0; it < slices; it++) {
@@ -341,8 +342,12 @@ __global__ void __launch_bounds__(384, 1)
         return;
     }
     const int c = wg - 1;
+    if (threadIdx.x == 128) { /* when the first stage lands (consume's own wait on it then passes at once) */
+        bar_wait_plain(bars, 0);
+        out[4 * blockIdx.x + 3] = clock64();
+    }
     consume<STAGES, CONSUMERS, MMA, 0>(base, bars, c, slices, [&](unsigned st) { if (lt == 0) bar_arrive(bars + 16 * st + 8); }, sink);
-    if (lt == 0) out[3 * blockIdx.x + 1 + c] = clock64();
+    if (lt == 0) out[4 * blockIdx.x + 1 + c] = clock64();
 }
 
 /* The tight ring with A loaded by the producer warpgroup's 128 threads through cp.async (16
@@ -359,17 +364,11 @@ __global__ void __launch_bounds__(384, 1)
     const unsigned base = (smem_addr(raw) + 1023u) & ~1023u;
     const unsigned bars = base + (unsigned)STAGES * STAGE_BYTES;
     const int wg = threadIdx.x >> 7, lt = threadIdx.x & 127;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) {
-            bar_init(bars + 16 * s, 129);
-            bar_init(bars + 16 * s + 8, 1);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
+    init_ring(bars, STAGES, 129, 1);
     __syncthreads();
     const int tm = blockIdx.x & 1, tn = (blockIdx.x >> 1) & 63;
     if (wg == 0) {
-        if (lt == 0) out[3 * blockIdx.x] = clock64();
+        if (lt == 0) out[4 * blockIdx.x] = clock64();
         for (int it = 0, s = 0, round = 0, k = 0; it < slices; it++) {
             if (round > 0) bar_wait_plain(bars + 16 * s + 8, (unsigned)((round - 1) & 1));
             const unsigned full = bars + 16 * s, dst = base + (unsigned)s * STAGE_BYTES;
@@ -398,7 +397,7 @@ __global__ void __launch_bounds__(384, 1)
      * writes before wgmma reads them through the async proxy */
     const int c = wg - 1;
     consume<STAGES, 2, 1, 1>(base, bars, c, slices, [&](unsigned st) { if (lt == 0) bar_arrive(bars + 16 * st + 8); }, sink);
-    if (lt == 0) out[3 * blockIdx.x + 1 + c] = clock64();
+    if (lt == 0) out[4 * blockIdx.x + 1 + c] = clock64();
 }
 
 /* The tight ring in clusters of two blocks on tile rows 0 and 1 of one tile column, sharing B as
@@ -433,18 +432,12 @@ __global__ void __launch_bounds__(384, 1)
      * B's whole one) */
     const int rank = blockIdx.x & 1, tn = SHARE_A ? (2 * ((blockIdx.x >> 2) & 31) + rank) : (blockIdx.x >> 1) & 63;
     const int tm = SHARE_A ? (blockIdx.x >> 1) & 1 : rank;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) {
-            bar_init(bars + 16 * s, 1);
-            bar_init(bars + 16 * s + 8, NOMC ? 1 : 2);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
+    init_ring(bars, STAGES, 1, NOMC ? 1 : 2);
     __syncthreads();
     cluster_sync();
     if (wg == 0) {
         if (lt == 0) {
-            out[3 * blockIdx.x] = clock64();
+            out[4 * blockIdx.x] = clock64();
             for (int it = 0, s = 0, round = 0, k = 0; it < slices; it++) {
                 if (round > 0) bar_wait_plain(bars + 16 * s + 8, (unsigned)((round - 1) & 1));
                 const unsigned full = bars + 16 * s, dst = base + (unsigned)s * STAGE_BYTES;
@@ -485,7 +478,7 @@ __global__ void __launch_bounds__(384, 1)
             }
         };
         consume<STAGES, 1, MMA, 0>(base, bars, 0, slices, release, sink);
-        if (lt == 0) out[3 * blockIdx.x + 1] = clock64();
+        if (lt == 0) out[4 * blockIdx.x + 1] = clock64();
     }
     cluster_sync(); /* no block leaves while its partner may still write into it or arrive on it */
 }
@@ -530,19 +523,36 @@ static float median_ms(Launch launch)
     return ms[ms.size() / 2];
 }
 
-/* The block mean of clock64 cycles a slice: out[3 b] the producer's first load, out[3 b + 1 + c]
+/* The block mean of clock64 cycles a slice: out[4 b] the producer's first load, out[4 b + 1 + c]
  * consumer c's end. */
 static double cycles_a_slice(const long long *out, int blocks, int consumers, int slices)
 {
-    std::vector<long long> h(3 * 128);
+    std::vector<long long> h(4 * 128);
     cudaMemcpy(h.data(), out, h.size() * sizeof(long long), cudaMemcpyDeviceToHost);
     double span = 0;
     for (int bl = 0; bl < blocks; bl++) {
-        long long end = h[3 * bl + 1];
-        if (consumers == 2) end = std::max(end, h[3 * bl + 2]);
-        span += (double)(end - h[3 * bl]);
+        long long end = h[4 * bl + 1];
+        if (consumers == 2) end = std::max(end, h[4 * bl + 2]);
+        span += (double)(end - h[4 * bl]);
     }
     return span / blocks / slices;
+}
+
+/* The tight kernels' block means: cycles from the producer's first load to consumer 0's first full
+ * stage (*first), and cycles a slice from there to the last release (*then, over slices - 1). */
+static void first_then(const long long *out, int blocks, int consumers, int slices, double *first, double *then)
+{
+    std::vector<long long> h(4 * 128);
+    cudaMemcpy(h.data(), out, h.size() * sizeof(long long), cudaMemcpyDeviceToHost);
+    double f = 0, t = 0;
+    for (int bl = 0; bl < blocks; bl++) {
+        long long end = h[4 * bl + 1];
+        if (consumers == 2) end = std::max(end, h[4 * bl + 2]);
+        f += (double)(h[4 * bl + 3] - h[4 * bl]);
+        t += (double)(end - h[4 * bl + 3]);
+    }
+    *first = f / blocks;
+    *then = slices > 1 ? t / blocks / (slices - 1) : 0.0;
 }
 
 /* the tight kernel at one ring depth and consumer count: cycles a slice (block mean), launch us */
@@ -557,8 +567,10 @@ static int run_tight(const CUtensorMap &amap, const CUtensorMap &bmap, int slice
         return cudaGetLastError();
     });
     if (ms < 0) return 1;
-    printf("%s %6d %6d %9d %-7s wait 1   A+B     %12.0f %11.2f\n", ROT ? "tightR" : A64 ? "tightA" : PSPLIT ? "tight2" : "tight ",
-           blocks, STAGES, CONSUMERS, MMA ? "wgmma" : "none", cycles_a_slice(out, blocks, CONSUMERS, slices), 1000.0 * ms);
+    double first, then;
+    first_then(out, blocks, CONSUMERS, slices, &first, &then);
+    printf("%s %6d %6d %9d %-7s wait 1   A+B     %12.0f %11.2f %11.0f %10.0f\n", ROT ? "tightR" : A64 ? "tightA" : PSPLIT ? "tight2" : "tight ",
+           blocks, STAGES, CONSUMERS, MMA ? "wgmma" : "none", cycles_a_slice(out, blocks, CONSUMERS, slices), 1000.0 * ms, first, then);
     return 0;
 }
 
@@ -664,7 +676,7 @@ int main(int argc, char **argv)
     long long *out, *trace;
     float *sink;
     if (cudaMalloc(&a, 128 * 1024 * 2) != cudaSuccess || cudaMalloc(&b, 1024 * 4096 * 2) != cudaSuccess ||
-        cudaMalloc(&out, 3 * 128 * sizeof(long long)) != cudaSuccess || cudaMalloc(&sink, 384 * sizeof(float)) != cudaSuccess ||
+        cudaMalloc(&out, 4 * 128 * sizeof(long long)) != cudaSuccess || cudaMalloc(&sink, 384 * sizeof(float)) != cudaSuccess ||
         cudaMalloc(&trace, 192 * sizeof(long long)) != cudaSuccess) {
         fprintf(stderr, "ring-rate: no GPU memory (%s)\n", cudaGetErrorString(cudaGetLastError()));
         return 1;
@@ -678,7 +690,7 @@ int main(int argc, char **argv)
         return 1;
     if (tight) {
         printf("slices a block %d; the tight consumer loop\n", slices);
-        printf("kernel blocks stages consumers mma     release  loads   cycles/slice   launch us\n");
+        printf("kernel blocks stages consumers mma     release  loads   cycles/slice   launch us  first full  then/slice\n");
         int bad = 0;
         for (int blocks : {1, 128}) {
             bad |= run_tight<4, 1>(amap, bmap, slices, blocks, out, sink);
