@@ -765,6 +765,19 @@ static void gemm_dispatch(void)
             CHECK_INT(ndiff, 0);
         }
         unsetenv("KILN_WGMMA_MCAST");
+        /* k pairs 128 wide at the fewest stages one may ask for: the ring keeps four (two a
+         * consumer; with fewer a consumer waited on a stage it held itself, and K = 300's five
+         * slices hung); the emulator checks the sums. Wider k pairs are an error naming both. */
+        setenv("KILN_WGMMA_KPAIR", "1", 1);
+        setenv("KILN_WGMMA_BN", "128", 1);
+        setenv("KILN_WGMMA_STAGES", "1", 1);
+        CHECK_OK(gpu, kiln_dot(cm, amg, bmg, 1.0, 0.0, NULL));
+        CHECK_OK(gpu, kiln_ctx_synchronize(gpu));
+        setenv("KILN_WGMMA_BN", "256", 1);
+        CHECK_FAILS(gpu, kiln_dot(cm, amg, bmg, 1.0, 0.0, NULL), KILN_ERR_ARG,
+                    "KILN_WGMMA_BN=256 with KILN_WGMMA_KPAIR=1");
+        unsetenv("KILN_WGMMA_KPAIR");
+        unsetenv("KILN_WGMMA_STAGES");
         unsetenv("KILN_WGMMA_BN");
         free(c_on);
         free(c_off);

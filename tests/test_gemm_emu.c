@@ -342,6 +342,24 @@ static int rule_kpair(int64_t M, int64_t N, int64_t K, int sms)
     rule_launch(M, N, K, sms, 0, 0, 0, &l);
     return l.cfg.kpair;
 }
+/* the width of its k pairs (0: none) on 132 SMs with A stored (M, K) (K-major), packed or with
+ * rows lda elements apart */
+static int rule_kp_width(int64_t M, int64_t N, int64_t K, int64_t lda)
+{
+    kiln_gemm_desc d;
+    memset(&d, 0, sizeof d);
+    d.dtype = KILN_DTYPE_F16;
+    d.M = M, d.N = N, d.K = K;
+    d.a = d.b = d.c = (char *)(uintptr_t)4096;
+    d.a_sm = lda, d.a_sk = 1, d.b_sk = N, d.b_sn = 1, d.c_sm = N, d.c_sn = 1, d.bias_s = 1;
+    d.alpha = 1.0;
+    kiln_gemm_batches bt;
+    kiln__cuda_gemm_merge_batches(&d, &bt);
+    kiln_gemm_wgmma_opts o = {.tma_store = 1};
+    kiln_gemm_wgmma_launch l;
+    kiln__cuda_gemm_wgmma_prepare(&d, &bt, 132, 1, &o, &l);
+    return l.cfg.kpair ? l.cfg.bn : 0;
+}
 /* its k splits on sms SMs */
 static int rule_splits(int64_t M, int64_t N, int64_t K, int sms)
 {
@@ -618,7 +636,7 @@ static void run(const ecase *e)
         if (e->split_sum) CHECK_INT(l.cfg.slice_sum, e->split_sum == 3);
         if (e->mcast) CHECK_INT(l.cfg.mcast, e->mcast == 2);
         if (e->kpair) CHECK_INT(l.cfg.kpair, e->kpair == 2);
-        if (l.cfg.kpair) CHECK(l.cfg.bn == 64 && l.w[26] == 1 && (int64_t)l.w[19] == (d.M + 63) / 64);
+        if (l.cfg.kpair) CHECK(l.cfg.bn == (e->bn ? e->bn : 64) && l.w[26] == 1 && (int64_t)l.w[19] == (d.M + 63) / 64);
         if (l.cfg.mcast) { /* whole clusters of two, at most mc_pairs of them */
             CHECK_INT((int)l.cluster, 2);
             CHECK_INT((int)(l.grid % 2), 0);
@@ -1233,6 +1251,20 @@ int main(void)
          .tma_store = 1, .kpair = 2},
         {.dt = 1, .M = 256, .N = 192, .K = 128, .nb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 4, .tma_store = 1,
          .exact = 1, .kpair = 2},
+        /* k pairs 128 wide (KILN_WGMMA_KPAIR=1 with KILN_WGMMA_BN=128): ragged M and N, the whole
+         * epilogue with exact SR bits, an odd slice count; the same inputs with 64-wide k pairs:
+         * the same bits; K-major B with beta and batches at the fewest stages asked for
+         * (KILN_WGMMA_STAGES=1: the ring's four, two a consumer; fewer deadlocked); the register
+         * epilogue; the cooperative kernel at one stage asked for (two) */
+        {.dt = 0, .M = 130, .N = 300, .K = 1000, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 16,
+         .tma_store = 1, .exact = 1, .kpair = 2, .bn = 128},
+        {.dt = 0, .M = 130, .N = 300, .K = 1000, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 16,
+         .tma_store = 1, .exact = 1, .same_bits = 1, .kpair = 2},
+        {.dt = 1, .M = 200, .N = 300, .K = 150, .nb = 2, .ta = 1, .tb = 1, .pad = 8, .alpha = -0.75, .beta = 0.5,
+         .bias = 1, .sr = 1, .sms = 3, .tma_store = 1, .kpair = 2, .bn = 128, .stages = 1},
+        {.dt = 0, .M = 70, .N = 200, .K = 330, .nb = 1, .alpha = 2.0, .bias = 1, .relu = 1, .sms = 2, .kpair = 2, .bn = 128},
+        {.dt = 0, .M = 200, .N = 136, .K = 330, .nb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 2, .tma_store = 1,
+         .stages = 1},
         /* k pairs with an odd slice count (13) on random (inexact) inputs: one block running all
          * twelve tiles, so that the consumers' parities swap from tile to tile, then a block a
          * tile (every tile starting at an even ring position): the same bits */
@@ -1388,6 +1420,18 @@ int main(void)
      * (64 tiles of 128 rows: 128 of 64); not the split fc4096 / fc1000 fprop, not the 1024
      * square (128 tiles), not M <= 64, not fc9216 bprop (128 wide) */
     CHECK_INT(rule_kpair(128, 4096, 1000, 132), 1);
+    /* 128 wide where A's K-major rows straddle 128-byte lines and the 64 x 128 tiles fill more
+     * than a quarter of the SMs and at most a wave; the same shape with rows 2048 bytes apart
+     * (packed K = 1024, or K = 1000 in a wider tensor) in 64-wide ones; 32 tiles: 64 wide;
+     * more than a wave of them: none */
+    CHECK_INT(rule_kp_width(128, 4096, 1000, 1000), 128);
+    CHECK_INT(rule_kp_width(256, 4096, 1000, 1000), 128);
+    CHECK_INT(rule_kp_width(192, 4096, 1000, 1000), 128);
+    CHECK_INT(rule_kp_width(128, 4096, 1024, 1024), 64);
+    CHECK_INT(rule_kp_width(128, 4096, 1000, 1024), 64);
+    CHECK_INT(rule_kp_width(128, 2048, 1000, 1000), 64);
+    CHECK_INT(rule_kp_width(256, 4096, 1024, 1024), 0);
+    CHECK_INT(rule_kp_width(512, 4096, 1000, 1000), 0);
     CHECK_INT(rule_kpair(128, 4096, 4096, 132), 0);
     CHECK_INT(rule_kpair(128, 1000, 4096, 132), 0);
     CHECK_INT(rule_kpair(1024, 1024, 1024, 132), 0);
@@ -1460,6 +1504,9 @@ int main(void)
         CHECK_INT(rule_auto(own_shapes[i][0], own_shapes[i][1], own_shapes[i][2]), 1);
     for (size_t i = 0; i < sizeof vendor_shapes / sizeof vendor_shapes[0]; i++)
         CHECK_INT(rule_auto(vendor_shapes[i][0], vendor_shapes[i][1], vendor_shapes[i][2]), 0);
+    /* k pairs 128 wide (A's 2000-byte rows): cuBLASLt (0.96x at batch 256, NOTES step 32) */
+    CHECK_INT(rule_auto(256, 4096, 1000), 0);
+    CHECK_INT(rule_auto(192, 4096, 1000), 0);
     /* tf32: the same classes, where the k slices hold 32 k: fc9216 fprop's splits are 142
      * slices and fc1000 bprop splits in 2 of 16 (the wgmma kernel), fc4096's splits are 62
      * (cuBLASLt) */

@@ -791,6 +791,16 @@ static const char kernel_src[] =
     "  /* KP: consumer 1's 64 x BN f32 sums (element i of its thread t at i * 128 + t) */\n"
     "  const unsigned kp_sums = (bias_smem + 2 * BN * 4 + 15) & ~15u;\n"
     "  const int tid = (int)threadIdx.x, wg = tid >> 7;\n"
+    "  const long long NB = (long long)p.w[18];\n"
+    "  const int tiles_m = (int)p.w[19], tiles_n = (int)p.w[20], group_m = (int)p.w[41];\n"
+    "  const int KT = (int)p.w[25], splits = (int)p.w[26], kper = (int)p.w[27];\n"
+    "  /* MC: the two blocks of a cluster take tile rows 2 i and 2 i + 1 of the work items' tile row\n"
+    "   * i (with an odd tiles_m the last item's second row lies past M: that block loads zeros\n"
+    "   * into A, shares B, and stores nothing) */\n"
+    "  const int rank = MC ? (int)(blockIdx.x & 1u) : 0, item_rows = MC ? (tiles_m + 1) >> 1 : tiles_m;\n"
+    "  const long long items = NB * item_rows * tiles_n * splits;\n"
+    "  const long long first = MC ? blockIdx.x >> 1 : blockIdx.x, step = MC ? gridDim.x >> 1 : gridDim.x;\n"
+    "\n"
     "  if (tid == 0) {\n"
     "    kg_prefetch_map(&p.ta);\n"
     "    kg_prefetch_map(&p.tb);\n"
@@ -811,20 +821,23 @@ static const char kernel_src[] =
     "    }\n"
     "    kg_fence_bar_init();\n"
     "  }\n"
+    "  /* the launch's words above and the block's first work item, read and decoded before the\n"
+    "   * barrier below and the grid-dependency wait: the first reads of the argument words miss\n"
+    "   * the constant cache, and their chain in the decode had put the producer's first load ~1.4k\n"
+    "   * cycles after the wait (fc1000 bprop, H100, NOTES step 32); here they overlap the maps'\n"
+    "   * prefetch, the barriers' set-up and the previous kernel's tail (the empty asm makes them\n"
+    "   * happen here, not at their first use) */\n"
+    "  long long tile0 = 0, bi0 = 0;\n"
+    "  int tm0 = 0, tn0 = 0;\n"
+    "  if (first < items) {\n"
+    "    tile0 = kg_tile_of(p, first, splits);\n"
+    "    kg_item(p, tile0, item_rows, tiles_n, group_m, &bi0, &tm0, &tn0);\n"
+    "  }\n"
+    "  asm volatile(\"\" : \"+l\"(tile0), \"+l\"(bi0), \"+r\"(tm0), \"+r\"(tn0));\n"
     "  __syncthreads();\n"
     "  /* every block's barriers are set up before another block of the cluster arrives on them */\n"
     "  if constexpr (CLUSTER || MC) kg_cluster_sync();\n"
     "  kg_grid_dep(); /* the barriers and the maps' prefetch above overlap the previous kernel */\n"
-    "\n"
-    "  const long long NB = (long long)p.w[18];\n"
-    "  const int tiles_m = (int)p.w[19], tiles_n = (int)p.w[20], group_m = (int)p.w[41];\n"
-    "  const int KT = (int)p.w[25], splits = (int)p.w[26], kper = (int)p.w[27];\n"
-    "  /* MC: the two blocks of a cluster take tile rows 2 i and 2 i + 1 of the work items' tile row\n"
-    "   * i (with an odd tiles_m the last item's second row lies past M: that block loads zeros\n"
-    "   * into A, shares B, and stores nothing) */\n"
-    "  const int rank = MC ? (int)(blockIdx.x & 1u) : 0, item_rows = MC ? (tiles_m + 1) >> 1 : tiles_m;\n"
-    "  const long long items = NB * item_rows * tiles_n * splits;\n"
-    "  const long long first = MC ? blockIdx.x >> 1 : blockIdx.x, step = MC ? gridDim.x >> 1 : gridDim.x;\n"
     "\n"
     "  if (wg == 0) {\n"
     "    /* producer */\n"
@@ -833,10 +846,12 @@ static const char kernel_src[] =
     "      const int a_bat = (int)p.w[23], b_bat = (int)p.w[24];\n"
     "      unsigned it = 0;\n"
     "      for (long long item = first; item < items; item += step) {\n"
-    "        long long bi;\n"
-    "        int tm, tn;\n"
-    "        const long long tile = kg_tile_of(p, item, splits);\n"
-    "        kg_item(p, tile, item_rows, tiles_n, group_m, &bi, &tm, &tn);\n"
+    "        long long bi = bi0, tile = tile0;\n"
+    "        int tm = tm0, tn = tn0;\n"
+    "        if (item != first) {\n"
+    "          tile = kg_tile_of(p, item, splits);\n"
+    "          kg_item(p, tile, item_rows, tiles_n, group_m, &bi, &tm, &tn);\n"
+    "        }\n"
     "        if constexpr (MC) tm = 2 * tm + rank;\n"
     "        const int m0 = tm * BM, n0 = tn * BN, ab = a_bat ? (int)bi : 0, bb = b_bat ? (int)bi : 0;\n"
     "        int kb, ke;\n"
@@ -892,7 +907,7 @@ static const char kernel_src[] =
     "  unsigned stored = 0; /* tiles this consumer stored through TMA: their staging buffer alternates */\n"
     "  long long local = 0; /* this block's items so far (ping-pong: consumer cw takes the ones of its parity) */\n"
     "  for (long long item = first; item < items; item += step, local++) {\n"
-    "    const long long tile = kg_tile_of(p, item, splits);\n"
+    "    const long long tile = item == first ? tile0 : kg_tile_of(p, item, splits);\n"
     "    const int split = (int)(item - tile * splits);\n"
     "    int kb, ke;\n"
     "    kg_krange(split, KT, splits, kper, &kb, &ke);\n"
@@ -907,9 +922,9 @@ static const char kernel_src[] =
     "      else if (n > 0)\n"
     "        kg_bar_wait(turn0, (unsigned)((n - 1) & 1));\n"
     "    }\n"
-    "    long long bi;\n"
-    "    int tm, tn;\n"
-    "    kg_item(p, tile, item_rows, tiles_n, group_m, &bi, &tm, &tn);\n"
+    "    long long bi = bi0;\n"
+    "    int tm = tm0, tn = tn0;\n"
+    "    if (item != first) kg_item(p, tile, item_rows, tiles_n, group_m, &bi, &tm, &tn);\n"
     "    if constexpr (MC) tm = 2 * tm + rank;\n"
     "    /* BIAS_SMEM: this thread's 4 bytes of the tile's bias: column ct (f32), columns 2 ct and\n"
     "     * 2 ct + 1 (16-bit; 0 past N) */\n"
@@ -961,13 +976,17 @@ static const char kernel_src[] =
     "     * odd the parities swap from item to item; the tile's sum is the same either way (the\n"
     "     * even slices' sum plus the odd slices', each in k order, and a + b = b + a) */\n"
     "    const unsigned it0 = it;\n"
-    "    for (int kt = kb; kt < ke; kt++, it++) {\n"
-    "      const unsigned s = it % STAGES;\n"
-    "      if constexpr (KP) {\n"
-    "        if ((int)(it & 1u) != cw) continue;\n"
-    "      }\n"
-    "      kg_bar_wait(full0 + 8 * s, (it / STAGES) & 1);\n"
-    "      if (ws_split && ct == 0 && kt == k_arrive) arrival = atomicAdd(&counters[tile], 1);\n"
+    "    /* the loop visits this consumer's slices only (KP: every second one), the stage and its\n"
+    "     * phase counted as it goes, not a division, a modulo and a skipped iteration a slice:\n"
+    "     * fc1000 bprop's first item with 8 blocks ~410 -> ~340 cycles a slice (H100, NOTES step\n"
+    "     * 32); with 128 blocks dY's 2000-byte rows bound its loads either way */\n"
+    "    constexpr unsigned STEP = KP ? 2u : 1u;\n"
+    "    const unsigned nsl = (unsigned)(ke - kb), j0 = KP ? (unsigned)((int)(it0 & 1u) != cw) : 0u;\n"
+    "    unsigned s = (it0 + j0) % STAGES, ph = ((it0 + j0) / STAGES) & 1u;\n"
+    "    it = it0 + nsl;\n"
+    "    for (unsigned j = j0; j < nsl; j += STEP) {\n"
+    "      kg_bar_wait(full0 + 8 * s, ph);\n"
+    "      if (ws_split && ct == 0 && kb + (int)j == k_arrive) arrival = atomicAdd(&counters[tile], 1);\n"
     "      /* K-major: rows of 128 bytes, 8-row groups 1024 bytes apart, a KSTEP = +32 bytes (+2 in\n"
     "       * the descriptor) in the row; MN-major: 64-wide chunks CHUNK bytes apart, k rows of 128\n"
     "       * bytes, k16 = +2048 bytes (+128) */\n"
@@ -990,6 +1009,11 @@ static const char kernel_src[] =
     "      if (held && leader) kg_release(empty0 + 8 * prev, rank);\n"
     "      prev = s;\n"
     "      held = true;\n"
+    "      s += STEP;\n"
+    "      if (s >= (unsigned)STAGES) {\n"
+    "        s -= STAGES;\n"
+    "        ph ^= 1u;\n"
+    "      }\n"
     "    }\n"
     "    if (PP && leader) kg_bar_arrive(turn0 + 8 * (1 - cw)); /* the other consumer's turn */\n"
     "    kg_wg_wait<0>();\n"
@@ -1425,9 +1449,12 @@ static int stages_for(const kiln_gemm_wgmma_cfg *c)
     int n = (SMEM_MAX - 1024 - 256 - cstage_for(c) - bias_smem_for(c) - kp_smem_for(c)) / stage;
     const int cap = c->stages_cap > 0 ? c->stages_cap : 7;
     if (n > cap) n = cap;
-    /* k pairs: an even ring, so that each stage always goes to the same consumer (the kernel's
-     * KP comment) */
-    if (c->kpair && (n & 1)) n = n > 1 ? n - 1 : 2; /* (KILN_WGMMA_STAGES=1: two) */
+    /* A consumer still holds its previous slice's stage while it waits for the next slice (one
+     * wgmma group stays in flight), so the ring needs two stages, and k pairs four: an even
+     * ring, each stage always going to the same consumer (the kernel's KP comment), two of them
+     * each. Fewer deadlock on an item of more slices than a consumer's stages. */
+    if (c->kpair && (n & 1)) n--;
+    if (n < (c->kpair ? 4 : 2)) n = c->kpair ? 4 : 2;
     return n;
 }
 
@@ -1855,14 +1882,27 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     /* k pairs: 64 x 64 tiles, the two consumers taking alternate k slices of one tile, where the
      * rule's 64-wide tiles of 128 rows are unsplit and fill at most half the SMs (fc1000 bprop:
      * 64 tiles of 128 rows, 128 of 64 rows; not where the width or the splits are forced);
-     * KILN_WGMMA_KPAIR=1 forces them, unsplit, 64 wide */
+     * KILN_WGMMA_KPAIR=1 forces them, unsplit, 64 wide (128 with KILN_WGMMA_BN=128; wider ones
+     * would leave the ring fewer than the four stages k pairs need) */
     const int64_t tiles64 = nb * ((d->M + BM - 1) / BM) * ((d->N + 63) / 64);
     const int kp_rule = c->bn == 64 && splits == 1 && d->M > 64 && 2 * tiles64 <= sm_count &&
                         !(opts && (opts->bn || opts->splits));
-    c->kpair = !c->pingpong && (opts && opts->kpair ? opts->kpair == 2 : kp_rule);
+    /* k pairs 128 wide (64 x 128 tiles) where A is K-major with rows that straddle 128-byte
+     * lines (dY of fc1000 bprop: 2000-byte rows), the rule's tiles are unsplit and the 64 x 128
+     * tiles fill more than a quarter of the SMs and at most a wave: each A row is then read by
+     * half as many tile columns, and with 64 blocks or more the blocks' loads keep up. On the
+     * H100 (graphed, f16; NOTES step 32): 128 x 4096 x 1000 0.0068 -> 0.0066 ms against 64-wide
+     * k pairs; 192 / 256 x 4096 x 1000 and 128 x 8192 x 1000 0.0098-0.0110 -> 0.0075-0.0083
+     * against 128-row tiles; with aligned rows (K = 1024) or at most 32 tiles (128 x 2048 x 1000)
+     * the 64-wide tiles stay ahead */
+    const int64_t tiles128 = nb * ((d->M + 63) / 64) * ((d->N + 127) / 128);
+    const int a_straddles = c->a_kmajor && (((uintptr_t)d->a % 128u) != 0 || (d->a_sm * es) % 128 != 0);
+    const int kp128_rule = es == 2 && a_straddles && splits == 1 && d->M > 64 && 4 * tiles128 > sm_count &&
+                           tiles128 <= sm_count && !(opts && (opts->bn || opts->splits));
+    c->kpair = !c->pingpong && (opts && opts->kpair ? opts->kpair == 2 : kp_rule || kp128_rule);
     c->stages_cap = opts && opts->stages > 0 ? opts->stages : 0;
     if (c->kpair) {
-        c->bn = 64;
+        c->bn = opts && opts->kpair == 2 ? (opts->bn == 128 ? 128 : 64) : kp128_rule ? 128 : 64;
         splits = 1;
     }
     const int bm = bm_of(c);
@@ -2052,7 +2092,8 @@ int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches 
         if (flops <= (double)(1 << 29)) return 1;
         /* pick_tiles' two splits of 128-wide tiles on two tile rows or more: 1.0-1.22x (step 28) */
         if (splits == 2 && l.cfg.bn == 128 && rows >= 2) return 1;
-        if (splits == 1 && rows >= 2 && l.cfg.bn != 64 && 4 * l.tiles >= 3 * (int64_t)sm_count) return 1;
+        /* (not k pairs 128 wide: 256 x 4096 x 1000 0.96x, NOTES step 32) */
+        if (splits == 1 && rows >= 2 && l.cfg.bn != 64 && !l.cfg.kpair && 4 * l.tiles >= 3 * (int64_t)sm_count) return 1;
     }
     if (splits == 1 && l.cfg.bn == 64) return rows >= 4 && !l.cfg.kpair;
     if (splits == 1) return rows == 1 && l.tiles >= 64 && l.tiles <= sm_count;

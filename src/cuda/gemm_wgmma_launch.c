@@ -48,7 +48,8 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
  * unit stride along N, 16-byte rows), KILN_WGMMA_SCHED=coop|pingpong (coop, both consumers
  * on one tile, is the rule's but for the plain f16 K <= 128 updates: ping-pong measured slower
  * on most other shapes),
- * KILN_WGMMA_KPAIR=0|1, KILN_WGMMA_BN=64|128|192|256, KILN_WGMMA_SPLITS=1..64,
+ * KILN_WGMMA_KPAIR=0|1 (k pairs: 64-row tiles, 64 wide or KILN_WGMMA_BN's width),
+ * KILN_WGMMA_BN=64|128|192|256, KILN_WGMMA_SPLITS=1..64,
  * KILN_WGMMA_SR_UNROLL=1|2|4 (groups of the register-store epilogue unrolled together with
  * stochastic rounding; 4, the default; 1 keeps the code smallest; the staged epilogue unrolls
  * them all),
@@ -61,7 +62,8 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
  * (tile rows per group of the tile order; 8 by default), KILN_WGMMA_GRID=1..65536 (persistent
  * blocks, at most one an SM and one a work item; not for cluster or slice-summed launches),
  * KILN_WGMMA_STAGES=1..16 (the ring's most stages; 7 by default, fewer where shared memory
- * runs out: deeper rings measured slower, bench/NOTES.md step 29).
+ * runs out: deeper rings measured slower, bench/NOTES.md step 29; never fewer than two, four
+ * with k pairs, which the ring needs).
  * A value that is none of these is an error naming the variable. */
 /* A count from 1 to most in the environment variable name into *out (unset: unchanged). */
 static kiln_status env_count(kiln_ctx *ctx, const char *name, long most, int *out)
@@ -105,6 +107,10 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
     KILN_TRY(env_count(ctx, "KILN_WGMMA_GROUP_M", 1024, &o->group_m));
     KILN_TRY(env_count(ctx, "KILN_WGMMA_GRID", 65536, &o->grid));
     KILN_TRY(env_count(ctx, "KILN_WGMMA_STAGES", 16, &o->stages));
+    if (o->kpair == 2 && o->bn > 128)
+        return KILN_ERROR(ctx, KILN_ERR_ARG,
+                          "kiln_dot: environment variable KILN_WGMMA_BN=%d with KILN_WGMMA_KPAIR=1: k pairs take 64 or 128",
+                          o->bn);
     return KILN_OK;
 }
 
