@@ -694,6 +694,7 @@ static void gemm_dispatch(void)
                    {"KILN_WGMMA_SPLIT_SUM", "dsmem", "KILN_WGMMA_SPLIT_SUM='dsmem'"},
                    {"KILN_WGMMA_MCAST", "2", "KILN_WGMMA_MCAST='2'"},
                    {"KILN_WGMMA_KPAIR", "on", "KILN_WGMMA_KPAIR='on'"},
+                   {"KILN_WGMMA_KPAIR", "2", "KILN_WGMMA_KPAIR='2'"},
                    {"KILN_WGMMA_GROUP_M", "0", "KILN_WGMMA_GROUP_M='0'"},
                    {"KILN_WGMMA_GROUP_M", "4k", "KILN_WGMMA_GROUP_M='4k'"},
                    {"KILN_WGMMA_GRID", "0", "KILN_WGMMA_GRID='0'"},
@@ -728,8 +729,9 @@ static void gemm_dispatch(void)
         /* TMA multicast of B in clusters of two gives the bits of the plain kernel: an odd
          * number of tile rows (the last cluster's second block past M), three tile widths (at 64
          * one MN-major box of B, which the first block of a pair loads for both), with
-         * bias, ReLU and stochastic rounding */
-        int64_t ms[2] = {520, 300}, ns[2] = {300, 520}, cs[2] = {520, 520};
+         * bias, ReLU and stochastic rounding (K = 304: rows of 608 bytes, 16-byte aligned as
+         * TMA needs; with K = 300 every way ran the mma.sync kernel) */
+        int64_t ms[2] = {520, 304}, ns[2] = {304, 520}, cs[2] = {520, 520};
         kiln_tensor *am, *amg, *bm, *bmg, *biasm, *biasg, *cm = NULL;
         make_pair(KILN_DTYPE_BF16, 2, ms, V_PLAIN, -1, 1, &am, &amg);
         make_pair(KILN_DTYPE_BF16, 2, ns, V_PLAIN, -1, 1, &bm, &bmg);
@@ -765,17 +767,41 @@ static void gemm_dispatch(void)
             CHECK_INT(ndiff, 0);
         }
         unsetenv("KILN_WGMMA_MCAST");
-        /* k pairs 128 wide at the fewest stages one may ask for: the ring keeps four (two a
-         * consumer; with fewer a consumer waited on a stage it held itself, and K = 300's five
-         * slices hung); the emulator checks the sums. Wider k pairs are an error naming both. */
-        setenv("KILN_WGMMA_KPAIR", "1", 1);
-        setenv("KILN_WGMMA_BN", "128", 1);
-        setenv("KILN_WGMMA_STAGES", "1", 1);
+        /* 64-row tiles 128 wide at the fewest stages one may ask for: k pairs keep four (two a
+         * consumer; with fewer a consumer waited on a stage it held itself, and K = 304's five
+         * slices hung), one consumer two; both against the rule's kernel (C = A B, round to
+         * nearest: the sums in another order, within two units of bf16's last place). Wider
+         * 64-row tiles are an error naming both variables. */
         CHECK_OK(gpu, kiln_dot(cm, amg, bmg, 1.0, 0.0, NULL));
-        CHECK_OK(gpu, kiln_ctx_synchronize(gpu));
+        CHECK_OK(gpu, kiln_tensor_read(cm, c_off, KILN_DTYPE_BF16));
+        static const char *const kp_modes[2] = {"1", "one"};
+        for (int k = 0; k < 2 && c_on && c_off; k++) {
+            setenv("KILN_WGMMA_KPAIR", kp_modes[k], 1);
+            setenv("KILN_WGMMA_BN", "128", 1);
+            setenv("KILN_WGMMA_STAGES", "1", 1);
+            CHECK_OK(gpu, kiln_assign(cm, kiln_scalar(NAN)));
+            CHECK_OK(gpu, kiln_dot(cm, amg, bmg, 1.0, 0.0, NULL));
+            CHECK_OK(gpu, kiln_tensor_read(cm, c_on, KILN_DTYPE_BF16));
+            int64_t far = 0;
+            for (int64_t i = 0; i < 520 * 520; i++) {
+                unsigned short x, y;
+                memcpy(&x, c_on + 2 * i, 2);
+                memcpy(&y, c_off + 2 * i, 2);
+                const double a = kiln_bf16_to_f32(x), b = kiln_bf16_to_f32(y);
+                far += !(fabs(a - b) <= ldexp(fabs(b) > 1.0 ? fabs(b) : 1.0, -6));
+            }
+            if (far) fprintf(stderr, "  KILN_WGMMA_KPAIR=%s, BN 128: %lld elements of C far from the rule's\n", kp_modes[k],
+                             (long long)far);
+            CHECK_INT(far, 0);
+        }
+        setenv("KILN_WGMMA_KPAIR", "1", 1);
         setenv("KILN_WGMMA_BN", "256", 1);
         CHECK_FAILS(gpu, kiln_dot(cm, amg, bmg, 1.0, 0.0, NULL), KILN_ERR_ARG,
                     "KILN_WGMMA_BN=256 with KILN_WGMMA_KPAIR=1");
+        setenv("KILN_WGMMA_KPAIR", "one", 1);
+        setenv("KILN_WGMMA_BN", "192", 1);
+        CHECK_FAILS(gpu, kiln_dot(cm, amg, bmg, 1.0, 0.0, NULL), KILN_ERR_ARG,
+                    "KILN_WGMMA_BN=192 with KILN_WGMMA_KPAIR=one");
         unsetenv("KILN_WGMMA_KPAIR");
         unsetenv("KILN_WGMMA_STAGES");
         unsetenv("KILN_WGMMA_BN");

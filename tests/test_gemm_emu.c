@@ -193,8 +193,8 @@ typedef struct ecase {
                          * 2 on where it applies (checked it does) */
     int mc_pairs;       /* wgmma multicast: clusters the "device" runs at once (0 = sms / 2) */
     int want_bn;        /* wgmma: the tile width the rule must pick (0 = not checked) */
-    int kpair;          /* wgmma k pairs (64 x 64 tiles, alternate k slices per consumer): 0 the
-                         * rule's, 1 off, 2 on (checked it is) */
+    int kpair;          /* wgmma 64-row tiles: 0 the rule's, 1 off, 2 k pairs (alternate k slices
+                         * per consumer), 3 one consumer (checked it is) */
     int group_m;        /* wgmma: tile rows per group of the tile order (0 = the rule's, 8) */
     int want_grid;      /* wgmma: the persistent blocks the rule must launch (0 = not checked) */
     int stages;         /* wgmma: the ring's most stages (0 = the rule's 7; KILN_WGMMA_STAGES) */
@@ -335,7 +335,7 @@ static int ffma_wide(int64_t M, int64_t N, int64_t K)
     if (l.cfg.wide) CHECK(l.cfg.minb == 1 && l.cfg.bk == 8);
     return l.cfg.wide;
 }
-/* whether it runs in k pairs (64 x 64 tiles) on sms SMs */
+/* its 64-row tiles (cfg.kpair: 0 none, 1 k pairs, 2 one consumer) on sms SMs */
 static int rule_kpair(int64_t M, int64_t N, int64_t K, int sms)
 {
     kiln_gemm_wgmma_launch l;
@@ -635,8 +635,10 @@ static void run(const ecase *e)
         if (e->split_sum) CHECK_INT(l.cfg.cluster, e->split_sum == 1);
         if (e->split_sum) CHECK_INT(l.cfg.slice_sum, e->split_sum == 3);
         if (e->mcast) CHECK_INT(l.cfg.mcast, e->mcast == 2);
-        if (e->kpair) CHECK_INT(l.cfg.kpair, e->kpair == 2);
-        if (l.cfg.kpair) CHECK(l.cfg.bn == (e->bn ? e->bn : 64) && l.w[26] == 1 && (int64_t)l.w[19] == (d.M + 63) / 64);
+        if (e->kpair) CHECK_INT(l.cfg.kpair, e->kpair >= 2 ? e->kpair - 1 : 0);
+        if (l.cfg.kpair) /* 64-row tiles, unsplit: the forced width or 64; the rule's 64 or 128 */
+            CHECK((e->kpair >= 2 ? l.cfg.bn == (e->bn ? e->bn : 64) : l.cfg.bn == 64 || l.cfg.bn == 128) &&
+                  l.w[26] == 1 && (int64_t)l.w[19] == (d.M + 63) / 64);
         if (l.cfg.mcast) { /* whole clusters of two, at most mc_pairs of them */
             CHECK_INT((int)l.cluster, 2);
             CHECK_INT((int)(l.grid % 2), 0);
@@ -1265,6 +1267,19 @@ int main(void)
         {.dt = 0, .M = 70, .N = 200, .K = 330, .nb = 1, .alpha = 2.0, .bias = 1, .relu = 1, .sms = 2, .kpair = 2, .bn = 128},
         {.dt = 0, .M = 200, .N = 136, .K = 330, .nb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 2, .tma_store = 1,
          .stages = 1},
+        /* one consumer on 64-row tiles (KILN_WGMMA_KPAIR=one): 128 wide, ragged, the whole
+         * epilogue with exact SR bits and an odd slice count, then the same inputs in k pairs:
+         * the same bits; K-major B with beta and batches at the fewest stages asked for (two);
+         * 64 wide from the registers; tf32 */
+        {.dt = 0, .M = 130, .N = 300, .K = 1000, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 16,
+         .tma_store = 1, .exact = 1, .kpair = 3, .bn = 128},
+        {.dt = 0, .M = 130, .N = 300, .K = 1000, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 16,
+         .tma_store = 1, .exact = 1, .same_bits = 1, .kpair = 2, .bn = 128},
+        {.dt = 1, .M = 200, .N = 300, .K = 150, .nb = 2, .ta = 1, .tb = 1, .pad = 8, .alpha = -0.75, .beta = 0.5,
+         .bias = 1, .sr = 1, .sms = 3, .tma_store = 1, .kpair = 3, .bn = 128, .stages = 1},
+        {.dt = 0, .M = 70, .N = 200, .K = 330, .nb = 1, .alpha = 2.0, .bias = 1, .relu = 1, .sms = 2, .kpair = 3},
+        {.dt = 2, .M = 130, .N = 136, .K = 300, .nb = 1, .tb = 1, .pad = 4, .alpha = 1.0, .bias = 1, .sms = 3,
+         .tma_store = 1, .kpair = 3},
         /* k pairs with an odd slice count (13) on random (inexact) inputs: one block running all
          * twelve tiles, so that the consumers' parities swap from tile to tile, then a block a
          * tile (every tile starting at an even ring position): the same bits */
@@ -1419,7 +1434,7 @@ int main(void)
     /* k pairs where the 64-wide tiles are unsplit and fill at most half the SMs: fc1000 bprop
      * (64 tiles of 128 rows: 128 of 64); not the split fc4096 / fc1000 fprop, not the 1024
      * square (128 tiles), not M <= 64, not fc9216 bprop (128 wide) */
-    CHECK_INT(rule_kpair(128, 4096, 1000, 132), 1);
+    CHECK_INT(rule_kpair(128, 4096, 1000, 132), 2); /* one consumer */
     /* 128 wide where A's K-major rows straddle 128-byte lines and the 64 x 128 tiles fill more
      * than a quarter of the SMs and at most a wave; the same shape with rows 2048 bytes apart
      * (packed K = 1024, or K = 1000 in a wider tensor) in 64-wide ones; 32 tiles: 64 wide;

@@ -27,6 +27,8 @@ gemm-one`, A (M, K) @ B (K, N)). --clock stamps the SM's clock64 instead of the 
 block's phases are then counted in its own SM's cycles from its own entry (cycles compare with
 tools/ring-rate.cu's; blocks on different SMs do not compare with each other), and the report adds
 the first item's cycles from the end of set-up (the producer's first load) to the mainloop's end.
+Phases bound by memory take more cycles at a higher SM clock, and the clock moves between runs
+(1 275-1 980 MHz on the H100): compare cycles of phases that wait on memory only within one run.
 --tree DIR traces another source tree (a `git archive` of a branch, say) with this tool's patch.
 
 Used on the H100 on 2026-11-25 (bench/NOTES.md step 12): fc4096 fprop spent ~2 us before its

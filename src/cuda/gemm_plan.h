@@ -74,8 +74,9 @@ typedef struct kiln_gemm_wgmma_cfg {
                     * choice where every work item fits the first wave, KILN_WGMMA_SPLIT_SUM=slices) */
     int mcast;     /* clusters of two blocks on tile rows 2 i, 2 i + 1 sharing B through TMA multicast
                     * (unsplit, not ping-pong; KILN_WGMMA_MCAST) */
-    int kpair;     /* 64 x 64 tiles whose k slices the two consumers take in turn, consumer 1's sums
-                    * added to consumer 0's through shared memory (unsplit; KILN_WGMMA_KPAIR) */
+    int kpair;     /* 64-row tiles (64 or 128 wide, unsplit; KILN_WGMMA_KPAIR): 1 = k pairs, the two
+                    * consumers taking the k slices in turn, consumer 1's sums added to consumer
+                    * 0's through shared memory; 2 = one consumer taking every slice */
     int stages_cap; /* the most stages of the ring (0 = 7, the rule's; KILN_WGMMA_STAGES) */
 } kiln_gemm_wgmma_cfg;
 
@@ -142,7 +143,7 @@ typedef struct kiln_gemm_wgmma_opts {
     int no_coop;    /* no cooperative launches (the driver refused one): no slice sums */
     int mcast;      /* 0 = the rule's (off), 1 = off, 2 = on where it applies (KILN_WGMMA_MCAST) */
     int mc_pairs;   /* clusters of two the device runs at once with this kernel (0 = SMs / 2) */
-    int kpair;      /* 0 = the rule's, 1 = off, 2 = k pairs (64 x 64 tiles, unsplit) */
+    int kpair;      /* 0 = the rule's, 1 = off, 2 = k pairs, 3 = one consumer (64-row tiles, unsplit) */
     int group_m;    /* tile rows per group of the tile order (0 = the rule's; KILN_WGMMA_GROUP_M) */
     int grid;       /* persistent blocks, at most one an SM (0 = the rule's; KILN_WGMMA_GRID) */
     int stages;     /* the ring's most stages, 1-16 (0 = the rule's 7; KILN_WGMMA_STAGES) */

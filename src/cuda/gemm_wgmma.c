@@ -59,14 +59,17 @@
  *    each loads its own A and half of B (half the rows K-major, half the k rows of each box
  *    MN-major) into both blocks' stages (one L2 read of B for two tiles), and a stage is free
  *    once the consumers of both blocks released it.
- *  - k pairs (the rule's where 64-wide tiles of 128 rows would be unsplit and fill at most
- *    half the SMs: fc1000 bprop; KILN_WGMMA_KPAIR=1 forces them): 64 x 64 tiles, the two
- *    consumers taking alternate k slices of one tile (each m64n64 on the whole stage; the
- *    ring even, each stage always the same consumer's, which alone waits on it and releases
- *    it), consumer 1's sums added to consumer 0's through shared memory, which runs the
- *    epilogue alone; twice the tiles, as cuBLASLt's 64 x 64 kernel there (fc1000 bprop
- *    0.86-0.87x -> 0.94-0.95x of cuBLASLt as called on the H100; 0.80x -> 0.84x kernel
- *    against kernel with the own-stage waits, NOTES step 30).
+ *  - 64-row tiles, unsplit (the rule's where 64-wide tiles of 128 rows would be unsplit and
+ *    fill at most half the SMs, fc1000 bprop; 128 wide where A's K-major rows straddle
+ *    128-byte lines and 64 x 128 tiles fill a quarter to a whole wave): one consumer takes
+ *    every k slice (KP1; KILN_WGMMA_KPAIR=one forces it), the other consumer idles; twice the
+ *    tiles of 128-row ones, as cuBLASLt's 64 x 64 kernel there. Or k pairs (KILN_WGMMA_KPAIR=1,
+ *    not the rule's: one consumer measured level to 8 % faster, NOTES step 32): the two
+ *    consumers take alternate k slices (the ring even, each stage always the same consumer's,
+ *    which alone waits on it and releases it), consumer 1's sums added to consumer 0's through
+ *    shared memory, which runs the epilogue alone. fc1000 bprop kernel against kernel: 0.80x
+ *    of cuBLASLt in 128-row tiles, 0.84x in 64 x 64 k pairs (NOTES step 30), 0.93x with one
+ *    consumer 128 wide (step 32).
  * Not here yet: stream-K.
  * This file holds the kernel's source and its launch description, free of CUDA headers (built
  * into every libkiln for tests/test_gemm_emu.c); gemm_wgmma_launch.c runs it on a device.
@@ -122,7 +125,7 @@ static const char kernel_src[] =
     " * mainloop is through (one work item per block there) */\n"
     "static_assert(!CLUSTER || STAGES * STAGE_BYTES >= BM * BN * 4, \"the cluster partial fits the ring\");\n"
     "static_assert(STAGE_BYTES % 1024 == 0, \"stages stay 1024-byte aligned (128-byte swizzle atoms)\");\n"
-    "static_assert(!KP || STAGES % 2 == 0, \"k pairs: each stage always goes to the same consumer\");\n"
+    "static_assert(!KP || KP1 || STAGES % 2 == 0, \"k pairs: each stage always goes to the same consumer\");\n"
     "/* BIAS_SMEM (a bias, both consumers on one tile): each tile's BN bias values, loaded at the\n"
     " * item's start (under the mainloop's waits) by one consumer thread per 4 bytes (a column of\n"
     " * f32, a pair of 16-bit columns), go to shared memory as they are for the epilogue (two\n"
@@ -895,6 +898,10 @@ static const char kernel_src[] =
     "\n"
     "  /* consumers */\n"
     "  kg_regs_consumer();\n"
+    "  /* KP1: consumer 0 takes every slice of its 64-row tiles and consumer 1 has none (no sums to\n"
+    "   * exchange, no wait for the other's last slice: fc1000 bprop's k pairs spent ~500 cycles a\n"
+    "   * tile there, NOTES step 32) */\n"
+    "  if (KP1 && wg == 2) return;\n"
     "  const int cw = wg - 1, ltid = tid & 127, warp = ltid >> 5, lane = tid & 31;\n"
     "  const bool leader = ltid == 0;\n"
     "  float *ws = (float *)p.w[28];\n"
@@ -980,8 +987,8 @@ static const char kernel_src[] =
     "     * phase counted as it goes, not a division, a modulo and a skipped iteration a slice:\n"
     "     * fc1000 bprop's first item with 8 blocks ~410 -> ~340 cycles a slice (H100, NOTES step\n"
     "     * 32); with 128 blocks dY's 2000-byte rows bound its loads either way */\n"
-    "    constexpr unsigned STEP = KP ? 2u : 1u;\n"
-    "    const unsigned nsl = (unsigned)(ke - kb), j0 = KP ? (unsigned)((int)(it0 & 1u) != cw) : 0u;\n"
+    "    constexpr unsigned STEP = KP && !KP1 ? 2u : 1u;\n"
+    "    const unsigned nsl = (unsigned)(ke - kb), j0 = KP && !KP1 ? (unsigned)((int)(it0 & 1u) != cw) : 0u;\n"
     "    unsigned s = (it0 + j0) % STAGES, ph = ((it0 + j0) / STAGES) & 1u;\n"
     "    it = it0 + nsl;\n"
     "    for (unsigned j = j0; j < nsl; j += STEP) {\n"
@@ -1020,7 +1027,7 @@ static const char kernel_src[] =
     "    if (held && leader) kg_release(empty0 + 8 * prev, rank);\n"
     "    kg_acc_fence(acc);\n"
     "    if constexpr (PP) kg_acc_fence(acc + NACC);\n"
-    "    if constexpr (KP) {\n"
+    "    if constexpr (KP && !KP1) {\n"
     "      /* consumer 1's sums (its parity's slices) to consumer 0, which adds them to its own (or\n"
     "       * takes them, having held none: a one-slice item of consumer 1's), and alone runs the\n"
     "       * epilogue of the 64-row tile; the second barrier keeps the next tile's sums from\n"
@@ -1436,9 +1443,9 @@ static int bias_smem_for(const kiln_gemm_wgmma_cfg *c)
 
 /* Bytes of k pairs' exchange (kpair: consumer 1's 64 x bn f32 sums, after the bias area the
  * kernel's layout skips and their alignment). */
-static int kp_smem_for(const kiln_gemm_wgmma_cfg *c) { return c->kpair ? 2 * c->bn * 4 + 32 + 64 * c->bn * 4 : 0; }
+static int kp_smem_for(const kiln_gemm_wgmma_cfg *c) { return c->kpair == 1 ? 2 * c->bn * 4 + 32 + 64 * c->bn * 4 : 0; }
 
-/* Rows of a tile: 64 for k pairs, else BM. */
+/* Rows of a tile: 64 for k pairs (and one consumer's 64-row tiles), else BM. */
 static int bm_of(const kiln_gemm_wgmma_cfg *c) { return c->kpair ? 64 : BM; }
 
 /* Stages that fit beside the staging of C and the bias, at most 7 (a cluster-summed split's
@@ -1453,8 +1460,8 @@ static int stages_for(const kiln_gemm_wgmma_cfg *c)
      * wgmma group stays in flight), so the ring needs two stages, and k pairs four: an even
      * ring, each stage always going to the same consumer (the kernel's KP comment), two of them
      * each. Fewer deadlock on an item of more slices than a consumer's stages. */
-    if (c->kpair && (n & 1)) n--;
-    if (n < (c->kpair ? 4 : 2)) n = c->kpair ? 4 : 2;
+    if (c->kpair == 1 && (n & 1)) n--;
+    if (n < (c->kpair == 1 ? 4 : 2)) n = c->kpair == 1 ? 4 : 2;
     return n;
 }
 
@@ -1484,9 +1491,10 @@ void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
     /* RELU: a run-time flag's select was if-converted into a compare and a select an element
      * that ran with ReLU off too (two of the plain staged epilogue's ~4 instructions an element) */
     kiln__sbuf_printf(b, "constexpr int RELU = %d;\n", c->relu ? 1 : 0);
-    kiln__sbuf_printf(b, "constexpr int SR_UNROLL = %d, CBUFS = %d, CLUSTER = %d, SLICE_SUM = %d, MC = %d, KP = %d;\n",
+    kiln__sbuf_printf(b,
+                      "constexpr int SR_UNROLL = %d, CBUFS = %d, CLUSTER = %d, SLICE_SUM = %d, MC = %d, KP = %d, KP1 = %d;\n",
                       c->sr_unroll > 1 ? c->sr_unroll : 1, c->cbufs > 1 ? 2 : 1, c->cluster ? 1 : 0,
-                      c->slice_sum ? 1 : 0, c->mcast ? 1 : 0, c->kpair ? 1 : 0);
+                      c->slice_sum ? 1 : 0, c->mcast ? 1 : 0, c->kpair ? 1 : 0, c->kpair == 2 ? 1 : 0);
     /* the dtype's conversions and the paired store of two neighbours of C */
     if (tf32) {
         kiln__sbuf_puts(b, "__device__ __forceinline__ float kg_f32(ST h) { return h; }\n"
@@ -1879,30 +1887,37 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
         c->bn = 128;
         splits = 1;
     }
-    /* k pairs: 64 x 64 tiles, the two consumers taking alternate k slices of one tile, where the
-     * rule's 64-wide tiles of 128 rows are unsplit and fill at most half the SMs (fc1000 bprop:
-     * 64 tiles of 128 rows, 128 of 64 rows; not where the width or the splits are forced);
-     * KILN_WGMMA_KPAIR=1 forces them, unsplit, 64 wide (128 with KILN_WGMMA_BN=128; wider ones
-     * would leave the ring fewer than the four stages k pairs need) */
+    /* 64-row tiles, unsplit (kpair): one consumer taking every k slice (the rule's), or k pairs
+     * (the two consumers taking alternate slices, consumer 1's sums added to consumer 0's
+     * through shared memory; only forced: KILN_WGMMA_KPAIR=1). 64 wide where the rule's 64-wide
+     * tiles of 128 rows are unsplit and fill at most half the SMs (fc1000 bprop: 64 tiles of
+     * 128 rows, 128 of 64 rows; not where the width or the splits are forced). KILN_WGMMA_KPAIR=1
+     * or =one forces them, 64 wide (128 with KILN_WGMMA_BN=128; wider would leave k pairs' ring
+     * fewer than the four stages they need) */
     const int64_t tiles64 = nb * ((d->M + BM - 1) / BM) * ((d->N + 63) / 64);
     const int kp_rule = c->bn == 64 && splits == 1 && d->M > 64 && 2 * tiles64 <= sm_count &&
                         !(opts && (opts->bn || opts->splits));
-    /* k pairs 128 wide (64 x 128 tiles) where A is K-major with rows that straddle 128-byte
-     * lines (dY of fc1000 bprop: 2000-byte rows), the rule's tiles are unsplit and the 64 x 128
-     * tiles fill more than a quarter of the SMs and at most a wave: each A row is then read by
-     * half as many tile columns, and with 64 blocks or more the blocks' loads keep up. On the
-     * H100 (graphed, f16; NOTES step 32): 128 x 4096 x 1000 0.0068 -> 0.0066 ms against 64-wide
-     * k pairs; 192 / 256 x 4096 x 1000 and 128 x 8192 x 1000 0.0098-0.0110 -> 0.0075-0.0083
+    /* 128 wide (64 x 128 tiles) where A is K-major with rows that straddle 128-byte lines (dY
+     * of fc1000 bprop: 2000-byte rows), the rule's tiles are unsplit and the 64 x 128 tiles fill
+     * more than a quarter of the SMs and at most a wave: each A row is then read by half as
+     * many tile columns, and with 64 blocks or more the blocks' loads keep up. On the H100
+     * (graphed, f16, one consumer; NOTES step 32): 128 x 4096 x 1000 0.0068 -> 0.0063 ms against
+     * 64 wide; 192 / 256 x 4096 x 1000 and 128 x 8192 x 1000 0.0097-0.0110 -> 0.0071-0.0084
      * against 128-row tiles; with aligned rows (K = 1024) or at most 32 tiles (128 x 2048 x 1000)
-     * the 64-wide tiles stay ahead */
+     * the 64-wide tiles stay ahead. One consumer against k pairs: level to 8 % faster on every
+     * shape measured (128 x 4096 x 1024 64 wide 0.0049 -> 0.0045, fc1000 bprop 0.0065 ->
+     * 0.0063): no sums to exchange, no wait for the other consumer's last slice */
     const int64_t tiles128 = nb * ((d->M + 63) / 64) * ((d->N + 127) / 128);
     const int a_straddles = c->a_kmajor && (((uintptr_t)d->a % 128u) != 0 || (d->a_sm * es) % 128 != 0);
     const int kp128_rule = es == 2 && a_straddles && splits == 1 && d->M > 64 && 4 * tiles128 > sm_count &&
                            tiles128 <= sm_count && !(opts && (opts->bn || opts->splits));
-    c->kpair = !c->pingpong && (opts && opts->kpair ? opts->kpair == 2 : kp_rule || kp128_rule);
+    c->kpair = c->pingpong                  ? 0
+               : opts && opts->kpair        ? (opts->kpair >= 2 ? opts->kpair - 1 : 0)
+               : kp_rule || kp128_rule      ? 2
+                                            : 0;
     c->stages_cap = opts && opts->stages > 0 ? opts->stages : 0;
     if (c->kpair) {
-        c->bn = opts && opts->kpair == 2 ? (opts->bn == 128 ? 128 : 64) : kp128_rule ? 128 : 64;
+        c->bn = opts && opts->kpair >= 2 ? (opts->bn == 128 ? 128 : 64) : kp128_rule ? 128 : 64;
         splits = 1;
     }
     const int bm = bm_of(c);

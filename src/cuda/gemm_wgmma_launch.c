@@ -48,7 +48,8 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
  * unit stride along N, 16-byte rows), KILN_WGMMA_SCHED=coop|pingpong (coop, both consumers
  * on one tile, is the rule's but for the plain f16 K <= 128 updates: ping-pong measured slower
  * on most other shapes),
- * KILN_WGMMA_KPAIR=0|1 (k pairs: 64-row tiles, 64 wide or KILN_WGMMA_BN's width),
+ * KILN_WGMMA_KPAIR=0|1|one (64-row tiles, 64 wide or KILN_WGMMA_BN=128's, unsplit: 1 the two
+ * consumers taking the k slices in turn, one a single consumer taking them all),
  * KILN_WGMMA_BN=64|128|192|256, KILN_WGMMA_SPLITS=1..64,
  * KILN_WGMMA_SR_UNROLL=1|2|4 (groups of the register-store epilogue unrolled together with
  * stochastic rounding; 4, the default; 1 keeps the code smallest; the staged epilogue unrolls
@@ -84,6 +85,7 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
     static const char *const stores[] = {"tma", "regs"}, *const scheds[] = {"coop", "pingpong"},
                              *const widths[] = {"64", "128", "192", "256"}, *const unrolls[] = {"1", "2", "4"},
                              *const counts[] = {"1", "2"}, *const off_on[] = {"0", "1"},
+                             *const kpairs[] = {"0", "1", "one"},
                              *const sums[] = {"cluster", "workspace", "slices"};
     memset(o, 0, sizeof *o);
     int i;
@@ -99,18 +101,19 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
     o->cbufs = i + 1; /* 0 = the rule's */
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_MCAST", off_on, 2, &i));
     o->mcast = i + 1; /* 0 = the rule's, 1 off, 2 on */
-    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_KPAIR", off_on, 2, &i));
-    o->kpair = i + 1; /* 0 = the rule's, 1 off, 2 on */
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_KPAIR", kpairs, 3, &i));
+    o->kpair = i + 1; /* 0 = the rule's, 1 off, 2 k pairs, 3 one consumer */
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_SPLIT_SUM", sums, 3, &i));
     o->split_sum = i + 1; /* 0 = the rule's, 1 cluster, 2 workspace, 3 slices */
     KILN_TRY(env_count(ctx, "KILN_WGMMA_SPLITS", 64, &o->splits));
     KILN_TRY(env_count(ctx, "KILN_WGMMA_GROUP_M", 1024, &o->group_m));
     KILN_TRY(env_count(ctx, "KILN_WGMMA_GRID", 65536, &o->grid));
     KILN_TRY(env_count(ctx, "KILN_WGMMA_STAGES", 16, &o->stages));
-    if (o->kpair == 2 && o->bn > 128)
+    if (o->kpair >= 2 && o->bn > 128)
         return KILN_ERROR(ctx, KILN_ERR_ARG,
-                          "kiln_dot: environment variable KILN_WGMMA_BN=%d with KILN_WGMMA_KPAIR=1: k pairs take 64 or 128",
-                          o->bn);
+                          "kiln_dot: environment variable KILN_WGMMA_BN=%d with KILN_WGMMA_KPAIR=%s: its 64-row tiles "
+                          "take 64 or 128",
+                          o->bn, o->kpair == 2 ? "1" : "one");
     return KILN_OK;
 }
 
