@@ -19,7 +19,8 @@
  * columns; 128-byte swizzle; 16 KiB a slice. Block b takes tile row b % 2 and tile column
  * b / 2 % 64, as kiln's 128 blocks do. Each case prints the block's clock64 span from the
  * producer's first load to the last consumer's release, per slice, and the launch's time
- * between events (a median of 20, launch overhead included).
+ * between events (a median of 20, launch overhead included); the tight kernels also the cycles
+ * to consumer 0's first full stage and the pace a slice after it.
  *
  * General kernel's cases: the ring's stages; one consumer taking every slice or two taking
  * alternate ones (ring position parity, kiln's k pairs); wgmma or none; a stage released once
