@@ -131,6 +131,30 @@ __device__ __forceinline__ void bar_wait_plain(unsigned bar, unsigned phase)
                  : "memory");
 }
 
+/* The producer's ring, one k slice at a time: wait until the slice's stage is free (its empty
+ * barrier's previous phase; the first round finds every stage free; `moded`: by bar_wait's
+ * --wait form, else try_wait), then load(stage address, its full barrier, k, slice), which
+ * makes the expect and the loads as the kernel wants them; k from k0, wrapping at KT_MAX; the
+ * stage and its round counted as the loop goes (no division a slice). */
+template <typename Load>
+__device__ __forceinline__ void produce(unsigned base, unsigned bars, int stages, int slices, int k0, bool moded, Load load)
+{
+    for (int it = 0, s = 0, round = 0, k = k0; it < slices; it++) {
+        if (round > 0) {
+            if (moded)
+                bar_wait(bars + 16 * s + 8, (unsigned)((round - 1) & 1));
+            else
+                bar_wait_plain(bars + 16 * s + 8, (unsigned)((round - 1) & 1));
+        }
+        load(base + (unsigned)s * STAGE_BYTES, bars + 16 * s, k, it);
+        k = k + 1 == KT_MAX ? 0 : k + 1;
+        if (++s == stages) {
+            s = 0;
+            round++;
+        }
+    }
+}
+
 __device__ __forceinline__ void tma_load(unsigned dst, const CUtensorMap *map, int c0, int c1, unsigned bar)
 {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
@@ -171,20 +195,12 @@ __global__ void __launch_bounds__(384, 1)
     if (wg == 0) {
         if (lt == 0) {
             out[4 * blockIdx.x] = clock64();
-            /* stage s and its round counted as the loop goes (no division a slice) */
-            for (int it = 0, s = 0, round = 0, k = 0; it < slices; it++) {
-                if (round > 0) bar_wait(bars + 16 * s + 8, (unsigned)((round - 1) & 1));
-                const unsigned full = bars + 16 * s, dst = base + (unsigned)s * STAGE_BYTES;
+            produce(base, bars, stages, slices, 0, true, [&](unsigned dst, unsigned full, int k, int it) {
                 bar_expect(full, bytes);
                 if (load_a) tma_load(dst, &amap, k * 64, tm * 64, full);
                 tma_load(dst + 8192u, &bmap, tn * 64, k * 64, full);
                 if (blockIdx.x == 0 && it < 64) trace[64 + it] = clock64();
-                k = k + 1 == KT_MAX ? 0 : k + 1;
-                if (++s == stages) {
-                    s = 0;
-                    round++;
-                }
-            }
+            });
             if (no_release == 2) /* the producer itself sees each slice land (runs of at most --stages slices) */
                 for (int it = 0; it < slices; it++) {
                     bar_wait(bars + 16 * it, 0);
@@ -320,9 +336,7 @@ __global__ void __launch_bounds__(384, 1)
             if (lt == 0) out[4 * blockIdx.x] = clock64();
             /* ROT: each tile column starts its k slices at a different place (tn * 5 mod 16), so
              * that the 64 blocks reading one tile row of A do not ask for the same lines at once */
-            for (int it = 0, s = 0, round = 0, k = ROT ? (tn * 5) % KT_MAX : 0; it < slices; it++) {
-                if (round > 0) bar_wait_plain(bars + 16 * s + 8, (unsigned)((round - 1) & 1));
-                const unsigned full = bars + 16 * s, dst = base + (unsigned)s * STAGE_BYTES;
+            produce(base, bars, STAGES, slices, ROT ? (tn * 5) % KT_MAX : 0, false, [&](unsigned dst, unsigned full, int k, int) {
                 bar_expect(full, PSPLIT ? STAGE_BYTES / 2 : STAGE_BYTES);
                 /* A64: A as two boxes of 32 columns (64-byte rows, 64-byte swizzle; the wgmma
                  * descriptors are left as they are: a timing of the loads, not a product) */
@@ -333,12 +347,7 @@ __global__ void __launch_bounds__(384, 1)
                     tma_load(dst, &amap, k * 64, tm * 64, full);
                 }
                 if (!PSPLIT || pw == 1) tma_load(dst + 8192u, &bmap, tn * 64, k * 64, full);
-                k = k + 1 == KT_MAX ? 0 : k + 1;
-                if (++s == STAGES) {
-                    s = 0;
-                    round++;
-                }
-            }
+            });
         }
         return;
     }
@@ -370,9 +379,7 @@ __global__ void __launch_bounds__(384, 1)
     const int tm = blockIdx.x & 1, tn = (blockIdx.x >> 1) & 63;
     if (wg == 0) {
         if (lt == 0) out[4 * blockIdx.x] = clock64();
-        for (int it = 0, s = 0, round = 0, k = 0; it < slices; it++) {
-            if (round > 0) bar_wait_plain(bars + 16 * s + 8, (unsigned)((round - 1) & 1));
-            const unsigned full = bars + 16 * s, dst = base + (unsigned)s * STAGE_BYTES;
+        produce(base, bars, STAGES, slices, 0, false, [&](unsigned dst, unsigned full, int k, int) {
             if (lt == 0) {
                 bar_expect(full, 8192u);
                 tma_load(dst + 8192u, &bmap, tn * 64, k * 64, full);
@@ -385,12 +392,7 @@ __global__ void __launch_bounds__(384, 1)
                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
             }
             asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];\n" ::"r"(full) : "memory");
-            k = k + 1 == KT_MAX ? 0 : k + 1;
-            if (++s == STAGES) {
-                s = 0;
-                round++;
-            }
-        }
+        });
         asm volatile("cp.async.wait_all;\n" ::: "memory");
         return;
     }
@@ -439,9 +441,7 @@ __global__ void __launch_bounds__(384, 1)
     if (wg == 0) {
         if (lt == 0) {
             out[4 * blockIdx.x] = clock64();
-            for (int it = 0, s = 0, round = 0, k = 0; it < slices; it++) {
-                if (round > 0) bar_wait_plain(bars + 16 * s + 8, (unsigned)((round - 1) & 1));
-                const unsigned full = bars + 16 * s, dst = base + (unsigned)s * STAGE_BYTES;
+            produce(base, bars, STAGES, slices, 0, false, [&](unsigned dst, unsigned full, int k, int) {
                 bar_expect(full, STAGE_BYTES);
                 if (SHARE_A) { /* half of A into both blocks, this block's whole B */
                     tma_load_mc(dst + 4096u * rank, &amap, k * 64, tm * 64 + 32 * rank, full);
@@ -453,12 +453,7 @@ __global__ void __launch_bounds__(384, 1)
                     tma_load(dst, &amap, k * 64, tm * 64, full);
                     tma_load_mc(dst + 8192u + 4096u * rank, &bhalf, tn * 64, k * 64 + 32 * rank, full);
                 }
-                k = k + 1 == KT_MAX ? 0 : k + 1;
-                if (++s == STAGES) {
-                    s = 0;
-                    round++;
-                }
-            }
+            });
         }
     } else if (wg == 1) {
         /* this block's empty barrier (thread 0) and the partner's (thread 32): RELAXED 0 a release
