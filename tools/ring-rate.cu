@@ -70,16 +70,23 @@ __device__ __forceinline__ void bar_init(unsigned bar, unsigned count)
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
 
-/* The ring's barriers, full[s] at bars + 16 s and empty[s] at bars + 16 s + 8, set up by thread 0
- * with the arrivals each phase takes; the caller's __syncthreads (and cluster barrier) follows. */
-__device__ __forceinline__ void init_ring(unsigned bars, int stages, unsigned full_count, unsigned empty_count)
+/* The ring in the dynamic shared memory: the stages from its first 1024-byte boundary (*base;
+ * the 128-byte swizzle repeats every 1024 bytes), then the barriers (*bars), full[s] at bars + 16 s
+ * and empty[s] at bars + 16 s + 8, set up by thread 0 with the arrivals each phase takes; every
+ * thread of the block calls it (it ends in __syncthreads; a cluster's kernel then meets its partner). */
+__device__ __forceinline__ void start_ring(int stages, unsigned full_count, unsigned empty_count, unsigned *base, unsigned *bars)
 {
-    if (threadIdx.x != 0) return;
-    for (int s = 0; s < stages; s++) {
-        bar_init(bars + 16 * s, full_count);
-        bar_init(bars + 16 * s + 8, empty_count);
+    extern __shared__ unsigned char raw[];
+    *base = (smem_addr(raw) + 1023u) & ~1023u;
+    *bars = *base + (unsigned)stages * STAGE_BYTES;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < stages; s++) {
+            bar_init(*bars + 16 * s, full_count);
+            bar_init(*bars + 16 * s + 8, empty_count);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    __syncthreads();
 }
 
 __device__ __forceinline__ void bar_expect(unsigned bar, unsigned bytes)
@@ -184,12 +191,9 @@ __global__ void __launch_bounds__(384, 1)
     ring(const __grid_constant__ CUtensorMap amap, const __grid_constant__ CUtensorMap bmap, int slices, int stages,
          int consumers, int mma_on, int early, int load_a, int poll1, long long *out, float *sink, long long *trace)
 {
-    extern __shared__ unsigned char raw[];
-    const unsigned base = (smem_addr(raw) + 1023u) & ~1023u;
-    const unsigned bars = base + (unsigned)stages * STAGE_BYTES; /* full[s] at +16 s, empty[s] at +16 s + 8 */
+    unsigned base, bars;
+    start_ring(stages, 1, 1, &base, &bars);
     const int wg = threadIdx.x >> 7, lt = threadIdx.x & 127;
-    init_ring(bars, stages, 1, 1);
-    __syncthreads();
     const int tm = blockIdx.x & 1, tn = (blockIdx.x >> 1) & 63;
     const unsigned bytes = (load_a ? 8192u : 0u) + 8192u;
     if (wg == 0) {
@@ -321,12 +325,9 @@ __global__ void __launch_bounds__(384, 1)
     ring_tight(const __grid_constant__ CUtensorMap amap, const __grid_constant__ CUtensorMap bmap, int slices, long long *out,
                float *sink)
 {
-    extern __shared__ unsigned char raw[];
-    const unsigned base = (smem_addr(raw) + 1023u) & ~1023u;
-    const unsigned bars = base + (unsigned)STAGES * STAGE_BYTES;
+    unsigned base, bars;
+    start_ring(STAGES, PSPLIT ? 2 : 1, 1, &base, &bars);
     const int wg = threadIdx.x >> 7, lt = threadIdx.x & 127;
-    init_ring(bars, STAGES, PSPLIT ? 2 : 1, 1);
-    __syncthreads();
     const int tm = blockIdx.x & 1, tn = (blockIdx.x >> 1) & 63;
     if (wg == 0) {
         /* PSPLIT: warp 0 issues A's boxes, warp 1 B's, each arriving on the full barrier with
@@ -370,12 +371,9 @@ __global__ void __launch_bounds__(384, 1)
     ring_ldgsts(const unsigned short *a, int lda, const __grid_constant__ CUtensorMap bmap, int slices, long long *out,
                 float *sink)
 {
-    extern __shared__ unsigned char raw[];
-    const unsigned base = (smem_addr(raw) + 1023u) & ~1023u;
-    const unsigned bars = base + (unsigned)STAGES * STAGE_BYTES;
+    unsigned base, bars;
+    start_ring(STAGES, 129, 1, &base, &bars);
     const int wg = threadIdx.x >> 7, lt = threadIdx.x & 127;
-    init_ring(bars, STAGES, 129, 1);
-    __syncthreads();
     const int tm = blockIdx.x & 1, tn = (blockIdx.x >> 1) & 63;
     if (wg == 0) {
         if (lt == 0) out[4 * blockIdx.x] = clock64();
@@ -426,17 +424,14 @@ __global__ void __launch_bounds__(384, 1)
     ring_mc(const __grid_constant__ CUtensorMap amap, const __grid_constant__ CUtensorMap bhalf, int slices, long long *out,
             float *sink)
 {
-    extern __shared__ unsigned char raw[];
-    const unsigned base = (smem_addr(raw) + 1023u) & ~1023u;
-    const unsigned bars = base + (unsigned)STAGES * STAGE_BYTES;
+    unsigned base, bars;
+    start_ring(STAGES, 1, NOMC ? 1 : 2, &base, &bars);
     const int wg = threadIdx.x >> 7, lt = threadIdx.x & 127;
     /* SHARE_A: the two blocks of a cluster are tile columns 2 j, 2 j + 1 of one tile row and share
      * A instead (each loads 32 of its 64 rows into both; `amap` is then A's 32-row map, `bhalf`
      * B's whole one) */
     const int rank = blockIdx.x & 1, tn = SHARE_A ? (2 * ((blockIdx.x >> 2) & 31) + rank) : (blockIdx.x >> 1) & 63;
     const int tm = SHARE_A ? (blockIdx.x >> 1) & 1 : rank;
-    init_ring(bars, STAGES, 1, NOMC ? 1 : 2);
-    __syncthreads();
     cluster_sync();
     if (wg == 0) {
         if (lt == 0) {
