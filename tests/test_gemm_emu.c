@@ -1416,9 +1416,11 @@ int main(void)
     /* their k splits: as many as the wave holds (2 for 64 tiles and 48, 4 for fc1000 fprop's
      * 16), at least 16 slices each (fc1000 bprop: 16 slices, unsplit), summed by the last
      * block (4 splits are not summed in slices at 64 wide); fc4096 fprop on 40 SMs, 128 wide,
-     * as before: 3; the bprop shapes unsplit */
-    CHECK_INT(rule_splits(128, 4096, 4096, 132), 2);
-    CHECK_INT(rule_splits(128, 4096, 9216, 132), 2);
+     * as before: 3; the bprop shapes unsplit; fc4096 and fc9216 fprop unsplit in 64-row tiles
+     * (below) */
+    CHECK_INT(rule_splits(128, 4096, 4096, 132), 1);
+    CHECK_INT(rule_splits(128, 4096, 9216, 132), 1);
+    CHECK_INT(rule_splits(128, 4096, 10240, 132), 2);
     CHECK_INT(rule_splits(128, 4096, 25088, 132), 2);
     CHECK_INT(rule_splits(128, 3072, 36864, 132), 2);
     CHECK_INT(rule_splits(128, 1000, 4096, 132), 4);
@@ -1443,20 +1445,37 @@ int main(void)
     CHECK_INT(rule_kp_width(128, 2048, 1000, 1000), 64);
     CHECK_INT(rule_kp_width(256, 4096, 1024, 1024), 0);
     CHECK_INT(rule_kp_width(512, 4096, 1000, 1000), 0);
-    CHECK_INT(rule_kpair(128, 4096, 4096, 132), 0);
+    /* one consumer on 64 x 64 tiles in place of split 64-wide ones where the 64-row tiles fill
+     * a wave to within 1/32 (128 or 132 of them on 132 SMs) and K is at most 144 slices: fc4096
+     * fprop / bprop, fc9216 fprop, N 4224, a ragged K (4000) and 112 rows; not K 10240, not 120
+     * tiles (N 3840), not two waves (N 8192), not on 40 SMs, not 64 rows */
+    CHECK_INT(rule_kpair(128, 4096, 4096, 132), 2);
+    CHECK_INT(rule_kp_width(128, 4096, 4096, 4096), 64);
+    CHECK_INT(rule_kpair(128, 4096, 9216, 132), 2);
+    CHECK_INT(rule_kpair(128, 4224, 4096, 132), 2);
+    CHECK_INT(rule_kpair(128, 4096, 4000, 132), 2);
+    CHECK_INT(rule_kpair(112, 4096, 4096, 132), 2);
+    CHECK_INT(rule_kpair(128, 4096, 10240, 132), 0);
+    CHECK_INT(rule_kpair(128, 3840, 4096, 132), 0);
+    CHECK_INT(rule_kpair(128, 8192, 4096, 132), 0);
+    CHECK_INT(rule_kpair(128, 4096, 4096, 40), 0);
+    CHECK_INT(rule_kpair(64, 4096, 4096, 132), 0);
     CHECK_INT(rule_kpair(128, 1000, 4096, 132), 0);
     CHECK_INT(rule_kpair(1024, 1024, 1024, 132), 0);
     CHECK_INT(rule_kpair(64, 4096, 1000, 132), 0);
     CHECK_INT(rule_kpair(128, 9216, 4096, 132), 0);
     /* KILN_GEMM=auto: the wgmma kernel for fc9216 / fc25088 bprop (72 and 98 unsplit tiles of
      * one row), fc25088 / fc36864 fprop (splits of 196 and 286 slices), fc4096 fprop/bprop and
-     * fc1000 fprop (64-wide splits of 30 and 16 slices), the 1024 square (64 wide, eight tile
-     * rows); cuBLASLt for fc9216 fprop (64-wide splits of 72 slices), fc1000 bprop (k pairs,
-     * 0.94-0.95x), fc36864 bprop (192 tiles of one row) and 64 x 64 x 64 (64 rows) */
+     * fc1000 fprop (a wave of 64-row tiles of 64 slices, 64-wide splits of 16 slices), the 1024
+     * square (64 wide, eight tile rows), a wave of 64-row tiles of 32 or 16 slices (K 2048,
+     * 1024); cuBLASLt for fc9216 fprop and K 6144 (a wave of 64-row tiles of 144 and 96
+     * slices), fc1000 bprop (one consumer 128 wide, 0.90-0.93x), fc36864 bprop (192 tiles of
+     * one row) and 64 x 64 x 64 (64 rows) */
     static const int64_t own_shapes[][3] = {{128, 9216, 4096}, {128, 25088, 4096}, {128, 4096, 25088},
                                             {128, 3072, 36864}, {128, 4096, 4096},  {128, 1000, 4096},
-                                            {1024, 1024, 1024}};
-    static const int64_t vendor_shapes[][3] = {{128, 4096, 9216}, {128, 4096, 1000}, {128, 36864, 3072}, {64, 64, 64}};
+                                            {1024, 1024, 1024}, {128, 4096, 2048},  {128, 4096, 1024}};
+    static const int64_t vendor_shapes[][3] = {{128, 4096, 9216},  {128, 4096, 1000}, {128, 36864, 3072},
+                                               {64, 64, 64},       {128, 4096, 6144}};
     /* gemm-auto's classes (bench/NOTES.md step 27): 16-bit unsplit launches of 128-wide tiles
      * or wider on two tile rows or more, three quarters of a wave or more (the squares from
      * 2048, a transformer projection, a convolution, K = 256 updates), and products of at

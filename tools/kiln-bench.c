@@ -1466,8 +1466,9 @@ static kiln_status run_gemm_epilogue(bench *b)
 
 /* ---- one gemm ------------------------------------------------------------------------- */
 
-/* kiln-bench gemm-one MxNxK [--epilogue bias,relu,sr] [--dtype DT]: one GEMM, C = A @ B with
- * A (M, K), B (K, N) (stored (N, K) for f32 with --tf32 on a GPU, as in the gemm table),
+/* kiln-bench gemm-one MxNxK[t] [--epilogue bias,relu,sr] [--dtype DT]: one GEMM, C = A @ B with
+ * A (M, K), B (K, N) (stored (N, K) with the suffix t, and for f32 with --tf32 on a GPU, as in
+ * the gemm table),
  * random inputs, the epilogue asked for, through whichever engine
  * KILN_GEMM and the backend pick: a warm-up call, the sampled f64 check, then the timed
  * calls. For profilers: the warm-up is kernel launch 1 of the GEMM, so
@@ -1478,12 +1479,13 @@ static kiln_status run_gemm_epilogue(bench *b)
  * naming the bad one) when they are not MxNxK and a list of bias, relu, sr. */
 static int parse_gemm_one(const char *shape, const char *epilogue, gemm_case *gc, int *flags)
 {
-    char tail = 0;
-    if (sscanf(shape, "%" SCNd64 "x%" SCNd64 "x%" SCNd64 "%c", &gc->m, &gc->n, &gc->k, &tail) != 3 || gc->m < 1 ||
-        gc->n < 1 || gc->k < 1) {
-        fprintf(stderr, "kiln-bench: gemm-one: shape '%s' is not MxNxK with positive sizes\n", shape);
+    char tail = 0, extra = 0;
+    const int got = sscanf(shape, "%" SCNd64 "x%" SCNd64 "x%" SCNd64 "%c%c", &gc->m, &gc->n, &gc->k, &tail, &extra);
+    if ((got != 3 && !(got == 4 && tail == 't')) || gc->m < 1 || gc->n < 1 || gc->k < 1) {
+        fprintf(stderr, "kiln-bench: gemm-one: shape '%s' is not MxNxK or MxNxKt with positive sizes\n", shape);
         return 0;
     }
+    gc->trans_b = got == 4; /* MxNxKt: B stored (N, K), read as its transpose */
     return parse_epilogue(epilogue, flags);
 }
 
@@ -1659,7 +1661,7 @@ static kiln_status host_copy_peer(bench *b, const row *r, double *ms_out)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: kiln-bench [expr|gemm|overhead|all|gemm-sweep|gemm-epilogue|gemm-auto|gemm-one MxNxK|\n"
+    fprintf(f, "usage: kiln-bench [expr|gemm|overhead|all|gemm-sweep|gemm-epilogue|gemm-auto|gemm-one MxNxK[t]|\n"
                "                   gemm-ab VAR=v1,v2]\n"
                "                  [--quick]\n"
                "                  [--dtype f32,f16,...] [--only TEXT] [--epilogue bias,relu,sr] [--tf32] [--graph]\n"
@@ -1675,7 +1677,8 @@ static void usage(FILE *f)
                "          deep-learning shapes (--dtype, default f16,bf16; --epilogue as gemm-one)\n"
                "  gemm-ab VAR=v1,v2,...  (CUDA) kiln's own GEMM with the environment variable VAR at\n"
                "          each value in turn, rounds interleaved, per gemm case (first --dtype)\n"
-               "  gemm-one MxNxK  one GEMM, A (M, K) @ B (K, N), through the engine KILN_GEMM picks:\n"
+               "  gemm-one MxNxK[t]  one GEMM, A (M, K) @ B (K, N) (B stored (N, K) with t), through\n"
+               "          the engine KILN_GEMM picks:\n"
                "          a warm-up call, the check, the timed calls (first --dtype, default f16 on a\n"
                "          GPU, f32 on the CPU; --epilogue adds bias, relu, sr); for profilers\n"
                "  --quick fewer sizes and shorter timing\n"

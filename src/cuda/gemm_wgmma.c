@@ -61,7 +61,9 @@
  *    once the consumers of both blocks released it.
  *  - 64-row tiles, unsplit (the rule's where 64-wide tiles of 128 rows would be unsplit and
  *    fill at most half the SMs, fc1000 bprop; 128 wide where A's K-major rows straddle
- *    128-byte lines and 64 x 128 tiles fill a quarter to a whole wave): one consumer takes
+ *    128-byte lines and 64 x 128 tiles fill a quarter to a whole wave; 64 wide in place of
+ *    split 64-wide tiles on one tile row where the 64-row tiles fill a wave to within 1/32,
+ *    up to 144 k slices, fc4096 and fc9216 fprop): one consumer takes
  *    every k slice (KP1; KILN_WGMMA_KPAIR=one forces it), the other consumer idles; twice the
  *    tiles of 128-row ones, as cuBLASLt's 64 x 64 kernel there. Or k pairs (KILN_WGMMA_KPAIR=1,
  *    not the rule's: one consumer measured level to 8 % faster, NOTES step 32): the two
@@ -975,18 +977,18 @@ static const char kernel_src[] =
     "    const bool ws_split = !PP && !CLUSTER && !SLICE_SUM && splits > 1;\n"
     "    const int k_arrive = ke - ARRIVE_EARLY > kb ? ke - ARRIVE_EARLY : kb;\n"
     "    int arrival = 0;\n"
-    "    /* KP: this consumer's slices are those of its parity in the ring's count (it), so that with an\n"
-    "     * even STAGES each stage always goes to the same consumer, which alone waits on it and\n"
-    "     * releases it and so sees every phase of its full barrier in turn (the other's slices pass\n"
-    "     * untouched: a wait and a release a slice less for each; fc1000 bprop's consumers had spent\n"
-    "     * ~350 cycles on each slice of the other's, NOTES step 30). Where an item's slice count is\n"
-    "     * odd the parities swap from item to item; the tile's sum is the same either way (the\n"
+    "    /* k pairs (KP && !KP1): this consumer's slices are those of its parity in the ring's count\n"
+    "     * (it), so that with an even STAGES each stage always goes to the same consumer, which alone\n"
+    "     * waits on it and releases it and so sees every phase of its full barrier in turn (the other's\n"
+    "     * slices pass untouched: a wait and a release a slice less for each; fc1000 bprop's consumers\n"
+    "     * had spent ~350 cycles on each slice of the other's, NOTES step 30). Where an item's slice\n"
+    "     * count is odd the parities swap from item to item; the tile's sum is the same either way (the\n"
     "     * even slices' sum plus the odd slices', each in k order, and a + b = b + a) */\n"
     "    const unsigned it0 = it;\n"
-    "    /* the loop visits this consumer's slices only (KP: every second one), the stage and its\n"
-    "     * phase counted as it goes, not a division, a modulo and a skipped iteration a slice:\n"
-    "     * fc1000 bprop's first item with 8 blocks ~410 -> ~340 cycles a slice (H100, NOTES step\n"
-    "     * 32); with 128 blocks dY's 2000-byte rows bound its loads either way */\n"
+    "    /* the loop visits this consumer's slices only (k pairs: every second one; KP1: all), the stage\n"
+    "     * and its phase counted as it goes, not a division, a modulo and a skipped iteration a slice:\n"
+    "     * fc1000 bprop's first item with 8 blocks ~410 -> ~340 cycles a slice (H100, NOTES step 32);\n"
+    "     * with 128 blocks dY's 2000-byte rows bound its loads either way */\n"
     "    constexpr unsigned STEP = KP && !KP1 ? 2u : 1u;\n"
     "    const unsigned nsl = (unsigned)(ke - kb), j0 = KP && !KP1 ? (unsigned)((int)(it0 & 1u) != cw) : 0u;\n"
     "    unsigned s = (it0 + j0) % STAGES, ph = ((it0 + j0) / STAGES) & 1u;\n"
@@ -1911,10 +1913,22 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     const int a_straddles = c->a_kmajor && (((uintptr_t)d->a % 128u) != 0 || (d->a_sm * es) % 128 != 0);
     const int kp128_rule = es == 2 && a_straddles && splits == 1 && d->M > 64 && 4 * tiles128 > sm_count &&
                            tiles128 <= sm_count && !(opts && (opts->bn || opts->splits));
-    c->kpair = c->pingpong                  ? 0
-               : opts && opts->kpair        ? (opts->kpair >= 2 ? opts->kpair - 1 : 0)
-               : kp_rule || kp128_rule      ? 2
-                                            : 0;
+    /* 64 wide, unsplit, in place of the rule's two or more splits of 64-wide tiles on one tile
+     * row where the 64-row tiles fill the SMs to within 1/32 of a wave, up to 144 k slices
+     * (K 9216). The one-consumer launch costs about the same whatever N up to a wave (each
+     * block's 16 KiB slices at its ingest limit), the split launch grows with N (its bytes) and
+     * pays the partials' tail, so they cross just under a wave. On the H100 (graphed, f16,
+     * ms; NOTES step 33): 128 x 4096 x K for K 2048 / 3072 / 4096 / 6144 / 9216: 0.0088 ->
+     * 0.0072, 0.0108 -> 0.0097, 0.0128 -> 0.0122, 0.0235 -> 0.0222, 0.0322 -> 0.0318 (bf16
+     * alike); K 10240 level, 12288 1 % slower; 128 x 4224 x 4096 (132 tiles) 0.0130 -> 0.0123;
+     * 120 and 112 tiles (N 3840, 3584) 5-6 % slower */
+    const int kpfill_rule = es == 2 && c->bn == 64 && splits > 1 && nb == 1 && d->M > 64 && d->M <= BM &&
+                            64 * tiles64 >= 31 * (int64_t)sm_count && 2 * tiles64 <= sm_count && kt <= 144 &&
+                            !(opts && (opts->bn || opts->splits));
+    c->kpair = c->pingpong                               ? 0
+               : opts && opts->kpair                     ? (opts->kpair >= 2 ? opts->kpair - 1 : 0)
+               : kp_rule || kp128_rule || kpfill_rule    ? 2
+                                                         : 0;
     c->stages_cap = opts && opts->stages > 0 ? opts->stages : 0;
     if (c->kpair) {
         c->bn = opts && opts->kpair >= 2 ? (opts->bn == 128 ? 128 : 64) : kp128_rule ? 128 : 64;
@@ -2110,6 +2124,11 @@ int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches 
         /* (not k pairs 128 wide: 256 x 4096 x 1000 0.96x, NOTES step 32) */
         if (splits == 1 && rows >= 2 && l.cfg.bn != 64 && !l.cfg.kpair && 4 * l.tiles >= 3 * (int64_t)sm_count) return 1;
     }
+    /* 64-row tiles filling a wave (tile rule's kpfill_rule, or its unsplit kp_rule on such a
+     * count): own up to 64 k slices (128 x 4096 x 2048-4096: 1.12-1.21x; 128 x 4096 x 1024
+     * 1.11x), cuBLASLt from 96 (6144-9216: 0.94-0.95x; NOTES step 33) */
+    if (!tf32 && splits == 1 && l.cfg.bn == 64 && l.cfg.kpair && 32 * l.tiles >= 31 * (int64_t)sm_count)
+        return (int64_t)l.w[25] <= 64;
     if (splits == 1 && l.cfg.bn == 64) return rows >= 4 && !l.cfg.kpair;
     if (splits == 1) return rows == 1 && l.tiles >= 64 && l.tiles <= sm_count;
     /* a few 64-wide tiles split 16 ways or more (256 x 256 x 65536): cuBLASLt, 1.14-1.29x ahead
