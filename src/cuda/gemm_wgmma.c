@@ -1451,12 +1451,16 @@ static int kp_smem_for(const kiln_gemm_wgmma_cfg *c) { return c->kpair == 1 ? 2 
 static int bm_of(const kiln_gemm_wgmma_cfg *c) { return c->kpair ? 64 : BM; }
 
 /* Stages that fit beside the staging of C and the bias, at most 7 (a cluster-summed split's
- * partial takes the ring over after the mainloop: 64 KiB, two stages of 128-wide tiles). */
+ * partial takes the ring over after the mainloop: 64 KiB, two stages of 128-wide tiles); with
+ * one consumer on 64-row tiles (16 or 24 KiB stages) as many as fit, up to 16: on the H100
+ * (graphed, f16, NOTES step 33) fc9216 fprop's 64 x 64 tiles 0.0326 -> 0.0297 ms at 13
+ * stages, fc1000 bprop's 64 x 128 0.0062 -> 0.0061, fc4096 fprop level (cuBLASLt's 64 x 64
+ * kernel there runs 13); the 128-row kernels measured slower with deeper rings (step 29). */
 static int stages_for(const kiln_gemm_wgmma_cfg *c)
 {
     int stage = (bm_of(c) + c->bn) * ROW_BYTES;
     int n = (SMEM_MAX - 1024 - 256 - cstage_for(c) - bias_smem_for(c) - kp_smem_for(c)) / stage;
-    const int cap = c->stages_cap > 0 ? c->stages_cap : 7;
+    const int cap = c->stages_cap > 0 ? c->stages_cap : c->kpair == 2 ? 16 : 7;
     if (n > cap) n = cap;
     /* A consumer still holds its previous slice's stage while it waits for the next slice (one
      * wgmma group stays in flight), so the ring needs two stages, and k pairs four: an even

@@ -63,8 +63,9 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
  * (tile rows per group of the tile order; 8 by default), KILN_WGMMA_GRID=1..65536 (persistent
  * blocks, at most one an SM and one a work item; not for cluster or slice-summed launches),
  * KILN_WGMMA_STAGES=1..16 (the ring's most stages; 7 by default, fewer where shared memory
- * runs out: deeper rings measured slower, bench/NOTES.md step 29; never fewer than two, four
- * with k pairs, which the ring needs).
+ * runs out: deeper rings measured slower, bench/NOTES.md step 29; as many as fit with one
+ * consumer on 64-row tiles, step 33; never fewer than two, four with k pairs, which the ring
+ * needs).
  * A value that is none of these is an error naming the variable. */
 /* A count from 1 to most in the environment variable name into *out (unset: unchanged). */
 static kiln_status env_count(kiln_ctx *ctx, const char *name, long most, int *out)
