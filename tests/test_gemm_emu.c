@@ -197,7 +197,7 @@ typedef struct ecase {
                          * per consumer), 3 one consumer (checked it is) */
     int group_m;        /* wgmma: tile rows per group of the tile order (0 = the rule's, 8) */
     int want_grid;      /* wgmma: the persistent blocks the rule must launch (0 = not checked) */
-    int stages;         /* wgmma: the ring's most stages (0 = the rule's 7; KILN_WGMMA_STAGES) */
+    int stages;         /* wgmma: the ring's most stages (0 = the rule's; KILN_WGMMA_STAGES) */
     int zero_rows;      /* rows m % 5 == 1 of A all zeros (-0 where m % 10 == 6): C's rows there are
                          * the bias or zeros, as a dead unit's row of a weight gradient */
 } ecase;
@@ -342,9 +342,8 @@ static int rule_kpair(int64_t M, int64_t N, int64_t K, int sms)
     rule_launch(M, N, K, sms, 0, 0, 0, &l);
     return l.cfg.kpair;
 }
-/* the width of its 64-row tiles (0: none) on 132 SMs, f16, A stored (M, K) (K-major) with rows
- * lda elements apart */
-static int rule_kp_width(int64_t M, int64_t N, int64_t K, int64_t lda)
+/* the rule's plan on 132 SMs, f16, A stored (M, K) (K-major) with rows lda elements apart */
+static void rule_plan_lda(int64_t M, int64_t N, int64_t K, int64_t lda, kiln_gemm_wgmma_launch *l)
 {
     kiln_gemm_desc d = auto_desc(M, N, K, 0);
     d.dtype = KILN_DTYPE_F16;
@@ -352,9 +351,26 @@ static int rule_kp_width(int64_t M, int64_t N, int64_t K, int64_t lda)
     kiln_gemm_batches bt;
     kiln__cuda_gemm_merge_batches(&d, &bt);
     kiln_gemm_wgmma_opts o = {.tma_store = 1};
+    kiln__cuda_gemm_wgmma_prepare(&d, &bt, 132, 1, &o, l);
+}
+/* the width of its 64-row tiles (0: none) */
+static int rule_kp_width(int64_t M, int64_t N, int64_t K, int64_t lda)
+{
     kiln_gemm_wgmma_launch l;
-    kiln__cuda_gemm_wgmma_prepare(&d, &bt, 132, 1, &o, &l);
+    rule_plan_lda(M, N, K, lda, &l);
     return l.cfg.kpair ? l.cfg.bn : 0;
+}
+/* the ring's stages of its kernel, as the kernel's source declares them */
+static int rule_stages(int64_t M, int64_t N, int64_t K, int64_t lda)
+{
+    kiln_gemm_wgmma_launch l;
+    rule_plan_lda(M, N, K, lda, &l);
+    char *src = kiln__cuda_gemm_wgmma_source_text(&l.cfg);
+    const char *at = src ? strstr(src, "STAGES = ") : NULL;
+    int stages = -1;
+    if (!at || sscanf(at, "STAGES = %d", &stages) != 1) stages = -1;
+    free(src);
+    return stages;
 }
 /* its k splits on sms SMs */
 static int rule_splits(int64_t M, int64_t N, int64_t K, int sms)
@@ -1461,6 +1477,13 @@ int main(void)
     CHECK_INT(rule_kpair(128, 4096, 4096, 40), 0);
     CHECK_INT(rule_kpair(64, 4096, 4096, 132), 0);
     CHECK_INT(rule_kpair(128, 1000, 4096, 132), 0);
+    /* one consumer's ring: as many stages as fit (13 of 16 KiB at 64 wide, 8 of 24 KiB at 128
+     * wide); the 128-row kernels keep at most 7 (fc25088 fprop's 128 x 64 tiles 7, the 4096
+     * square's 128 x 256 tiles the 3 that fit beside their C staging) */
+    CHECK_INT(rule_stages(128, 4096, 4096, 4096), 13);
+    CHECK_INT(rule_stages(128, 4096, 1000, 1000), 8);
+    CHECK_INT(rule_stages(128, 4096, 25088, 25088), 7);
+    CHECK_INT(rule_stages(4096, 4096, 4096, 4096), 3);
     CHECK_INT(rule_kpair(1024, 1024, 1024, 132), 0);
     CHECK_INT(rule_kpair(64, 4096, 1000, 132), 0);
     CHECK_INT(rule_kpair(128, 9216, 4096, 132), 0);

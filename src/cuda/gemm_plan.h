@@ -77,7 +77,8 @@ typedef struct kiln_gemm_wgmma_cfg {
     int kpair;     /* 64-row tiles (64 or 128 wide, unsplit; KILN_WGMMA_KPAIR): 1 = k pairs, the two
                     * consumers taking the k slices in turn, consumer 1's sums added to consumer
                     * 0's through shared memory; 2 = one consumer taking every slice */
-    int stages_cap; /* the most stages of the ring (0 = 7, the rule's; KILN_WGMMA_STAGES) */
+    int stages_cap; /* the most stages of the ring (0 = the rule's: 7, or as many as fit up to 16
+                     * with one consumer on 64-row tiles; KILN_WGMMA_STAGES) */
 } kiln_gemm_wgmma_cfg;
 
 /* 1 when the wgmma kernel takes d on ctx's device: compute capability 9.0 with the tensor-
@@ -146,7 +147,7 @@ typedef struct kiln_gemm_wgmma_opts {
     int kpair;      /* 0 = the rule's, 1 = off, 2 = k pairs, 3 = one consumer (64-row tiles, unsplit) */
     int group_m;    /* tile rows per group of the tile order (0 = the rule's; KILN_WGMMA_GROUP_M) */
     int grid;       /* persistent blocks, at most one an SM (0 = the rule's; KILN_WGMMA_GRID) */
-    int stages;     /* the ring's most stages, 1-16 (0 = the rule's 7; KILN_WGMMA_STAGES) */
+    int stages;     /* the ring's most stages, 1-16 (0 = the rule's; KILN_WGMMA_STAGES) */
 } kiln_gemm_wgmma_opts;
 
 /* Words 30-40 from the seed (w[0]) and stream (w[1]): what the kernel's Philox takes from

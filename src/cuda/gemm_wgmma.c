@@ -1922,10 +1922,13 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
      * (K 9216). The one-consumer launch costs about the same whatever N up to a wave (each
      * block's 16 KiB slices at its ingest limit), the split launch grows with N (its bytes) and
      * pays the partials' tail, so they cross just under a wave. On the H100 (graphed, f16,
-     * ms; NOTES step 33): 128 x 4096 x K for K 2048 / 3072 / 4096 / 6144 / 9216: 0.0088 ->
-     * 0.0072, 0.0108 -> 0.0097, 0.0128 -> 0.0122, 0.0235 -> 0.0222, 0.0322 -> 0.0318 (bf16
-     * alike); K 10240 level, 12288 1 % slower; 128 x 4224 x 4096 (132 tiles) 0.0130 -> 0.0123;
-     * 120 and 112 tiles (N 3840, 3584) 5-6 % slower */
+     * ms, 7 stages; NOTES step 33): 128 x 4096 x K for K 2048 / 3072 / 4096 / 6144 / 9216:
+     * 0.0088 -> 0.0072, 0.0108 -> 0.0097, 0.0128 -> 0.0122, 0.0235 -> 0.0222, 0.0322 -> 0.0318
+     * (bf16 alike); K 10240 level, 12288 1 % slower; 128 x 4224 x 4096 (132 tiles) 0.0130 ->
+     * 0.0123; 120 and 112 tiles (N 3840, 3584) 5-6 % slower. With B cold (gemm-one --rotate
+     * 4, the ring as deep as fits) 128 x 4096 x 4096 0.0169 -> 0.0143 (cuBLASLt 0.0144); B
+     * repeated call after call (the gemm table) some machines keep it partly in L2 for the
+     * split launch (0.0118, level) */
     const int kpfill_rule = es == 2 && c->bn == 64 && splits > 1 && nb == 1 && d->M > 64 && d->M <= BM &&
                             64 * tiles64 >= 31 * (int64_t)sm_count && 2 * tiles64 <= sm_count && kt <= 144 &&
                             !(opts && (opts->bn || opts->splits));
@@ -2130,7 +2133,8 @@ int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches 
     }
     /* 64-row tiles filling a wave (tile rule's kpfill_rule, or its unsplit kp_rule on such a
      * count): own up to 64 k slices (128 x 4096 x 2048-4096: 1.12-1.21x; 128 x 4096 x 1024
-     * 1.11x), cuBLASLt from 96 (6144-9216: 0.94-0.95x; NOTES step 33) */
+     * 1.11x), cuBLASLt from 96 (6144-9216: 0.94-0.95x at 7 stages; fc9216 fprop 1.03x since
+     * the ring is as deep as fits, K 6144-8192 not measured so: NOTES step 33) */
     if (!tf32 && splits == 1 && l.cfg.bn == 64 && l.cfg.kpair && 32 * l.tiles >= 31 * (int64_t)sm_count)
         return (int64_t)l.w[25] <= 64;
     if (splits == 1 && l.cfg.bn == 64) return rows >= 4 && !l.cfg.kpair;
