@@ -64,6 +64,7 @@ typedef struct bench {
     int fails;           /* cases whose check failed */
     int tf32;            /* --tf32: the context allows TF32 for f32 GEMM (kiln's tf32 kernel too) */
     int graph;           /* --graph: GPU GEMM times from CUDA graphs of the calls (device time only) */
+    int rotate;          /* --rotate N: gemm, gemm-ab, gemm-one time B's N copies in turn (0: one B) */
     const char *current; /* the case being run, for error messages */
     uint64_t rng;        /* host xorshift64* for input data */
     float *host;         /* scratch for input data */
@@ -664,9 +665,14 @@ typedef struct gemm_case {
     int fc;      /* one of the fully-connected shapes (their geometric mean is printed) */
 } gemm_case;
 
+enum { ROTATE_MAX = 16 };
 typedef struct gemm_run {
     kiln_tensor *c, *a, *b;
     kiln_gemm_args args;
+    /* --rotate N: the timed calls take B from these N copies in turn (b_set[0] is b; nrot 0:
+     * always b), so that no call finds its B in L2 from the call before */
+    kiln_tensor *b_set[ROTATE_MAX];
+    int nrot, next;
 } gemm_run;
 
 /* The case as a GPU run of dtype dt takes it: f32 with --tf32 on a GPU has B stored (N, K)
@@ -689,7 +695,31 @@ static double gemm_tolerance(const bench *b, kiln_dtype dt)
 static kiln_status gemm_run_once(void *arg)
 {
     gemm_run *g = arg;
-    return kiln_dot(g->c, g->a, g->b, 1.0, 0.0, &g->args);
+    kiln_tensor *b = g->nrot > 1 ? g->b_set[g->next++ % g->nrot] : g->b;
+    return kiln_dot(g->c, g->a, b, 1.0, 0.0, &g->args);
+}
+
+/* --rotate N: B's other N - 1 copies (random, as B), which g's calls take in turn from here
+ * on; after the checks, which read g->b */
+static kiln_status gemm_rotate_b(bench *b, kiln_dtype dt, gemm_run *g)
+{
+    kiln_status st = KILN_OK;
+    if (b->rotate < 2) return KILN_OK;
+    const int64_t bshape[2] = {kiln_tensor_shape(g->b)[0], kiln_tensor_shape(g->b)[1]};
+    g->b_set[0] = g->b;
+    for (g->nrot = 1; g->nrot < b->rotate; g->nrot++)
+        TRY(random_tensor(b, dt, 2, bshape, -1.0, 1.0, &g->b_set[g->nrot]));
+done:
+    return st;
+}
+
+/* g's tensors, B's copies included */
+static void gemm_run_release(gemm_run *g)
+{
+    kiln_tensor_release(g->a);
+    kiln_tensor_release(g->b);
+    kiln_tensor_release(g->c);
+    for (int i = 1; i < g->nrot; i++) kiln_tensor_release(g->b_set[i]);
 }
 
 /* Compares 16 sampled entries of C with an f64 dot product of the same (rounded) inputs
@@ -846,6 +876,7 @@ static kiln_status gemm_one(bench *b, const table *t, kiln_dtype dt, const gemm_
     TRY(gemm_check(b, gc, &g, &r.err));
     r.tol = gemm_tolerance(b, dt);
     if (!own) {
+        TRY(gemm_rotate_b(b, dt, &g));
         TRY(time_median(b, gemm_run_once, &g, &r.ms));
         r.host_ms = b->last_host_ms;
     } else { /* the same case with KILN_GEMM=own, on a C full of NaN again; then both timed
@@ -858,6 +889,7 @@ static kiln_status gemm_one(bench *b, const table *t, kiln_dtype dt, const gemm_
         TRY(gemm_run_once(&g));
         TRY(gemm_check(b, gc, &g, &err));
         if (!isnan(r.err) && !(err <= r.err)) r.err = err; /* the worse of the two (a NaN stays) */
+        TRY(gemm_rotate_b(b, dt, &g));
         double host[2];
         TRY(il_time(b, &g, b->quick ? 3 : IL_ROUNDS, 2, il_engine, NULL, ms, NULL, NULL, host));
         r.ms = ms[0];
@@ -878,9 +910,7 @@ static kiln_status gemm_one(bench *b, const table *t, kiln_dtype dt, const gemm_
     r.flops = 2.0 * (double)gc->m * (double)gc->n * (double)gc->k;
     table_print_row(t, &r);
 done:
-    kiln_tensor_release(g.a);
-    kiln_tensor_release(g.b);
-    kiln_tensor_release(g.c);
+    gemm_run_release(&g);
     if (st == KILN_OK) st = kiln_mem_release_cached(b->ctx);
     return st;
 }
@@ -1128,9 +1158,7 @@ static kiln_status run_gemm_sweep(bench *b)
         unsetenv("KILN_WGMMA_STORE");
         printf("    best: %.2fx (%s)\n", best, bestcfg);
     done:
-        kiln_tensor_release(g.a);
-        kiln_tensor_release(g.b);
-        kiln_tensor_release(g.c);
+        gemm_run_release(&g);
         if (st == KILN_OK) st = kiln_mem_release_cached(b->ctx);
     }
     unsetenv("KILN_GEMM");
@@ -1213,6 +1241,7 @@ static kiln_status run_gemm_ab(bench *b, const char *spec)
                 b->fails++;
             }
         }
+        TRY(gemm_rotate_b(b, dt, &g));
         ab_ways w = {var, values};
         double ms[IL_MAX_WAYS], lo[IL_MAX_WAYS], hi[IL_MAX_WAYS];
         TRY(il_time(b, &g, IL_ROUNDS, nv + 1, ab_set, &w, ms, lo, hi, NULL));
@@ -1223,9 +1252,7 @@ static kiln_status run_gemm_ab(bench *b, const char *spec)
             printf("    %s=%-10s %8.4f ms  %5.2fx of vendor  %6.3f of the first  (rounds %.4f-%.4f)\n", var, values[v],
                    ms[v + 1], vendor / ms[v + 1], ms[v + 1] / ms[1], lo[v + 1], hi[v + 1]);
     done:
-        kiln_tensor_release(g.a);
-        kiln_tensor_release(g.b);
-        kiln_tensor_release(g.c);
+        gemm_run_release(&g);
         if (st == KILN_OK) st = kiln_mem_release_cached(b->ctx);
     }
     unsetenv(var);
@@ -1360,9 +1387,7 @@ static kiln_status run_gemm_auto(bench *b, int flags)
             printf("%-20s %-5s %-20s %10.4f %10.4f %10.4f %9.2fx %9.2f  %s %.0e\n", gc->name, kiln_dtype_name(dt), shape,
                    ms[0], ms[1], ms[2], ms[0] / ms[1], ratio, err <= tol ? "ok" : "FAIL", err);
         done:
-            kiln_tensor_release(g.a);
-            kiln_tensor_release(g.b);
-            kiln_tensor_release(g.c);
+            gemm_run_release(&g);
             kiln_tensor_release(bias);
             if (st == KILN_OK) st = kiln_mem_release_cached(b->ctx);
         }
@@ -1452,9 +1477,7 @@ static kiln_status run_gemm_epilogue(bench *b)
                    (t[3] / t[0] - 1.0) * 100.0, t[4], (t[4] / t[0] - 1.0) * 100.0, t[5], t[6],
                    worst <= tol ? "ok" : "FAIL", worst);
         done:
-            kiln_tensor_release(g.a);
-            kiln_tensor_release(g.b);
-            kiln_tensor_release(g.c);
+            gemm_run_release(&g);
             kiln_tensor_release(bias);
             if (st == KILN_OK) st = kiln_mem_release_cached(b->ctx);
         }
@@ -1466,12 +1489,12 @@ static kiln_status run_gemm_epilogue(bench *b)
 
 /* ---- one gemm ------------------------------------------------------------------------- */
 
-/* kiln-bench gemm-one MxNxK[t] [--epilogue bias,relu,sr] [--dtype DT]: one GEMM, C = A @ B with
- * A (M, K), B (K, N) (stored (N, K) with the suffix t, and for f32 with --tf32 on a GPU, as in
- * the gemm table),
- * random inputs, the epilogue asked for, through whichever engine
- * KILN_GEMM and the backend pick: a warm-up call, the sampled f64 check, then the timed
- * calls. For profilers: the warm-up is kernel launch 1 of the GEMM, so
+/* kiln-bench gemm-one MxNxK[t] [--epilogue bias,relu,sr] [--dtype DT] [--rotate N]: one GEMM,
+ * C = A @ B with A (M, K), B (K, N) (stored (N, K) with the suffix t, and for f32 with --tf32
+ * on a GPU, as in the gemm table), random inputs, the epilogue asked for, through whichever
+ * engine KILN_GEMM and the backend pick: a warm-up call, the sampled f64 check, then the
+ * timed calls (with --rotate N, taking B from N copies in turn). For profilers: the warm-up
+ * is kernel launch 1 of the GEMM, so
  *   ncu --kernel-name regex:kiln_gemm --launch-skip 1 --launch-count 1 kiln-bench gemm-one ...
  * profiles a timed call. */
 
@@ -1513,20 +1536,21 @@ static kiln_status run_gemm_one(bench *b, gemm_case gc, int flags)
     if (sr) g.args.round = KILN_ROUND_STOCHASTIC;
     TRY(gemm_run_once(&g));
     TRY(gemm_check(b, &gc, &g, &err));
+    TRY(gemm_rotate_b(b, dt, &g));
     TRY(time_median(b, gemm_run_once, &g, &ms));
     {
         /* stochastic rounding: up to one unit of the last place where nearest gives half */
         const int ok = err <= gemm_tolerance(b, dt) * (sr ? 2.0 : 1.0);
         if (!ok) b->fails++;
-        printf("\ngemm-one %s %" PRId64 "x%" PRId64 "x%" PRId64 "%s%s%s%s (KILN_GEMM=%s): %.4f ms, %.1f TFLOP/s, check %s %.0e\n",
-               kiln_dtype_name(dt), gc.m, gc.n, gc.k, gc.trans_b ? " B^T" : "", bias ? " +bias" : "", relu ? " +relu" : "", sr ? " +sr" : "",
+        char rot[32] = "";
+        if (b->rotate > 1) snprintf(rot, sizeof rot, " (B x %d)", b->rotate);
+        printf("\ngemm-one %s %" PRId64 "x%" PRId64 "x%" PRId64 "%s%s%s%s%s (KILN_GEMM=%s): %.4f ms, %.1f TFLOP/s, check %s %.0e\n",
+               kiln_dtype_name(dt), gc.m, gc.n, gc.k, gc.trans_b ? " B^T" : "", bias ? " +bias" : "", relu ? " +relu" : "", sr ? " +sr" : "", rot,
                getenv("KILN_GEMM") ? getenv("KILN_GEMM") : "auto", ms, 2.0 * (double)gc.m * (double)gc.n * (double)gc.k / (ms * 1e9),
                ok ? "ok" : "FAIL", err);
     }
 done:
-    kiln_tensor_release(g.a);
-    kiln_tensor_release(g.b);
-    kiln_tensor_release(g.c);
+    gemm_run_release(&g);
     kiln_tensor_release(bt);
     return st;
 }
@@ -1665,6 +1689,7 @@ static void usage(FILE *f)
                "                   gemm-ab VAR=v1,v2]\n"
                "                  [--quick]\n"
                "                  [--dtype f32,f16,...] [--only TEXT] [--epilogue bias,relu,sr] [--tf32] [--graph]\n"
+               "                  [--rotate N]\n"
                "  expr    fused vs unfused expressions (ms, GB/s, unfused/fused)\n"
                "  gemm    kiln_dot (ms, GFLOP/s)\n"
                "  overhead  host time per call: a small assignment, a small and the RBM's kiln_dot\n"
@@ -1683,6 +1708,9 @@ static void usage(FILE *f)
                "          GPU, f32 on the CPU; --epilogue adds bias, relu, sr); for profilers\n"
                "  --quick fewer sizes and shorter timing\n"
                "  --only TEXT  GPU gemm, gemm-sweep, gemm-epilogue, gemm-ab: only the cases whose name holds TEXT\n"
+               "  --rotate N  gemm, gemm-ab, gemm-one: the timed calls take B from N copies in turn\n"
+               "          (2-16; N times B's bytes past the L2 keeps any call from finding its B there\n"
+               "          from the call before, as in a training step)\n"
                "  --tf32  allow TF32 for f32 GEMM (cuBLASLt's and kiln's tf32 kernel, A and B K-major)\n"
                "  --graph (CUDA) time GEMM cases as CUDA graphs of back-to-back calls: device time\n"
                "          only, the host's enqueueing out of the count (host us columns read nan)\n"
@@ -1751,6 +1779,14 @@ int main(int argc, char **argv)
             do_expr = do_gemm = do_overhead = 0, one_shape = argv[++i];
         } else if (!strcmp(argv[i], "--epilogue") && i + 1 < argc) {
             one_epilogue = argv[++i];
+        } else if (!strcmp(argv[i], "--rotate") && i + 1 < argc) {
+            char *end = NULL;
+            const long v = strtol(argv[++i], &end, 10);
+            if (!end || *end || v < 2 || v > ROTATE_MAX) {
+                fprintf(stderr, "kiln-bench: --rotate: '%s' is not a whole number from 2 to %d\n", argv[i], ROTATE_MAX);
+                return 2;
+            }
+            b.rotate = (int)v;
         } else if (!strcmp(argv[i], "--quick")) {
             b.quick = 1;
         } else if (!strcmp(argv[i], "--tf32")) {
@@ -1771,6 +1807,11 @@ int main(int argc, char **argv)
         }
     }
 
+    if (b.rotate && (do_sweep || do_epilogue || do_auto || !(do_gemm || ab_spec || one_shape))) {
+        fprintf(stderr, "kiln-bench: --rotate goes with gemm, gemm-ab or gemm-one\n");
+        usage(stderr);
+        return 2;
+    }
     if (one_epilogue && !one_shape && !do_auto) {
         fprintf(stderr, "kiln-bench: --epilogue goes with gemm-one or gemm-auto\n");
         usage(stderr);
@@ -1823,6 +1864,10 @@ int main(int argc, char **argv)
     if (b.graph)
         printf("--graph: GEMM times are device times of CUDA graphs of back-to-back calls (the host's enqueueing "
                "not counted)\n");
+    if (b.rotate)
+        printf("--rotate %d: GEMM calls are timed taking B from %d copies in turn (no call finds its B in L2 from the "
+               "call before)\n",
+               b.rotate, b.rotate);
     if (!b.gpu) {
         b.expr_peer = host_copy_peer;
         b.expr_peer_title = "memcpy ms";
