@@ -64,7 +64,7 @@ typedef struct bench {
     int fails;           /* cases whose check failed */
     int tf32;            /* --tf32: the context allows TF32 for f32 GEMM (kiln's tf32 kernel too) */
     int graph;           /* --graph: GPU GEMM times from CUDA graphs of the calls (device time only) */
-    int rotate;          /* --rotate N: gemm, gemm-ab, gemm-one time B's N copies in turn (0: one B) */
+    int rotate;          /* --rotate N: the GEMM timings but gemm-sweep's take B's N copies in turn (0: one B) */
     const char *current; /* the case being run, for error messages */
     uint64_t rng;        /* host xorshift64* for input data */
     float *host;         /* scratch for input data */
@@ -1373,6 +1373,7 @@ static kiln_status run_gemm_auto(bench *b, int flags)
                                         engines[w], e);
             }
             if (!(err <= tol)) b->fails++;
+            TRY(gemm_rotate_b(b, dt, &g));
             TRY(il_time(b, &g, quick ? 3 : IL_ROUNDS, 3, auto_set, NULL, ms, NULL, NULL, NULL));
             const double best = ms[0] < ms[1] ? ms[0] : ms[1], ratio = ms[2] / best;
             log_vendor += log(ms[0] / ms[2]);
@@ -1467,6 +1468,7 @@ static kiln_status run_gemm_epilogue(bench *b)
                 TRY(gemm_check(b, gc, &g, &err));
                 if (!(err <= worst)) worst = err; /* keeps NaN */
             }
+            TRY(gemm_rotate_b(b, dt, &g));
             TRY(il_time(b, &g, quick ? 3 : IL_ROUNDS, EPI_RUNS, epi_set, &w, t, NULL, NULL, NULL));
             double tol = dt == KILN_DTYPE_F16 ? 2e-3 : 1e-2;
             if (!(worst <= tol)) b->fails++;
@@ -1708,9 +1710,9 @@ static void usage(FILE *f)
                "          GPU, f32 on the CPU; --epilogue adds bias, relu, sr); for profilers\n"
                "  --quick fewer sizes and shorter timing\n"
                "  --only TEXT  GPU gemm, gemm-sweep, gemm-epilogue, gemm-ab: only the cases whose name holds TEXT\n"
-               "  --rotate N  gemm, gemm-ab, gemm-one: the timed calls take B from N copies in turn\n"
-               "          (2-16; N times B's bytes past the L2 keeps any call from finding its B there\n"
-               "          from the call before, as in a training step)\n"
+               "  --rotate N  gemm, gemm-epilogue, gemm-auto, gemm-ab, gemm-one: the timed calls take B\n"
+               "          from N copies in turn (2-16; N times B's bytes past the L2 keeps any call from\n"
+               "          finding its B there from the call before, as in a training step)\n"
                "  --tf32  allow TF32 for f32 GEMM (cuBLASLt's and kiln's tf32 kernel, A and B K-major)\n"
                "  --graph (CUDA) time GEMM cases as CUDA graphs of back-to-back calls: device time\n"
                "          only, the host's enqueueing out of the count (host us columns read nan)\n"
@@ -1807,8 +1809,8 @@ int main(int argc, char **argv)
         }
     }
 
-    if (b.rotate && (do_sweep || do_epilogue || do_auto || !(do_gemm || ab_spec || one_shape))) {
-        fprintf(stderr, "kiln-bench: --rotate goes with gemm, gemm-ab or gemm-one\n");
+    if (b.rotate && (do_sweep || !(do_gemm || do_epilogue || do_auto || ab_spec || one_shape))) {
+        fprintf(stderr, "kiln-bench: --rotate goes with gemm, gemm-epilogue, gemm-auto, gemm-ab or gemm-one\n");
         usage(stderr);
         return 2;
     }
