@@ -125,6 +125,17 @@ def test_random_trees(rng, dt):
         out = poisoned(shape, dt)
         out[...] = e
         tol = {"float32": 1e-4, "float64": 1e-10, "float16": 3e-2}[dt.name]
+        if dt == kn.float16:
+            # a tree's value may leave f16's range (exp of exp): there the result rounds to an
+            # infinity of the reference's sign (the kernel computes in f32 and rounds once);
+            # values within 1 % of the largest f16 are left out (either side may be right)
+            got = np.asarray(out.get(), dtype=np.float64)
+            big = np.abs(ev) >= 65520.0 * 1.01
+            near = (np.abs(ev) >= 65504.0 * 0.99) & ~big
+            assert np.array_equal(got[big], np.copysign(np.inf, ev[big])), (got[big], ev[big])
+            keep = ~big & ~near
+            close(got[keep], ev[keep], dt, rtol=tol, atol=tol)
+            continue
         close(out, ev, dt, rtol=tol, atol=tol)
 
 
