@@ -31,7 +31,8 @@ static void emu_thread_main(void)
     emu_progress();
 }
 
-/* maps: 3 x 9 words (base, dims[3], strides[2], box[2], element bytes), base 0 = unused;
+/* maps: 5 x 9 words (base, dims[3], strides[2], box[2], element bytes), base 0 = unused
+ * (A, B, C, A's and B's edge maps);
  * cluster: blocks run together (a cluster along x: the grid a multiple; else the last group
  * may be short) */
 extern "C" int emu_launch(const unsigned long long *words, int nwords, const unsigned long long *maps, unsigned gx,
@@ -42,8 +43,8 @@ extern "C" int emu_launch(const unsigned long long *words, int nwords, const uns
     if (cluster < 1 || cluster > EMU_MAX_CLUSTER) return 2;
     memcpy(emu_args.w, words, (size_t)nwords * 8);
 #ifdef EMU_TMAPS
-    kg_tmap *tm[3] = {&emu_args.ta, &emu_args.tb, &emu_args.tc};
-    for (int i = 0; i < 3; i++) memcpy(tm[i]->b, maps + 9 * i, 9 * 8);
+    kg_tmap *tm[5] = {&emu_args.ta, &emu_args.tb, &emu_args.tc, &emu_args.tae, &emu_args.tbe};
+    for (int i = 0; i < 5; i++) memcpy(tm[i]->b, maps + 9 * i, 9 * 8);
 #else
     (void)maps;
 #endif

@@ -372,6 +372,27 @@ static int rule_stages(int64_t M, int64_t N, int64_t K, int64_t lda)
     free(src);
     return stages;
 }
+/* the rows of its edge box for A (which = 0, map 3) or B (which = 1, map 4), B stored (N, K)
+ * with b_nk; 0 where there is none; checks the kernel's word against the box's bytes */
+static int rule_edge_rows(int64_t M, int64_t N, int64_t K, int b_nk, int which)
+{
+    kiln_gemm_desc d = auto_desc(M, N, K, b_nk);
+    d.dtype = KILN_DTYPE_F16;
+    kiln_gemm_batches bt;
+    kiln__cuda_gemm_merge_batches(&d, &bt);
+    kiln_gemm_wgmma_opts o = {.tma_store = 1};
+    kiln_gemm_wgmma_launch l;
+    kiln__cuda_gemm_wgmma_prepare(&d, &bt, 132, 1, &o, &l);
+    const kiln_gemm_tmap_desc *e = &l.map[3 + which], *full = &l.map[which];
+    if (!e->used) {
+        CHECK_INT((int64_t)l.w[48 + which], 0);
+        return 0;
+    }
+    CHECK_INT((int64_t)l.w[48 + which], (int64_t)e->box[1] * 128);
+    CHECK(e->base == full->base && e->dims[1] == full->dims[1] && e->strides[0] == full->strides[0] &&
+          e->box[0] == full->box[0] && e->box[1] < full->box[1]);
+    return (int)e->box[1];
+}
 /* its k splits on sms SMs */
 static int rule_splits(int64_t M, int64_t N, int64_t K, int sms)
 {
@@ -679,8 +700,8 @@ static void run(const ecase *e)
         ws = l.ws_bytes ? calloc(1, l.ws_bytes) : NULL;
         l.w[28] = (uint64_t)(uintptr_t)ws;
         l.w[29] = (uint64_t)(uintptr_t)counters;
-        unsigned long long maps[27] = {0};
-        for (int i = 0; i < 3; i++) {
+        unsigned long long maps[45] = {0};
+        for (int i = 0; i < 5; i++) {
             if (!l.map[i].used) continue;
             unsigned long long *m = maps + 9 * i;
             m[8] = (unsigned long long)l.map[i].elem_bytes;
@@ -1484,6 +1505,21 @@ int main(void)
     CHECK_INT(rule_stages(128, 4096, 1000, 1000), 8);
     CHECK_INT(rule_stages(128, 4096, 25088, 25088), 7);
     CHECK_INT(rule_stages(4096, 4096, 4096, 4096), 3);
+    /* edge boxes: A's last tile row in boxes of its rows rounded up to 8 (96 and 100 rows on
+     * 64-row tiles, 64 rows of a 128-row tile, 192 rows = 128 + 64, 1 row), none where the rows
+     * fill the tiles or round up to a whole one (128, 121 on 64-row tiles); B's last tile column
+     * where B is stored (N, K) (N 1000 on 64-wide tiles: 40), none for B stored (K, N), whose
+     * edge lies along its rows' unit stride */
+    CHECK_INT(rule_edge_rows(96, 4096, 4096, 0, 0), 32);
+    CHECK_INT(rule_edge_rows(100, 4096, 4096, 0, 0), 40);
+    CHECK_INT(rule_edge_rows(64, 4096, 4096, 0, 0), 64);
+    CHECK_INT(rule_edge_rows(192, 4096, 4096, 0, 0), 64);
+    CHECK_INT(rule_edge_rows(1, 256, 256, 0, 0), 8);
+    CHECK_INT(rule_edge_rows(128, 4096, 4096, 0, 0), 0);
+    CHECK_INT(rule_edge_rows(121, 4096, 4096, 0, 0), 0);
+    CHECK_INT(rule_edge_rows(128, 1000, 4096, 1, 1), 40);
+    CHECK_INT(rule_edge_rows(128, 1000, 4096, 0, 1), 0);
+    CHECK_INT(rule_edge_rows(128, 4096, 4096, 1, 1), 0);
     CHECK_INT(rule_kpair(1024, 1024, 1024, 132), 0);
     CHECK_INT(rule_kpair(64, 4096, 1000, 132), 0);
     CHECK_INT(rule_kpair(128, 9216, 4096, 132), 0);

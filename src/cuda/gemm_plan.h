@@ -103,8 +103,9 @@ typedef struct kiln_gemm_tmap_desc {
 /* Argument words of the wgmma kernel (layout in its source; 28-29 are the split-K
  * workspace and counters, filled at launch; 30-40 stochastic rounding's Philox constants; 41
  * the tile rows per group of the tile order; 42-46 the work-item divisors as
- * kiln__cuda_gemm_div_word words, 47 whether they apply). */
-#define KILN_GEMM_WGMMA_WORDS 48
+ * kiln__cuda_gemm_div_word words, 47 whether they apply; 48-49 the bytes of A's and B's edge
+ * boxes, 0 where there is none). */
+#define KILN_GEMM_WGMMA_WORDS 50
 
 /* A divisor d (1 <= d < 2^31) as one word for the kernels' kg_div: the multiplier
  * m = ceil(2^(31 + s) / d) < 2^32 in the low half, s = ceil(log2 d) in the high half; then
@@ -117,7 +118,12 @@ uint64_t kiln__cuda_gemm_div_word(int64_t d);
  * launch on a host emulator of the kernel's PTX. */
 typedef struct kiln_gemm_wgmma_launch {
     kiln_gemm_wgmma_cfg cfg;
-    kiln_gemm_tmap_desc map[3];
+    /* A, B, C (tma_store), then the edge maps: A's boxes for the last tile row and B's for the
+     * last tile column, where the operand is K-major and that row (column) has fewer rows than
+     * a tile: boxes of its rows rounded up to 8, so that TMA fills few rows past the edge (on the
+     * H100 a box half past M took as long as a whole one in bounds or longer: 96 x 4096 x 4096
+     * 0.0184 ms with 64-row boxes, 0.0115 with the edge boxes; bench/NOTES.md step 34) */
+    kiln_gemm_tmap_desc map[5];
     uint64_t w[KILN_GEMM_WGMMA_WORDS];
     int64_t tiles;
     unsigned grid, threads, smem;

@@ -72,6 +72,12 @@
  *    shared memory, which runs the epilogue alone. fc1000 bprop kernel against kernel: 0.80x
  *    of cuBLASLt in 128-row tiles, 0.84x in 64 x 64 k pairs (NOTES step 30), 0.93x with one
  *    consumer 128 wide (step 32).
+ *  - edge boxes: a K-major A (B) whose last tile row (column) holds fewer rows than a tile is
+ *    loaded there through a second tensor map whose boxes hold those rows rounded up to 8
+ *    (maps 3 and 4, words 48 and 49); the H100's TMA takes about as long for a box half past
+ *    the edge as for a whole one in bounds, and longer with more of it past the edge (96 x 4096
+ *    x 4096 0.0184 -> 0.0115 ms). The stage's rows past the edge box keep what they held and
+ *    reach only C's rows past the edge, which are never stored.
  * Not here yet: stream-K.
  * This file holds the kernel's source and its launch description, free of CUDA headers (built
  * into every libkiln for tests/test_gemm_emu.c); gemm_wgmma_launch.c runs it on a device.
@@ -158,9 +164,12 @@ static const char kernel_src[] =
     " * (kiln__cuda_gemm_wgmma_sr_words), 41 tile rows per group of the tile order (kg_item),\n"
     " * 42-46 the divisors of a work item (splits, tiles a batch, tiles a group, group_m, the last\n"
     " * group's rows) as kg_div words, 47 1 where every item is below 2^31 (kg_div applies);\n"
-    " * tc: C's tensor map (boxes of 64 x 64, 128-byte swizzle) when TMA_STORE */\n"
+    " * 48-49 the bytes of A's and B's edge boxes (0: none);\n"
+    " * tc: C's tensor map (boxes of 64 x 64, 128-byte swizzle) when TMA_STORE; tae, tbe: A's map\n"
+    " * with boxes of the last tile row's rows (rounded up to 8), B's with the last tile column's,\n"
+    " * where word 48 / 49 says so (K-major operands only) */\n"
     "struct __align__(64) kg_tmap { kiln_w64 b[16]; };\n"
-    "struct __align__(64) kiln_args { kg_tmap ta, tb, tc; kiln_w64 w[48]; };\n"
+    "struct __align__(64) kiln_args { kg_tmap ta, tb, tc, tae, tbe; kiln_w64 w[50]; };\n"
     "\n"
     "/* kg: PTX wrappers */\n"
     "__device__ __forceinline__ unsigned kg_smem(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }\n"
@@ -810,6 +819,8 @@ static const char kernel_src[] =
     "    kg_prefetch_map(&p.ta);\n"
     "    kg_prefetch_map(&p.tb);\n"
     "    if constexpr (TMA_STORE) kg_prefetch_map(&p.tc);\n"
+    "    if (p.w[48]) kg_prefetch_map(&p.tae);\n"
+    "    if (p.w[49]) kg_prefetch_map(&p.tbe);\n"
     "    for (int s = 0; s < STAGES; s++) {\n"
     "      kg_bar_init(full0 + 8 * s, 1);\n"
     "      /* the consumers that read a stage (ping-pong and k pairs: one); MC, both blocks' (either\n"
@@ -859,37 +870,53 @@ static const char kernel_src[] =
     "        }\n"
     "        if constexpr (MC) tm = 2 * tm + rank;\n"
     "        const int m0 = tm * BM, n0 = tn * BN, ab = a_bat ? (int)bi : 0, bb = b_bat ? (int)bi : 0;\n"
+    "        /* the last tile row (column) of a K-major A (B) with fewer rows than a tile: boxes of\n"
+    "         * its rows, so TMA does not fill a box's worth past the edge; the stage's other rows\n"
+    "         * keep what they held, which reaches only C's rows (columns) past the edge, never stored */\n"
+    "        const bool a_edge = A_KMAJ && p.w[48] && tm == tiles_m - 1;\n"
+    "        const bool b_edge = B_KMAJ && !MC && p.w[49] && tn == tiles_n - 1;\n"
+    "        const unsigned edge_bytes = STAGE_BYTES - (a_edge ? A_BYTES - (unsigned)p.w[48] : 0u) -\n"
+    "                                    (b_edge ? B_BYTES - (unsigned)p.w[49] : 0u);\n"
     "        int kb, ke;\n"
     "        kg_krange((int)(item - tile * splits), KT, splits, kper, &kb, &ke);\n"
-    "        for (int kt = kb; kt < ke; kt++, it++) {\n"
-    "          const unsigned s = it % STAGES, round = it / STAGES;\n"
-    "          if (round > 0) kg_bar_wait(empty0 + 8 * s, (round - 1) & 1);\n"
-    "          const unsigned full = full0 + 8 * s, sa = sbase + s * STAGE_BYTES, sb = sa + A_BYTES;\n"
-    "          kg_bar_expect(full, STAGE_BYTES);\n"
-    "          const int k0 = kt * BK;\n"
-    "          if constexpr (A_KMAJ) {\n"
-    "            kg_tma(sa, &p.ta, k0, m0, ab, full);\n"
-    "          } else {\n"
+    "        /* the item's slices from maps ma, mb with bytes a stage: called with the maps' constant\n"
+    "         * addresses apart from edge items (a map chosen at run time in every item had cost\n"
+    "         * fc4096 fprop 4 %, 0.0118 -> 0.0123 ms, H100) */\n"
+    "        auto slices = [&](const kg_tmap *ma, const kg_tmap *mb, unsigned bytes) __attribute__((always_inline)) {\n"
+    "          for (int kt = kb; kt < ke; kt++, it++) {\n"
+    "            const unsigned s = it % STAGES, round = it / STAGES;\n"
+    "            if (round > 0) kg_bar_wait(empty0 + 8 * s, (round - 1) & 1);\n"
+    "            const unsigned full = full0 + 8 * s, sa = sbase + s * STAGE_BYTES, sb = sa + A_BYTES;\n"
+    "            kg_bar_expect(full, bytes);\n"
+    "            const int k0 = kt * BK;\n"
+    "            if constexpr (A_KMAJ) {\n"
+    "              kg_tma(sa, ma, k0, m0, ab, full);\n"
+    "            } else {\n"
     "#pragma unroll\n"
-    "            for (int c = 0; c < BM / 64; c++) kg_tma(sa + c * CHUNK, &p.ta, m0 + 64 * c, k0, ab, full);\n"
+    "              for (int c = 0; c < BM / 64; c++) kg_tma(sa + c * CHUNK, ma, m0 + 64 * c, k0, ab, full);\n"
+    "            }\n"
+    "            if constexpr (MC && B_KMAJ) { /* this block's half of the rows (the map's box: BN / 2) */\n"
+    "              kg_tma_mc(sb + rank * (BN / 2) * 128, mb, k0, n0 + rank * (BN / 2), bb, full, 3);\n"
+    "            } else if constexpr (MC) {\n"
+    "              /* this block's half of every 64-wide box: k rows [rank BK / 2, (rank + 1) BK / 2) (the\n"
+    "               * map's box: BK / 2 rows; 4 KiB into the chunk, whole 1024-byte swizzle atoms), so the\n"
+    "               * two blocks issue the same bytes whatever the box count (with every other box, one\n"
+    "               * 64-wide box left all of B to rank 0) */\n"
+    "#pragma unroll\n"
+    "              for (int c = 0; c < BN / 64; c++)\n"
+    "                kg_tma_mc(sb + c * CHUNK + rank * (BK / 2) * 128, mb, n0 + 64 * c, k0 + rank * (BK / 2), bb, full, 3);\n"
+    "            } else if constexpr (B_KMAJ) {\n"
+    "              kg_tma(sb, mb, k0, n0, bb, full);\n"
+    "            } else {\n"
+    "#pragma unroll\n"
+    "              for (int c = 0; c < BN / 64; c++) kg_tma(sb + c * CHUNK, mb, n0 + 64 * c, k0, bb, full);\n"
+    "            }\n"
     "          }\n"
-    "          if constexpr (MC && B_KMAJ) { /* this block's half of the rows (the map's box: BN / 2) */\n"
-    "            kg_tma_mc(sb + rank * (BN / 2) * 128, &p.tb, k0, n0 + rank * (BN / 2), bb, full, 3);\n"
-    "          } else if constexpr (MC) {\n"
-    "            /* this block's half of every 64-wide box: k rows [rank BK / 2, (rank + 1) BK / 2) (the\n"
-    "             * map's box: BK / 2 rows; 4 KiB into the chunk, whole 1024-byte swizzle atoms), so the\n"
-    "             * two blocks issue the same bytes whatever the box count (with every other box, one\n"
-    "             * 64-wide box left all of B to rank 0) */\n"
-    "#pragma unroll\n"
-    "            for (int c = 0; c < BN / 64; c++)\n"
-    "              kg_tma_mc(sb + c * CHUNK + rank * (BK / 2) * 128, &p.tb, n0 + 64 * c, k0 + rank * (BK / 2), bb, full, 3);\n"
-    "          } else if constexpr (B_KMAJ) {\n"
-    "            kg_tma(sb, &p.tb, k0, n0, bb, full);\n"
-    "          } else {\n"
-    "#pragma unroll\n"
-    "            for (int c = 0; c < BN / 64; c++) kg_tma(sb + c * CHUNK, &p.tb, n0 + 64 * c, k0, bb, full);\n"
-    "          }\n"
-    "        }\n"
+    "        };\n"
+    "        if (a_edge || b_edge)\n"
+    "          slices(a_edge ? &p.tae : &p.ta, b_edge ? &p.tbe : &p.tb, edge_bytes);\n"
+    "        else\n"
+    "          slices(&p.ta, &p.tb, STAGE_BYTES);\n"
     "      }\n"
     "    }\n"
     "    /* MC: no block leaves while the other may still arrive on its barriers (the last stages'\n"
@@ -1631,6 +1658,24 @@ static void map_desc(kiln_gemm_tmap_desc *m, const char *x, int es, int64_t inne
     m->box[1] = box_outer;
 }
 
+/* The edge map of a K-major operand (rows of 128 bytes; boxes of tile rows) whose last tile
+ * has fewer than tile rows: a copy of its map with boxes of those rows rounded up to 8 (at
+ * most 7 past the edge, one 1024-byte swizzle atom). On the H100 a box that lies half past
+ * the edge costs about what a whole box in bounds does, and more with fewer rows in bounds:
+ * 96 x 4096 x 4096 (64-row boxes, the second tile row's half past M) took 0.0183 ms against
+ * 0.0118 with every box in bounds, 192 x 4096 x 4096 (128-row boxes) 0.0286 against 0.0157
+ * (bench/NOTES.md step 34). Returns the edge box's bytes (the kernel's word 48 or 49), 0 where
+ * there is none. */
+static uint64_t edge_map(kiln_gemm_tmap_desc *edge, const kiln_gemm_tmap_desc *full, int kmajor, int64_t rows,
+                         int tile)
+{
+    const int64_t last = rows % tile, box = (last + 7) / 8 * 8;
+    if (!kmajor || !full->used || last == 0 || box >= tile) return 0;
+    *edge = *full;
+    edge->box[1] = (unsigned)box;
+    return (uint64_t)box * ROW_BYTES;
+}
+
 /* Slices split 0 of a long split-K tile takes beyond the others (kiln__cuda_gemm_wgmma_prepare):
  * about the time a partial's write and count take (~2 us) over one slice's (~0.4 us at BM =
  * BN = 128 on the H100) */
@@ -2050,6 +2095,10 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     c->mcast = splits == 1 && !c->pingpong && !c->cluster && !c->slice_sum && tm >= 2 && opts && opts->mcast == 2;
     if (c->mcast) /* each block loads half of B: half the rows (K-major), half the k rows of each box */
         l->map[1].box[1] = c->b_kmajor ? (unsigned)c->bn / 2 : (unsigned)bk / 2;
+    /* The edge boxes (maps 3 and 4, words 48 and 49): B's only without multicast (whose boxes
+     * are half a tile's rows) */
+    w[48] = edge_map(&l->map[3], &l->map[0], c->a_kmajor, d->M, bm);
+    w[49] = edge_map(&l->map[4], &l->map[1], c->b_kmajor && !c->mcast, d->N, c->bn);
     l->tiles = nb * tm * tn;
     l->ws_bytes = splits > 1 && !c->cluster ? (size_t)l->tiles * (size_t)splits * (size_t)bm * (size_t)c->bn * sizeof(float) : 0;
     int64_t items = l->tiles * splits;

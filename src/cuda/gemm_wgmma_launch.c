@@ -118,10 +118,10 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
     return KILN_OK;
 }
 
-/* The kernel's argument: three tensor maps (C's only with tma_store), then the words
- * (layout in the kernel source). */
+/* The kernel's argument: five tensor maps (C's only with tma_store, the edge maps where the
+ * plan has them), then the words (layout in the kernel source). */
 typedef struct wg_args {
-    CUtensorMap ta, tb, tc;
+    CUtensorMap ta, tb, tc, tae, tbe;
     uint64_t w[KILN_GEMM_WGMMA_WORDS];
 } wg_args;
 
@@ -189,8 +189,10 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     kiln_status r = encode_map(ctx, &args.ta, d->dtype, &l.map[0], "A");
     if (r == KILN_OK) r = encode_map(ctx, &args.tb, d->dtype, &l.map[1], "B");
     if (r == KILN_OK && c->tma_store) r = encode_map(ctx, &args.tc, d->dtype, &l.map[2], "C");
+    if (r == KILN_OK && l.map[3].used) r = encode_map(ctx, &args.tae, d->dtype, &l.map[3], "A");
+    if (r == KILN_OK && l.map[4].used) r = encode_map(ctx, &args.tbe, d->dtype, &l.map[4], "B");
     /* a tag ("GKWG") and this kernel's version first */
-    const int32_t sig[21] = {0x47574b47,   16,          (int32_t)c->dtype, c->a_kmajor,  c->b_kmajor,  c->bias,
+    const int32_t sig[21] = {0x47574b47,   17,          (int32_t)c->dtype, c->a_kmajor,  c->b_kmajor,  c->bias,
                              c->beta,      c->sr,       c->c_pair,         c->bn,        c->tma_store, c->pingpong,
                              c->sr_unroll, c->cbufs,    c->cluster,        c->slice_sum, c->mcast,     c->kpair,
                              c->alpha1,    c->relu,     c->stages_cap};
