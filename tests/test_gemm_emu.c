@@ -373,7 +373,8 @@ static int rule_stages(int64_t M, int64_t N, int64_t K, int64_t lda)
     return stages;
 }
 /* the rows of its edge box for A (which = 0, map 3) or B (which = 1, map 4), B stored (N, K)
- * with b_nk; 0 where there is none; checks the kernel's word against the box's bytes */
+ * with b_nk; 0 where there is none; checks the kernel's word 21 (A's bytes in its low half, B's
+ * in its high half) against the box's bytes */
 static int rule_edge_rows(int64_t M, int64_t N, int64_t K, int b_nk, int which)
 {
     kiln_gemm_desc d = auto_desc(M, N, K, b_nk);
@@ -384,11 +385,12 @@ static int rule_edge_rows(int64_t M, int64_t N, int64_t K, int b_nk, int which)
     kiln_gemm_wgmma_launch l;
     kiln__cuda_gemm_wgmma_prepare(&d, &bt, 132, 1, &o, &l);
     const kiln_gemm_tmap_desc *e = &l.map[3 + which], *full = &l.map[which];
+    const int64_t bytes = (int64_t)(which ? l.w[21] >> 32 : l.w[21] & 0xffffffffu);
     if (!e->used) {
-        CHECK_INT((int64_t)l.w[48 + which], 0);
+        CHECK_INT(bytes, 0);
         return 0;
     }
-    CHECK_INT((int64_t)l.w[48 + which], (int64_t)e->box[1] * 128);
+    CHECK_INT(bytes, (int64_t)e->box[1] * 128);
     CHECK(e->base == full->base && e->dims[1] == full->dims[1] && e->strides[0] == full->strides[0] &&
           e->box[0] == full->box[0] && e->box[1] < full->box[1]);
     return (int)e->box[1];

@@ -103,9 +103,10 @@ typedef struct kiln_gemm_tmap_desc {
 /* Argument words of the wgmma kernel (layout in its source; 28-29 are the split-K
  * workspace and counters, filled at launch; 30-40 stochastic rounding's Philox constants; 41
  * the tile rows per group of the tile order; 42-46 the work-item divisors as
- * kiln__cuda_gemm_div_word words, 47 whether they apply; 48-49 the bytes of A's and B's edge
- * boxes, 0 where there is none). */
-#define KILN_GEMM_WGMMA_WORDS 50
+ * kiln__cuda_gemm_div_word words, 47 whether they apply; word 21, ReLU for the other kernels,
+ * holds the bytes of A's edge box in its low half and B's in its high half, 0 where there is
+ * none). */
+#define KILN_GEMM_WGMMA_WORDS 48
 
 /* A divisor d (1 <= d < 2^31) as one word for the kernels' kg_div: the multiplier
  * m = ceil(2^(31 + s) / d) < 2^32 in the low half, s = ceil(log2 d) in the high half; then

@@ -74,7 +74,7 @@
  *    consumer 128 wide (step 32).
  *  - edge boxes: a K-major A (B) whose last tile row (column) holds fewer rows than a tile is
  *    loaded there through a second tensor map whose boxes hold those rows rounded up to 8
- *    (maps 3 and 4, words 48 and 49); the H100's TMA takes about as long for a box half past
+ *    (maps 3 and 4, word 21); the H100's TMA takes about as long for a box half past
  *    the edge as for a whole one in bounds, and longer with more of it past the edge (96 x 4096
  *    x 4096 0.0184 -> 0.0115 ms). The stage's rows past the edge box keep what they held and
  *    reach only C's rows past the edge, which are never stored.
@@ -164,12 +164,15 @@ static const char kernel_src[] =
     " * (kiln__cuda_gemm_wgmma_sr_words), 41 tile rows per group of the tile order (kg_item),\n"
     " * 42-46 the divisors of a work item (splits, tiles a batch, tiles a group, group_m, the last\n"
     " * group's rows) as kg_div words, 47 1 where every item is below 2^31 (kg_div applies);\n"
-    " * 48-49 the bytes of A's and B's edge boxes (0: none);\n"
     " * tc: C's tensor map (boxes of 64 x 64, 128-byte swizzle) when TMA_STORE; tae, tbe: A's map\n"
     " * with boxes of the last tile row's rows (rounded up to 8), B's with the last tile column's,\n"
-    " * where word 48 / 49 says so (K-major operands only) */\n"
+    " * where word 21 says so (K-major operands only): the bytes of A's edge box in its low half,\n"
+    " * B's in its high half, 0 where there is none (this kernel reads its RELU, not word 21; the\n"
+    " * word shares a constant-cache line with the tile counts read at the start, and the edge maps\n"
+    " * come after the words, so a launch without edges reads what it did before they existed:\n"
+    " * words 48-49 in a line of their own had cost fc1000 bprop 5-7 %, H100) */\n"
     "struct __align__(64) kg_tmap { kiln_w64 b[16]; };\n"
-    "struct __align__(64) kiln_args { kg_tmap ta, tb, tc, tae, tbe; kiln_w64 w[50]; };\n"
+    "struct __align__(64) kiln_args { kg_tmap ta, tb, tc; kiln_w64 w[48]; kg_tmap tae, tbe; };\n"
     "\n"
     "/* kg: PTX wrappers */\n"
     "__device__ __forceinline__ unsigned kg_smem(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }\n"
@@ -819,8 +822,8 @@ static const char kernel_src[] =
     "    kg_prefetch_map(&p.ta);\n"
     "    kg_prefetch_map(&p.tb);\n"
     "    if constexpr (TMA_STORE) kg_prefetch_map(&p.tc);\n"
-    "    if (p.w[48]) kg_prefetch_map(&p.tae);\n"
-    "    if (p.w[49]) kg_prefetch_map(&p.tbe);\n"
+    "    if ((unsigned)p.w[21]) kg_prefetch_map(&p.tae);\n"
+    "    if ((unsigned)(p.w[21] >> 32)) kg_prefetch_map(&p.tbe);\n"
     "    for (int s = 0; s < STAGES; s++) {\n"
     "      kg_bar_init(full0 + 8 * s, 1);\n"
     "      /* the consumers that read a stage (ping-pong and k pairs: one); MC, both blocks' (either\n"
@@ -873,10 +876,11 @@ static const char kernel_src[] =
     "        /* the last tile row (column) of a K-major A (B) with fewer rows than a tile: boxes of\n"
     "         * its rows, so TMA does not fill a box's worth past the edge; the stage's other rows\n"
     "         * keep what they held, which reaches only C's rows (columns) past the edge, never stored */\n"
-    "        const bool a_edge = A_KMAJ && p.w[48] && tm == tiles_m - 1;\n"
-    "        const bool b_edge = B_KMAJ && !MC && p.w[49] && tn == tiles_n - 1;\n"
-    "        const unsigned edge_bytes = STAGE_BYTES - (a_edge ? A_BYTES - (unsigned)p.w[48] : 0u) -\n"
-    "                                    (b_edge ? B_BYTES - (unsigned)p.w[49] : 0u);\n"
+    "        const unsigned a_edge_bytes = (unsigned)p.w[21], b_edge_bytes = (unsigned)(p.w[21] >> 32);\n"
+    "        const bool a_edge = A_KMAJ && a_edge_bytes && tm == tiles_m - 1;\n"
+    "        const bool b_edge = B_KMAJ && !MC && b_edge_bytes && tn == tiles_n - 1;\n"
+    "        const unsigned edge_bytes = STAGE_BYTES - (a_edge ? A_BYTES - a_edge_bytes : 0u) -\n"
+    "                                    (b_edge ? B_BYTES - b_edge_bytes : 0u);\n"
     "        int kb, ke;\n"
     "        kg_krange((int)(item - tile * splits), KT, splits, kper, &kb, &ke);\n"
     "        /* the item's slices from maps ma, mb with bytes a stage: called with the maps' constant\n"
@@ -1664,8 +1668,8 @@ static void map_desc(kiln_gemm_tmap_desc *m, const char *x, int es, int64_t inne
  * the edge costs about what a whole box in bounds does, and more with fewer rows in bounds:
  * 96 x 4096 x 4096 (64-row boxes, the second tile row's half past M) took 0.0183 ms against
  * 0.0118 with every box in bounds, 192 x 4096 x 4096 (128-row boxes) 0.0286 against 0.0157
- * (bench/NOTES.md step 34). Returns the edge box's bytes (the kernel's word 48 or 49), 0 where
- * there is none. */
+ * (bench/NOTES.md step 34). Returns the edge box's bytes (a half of the kernel's word 21), 0
+ * where there is none. */
 static uint64_t edge_map(kiln_gemm_tmap_desc *edge, const kiln_gemm_tmap_desc *full, int kmajor, int64_t rows,
                          int tile)
 {
@@ -2030,7 +2034,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     kiln__cuda_gemm_wgmma_sr_words(w);
     w[19] = (uint64_t)tm;
     w[20] = (uint64_t)tn;
-    w[21] = d->relu != 0;
+    w[21] = 0; /* the edge boxes' bytes, set below (this kernel reads its RELU, not word 21) */
     w[22] = (uint64_t)(bt->n ? bt->sc[0] : 0);
     w[23] = (uint64_t)a_bat;
     w[24] = (uint64_t)b_bat;
@@ -2095,10 +2099,10 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     c->mcast = splits == 1 && !c->pingpong && !c->cluster && !c->slice_sum && tm >= 2 && opts && opts->mcast == 2;
     if (c->mcast) /* each block loads half of B: half the rows (K-major), half the k rows of each box */
         l->map[1].box[1] = c->b_kmajor ? (unsigned)c->bn / 2 : (unsigned)bk / 2;
-    /* The edge boxes (maps 3 and 4, words 48 and 49): B's only without multicast (whose boxes
-     * are half a tile's rows) */
-    w[48] = edge_map(&l->map[3], &l->map[0], c->a_kmajor, d->M, bm);
-    w[49] = edge_map(&l->map[4], &l->map[1], c->b_kmajor && !c->mcast, d->N, c->bn);
+    /* The edge boxes (maps 3 and 4; word 21, which this kernel does not read for ReLU): B's only
+     * without multicast (whose boxes are half a tile's rows) */
+    w[21] = edge_map(&l->map[3], &l->map[0], c->a_kmajor, d->M, bm) |
+            edge_map(&l->map[4], &l->map[1], c->b_kmajor && !c->mcast, d->N, c->bn) << 32;
     l->tiles = nb * tm * tn;
     l->ws_bytes = splits > 1 && !c->cluster ? (size_t)l->tiles * (size_t)splits * (size_t)bm * (size_t)c->bn * sizeof(float) : 0;
     int64_t items = l->tiles * splits;

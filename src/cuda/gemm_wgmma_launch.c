@@ -118,11 +118,12 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
     return KILN_OK;
 }
 
-/* The kernel's argument: five tensor maps (C's only with tma_store, the edge maps where the
- * plan has them), then the words (layout in the kernel source). */
+/* The kernel's argument: three tensor maps (C's only with tma_store), the words (layout in the
+ * kernel source), then the edge maps where the plan has them. */
 typedef struct wg_args {
-    CUtensorMap ta, tb, tc, tae, tbe;
+    CUtensorMap ta, tb, tc;
     uint64_t w[KILN_GEMM_WGMMA_WORDS];
+    CUtensorMap tae, tbe;
 } wg_args;
 
 /* The grid of a multicast launch: at most as many clusters of two as the device runs at once
