@@ -342,10 +342,11 @@ static int rule_kpair(int64_t M, int64_t N, int64_t K, int sms)
     rule_launch(M, N, K, sms, 0, 0, 0, &l);
     return l.cfg.kpair;
 }
-/* the rule's plan on 132 SMs, f16, A stored (M, K) (K-major) with rows lda elements apart */
-static void rule_plan_lda(int64_t M, int64_t N, int64_t K, int64_t lda, kiln_gemm_wgmma_launch *l)
+/* the rule's plan on 132 SMs, f16, A stored (M, K) (K-major) with rows lda elements apart, B
+ * stored (N, K) with b_nk, else (K, N) */
+static void rule_plan(int64_t M, int64_t N, int64_t K, int64_t lda, int b_nk, kiln_gemm_wgmma_launch *l)
 {
-    kiln_gemm_desc d = auto_desc(M, N, K, 0);
+    kiln_gemm_desc d = auto_desc(M, N, K, b_nk);
     d.dtype = KILN_DTYPE_F16;
     d.a_sm = lda;
     kiln_gemm_batches bt;
@@ -357,14 +358,14 @@ static void rule_plan_lda(int64_t M, int64_t N, int64_t K, int64_t lda, kiln_gem
 static int rule_kp_width(int64_t M, int64_t N, int64_t K, int64_t lda)
 {
     kiln_gemm_wgmma_launch l;
-    rule_plan_lda(M, N, K, lda, &l);
+    rule_plan(M, N, K, lda, 0, &l);
     return l.cfg.kpair ? l.cfg.bn : 0;
 }
 /* the ring's stages of its kernel, as the kernel's source declares them */
 static int rule_stages(int64_t M, int64_t N, int64_t K, int64_t lda)
 {
     kiln_gemm_wgmma_launch l;
-    rule_plan_lda(M, N, K, lda, &l);
+    rule_plan(M, N, K, lda, 0, &l);
     char *src = kiln__cuda_gemm_wgmma_source_text(&l.cfg);
     const char *at = src ? strstr(src, "STAGES = ") : NULL;
     int stages = -1;
@@ -377,13 +378,8 @@ static int rule_stages(int64_t M, int64_t N, int64_t K, int64_t lda)
  * in its high half) against the box's bytes */
 static int rule_edge_rows(int64_t M, int64_t N, int64_t K, int b_nk, int which)
 {
-    kiln_gemm_desc d = auto_desc(M, N, K, b_nk);
-    d.dtype = KILN_DTYPE_F16;
-    kiln_gemm_batches bt;
-    kiln__cuda_gemm_merge_batches(&d, &bt);
-    kiln_gemm_wgmma_opts o = {.tma_store = 1};
     kiln_gemm_wgmma_launch l;
-    kiln__cuda_gemm_wgmma_prepare(&d, &bt, 132, 1, &o, &l);
+    rule_plan(M, N, K, K, b_nk, &l);
     const kiln_gemm_tmap_desc *e = &l.map[3 + which], *full = &l.map[which];
     const int64_t bytes = (int64_t)(which ? l.w[21] >> 32 : l.w[21] & 0xffffffffu);
     if (!e->used) {
