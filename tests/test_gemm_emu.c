@@ -382,6 +382,7 @@ static int rule_edge_rows(int64_t M, int64_t N, int64_t K, int b_nk, int which)
     rule_plan(M, N, K, K, b_nk, &l);
     const kiln_gemm_tmap_desc *e = &l.map[3 + which], *full = &l.map[which];
     const int64_t bytes = (int64_t)(which ? l.w[21] >> 32 : l.w[21] & 0xffffffffu);
+    CHECK_INT(l.cfg.edge, l.w[21] != 0); /* the kernel compiles its edge choice only then */
     if (!e->used) {
         CHECK_INT(bytes, 0);
         return 0;

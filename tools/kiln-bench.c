@@ -83,6 +83,8 @@ typedef struct bench {
     char gemm_min_case[KILN_DTYPE_COUNT][2][64];
     double last_host_ms; /* time_median's median host time per call of a batch, up to its last return */
     const char *only;    /* --only: the GPU gemm cases whose name holds this text (NULL = all) */
+    const struct gemm_case *shapes; /* --shapes: gemm-auto's cases in place of its list (NULL = the list) */
+    size_t nshapes;
 } bench;
 
 /* Prints a failed kiln call with the context's last error; returns its status. */
@@ -1349,8 +1351,10 @@ static kiln_status run_gemm_auto(bench *b, int flags)
         int count = 0;
         char worst_case[64] = "";
         if (sr && dt != KILN_DTYPE_F16 && dt != KILN_DTYPE_BF16) continue; /* stochastic rounding: 16-bit C */
-        for (size_t i = 0; i < sizeof auto_cases / sizeof auto_cases[0] && st == KILN_OK; i++) {
-            const gemm_case gcase = gemm_case_as_run(b, dt, &auto_cases[i]), *gc = &gcase;
+        const gemm_case *cases = b->shapes ? b->shapes : auto_cases;
+        const size_t ncases = b->shapes ? b->nshapes : sizeof auto_cases / sizeof auto_cases[0];
+        for (size_t i = 0; i < ncases && st == KILN_OK; i++) {
+            const gemm_case gcase = gemm_case_as_run(b, dt, &cases[i]), *gc = &gcase;
             if (b->only && !strstr(gc->name, b->only)) continue;
             gemm_run g = {0};
             kiln_tensor *bias = NULL;
@@ -1386,7 +1390,8 @@ static kiln_status run_gemm_auto(bench *b, int flags)
                          gc->k);
             }
             char shape[32];
-            snprintf(shape, sizeof shape, "%" PRId64 "x%" PRId64 "x%" PRId64, gc->m, gc->n, gc->k);
+            snprintf(shape, sizeof shape, "%" PRId64 "x%" PRId64 "x%" PRId64 "%s", gc->m, gc->n, gc->k,
+                     gc->trans_b ? "t" : "");
             printf("%-20s %-5s %-20s %10.4f %10.4f %10.4f %9.2fx %9.2f  %s %.0e\n", gc->name, kiln_dtype_name(dt), shape,
                    ms[0], ms[1], ms[2], ms[0] / ms[1], ratio, err <= tol ? "ok" : "FAIL", err);
         done:
@@ -1509,11 +1514,43 @@ static int parse_gemm_one(const char *shape, const char *epilogue, gemm_case *gc
     char tail = 0, extra = 0;
     const int got = sscanf(shape, "%" SCNd64 "x%" SCNd64 "x%" SCNd64 "%c%c", &gc->m, &gc->n, &gc->k, &tail, &extra);
     if ((got != 3 && !(got == 4 && tail == 't')) || gc->m < 1 || gc->n < 1 || gc->k < 1) {
-        fprintf(stderr, "kiln-bench: gemm-one: shape '%s' is not MxNxK or MxNxKt with positive sizes\n", shape);
+        fprintf(stderr, "kiln-bench: shape '%s' is not MxNxK or MxNxKt with positive sizes\n", shape);
         return 0;
     }
     gc->trans_b = got == 4; /* MxNxKt: B stored (N, K), read as its transpose */
     return parse_epilogue(epilogue, flags);
+}
+
+/* gemm-auto --shapes MxNxK[t],...: the cases (named "shapes") into *out (malloc'd, *n of
+ * them); 0 (after a message naming the bad one) when one is not a shape as gemm-one takes. */
+static int parse_shapes(const char *list, gemm_case **out, size_t *n)
+{
+    size_t cap = 1;
+    for (const char *p = list; *p; p++) cap += *p == ',';
+    gemm_case *cases = calloc(cap, sizeof *cases);
+    char *buf = strdup(list);
+    if (!cases || !buf) {
+        fprintf(stderr, "kiln-bench: --shapes: out of memory\n");
+        free(cases);
+        free(buf);
+        return 0;
+    }
+    size_t count = 0;
+    int flags = 0, ok = 1;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok && ok; tok = strtok_r(NULL, ",", &save)) {
+        cases[count] = (gemm_case){0, 0, 0, 0, "shapes", 0};
+        ok = parse_gemm_one(tok, NULL, &cases[count], &flags);
+        count += ok;
+    }
+    free(buf);
+    if (!ok || count == 0) {
+        if (ok) fprintf(stderr, "kiln-bench: --shapes: '%s' names no shape\n", list);
+        free(cases);
+        return 0;
+    }
+    *out = cases;
+    *n = count;
+    return 1;
 }
 
 static kiln_status run_gemm_one(bench *b, gemm_case gc, int flags)
@@ -1693,7 +1730,7 @@ static void usage(FILE *f)
                "                   gemm-ab VAR=v1,v2]\n"
                "                  [--quick]\n"
                "                  [--dtype f32,f16,...] [--only TEXT] [--epilogue bias,relu,sr] [--tf32] [--graph]\n"
-               "                  [--rotate N]\n"
+               "                  [--rotate N] [--shapes MxNxK[t],...]\n"
                "  expr    fused vs unfused expressions (ms, GB/s, unfused/fused)\n"
                "  gemm    kiln_dot (ms, GFLOP/s)\n"
                "  overhead  host time per call: a small assignment, a small and the RBM's kiln_dot\n"
@@ -1703,7 +1740,8 @@ static void usage(FILE *f)
                "  gemm-epilogue  (CUDA) the cost of bias + ReLU + stochastic rounding in kiln's\n"
                "          own kernels (f16, bf16)\n"
                "  gemm-auto  (CUDA) KILN_GEMM=auto against cuBLASLt and kiln's own kernels on more\n"
-               "          deep-learning shapes (--dtype, default f16,bf16; --epilogue as gemm-one)\n"
+               "          deep-learning shapes (--dtype, default f16,bf16; --epilogue as gemm-one;\n"
+               "          --shapes MxNxK[t],... in place of its list)\n"
                "  gemm-ab VAR=v1,v2,...  (CUDA) kiln's own GEMM with the environment variable VAR at\n"
                "          each value in turn, rounds interleaved, per gemm case (first --dtype)\n"
                "  gemm-one MxNxK[t]  one GEMM, A (M, K) @ B (K, N) (B stored (N, K) with t), through\n"
@@ -1759,7 +1797,8 @@ int main(int argc, char **argv)
 {
     bench b = {0};
     int do_expr = 1, do_gemm = 1, do_sweep = 0, do_overhead = 1, do_epilogue = 0, do_auto = 0;
-    const char *dtype_list = NULL, *one_shape = NULL, *one_epilogue = NULL, *ab_spec = NULL;
+    const char *dtype_list = NULL, *one_shape = NULL, *one_epilogue = NULL, *ab_spec = NULL, *shapes_list = NULL;
+    gemm_case *shapes = NULL;
     b.rng = 0x9E3779B97F4A7C15ull;
 
     for (int i = 1; i < argc; i++) {
@@ -1801,6 +1840,8 @@ int main(int argc, char **argv)
             dtype_list = argv[++i];
         } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
             b.only = argv[++i];
+        } else if (!strcmp(argv[i], "--shapes") && i + 1 < argc) {
+            shapes_list = argv[++i];
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
@@ -1821,6 +1862,13 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (shapes_list && !do_auto) {
+        fprintf(stderr, "kiln-bench: --shapes goes with gemm-auto\n");
+        usage(stderr);
+        return 2;
+    }
+    if (shapes_list && !parse_shapes(shapes_list, &shapes, &b.nshapes)) return 2;
+    b.shapes = shapes;
     gemm_case one_case = {0, 0, 0, 0, "gemm-one", 0};
     int one_flags = 0;
     if (one_shape && !parse_gemm_one(one_shape, one_epilogue, &one_case, &one_flags)) return 2;
@@ -1905,5 +1953,6 @@ int main(int argc, char **argv)
     free(b.host);
     free(b.copy_src);
     free(b.copy_dst);
+    free(shapes);
     return (st != KILN_OK || b.fails) ? 1 : 0;
 }

@@ -79,6 +79,9 @@ typedef struct kiln_gemm_wgmma_cfg {
                     * 0's through shared memory; 2 = one consumer taking every slice */
     int stages_cap; /* the most stages of the ring (0 = the rule's: 7, or as many as fit up to 16
                      * with one consumer on 64-row tiles; KILN_WGMMA_STAGES) */
+    int edge;       /* word 21 names an edge box (A's or B's): the producer's per-item choice of map
+                     * and bytes is compiled only into such launches (with it in every launch,
+                     * fc1000 bprop bf16 ran 3 % slower on the H100; bench/NOTES.md step 35) */
 } kiln_gemm_wgmma_cfg;
 
 /* 1 when the wgmma kernel takes d on ctx's device: compute capability 9.0 with the tensor-

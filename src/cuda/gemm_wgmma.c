@@ -877,8 +877,8 @@ static const char kernel_src[] =
     "         * its rows, so TMA does not fill a box's worth past the edge; the stage's other rows\n"
     "         * keep what they held, which reaches only C's rows (columns) past the edge, never stored */\n"
     "        const unsigned a_edge_bytes = (unsigned)p.w[21], b_edge_bytes = (unsigned)(p.w[21] >> 32);\n"
-    "        const bool a_edge = A_KMAJ && a_edge_bytes && tm == tiles_m - 1;\n"
-    "        const bool b_edge = B_KMAJ && !MC && b_edge_bytes && tn == tiles_n - 1;\n"
+    "        const bool a_edge = EDGE && A_KMAJ && a_edge_bytes && tm == tiles_m - 1;\n"
+    "        const bool b_edge = EDGE && B_KMAJ && !MC && b_edge_bytes && tn == tiles_n - 1;\n"
     "        const unsigned edge_bytes = STAGE_BYTES - (a_edge ? A_BYTES - a_edge_bytes : 0u) -\n"
     "                                    (b_edge ? B_BYTES - b_edge_bytes : 0u);\n"
     "        int kb, ke;\n"
@@ -1528,6 +1528,8 @@ void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
     /* RELU: a run-time flag's select was if-converted into a compare and a select an element
      * that ran with ReLU off too (two of the plain staged epilogue's ~4 instructions an element) */
     kiln__sbuf_printf(b, "constexpr int RELU = %d;\n", c->relu ? 1 : 0);
+    /* EDGE: word 21 names an edge box; launches without one compile no per-item map choice */
+    kiln__sbuf_printf(b, "constexpr int EDGE = %d;\n", c->edge ? 1 : 0);
     kiln__sbuf_printf(b,
                       "constexpr int SR_UNROLL = %d, CBUFS = %d, CLUSTER = %d, SLICE_SUM = %d, MC = %d, KP = %d, KP1 = %d;\n",
                       c->sr_unroll > 1 ? c->sr_unroll : 1, c->cbufs > 1 ? 2 : 1, c->cluster ? 1 : 0,
@@ -2103,6 +2105,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
      * without multicast (whose boxes are half a tile's rows) */
     w[21] = edge_map(&l->map[3], &l->map[0], c->a_kmajor, d->M, bm) |
             edge_map(&l->map[4], &l->map[1], c->b_kmajor && !c->mcast, d->N, c->bn) << 32;
+    c->edge = w[21] != 0;
     l->tiles = nb * tm * tn;
     l->ws_bytes = splits > 1 && !c->cluster ? (size_t)l->tiles * (size_t)splits * (size_t)bm * (size_t)c->bn * sizeof(float) : 0;
     int64_t items = l->tiles * splits;
