@@ -1596,6 +1596,16 @@ int main(void)
      * batch 256: no class to claim, NOTES step 32) */
     CHECK_INT(rule_auto(256, 4096, 1000), 0);
     CHECK_INT(rule_auto(192, 4096, 1000), 0);
+    /* two tile rows of 64-wide 128-row tiles, a wave, at most 16 k slices: the wgmma kernel
+     * (M 129-256 x N 4096 x K 512-1024, NOTES step 35); deeper K, three tile rows, fewer tiles,
+     * two batches: cuBLASLt */
+    CHECK_INT(rule_auto(136, 4096, 512), 1);
+    CHECK_INT(rule_auto(192, 4096, 1024), 1);
+    CHECK_INT(rule_auto(256, 4096, 1024), 1);
+    CHECK_INT(rule_auto(192, 4096, 1536), 0);
+    CHECK_INT(rule_auto(192, 4096, 4096), 0);
+    CHECK_INT(rule_auto(320, 4096, 1024), 0);
+    CHECK_INT(rule_auto(256, 3072, 1024), 0);
     /* tf32: the same classes, where the k slices hold 32 k: fc9216 fprop's splits are 142
      * slices and fc1000 bprop splits in 2 of 16 (the wgmma kernel), fc4096's splits are 62
      * (cuBLASLt) */

@@ -2163,7 +2163,8 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
  *    from 2048: 1.00-1.28x (two at 0.96-0.99x); under that (a conv's 98 tiles of K 4608,
  *    72 of K 6272) cuBLASLt's split k wins (0.63-0.79x);
  *  - 64-wide unsplit tiles need four tile rows (the batch-256 fprop shapes on two lost,
- *    0.69-0.97x). */
+ *    0.69-0.97x), or two with at most 16 k slices (2026-11-27, twenty-fourth session, after
+ *    the edge boxes: M 136-256 x N 4096 x K 512-1024 1.02-1.17x in f16). */
 int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int sm_count)
 {
     const int tf32 = d->dtype == KILN_DTYPE_F32;
@@ -2186,6 +2187,13 @@ int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches 
         if (splits == 2 && l.cfg.bn == 128 && rows >= 2) return 1;
         /* (not k pairs 128 wide: 256 x 4096 x 1000 0.96x, NOTES step 32) */
         if (splits == 1 && rows >= 2 && l.cfg.bn != 64 && !l.cfg.kpair && 4 * l.tiles >= 3 * (int64_t)sm_count) return 1;
+        /* two tile rows of one batch (M 129-256) in unsplit 64-wide tiles, three quarters of a
+         * wave or more, at most 16 k slices (K <= 1024 at f16): 1.02-1.17x (bf16 0.97-1.16x),
+         * weights repeated and cold; deeper K goes either way by M (0.89-1.36x: cuBLASLt changes
+         * kernels at M 192), so it stays there (bench/NOTES.md step 35) */
+        if (splits == 1 && l.cfg.bn == 64 && !l.cfg.kpair && l.w[18] == 1 && l.w[19] == 2 && kper <= 16 &&
+            4 * l.tiles >= 3 * (int64_t)sm_count)
+            return 1;
     }
     /* 64-row tiles filling a wave (tile rule's kpfill_rule, or its unsplit kp_rule on such a
      * count): own up to 64 k slices (128 x 4096 x 2048-4096: 1.12-1.21x; 128 x 4096 x 1024
