@@ -373,6 +373,14 @@ static int rule_stages(int64_t M, int64_t N, int64_t K, int64_t lda)
     free(src);
     return stages;
 }
+/* whether it shares B in clusters of two (TMA multicast) */
+static int rule_mcast(int64_t M, int64_t N, int64_t K, int b_nk)
+{
+    kiln_gemm_wgmma_launch l;
+    rule_plan(M, N, K, K, b_nk, &l);
+    if (l.cfg.mcast) CHECK(l.cluster == 2 && l.grid % 2 == 0 && l.grid <= 132);
+    return l.cfg.mcast;
+}
 /* the rows of its edge box for A (which = 0, map 3) or B (which = 1, map 4), B stored (N, K)
  * with b_nk; 0 where there is none; checks the kernel's word 21 (A's bytes in its low half, B's
  * in its high half) against the box's bytes */
@@ -1514,6 +1522,19 @@ int main(void)
     CHECK_INT(rule_edge_rows(64, 4096, 4096, 0, 0), 64);
     CHECK_INT(rule_edge_rows(192, 4096, 4096, 0, 0), 64);
     CHECK_INT(rule_edge_rows(1, 256, 256, 0, 0), 8);
+    /* multicast of an N-major B whose rows start off 32-byte sectors (N = 1000), read by eight
+     * tile rows or more over 8 k slices or more, every pair in the first wave (NOTES step 35);
+     * not at N 1024 or 1008 (whole sectors), K-major B, 4 k slices, 7 tile rows, 64 pairs past
+     * a wave (8192 rows) */
+    CHECK_INT(rule_mcast(4096, 1000, 1024, 0), 1);
+    CHECK_INT(rule_mcast(4096, 1000, 512, 0), 1);
+    CHECK_INT(rule_mcast(1024, 1000, 4096, 0), 1);
+    CHECK_INT(rule_mcast(4096, 1024, 1024, 0), 0);
+    CHECK_INT(rule_mcast(4096, 1008, 1024, 0), 0);
+    CHECK_INT(rule_mcast(4096, 1000, 1024, 1), 0);
+    CHECK_INT(rule_mcast(4096, 1000, 256, 0), 0);
+    CHECK_INT(rule_mcast(776, 2056, 520, 0), 0);
+    CHECK_INT(rule_mcast(8192, 1000, 1024, 0), 0);
     CHECK_INT(rule_edge_rows(128, 4096, 4096, 0, 0), 0);
     CHECK_INT(rule_edge_rows(121, 4096, 4096, 0, 0), 0);
     CHECK_INT(rule_edge_rows(128, 1000, 4096, 1, 1), 40);
@@ -1606,6 +1627,16 @@ int main(void)
     CHECK_INT(rule_auto(192, 4096, 4096), 0);
     CHECK_INT(rule_auto(320, 4096, 1024), 0);
     CHECK_INT(rule_auto(256, 3072, 1024), 0);
+    /* an N-major B whose rows start off 32-byte sectors, four tile rows or more: cuBLASLt
+     * (step 35); the ping-pong update, two tile rows, whole sectors and K-major B stay */
+    CHECK_INT(rule_auto(4096, 1000, 1024), 0);
+    CHECK_INT(rule_auto(4096, 1000, 256), 0);
+    CHECK_INT(rule_auto(1024, 1000, 4096), 0);
+    CHECK_INT(rule_auto(776, 2056, 520), 0);
+    CHECK_INT(rule_auto(4096, 1000, 128), 1);
+    CHECK_INT(rule_auto(256, 1000, 4096), 1);
+    CHECK_INT(rule_auto(4096, 1024, 1024), 1);
+    CHECK_INT(rule_auto(4096, 1008, 1024), 1);
     /* tf32: the same classes, where the k slices hold 32 k: fc9216 fprop's splits are 142
      * slices and fc1000 bprop splits in 2 of 16 (the wgmma kernel), fc4096's splits are 62
      * (cuBLASLt) */

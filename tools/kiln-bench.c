@@ -83,7 +83,7 @@ typedef struct bench {
     char gemm_min_case[KILN_DTYPE_COUNT][2][64];
     double last_host_ms; /* time_median's median host time per call of a batch, up to its last return */
     const char *only;    /* --only: the GPU gemm cases whose name holds this text (NULL = all) */
-    const struct gemm_case *shapes; /* --shapes: gemm-auto's cases in place of its list (NULL = the list) */
+    const struct gemm_case *shapes; /* --shapes: gemm-auto's or gemm-ab's cases in place of their lists (NULL) */
     size_t nshapes;
 } bench;
 
@@ -1225,8 +1225,10 @@ static kiln_status run_gemm_ab(bench *b, const char *spec)
     printf("\ngemm-ab (%s): cuBLASLt and %s's values over %d interleaved rounds; per value: median ms over the "
            "rounds, own/vendor, time / first value's time\n",
            kiln_dtype_name(dt), var, IL_ROUNDS);
-    for (size_t i = 0; i < sizeof gpu_cases / sizeof gpu_cases[0] && st == KILN_OK; i++) {
-        const gemm_case gcase = gemm_case_as_run(b, dt, &gpu_cases[i]), *gc = &gcase;
+    const gemm_case *cases = b->shapes ? b->shapes : gpu_cases;
+    const size_t ncases = b->shapes ? b->nshapes : sizeof gpu_cases / sizeof gpu_cases[0];
+    for (size_t i = 0; i < ncases && st == KILN_OK; i++) {
+        const gemm_case gcase = gemm_case_as_run(b, dt, &cases[i]), *gc = &gcase;
         if (b->only && !strstr(gc->name, b->only)) continue;
         gemm_run g = {0};
         double vendor = 0.0;
@@ -1741,9 +1743,10 @@ static void usage(FILE *f)
                "          own kernels (f16, bf16)\n"
                "  gemm-auto  (CUDA) KILN_GEMM=auto against cuBLASLt and kiln's own kernels on more\n"
                "          deep-learning shapes (--dtype, default f16,bf16; --epilogue as gemm-one;\n"
-               "          --shapes MxNxK[t],... in place of its list)\n"
+               "          --shapes MxNxK[t],... in place of its list, as for gemm-ab)\n"
                "  gemm-ab VAR=v1,v2,...  (CUDA) kiln's own GEMM with the environment variable VAR at\n"
-               "          each value in turn, rounds interleaved, per gemm case (first --dtype)\n"
+               "          each value in turn, rounds interleaved, per gemm case (first --dtype; --shapes\n"
+               "          MxNxK[t],... in place of the gemm cases)\n"
                "  gemm-one MxNxK[t]  one GEMM, A (M, K) @ B (K, N) (B stored (N, K) with t), through\n"
                "          the engine KILN_GEMM picks:\n"
                "          a warm-up call, the check, the timed calls (first --dtype, default f16 on a\n"
@@ -1862,8 +1865,8 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (shapes_list && !do_auto) {
-        fprintf(stderr, "kiln-bench: --shapes goes with gemm-auto\n");
+    if (shapes_list && !do_auto && !ab_spec) {
+        fprintf(stderr, "kiln-bench: --shapes goes with gemm-auto or gemm-ab\n");
         usage(stderr);
         return 2;
     }

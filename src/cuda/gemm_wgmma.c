@@ -1682,6 +1682,19 @@ static uint64_t edge_map(kiln_gemm_tmap_desc *edge, const kiln_gemm_tmap_desc *f
     return (uint64_t)box * ROW_BYTES;
 }
 
+/* Whether the rows of an N-major B (its k rows, the boxes' 128-byte rows) start off 32-byte
+ * sectors: its base, its k stride or its batch stride in bytes not a multiple of 32 (N = 1000
+ * in 16 bits: every other row 16 bytes off). On the H100 TMA reads such rows with several times
+ * the L2 requests of aligned ones (ncu, 4096 x 1000 x 1024: 1.34 M requests for kiln's
+ * kernel, 0.35 M at N = 1024, 1.36 against 1.42 M at N = 1008, whose 2016-byte rows are
+ * whole sectors), and where many tile rows read B the time follows: 0.0201 ms against 0.0145
+ * at N = 1024 and 0.0155 at N = 1008 (bench/NOTES.md step 35). */
+static int b_rows_off_sector(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int es)
+{
+    const int64_t batch = bt->n == 1 ? bt->sb[0] : 0;
+    return (uintptr_t)d->b % 32 != 0 || (d->b_sk * es) % 32 != 0 || (batch * es) % 32 != 0;
+}
+
 /* Slices split 0 of a long split-K tile takes beyond the others (kiln__cuda_gemm_wgmma_prepare):
  * about the time a partial's write and count take (~2 us) over one slice's (~0.4 us at BM =
  * BN = 128 on the H100) */
@@ -2098,7 +2111,15 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
      * unsplit, not ping-pong, at least two tile rows. Not the rule's choice: measured 2-4 %
      * slower than without on the squares and 3-15 % on the K=128 updates (H100, 2026-11-25,
      * bench/NOTES.md step 11): one block per SM already has the L2 bandwidth it needs */
-    c->mcast = splits == 1 && !c->pingpong && !c->cluster && !c->slice_sum && tm >= 2 && opts && opts->mcast == 2;
+    /* The rule's multicast: an N-major B whose rows start off 32-byte sectors read by eight tile
+     * rows or more, at least 8 k slices, every pair of tile rows in the first wave; each row of
+     * B then crosses L2 once per pair (H100, graphed: 4096 x 1000 x 1024 0.0201 -> 0.0171 ms,
+     * 4096 x 1000 x 4096 0.0724 -> 0.0555, 1024 x 1000 x 4096 0.0278 -> 0.0233, 4096 x 1000 x
+     * 512 0.0120 -> 0.0117; at 4 k slices 8 % slower, with pairs past a wave 33 %; step 35) */
+    const int mcast_rule = es == 2 && !c->b_kmajor && !c->kpair && tm >= 8 && kt >= 8 &&
+                           2 * nb * ((tm + 1) / 2) * tn <= sm_count && b_rows_off_sector(d, bt, es);
+    c->mcast = splits == 1 && !c->pingpong && !c->cluster && !c->slice_sum && tm >= 2 &&
+               (opts && opts->mcast ? opts->mcast == 2 : mcast_rule);
     if (c->mcast) /* each block loads half of B: half the rows (K-major), half the k rows of each box */
         l->map[1].box[1] = c->b_kmajor ? (unsigned)c->bn / 2 : (unsigned)bk / 2;
     /* The edge boxes (maps 3 and 4; word 21, which this kernel does not read for ReLU): B's only
@@ -2183,6 +2204,12 @@ int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches 
     if (tf32 && flops <= 2147483648.0) return 1;
     if (!tf32) {
         if (flops <= (double)(1 << 29)) return 1;
+        /* an N-major B whose rows start off 32-byte sectors, read by four tile rows or more
+         * over 4 k slices or more: cuBLASLt (4096 x 1000 x 256-4096 0.68-0.92x, 0.86-0.92x with
+         * the rule's multicast; 1024 x 1000 x 4096 0.77x, 0.92x; 776 x 2056 x 520 0.86-0.88x;
+         * kiln's own stays for the K = 128 updates, fc1000's 1.06-1.09x, and two tile rows,
+         * fc1000 b256 fprop, 1.16x; step 35) */
+        if (!l.cfg.b_kmajor && rows >= 4 && (int64_t)l.w[25] >= 4 && b_rows_off_sector(d, bt, 2)) return 0;
         /* pick_tiles' two splits of 128-wide tiles on two tile rows or more: 1.0-1.22x (step 28) */
         if (splits == 2 && l.cfg.bn == 128 && rows >= 2) return 1;
         /* (not k pairs 128 wide: 256 x 4096 x 1000 0.96x, NOTES step 32) */
