@@ -1637,6 +1637,12 @@ int main(void)
     CHECK_INT(rule_auto(256, 1000, 4096), 1);
     CHECK_INT(rule_auto(4096, 1024, 1024), 1);
     CHECK_INT(rule_auto(4096, 1008, 1024), 1);
+    /* 64-row tiles on two tile rows, the second part-full: cuBLASLt (M 96-124, step 35); 128
+     * rows and four tile rows (200 x 2048 x 1024: 1.25x) stay */
+    CHECK_INT(rule_auto(96, 4096, 4096), 0);
+    CHECK_INT(rule_auto(120, 4096, 2048), 0);
+    CHECK_INT(rule_auto(128, 4096, 2048), 1);
+    CHECK_INT(rule_auto(200, 2048, 1024), 1);
     /* tf32: the same classes, where the k slices hold 32 k: fc9216 fprop's splits are 142
      * slices and fc1000 bprop splits in 2 of 16 (the wgmma kernel), fc4096's splits are 62
      * (cuBLASLt) */

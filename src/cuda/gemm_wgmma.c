@@ -2225,9 +2225,12 @@ int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches 
     /* 64-row tiles filling a wave (tile rule's kpfill_rule, or its unsplit kp_rule on such a
      * count): own up to 64 k slices (128 x 4096 x 2048-4096: 1.12-1.21x; 128 x 4096 x 1024
      * 1.11x), cuBLASLt from 96 (6144-9216: 0.94-0.95x at 7 stages; fc9216 fprop 1.03x since
-     * the ring is as deep as fits, K 6144-8192 not measured so: NOTES step 33) */
+     * the ring is as deep as fits, K 6144-8192 not measured so: NOTES step 33); but not two
+     * tile rows of one batch with the second part-full (M 65-127): cuBLASLt keeps B in L2
+     * across calls there (M 96-124 x N 4096 x K 1024-4096 0.85-0.91x repeated, 0.98-1.00x cold;
+     * step 35) */
     if (!tf32 && splits == 1 && l.cfg.bn == 64 && l.cfg.kpair && 32 * l.tiles >= 31 * (int64_t)sm_count)
-        return (int64_t)l.w[25] <= 64;
+        return (int64_t)l.w[25] <= 64 && !(l.w[18] == 1 && l.w[19] == 2 && d->M < 128);
     if (splits == 1 && l.cfg.bn == 64) return rows >= 4 && !l.cfg.kpair;
     if (splits == 1) return rows == 1 && l.tiles >= 64 && l.tiles <= sm_count;
     /* a few 64-wide tiles split 16 ways or more (256 x 256 x 65536): cuBLASLt, 1.14-1.29x ahead
