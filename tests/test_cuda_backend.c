@@ -767,6 +767,47 @@ static void gemm_dispatch(void)
             CHECK_INT(ndiff, 0);
         }
         unsetenv("KILN_WGMMA_MCAST");
+        {
+            /* the rule's multicast (an N-major B whose 2000-byte rows start off 32-byte sectors,
+             * nine tile rows: the last pair's second block past M, A's last tile row through its
+             * edge box, 9 k slices, the last part past K) gives the plain kernel's bits */
+            int64_t rs[2] = {1040, 520}, bs[2] = {520, 1000}, os[2] = {1040, 1000};
+            kiln_tensor *ar, *arg, *br, *brg, *cr = NULL;
+            make_pair(KILN_DTYPE_BF16, 2, rs, V_PLAIN, -1, 1, &ar, &arg);
+            make_pair(KILN_DTYPE_BF16, 2, bs, V_PLAIN, -1, 1, &br, &brg);
+            CHECK_OK(gpu, kiln_tensor_empty(gpu, KILN_DTYPE_BF16, 2, os, &cr));
+            const size_t rbytes = 1040 * 1000 * 2;
+            unsigned char *r_rule = malloc(rbytes), *r_off = malloc(rbytes);
+            CHECK(r_rule && r_off);
+            for (int off = 0; off < 2 && r_rule && r_off; off++) { /* (KILN_GEMM=wgmma here) */
+                if (off) setenv("KILN_WGMMA_MCAST", "0", 1);
+                CHECK_OK(gpu, kiln_assign(cr, kiln_scalar(NAN)));
+                CHECK_OK(gpu, kiln_dot(cr, arg, brg, 1.0, 0.0, NULL));
+                CHECK_OK(gpu, kiln_tensor_read(cr, off ? r_off : r_rule, KILN_DTYPE_BF16));
+            }
+            unsetenv("KILN_WGMMA_MCAST");
+            if (r_rule && r_off) {
+                int64_t ndiff = 0, nonfinite = 0;
+                for (int64_t i = 0; i < 1040 * 1000; i++) {
+                    unsigned short x;
+                    memcpy(&x, r_rule + 2 * i, 2);
+                    nonfinite += !isfinite(kiln_bf16_to_f32(x));
+                    ndiff += memcmp(r_rule + 2 * i, r_off + 2 * i, 2) != 0;
+                }
+                if (ndiff || nonfinite)
+                    fprintf(stderr, "  1040 x 1000 x 520, the rule's multicast: %lld elements differ from the plain "
+                            "kernel's, %lld not finite\n", (long long)ndiff, (long long)nonfinite);
+                CHECK_INT(ndiff, 0);
+                CHECK_INT(nonfinite, 0);
+            }
+            free(r_rule);
+            free(r_off);
+            kiln_tensor_release(ar);
+            kiln_tensor_release(arg);
+            kiln_tensor_release(br);
+            kiln_tensor_release(brg);
+            kiln_tensor_release(cr);
+        }
         /* 64-row tiles 128 wide at the fewest stages one may ask for: k pairs keep four (two a
          * consumer; with fewer a consumer waited on a stage it held itself, and K = 304's five
          * slices hung), one consumer two; both against the rule's kernel (C = A B, round to

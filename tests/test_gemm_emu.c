@@ -1535,6 +1535,7 @@ int main(void)
     CHECK_INT(rule_mcast(4096, 1000, 256, 0), 0);
     CHECK_INT(rule_mcast(776, 2056, 520, 0), 0);
     CHECK_INT(rule_mcast(8192, 1000, 1024, 0), 0);
+    CHECK_INT(rule_mcast(1040, 1000, 520, 0), 1); /* test_cuda_backend's case */
     CHECK_INT(rule_edge_rows(128, 4096, 4096, 0, 0), 0);
     CHECK_INT(rule_edge_rows(121, 4096, 4096, 0, 0), 0);
     CHECK_INT(rule_edge_rows(128, 1000, 4096, 1, 1), 40);
