@@ -2107,11 +2107,12 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     }
     w[26] = (uint64_t)splits;
     w[27] = (uint64_t)kper;
-    /* TMA multicast of B in clusters of two (tile rows 2 i and 2 i + 1), KILN_WGMMA_MCAST=1:
-     * unsplit, not ping-pong, at least two tile rows. Not the rule's choice: measured 2-4 %
-     * slower than without on the squares and 3-15 % on the K=128 updates (H100, 2026-11-25,
-     * bench/NOTES.md step 11): one block per SM already has the L2 bandwidth it needs */
-    /* The rule's multicast: an N-major B whose rows start off 32-byte sectors read by eight tile
+    /* TMA multicast of B in clusters of two (tile rows 2 i and 2 i + 1), KILN_WGMMA_MCAST=1
+     * forcing it on, =0 off: unsplit, not ping-pong, at least two tile rows. Not the rule's
+     * choice in general: measured 2-4 % slower than without on the squares and 3-15 % on the
+     * K=128 updates (H100, 2026-11-25, bench/NOTES.md step 11): one block per SM already has
+     * the L2 bandwidth it needs where B's rows are whole sectors.
+     * The rule's multicast: an N-major B whose rows start off 32-byte sectors read by eight tile
      * rows or more, at least 8 k slices, every pair of tile rows in the first wave; each row of
      * B then crosses L2 once per pair (H100, graphed: 4096 x 1000 x 1024 0.0201 -> 0.0171 ms,
      * 4096 x 1000 x 4096 0.0724 -> 0.0555, 1024 x 1000 x 4096 0.0278 -> 0.0233, 4096 x 1000 x

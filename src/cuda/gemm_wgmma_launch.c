@@ -57,9 +57,10 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
  * KILN_WGMMA_CBUFS=1|2 (C staging buffers per consumer with TMA stores; the rule's: 2 where
  * a tile's k slices fit the ring beside two buffers), KILN_WGMMA_SPLIT_SUM=cluster|workspace
  * (where split tiles meet: the workspace, the default, or a cluster where it applies),
- * KILN_WGMMA_MCAST=0|1 (clusters of two sharing B through TMA multicast: off, the default, or
- * on wherever the launch is unsplit with two tile rows or more, k pairs' 64-row tiles
- * included), KILN_WGMMA_GROUP_M=1..1024
+ * KILN_WGMMA_MCAST=0|1 (clusters of two sharing B through TMA multicast: off, or on wherever
+ * the launch is unsplit with two tile rows or more, k pairs' 64-row tiles included; unset, the
+ * rule's: on for an N-major B whose rows start off 32-byte sectors, read by eight tile rows or
+ * more), KILN_WGMMA_GROUP_M=1..1024
  * (tile rows per group of the tile order; 8 by default), KILN_WGMMA_GRID=1..65536 (persistent
  * blocks, at most one an SM and one a work item; not for cluster or slice-summed launches),
  * KILN_WGMMA_STAGES=1..16 (the ring's most stages; 7 by default, fewer where shared memory
