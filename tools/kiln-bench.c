@@ -1523,7 +1523,7 @@ static int parse_gemm_one(const char *shape, const char *epilogue, gemm_case *gc
     return parse_epilogue(epilogue, flags);
 }
 
-/* gemm-auto --shapes MxNxK[t],...: the cases (named "shapes") into *out (malloc'd, *n of
+/* gemm-auto / gemm-ab --shapes MxNxK[t],...: the cases (named "shapes") into *out (malloc'd, *n of
  * them); 0 (after a message naming the bad one) when one is not a shape as gemm-one takes. */
 static int parse_shapes(const char *list, gemm_case **out, size_t *n)
 {

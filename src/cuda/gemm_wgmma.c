@@ -1685,10 +1685,10 @@ static uint64_t edge_map(kiln_gemm_tmap_desc *edge, const kiln_gemm_tmap_desc *f
 /* Whether the rows of an N-major B (its k rows, the boxes' 128-byte rows) start off 32-byte
  * sectors: its base, its k stride or its batch stride in bytes not a multiple of 32 (N = 1000
  * in 16 bits: every other row 16 bytes off). On the H100 TMA reads such rows with several times
- * the L2 requests of aligned ones (ncu, 4096 x 1000 x 1024: 1.34 M requests for kiln's
- * kernel, 0.35 M at N = 1024, 1.36 against 1.42 M at N = 1008, whose 2016-byte rows are
- * whole sectors), and where many tile rows read B the time follows: 0.0201 ms against 0.0145
- * at N = 1024 and 0.0155 at N = 1008 (bench/NOTES.md step 35). */
+ * the L2 requests of aligned ones (ncu, 4096 x 1000 x 1024: 1.34 M L2 read requests for kiln's
+ * kernel against 0.35 M at N = 1024), and where many tile rows read B the time follows: 0.0201
+ * ms against 0.0145 at N = 1024 and 0.0155 at N = 1008, whose 2016-byte rows are whole sectors
+ * though not whole lines (bench/NOTES.md step 35). */
 static int b_rows_off_sector(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int es)
 {
     const int64_t batch = bt->n == 1 ? bt->sb[0] : 0;
@@ -2186,7 +2186,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
  *    72 of K 6272) cuBLASLt's split k wins (0.63-0.79x);
  *  - 64-wide unsplit tiles need four tile rows (the batch-256 fprop shapes on two lost,
  *    0.69-0.97x), or two with at most 16 k slices (2026-11-27, twenty-fourth session, after
- *    the edge boxes: M 136-256 x N 4096 x K 512-1024 1.02-1.17x in f16). */
+ *    the edge boxes: M 136-256 x N 4096 x K 512-1024 1.02-1.20x in f16). */
 int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int sm_count)
 {
     const int tf32 = d->dtype == KILN_DTYPE_F32;
@@ -2216,7 +2216,7 @@ int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches 
         /* (not k pairs 128 wide: 256 x 4096 x 1000 0.96x, NOTES step 32) */
         if (splits == 1 && rows >= 2 && l.cfg.bn != 64 && !l.cfg.kpair && 4 * l.tiles >= 3 * (int64_t)sm_count) return 1;
         /* two tile rows of one batch (M 129-256) in unsplit 64-wide tiles, three quarters of a
-         * wave or more, at most 16 k slices (K <= 1024 at f16): 1.02-1.17x (bf16 0.97-1.16x),
+         * wave or more, at most 16 k slices (K <= 1024 at f16): 1.02-1.20x (bf16 0.97-1.16x),
          * weights repeated and cold; deeper K goes either way by M (0.89-1.36x: cuBLASLt changes
          * kernels at M 192), so it stays there (bench/NOTES.md step 35) */
         if (splits == 1 && l.cfg.bn == 64 && !l.cfg.kpair && l.w[18] == 1 && l.w[19] == 2 && kper <= 16 &&
