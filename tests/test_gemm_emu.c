@@ -1522,6 +1522,11 @@ int main(void)
     CHECK_INT(rule_edge_rows(64, 4096, 4096, 0, 0), 64);
     CHECK_INT(rule_edge_rows(192, 4096, 4096, 0, 0), 64);
     CHECK_INT(rule_edge_rows(1, 256, 256, 0, 0), 8);
+    CHECK_INT(rule_edge_rows(128, 4096, 4096, 0, 0), 0);
+    CHECK_INT(rule_edge_rows(121, 4096, 4096, 0, 0), 0);
+    CHECK_INT(rule_edge_rows(128, 1000, 4096, 1, 1), 40);
+    CHECK_INT(rule_edge_rows(128, 1000, 4096, 0, 1), 0);
+    CHECK_INT(rule_edge_rows(128, 4096, 4096, 1, 1), 0);
     /* multicast of an N-major B whose rows start off 32-byte sectors (N = 1000), read by eight
      * tile rows or more over 8 k slices or more, every pair in the first wave (NOTES step 35);
      * not at N 1024 or 1008 (whole sectors), K-major B, 4 k slices, 7 tile rows, 64 pairs past
@@ -1536,11 +1541,6 @@ int main(void)
     CHECK_INT(rule_mcast(776, 2056, 520, 0), 0);
     CHECK_INT(rule_mcast(8192, 1000, 1024, 0), 0);
     CHECK_INT(rule_mcast(1040, 1000, 520, 0), 1); /* test_cuda_backend's case */
-    CHECK_INT(rule_edge_rows(128, 4096, 4096, 0, 0), 0);
-    CHECK_INT(rule_edge_rows(121, 4096, 4096, 0, 0), 0);
-    CHECK_INT(rule_edge_rows(128, 1000, 4096, 1, 1), 40);
-    CHECK_INT(rule_edge_rows(128, 1000, 4096, 0, 1), 0);
-    CHECK_INT(rule_edge_rows(128, 4096, 4096, 1, 1), 0);
     CHECK_INT(rule_kpair(1024, 1024, 1024, 132), 0);
     CHECK_INT(rule_kpair(64, 4096, 1000, 132), 0);
     CHECK_INT(rule_kpair(128, 9216, 4096, 132), 0);
