@@ -808,6 +808,48 @@ static void gemm_dispatch(void)
             kiln_tensor_release(brg);
             kiln_tensor_release(cr);
         }
+        {
+            /* KILN_WGMMA_MCAST=1 on the rule's one-consumer 64-row tiles (fc1000 bprop, 128 x
+             * 4096 x 1000: two tile rows, one cluster per pair): the idle consumer warpgroup takes
+             * part in the cluster's closing barrier (it had returned before it, and the launch
+             * hung); the plain kernel's bits */
+            int64_t ps[2] = {128, 1000}, qs[2] = {1000, 4096}, os[2] = {128, 4096};
+            kiln_tensor *ap, *apg, *bp, *bpg, *cp = NULL;
+            make_pair(KILN_DTYPE_BF16, 2, ps, V_PLAIN, -1, 1, &ap, &apg);
+            make_pair(KILN_DTYPE_BF16, 2, qs, V_PLAIN, -1, 1, &bp, &bpg);
+            CHECK_OK(gpu, kiln_tensor_empty(gpu, KILN_DTYPE_BF16, 2, os, &cp));
+            const size_t pbytes = 128 * 4096 * 2;
+            unsigned char *p_on = malloc(pbytes), *p_off = malloc(pbytes);
+            CHECK(p_on && p_off);
+            for (int on = 0; on < 2 && p_on && p_off; on++) {
+                setenv("KILN_WGMMA_MCAST", on ? "1" : "0", 1);
+                CHECK_OK(gpu, kiln_assign(cp, kiln_scalar(NAN)));
+                CHECK_OK(gpu, kiln_dot(cp, apg, bpg, 1.0, 0.0, NULL));
+                CHECK_OK(gpu, kiln_tensor_read(cp, on ? p_on : p_off, KILN_DTYPE_BF16));
+            }
+            unsetenv("KILN_WGMMA_MCAST");
+            if (p_on && p_off) {
+                int64_t ndiff = 0, nonfinite = 0;
+                for (int64_t i = 0; i < 128 * 4096; i++) {
+                    unsigned short x;
+                    memcpy(&x, p_on + 2 * i, 2);
+                    nonfinite += !isfinite(kiln_bf16_to_f32(x));
+                    ndiff += memcmp(p_on + 2 * i, p_off + 2 * i, 2) != 0;
+                }
+                if (ndiff || nonfinite)
+                    fprintf(stderr, "  128 x 4096 x 1000, multicast on one consumer's 64-row tiles: %lld elements "
+                            "differ from the plain kernel's, %lld not finite\n", (long long)ndiff, (long long)nonfinite);
+                CHECK_INT(ndiff, 0);
+                CHECK_INT(nonfinite, 0);
+            }
+            free(p_on);
+            free(p_off);
+            kiln_tensor_release(ap);
+            kiln_tensor_release(apg);
+            kiln_tensor_release(bp);
+            kiln_tensor_release(bpg);
+            kiln_tensor_release(cp);
+        }
         /* 64-row tiles 128 wide at the fewest stages one may ask for: k pairs keep four (two a
          * consumer; with fewer a consumer waited on a stage it held itself, and K = 304's five
          * slices hung), one consumer two; both against the rule's kernel (C = A B, round to

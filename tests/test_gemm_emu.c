@@ -84,6 +84,7 @@ static char *cut(char *s, const char *from, const char *to, const char *with)
 
 static struct {
     char key[64];
+    unsigned long long src_hash; /* of the generated source: the key need not name every structure bit */
     void *so;
     emu_launch_fn fn;
 } built[192];
@@ -91,14 +92,18 @@ static int nbuilt;
 
 /* Transforms (wgmma: the PTX blocks become their emulations, the dynamic shared memory the
  * emulator's), compiles and loads the emulated kernel of a generated source (malloc'd,
- * freed here), under key. The CUDA prelude goes: gemm_emu.h has the host spellings. */
+ * freed here), under key and the source's hash (a kernel is built again wherever its source
+ * differs: the key names only some of the structure, not EDGE or STAGES). The CUDA prelude
+ * goes: gemm_emu.h has the host spellings. */
 enum { K_WGMMA, K_FFMA, K_MMA };
 static const char *kernel_name[3] = {"kiln_gemm_wgmma", "kiln_gemm_ffma", "kiln_gemm_mma"};
 
 static emu_launch_fn kernel_for(const char *key, char *src, int kind)
 {
+    unsigned long long h = 1469598103934665603ull;
+    for (const char *q = src ? src : ""; *q; q++) h = (h ^ (unsigned char)*q) * 1099511628211ull;
     for (int i = 0; i < nbuilt; i++)
-        if (strcmp(built[i].key, key) == 0) {
+        if (strcmp(built[i].key, key) == 0 && built[i].src_hash == h) {
             free(src);
             return built[i].fn;
         }
@@ -142,14 +147,15 @@ static emu_launch_fn kernel_for(const char *key, char *src, int kind)
         fprintf(stderr, "  compiling the emulated kernel failed: %s (see %s/k%d.log)\n", cmd, tmpdir, nbuilt);
         return NULL;
     }
-    void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-    emu_launch_fn fn = h ? (emu_launch_fn)dlsym(h, "emu_launch") : NULL;
+    void *so_handle = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    emu_launch_fn fn = so_handle ? (emu_launch_fn)dlsym(so_handle, "emu_launch") : NULL;
     if (!fn) {
         fprintf(stderr, "  loading %s failed: %s\n", so, dlerror());
         return NULL;
     }
     snprintf(built[nbuilt].key, sizeof built[nbuilt].key, "%s", key);
-    built[nbuilt].so = h;
+    built[nbuilt].src_hash = h;
+    built[nbuilt].so = so_handle;
     built[nbuilt].fn = fn;
     nbuilt++;
     return fn;
@@ -1201,6 +1207,13 @@ int main(void)
          .sms = 4, .tma_store = 1, .mcast = 2},
         {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 3, .ta = 1, .b_bcast = 1, .pad = 16, .alpha = 2.0, .bias = 1,
          .sms = 4, .tma_store = 1, .same_bits = 1, .mcast = 1},
+        /* multicast on one consumer's 64-row tiles (KILN_WGMMA_MCAST=1 where the rule picks them,
+         * fc1000 bprop's plan): the idle consumer warpgroup takes part in the cluster's closing
+         * barrier (it had returned before it: the cluster hung) */
+        {.dt = 1, .M = 200, .N = 264, .K = 1000, .nb = 1, .alpha = 1.0, .bias = 1, .sms = 8, .tma_store = 1, .bn = 128,
+         .kpair = 3, .mcast = 2, .mc_pairs = 2},
+        {.dt = 1, .M = 200, .N = 264, .K = 1000, .nb = 1, .alpha = 1.0, .bias = 1, .sms = 8, .tma_store = 1, .bn = 128,
+         .kpair = 3, .same_bits = 1, .mcast = 1},
         /* 192-wide tiles (three 64-wide boxes of B and of the C staging, 96 accumulators, six
          * 32-column epilogue groups: the SR loop's unroll of 4 leaves a remainder): MN-major B
          * with a ragged last tile, the whole epilogue, exact SR bits; K-major B (one 192-row
@@ -1644,6 +1657,15 @@ int main(void)
     CHECK_INT(rule_auto(120, 4096, 2048), 0);
     CHECK_INT(rule_auto(128, 4096, 2048), 1);
     CHECK_INT(rule_auto(200, 2048, 1024), 1);
+    /* a K-major A of at most 128 rows whose rows start off 32-byte sectors (K 1000, 3000 in 16
+     * bits), eight tile columns or more: cuBLASLt (step 36); whole sectors (K 1024, 2000) stay
+     * with the classes before, and so do products of at most 2^29 flops (128 x 512 x 1000) */
+    CHECK_INT(rule_auto(128, 9216, 1000), 0);
+    CHECK_INT(rule_auto(128, 16384, 1000), 0);
+    CHECK_INT(rule_auto(128, 4096, 3000), 0);
+    CHECK_INT(rule_auto(128, 9216, 1024), 1);
+    CHECK_INT(rule_auto(128, 4096, 2000), 1);
+    CHECK_INT(rule_auto(128, 512, 1000), 1);
     /* tf32: the same classes, where the k slices hold 32 k: fc9216 fprop's splits are 142
      * slices and fc1000 bprop splits in 2 of 16 (the wgmma kernel), fc4096's splits are 62
      * (cuBLASLt) */

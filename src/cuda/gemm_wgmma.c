@@ -934,7 +934,12 @@ static const char kernel_src[] =
     "  /* KP1: consumer 0 takes every slice of its 64-row tiles and consumer 1 has none (no sums to\n"
     "   * exchange, no wait for the other's last slice: fc1000 bprop's k pairs spent ~500 cycles a\n"
     "   * tile there, NOTES step 32) */\n"
-    "  if (KP1 && wg == 2) return;\n"
+    "  if (KP1 && wg == 2) {\n"
+    "    /* (MC: the cluster's closing barrier counts every thread, an idle one's too: without it\n"
+    "     * the cluster hangs) */\n"
+    "    if constexpr (MC) kg_cluster_sync();\n"
+    "    return;\n"
+    "  }\n"
     "  const int cw = wg - 1, ltid = tid & 127, warp = ltid >> 5, lane = tid & 31;\n"
     "  const bool leader = ltid == 0;\n"
     "  float *ws = (float *)p.w[28];\n"
@@ -1695,6 +1700,17 @@ static int b_rows_off_sector(const kiln_gemm_desc *d, const kiln_gemm_batches *b
     return (uintptr_t)d->b % 32 != 0 || (d->b_sk * es) % 32 != 0 || (batch * es) % 32 != 0;
 }
 
+/* Whether the 128-byte rows of a K-major A start off 32-byte sectors: its base, its row stride
+ * or its batch stride in bytes not a multiple of 32 (dY of fc1000 bprop, 1000 columns of 16 bits:
+ * every other row 16 bytes off). Read by many tile columns at once such rows bound the loads,
+ * as B's do (b_rows_off_sector): fc1000 bprop 0.0062 ms at K = 1000 against 0.0045-0.0049 at
+ * K = 1024 (H100, bench/NOTES.md steps 35-36). */
+static int a_rows_off_sector(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int es)
+{
+    const int64_t batch = bt->n == 1 ? bt->sa[0] : 0;
+    return (uintptr_t)d->a % 32 != 0 || (d->a_sm * es) % 32 != 0 || (batch * es) % 32 != 0;
+}
+
 /* Slices split 0 of a long split-K tile takes beyond the others (kiln__cuda_gemm_wgmma_prepare):
  * about the time a partial's write and count take (~2 us) over one slice's (~0.4 us at BM =
  * BN = 128 on the H100) */
@@ -2211,6 +2227,12 @@ int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches 
          * kiln's own stays for the K = 128 updates, fc1000's 1.06-1.09x, and two tile rows,
          * fc1000 b256 fprop, 1.16x; step 35) */
         if (!l.cfg.b_kmajor && rows >= 4 && (int64_t)l.w[25] >= 4 && b_rows_off_sector(d, bt, 2)) return 0;
+        /* a K-major A of at most 128 rows (one batch) whose rows start off 32-byte sectors, read
+         * by eight tile columns or more: cuBLASLt (128 x 4096-16384 x 1000-3000 0.71-0.86x, 128 x
+         * 25088 x 1000 level; neither cp.async loads nor k slices offset per tile column helped,
+         * bench/NOTES.md step 36) */
+        if (l.cfg.a_kmajor && d->M <= 128 && l.w[18] == 1 && (int64_t)l.w[20] >= 8 && a_rows_off_sector(d, bt, 2))
+            return 0;
         /* pick_tiles' two splits of 128-wide tiles on two tile rows or more: 1.0-1.22x (step 28) */
         if (splits == 2 && l.cfg.bn == 128 && rows >= 2) return 1;
         /* (not k pairs 128 wide: 256 x 4096 x 1000 0.96x, NOTES step 32) */
