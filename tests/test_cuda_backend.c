@@ -561,6 +561,51 @@ static void gemm_cases(const char *engine, int tf32)
 /* Which path ran: cuBLASLt launches nothing through kiln's launch counter, kiln's kernels
  * one launch per call (f16: wgmma or mma.sync; f32 without TF32: FFMA). An invalid
  * KILN_GEMM is an error naming it. */
+/* C = A B (bf16, M x K times K x N, round to nearest) with KILN_WGMMA_MCAST=mcast (NULL: unset,
+ * the rule's) against KILN_WGMMA_MCAST=0: the same bits, every value finite */
+static void mcast_same_bits(int64_t M, int64_t N, int64_t K, const char *mcast, const char *what)
+{
+    int64_t as[2] = {M, K}, bs[2] = {K, N}, cs[2] = {M, N};
+    kiln_tensor *a, *ag, *b, *bg, *c = NULL;
+    make_pair(KILN_DTYPE_BF16, 2, as, V_PLAIN, -1, 1, &a, &ag);
+    make_pair(KILN_DTYPE_BF16, 2, bs, V_PLAIN, -1, 1, &b, &bg);
+    CHECK_OK(gpu, kiln_tensor_empty(gpu, KILN_DTYPE_BF16, 2, cs, &c));
+    const size_t bytes = (size_t)(M * N * 2);
+    unsigned char *c_on = malloc(bytes), *c_off = malloc(bytes);
+    CHECK(c_on && c_off);
+    for (int off = 0; off < 2 && c_on && c_off; off++) {
+        if (off)
+            setenv("KILN_WGMMA_MCAST", "0", 1);
+        else if (mcast)
+            setenv("KILN_WGMMA_MCAST", mcast, 1);
+        CHECK_OK(gpu, kiln_assign(c, kiln_scalar(NAN)));
+        CHECK_OK(gpu, kiln_dot(c, ag, bg, 1.0, 0.0, NULL));
+        CHECK_OK(gpu, kiln_tensor_read(c, off ? c_off : c_on, KILN_DTYPE_BF16));
+        unsetenv("KILN_WGMMA_MCAST");
+    }
+    if (c_on && c_off) {
+        int64_t ndiff = 0, nonfinite = 0;
+        for (int64_t i = 0; i < M * N; i++) {
+            unsigned short x;
+            memcpy(&x, c_on + 2 * i, 2);
+            nonfinite += !isfinite(kiln_bf16_to_f32(x));
+            ndiff += memcmp(c_on + 2 * i, c_off + 2 * i, 2) != 0;
+        }
+        if (ndiff || nonfinite)
+            fprintf(stderr, "  %lld x %lld x %lld, %s: %lld elements differ from the plain kernel's, %lld not finite\n",
+                    (long long)M, (long long)N, (long long)K, what, (long long)ndiff, (long long)nonfinite);
+        CHECK_INT(ndiff, 0);
+        CHECK_INT(nonfinite, 0);
+    }
+    free(c_on);
+    free(c_off);
+    kiln_tensor_release(a);
+    kiln_tensor_release(ag);
+    kiln_tensor_release(b);
+    kiln_tensor_release(bg);
+    kiln_tensor_release(c);
+}
+
 static void gemm_dispatch(void)
 {
     if (!kiln__cuda_cache_stats) return;
@@ -767,89 +812,14 @@ static void gemm_dispatch(void)
             CHECK_INT(ndiff, 0);
         }
         unsetenv("KILN_WGMMA_MCAST");
-        {
-            /* the rule's multicast (an N-major B whose 2000-byte rows start off 32-byte sectors,
-             * nine tile rows: the last pair's second block past M, A's last tile row through its
-             * edge box, 9 k slices, the last part past K) gives the plain kernel's bits */
-            int64_t rs[2] = {1040, 520}, bs[2] = {520, 1000}, os[2] = {1040, 1000};
-            kiln_tensor *ar, *arg, *br, *brg, *cr = NULL;
-            make_pair(KILN_DTYPE_BF16, 2, rs, V_PLAIN, -1, 1, &ar, &arg);
-            make_pair(KILN_DTYPE_BF16, 2, bs, V_PLAIN, -1, 1, &br, &brg);
-            CHECK_OK(gpu, kiln_tensor_empty(gpu, KILN_DTYPE_BF16, 2, os, &cr));
-            const size_t rbytes = 1040 * 1000 * 2;
-            unsigned char *r_rule = malloc(rbytes), *r_off = malloc(rbytes);
-            CHECK(r_rule && r_off);
-            for (int off = 0; off < 2 && r_rule && r_off; off++) { /* (KILN_GEMM=wgmma here) */
-                if (off) setenv("KILN_WGMMA_MCAST", "0", 1);
-                CHECK_OK(gpu, kiln_assign(cr, kiln_scalar(NAN)));
-                CHECK_OK(gpu, kiln_dot(cr, arg, brg, 1.0, 0.0, NULL));
-                CHECK_OK(gpu, kiln_tensor_read(cr, off ? r_off : r_rule, KILN_DTYPE_BF16));
-            }
-            unsetenv("KILN_WGMMA_MCAST");
-            if (r_rule && r_off) {
-                int64_t ndiff = 0, nonfinite = 0;
-                for (int64_t i = 0; i < 1040 * 1000; i++) {
-                    unsigned short x;
-                    memcpy(&x, r_rule + 2 * i, 2);
-                    nonfinite += !isfinite(kiln_bf16_to_f32(x));
-                    ndiff += memcmp(r_rule + 2 * i, r_off + 2 * i, 2) != 0;
-                }
-                if (ndiff || nonfinite)
-                    fprintf(stderr, "  1040 x 1000 x 520, the rule's multicast: %lld elements differ from the plain "
-                            "kernel's, %lld not finite\n", (long long)ndiff, (long long)nonfinite);
-                CHECK_INT(ndiff, 0);
-                CHECK_INT(nonfinite, 0);
-            }
-            free(r_rule);
-            free(r_off);
-            kiln_tensor_release(ar);
-            kiln_tensor_release(arg);
-            kiln_tensor_release(br);
-            kiln_tensor_release(brg);
-            kiln_tensor_release(cr);
-        }
-        {
-            /* KILN_WGMMA_MCAST=1 on the rule's one-consumer 64-row tiles (fc1000 bprop, 128 x
-             * 4096 x 1000: two tile rows, one cluster per pair): the idle consumer warpgroup takes
-             * part in the cluster's closing barrier (it had returned before it, and the launch
-             * hung); the plain kernel's bits */
-            int64_t ps[2] = {128, 1000}, qs[2] = {1000, 4096}, os[2] = {128, 4096};
-            kiln_tensor *ap, *apg, *bp, *bpg, *cp = NULL;
-            make_pair(KILN_DTYPE_BF16, 2, ps, V_PLAIN, -1, 1, &ap, &apg);
-            make_pair(KILN_DTYPE_BF16, 2, qs, V_PLAIN, -1, 1, &bp, &bpg);
-            CHECK_OK(gpu, kiln_tensor_empty(gpu, KILN_DTYPE_BF16, 2, os, &cp));
-            const size_t pbytes = 128 * 4096 * 2;
-            unsigned char *p_on = malloc(pbytes), *p_off = malloc(pbytes);
-            CHECK(p_on && p_off);
-            for (int on = 0; on < 2 && p_on && p_off; on++) {
-                setenv("KILN_WGMMA_MCAST", on ? "1" : "0", 1);
-                CHECK_OK(gpu, kiln_assign(cp, kiln_scalar(NAN)));
-                CHECK_OK(gpu, kiln_dot(cp, apg, bpg, 1.0, 0.0, NULL));
-                CHECK_OK(gpu, kiln_tensor_read(cp, on ? p_on : p_off, KILN_DTYPE_BF16));
-            }
-            unsetenv("KILN_WGMMA_MCAST");
-            if (p_on && p_off) {
-                int64_t ndiff = 0, nonfinite = 0;
-                for (int64_t i = 0; i < 128 * 4096; i++) {
-                    unsigned short x;
-                    memcpy(&x, p_on + 2 * i, 2);
-                    nonfinite += !isfinite(kiln_bf16_to_f32(x));
-                    ndiff += memcmp(p_on + 2 * i, p_off + 2 * i, 2) != 0;
-                }
-                if (ndiff || nonfinite)
-                    fprintf(stderr, "  128 x 4096 x 1000, multicast on one consumer's 64-row tiles: %lld elements "
-                            "differ from the plain kernel's, %lld not finite\n", (long long)ndiff, (long long)nonfinite);
-                CHECK_INT(ndiff, 0);
-                CHECK_INT(nonfinite, 0);
-            }
-            free(p_on);
-            free(p_off);
-            kiln_tensor_release(ap);
-            kiln_tensor_release(apg);
-            kiln_tensor_release(bp);
-            kiln_tensor_release(bpg);
-            kiln_tensor_release(cp);
-        }
+        /* the rule's multicast (an N-major B whose 2000-byte rows start off 32-byte sectors, nine
+         * tile rows: the last pair's second block past M, A's last tile row through its edge box,
+         * 9 k slices, the last part past K) gives the plain kernel's bits (KILN_GEMM=wgmma here) */
+        mcast_same_bits(1040, 1000, 520, NULL, "the rule's multicast");
+        /* KILN_WGMMA_MCAST=1 on the rule's one-consumer 64-row tiles (fc1000 bprop: two tile rows,
+         * one cluster per pair): the idle consumer warpgroup takes part in the cluster's closing
+         * barrier (it had returned before it: the emulator deadlocked), the plain kernel's bits */
+        mcast_same_bits(128, 4096, 1000, "1", "multicast on one consumer's 64-row tiles");
         /* 64-row tiles 128 wide at the fewest stages one may ask for: k pairs keep four (two a
          * consumer; with fewer a consumer waited on a stage it held itself, and K = 304's five
          * slices hung), one consumer two; both against the rule's kernel (C = A B, round to
