@@ -1687,28 +1687,26 @@ static uint64_t edge_map(kiln_gemm_tmap_desc *edge, const kiln_gemm_tmap_desc *f
     return (uint64_t)box * ROW_BYTES;
 }
 
-/* Whether the rows of an N-major B (its k rows, the boxes' 128-byte rows) start off 32-byte
- * sectors: its base, its k stride or its batch stride in bytes not a multiple of 32 (N = 1000
- * in 16 bits: every other row 16 bytes off). On the H100 TMA reads such rows with several times
- * the L2 requests of aligned ones (ncu, 4096 x 1000 x 1024: 1.34 M L2 read requests for kiln's
- * kernel against 0.35 M at N = 1024), and where many tile rows read B the time follows: 0.0201
- * ms against 0.0145 at N = 1024 and 0.0155 at N = 1008, whose 2016-byte rows are whole sectors
- * though not whole lines (bench/NOTES.md step 35). */
+/* Whether the 128-byte rows TMA reads of an operand start off 32-byte sectors: its base, its
+ * row stride or its batch stride in bytes not a multiple of 32 (N = 1000 in 16 bits: every other
+ * row 16 bytes off; `row` is B's k stride for an N-major B, A's m stride for a K-major A). On the
+ * H100 TMA reads such rows with several times the L2 requests of aligned ones (ncu, 4096 x 1000 x
+ * 1024 with B (K, N): 1.34 M L2 read requests for kiln's kernel against 0.35 M at N = 1024), and
+ * where many tiles read them the time follows: B read by many tile rows 0.0201 ms against 0.0145
+ * at N = 1024 and 0.0155 at N = 1008, whose 2016-byte rows are whole sectors though not whole
+ * lines; dY of fc1000 bprop read K-major by 32 tile columns 0.0062 ms against 0.0045-0.0049 at K =
+ * 1024 (bench/NOTES.md steps 35-36). */
+static int rows_off_sector(const void *base, int64_t row, int64_t batch, int es)
+{
+    return (uintptr_t)base % 32 != 0 || (row * es) % 32 != 0 || (batch * es) % 32 != 0;
+}
 static int b_rows_off_sector(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int es)
 {
-    const int64_t batch = bt->n == 1 ? bt->sb[0] : 0;
-    return (uintptr_t)d->b % 32 != 0 || (d->b_sk * es) % 32 != 0 || (batch * es) % 32 != 0;
+    return rows_off_sector(d->b, d->b_sk, bt->n == 1 ? bt->sb[0] : 0, es);
 }
-
-/* Whether the 128-byte rows of a K-major A start off 32-byte sectors: its base, its row stride
- * or its batch stride in bytes not a multiple of 32 (dY of fc1000 bprop, 1000 columns of 16 bits:
- * every other row 16 bytes off). Read by many tile columns at once such rows bound the loads,
- * as B's do (b_rows_off_sector): fc1000 bprop 0.0062 ms at K = 1000 against 0.0045-0.0049 at
- * K = 1024 (H100, bench/NOTES.md steps 35-36). */
 static int a_rows_off_sector(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, int es)
 {
-    const int64_t batch = bt->n == 1 ? bt->sa[0] : 0;
-    return (uintptr_t)d->a % 32 != 0 || (d->a_sm * es) % 32 != 0 || (batch * es) % 32 != 0;
+    return rows_off_sector(d->a, d->a_sm, bt->n == 1 ? bt->sa[0] : 0, es);
 }
 
 /* Slices split 0 of a long split-K tile takes beyond the others (kiln__cuda_gemm_wgmma_prepare):
