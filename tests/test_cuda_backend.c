@@ -561,9 +561,9 @@ static void gemm_cases(const char *engine, int tf32)
 /* Which path ran: cuBLASLt launches nothing through kiln's launch counter, kiln's kernels
  * one launch per call (f16: wgmma or mma.sync; f32 without TF32: FFMA). An invalid
  * KILN_GEMM is an error naming it. */
-/* C = A B (bf16, M x K times K x N, round to nearest) with KILN_WGMMA_MCAST=mcast (NULL: unset,
- * the rule's) against KILN_WGMMA_MCAST=0: the same bits, every value finite */
-static void mcast_same_bits(int64_t M, int64_t N, int64_t K, const char *mcast, const char *what)
+/* C = A B (bf16, M x K times K x N, round to nearest) with the environment variable var at on
+ * (NULL: unset, the rule's) against var=0: the same bits, every value finite */
+static void knob_same_bits(int64_t M, int64_t N, int64_t K, const char *var, const char *on, const char *what)
 {
     int64_t as[2] = {M, K}, bs[2] = {K, N}, cs[2] = {M, N};
     kiln_tensor *a, *ag, *b, *bg, *c = NULL;
@@ -575,13 +575,13 @@ static void mcast_same_bits(int64_t M, int64_t N, int64_t K, const char *mcast, 
     CHECK(c_on && c_off);
     for (int off = 0; off < 2 && c_on && c_off; off++) {
         if (off)
-            setenv("KILN_WGMMA_MCAST", "0", 1);
-        else if (mcast)
-            setenv("KILN_WGMMA_MCAST", mcast, 1);
+            setenv(var, "0", 1);
+        else if (on)
+            setenv(var, on, 1);
         CHECK_OK(gpu, kiln_assign(c, kiln_scalar(NAN)));
         CHECK_OK(gpu, kiln_dot(c, ag, bg, 1.0, 0.0, NULL));
         CHECK_OK(gpu, kiln_tensor_read(c, off ? c_off : c_on, KILN_DTYPE_BF16));
-        unsetenv("KILN_WGMMA_MCAST");
+        unsetenv(var);
     }
     if (c_on && c_off) {
         int64_t ndiff = 0, nonfinite = 0;
@@ -738,6 +738,7 @@ static void gemm_dispatch(void)
                    {"KILN_WGMMA_CBUFS", "4", "KILN_WGMMA_CBUFS='4'"},
                    {"KILN_WGMMA_SPLIT_SUM", "dsmem", "KILN_WGMMA_SPLIT_SUM='dsmem'"},
                    {"KILN_WGMMA_MCAST", "2", "KILN_WGMMA_MCAST='2'"},
+                   {"KILN_WGMMA_BHINT", "first", "KILN_WGMMA_BHINT='first'"},
                    {"KILN_WGMMA_KPAIR", "on", "KILN_WGMMA_KPAIR='on'"},
                    {"KILN_WGMMA_KPAIR", "2", "KILN_WGMMA_KPAIR='2'"},
                    {"KILN_WGMMA_GROUP_M", "0", "KILN_WGMMA_GROUP_M='0'"},
@@ -815,11 +816,15 @@ static void gemm_dispatch(void)
         /* the rule's multicast (an N-major B whose 2000-byte rows start off 32-byte sectors, nine
          * tile rows: the last pair's second block past M, A's last tile row through its edge box,
          * 9 k slices, the last part past K) gives the plain kernel's bits (KILN_GEMM=wgmma here) */
-        mcast_same_bits(1040, 1000, 520, NULL, "the rule's multicast");
+        knob_same_bits(1040, 1000, 520, "KILN_WGMMA_MCAST", NULL, "the rule's multicast");
         /* KILN_WGMMA_MCAST=1 on the rule's one-consumer 64-row tiles (fc1000 bprop: two tile rows,
          * one cluster per pair): the idle consumer warpgroup takes part in the cluster's closing
          * barrier (it had returned before it: the emulator deadlocked), the plain kernel's bits */
-        mcast_same_bits(128, 4096, 1000, "1", "multicast on one consumer's 64-row tiles");
+        knob_same_bits(128, 4096, 1000, "KILN_WGMMA_MCAST", "1", "multicast on one consumer's 64-row tiles");
+        /* B's loads with the evict_first L2 policy: the rule's (one tile row streaming 48 MiB of B)
+         * and KILN_WGMMA_BHINT=1 on two ragged tile rows, each the plain kernel's bits */
+        knob_same_bits(128, 12288, 2048, "KILN_WGMMA_BHINT", NULL, "the rule's evict_first loads of B");
+        knob_same_bits(200, 1000, 520, "KILN_WGMMA_BHINT", "1", "evict_first loads of B");
         /* 64-row tiles 128 wide at the fewest stages one may ask for: k pairs keep four (two a
          * consumer; with fewer a consumer waited on a stage it held itself, and K = 304's five
          * slices hung), one consumer two; both against the rule's kernel (C = A B, round to

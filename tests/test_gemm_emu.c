@@ -206,6 +206,8 @@ typedef struct ecase {
     int stages;         /* wgmma: the ring's most stages (0 = the rule's; KILN_WGMMA_STAGES) */
     int zero_rows;      /* rows m % 5 == 1 of A all zeros (-0 where m % 10 == 6): C's rows there are
                          * the bias or zeros, as a dead unit's row of a weight gradient */
+    int bhint;          /* wgmma: B's loads with an evict_first L2 policy: 0 the rule's, 1 off, 2 on
+                         * (checked it is, unless multicast) */
 } ecase;
 
 /* the context seed of every launch (both halves of Philox's key nonzero) */
@@ -386,6 +388,16 @@ static int rule_mcast(int64_t M, int64_t N, int64_t K, int b_nk)
     rule_plan(M, N, K, K, b_nk, &l);
     if (l.cfg.mcast) CHECK(l.cluster == 2 && l.grid % 2 == 0 && l.grid <= 132);
     return l.cfg.mcast;
+}
+/* whether B's loads carry the evict_first L2 policy (checked against the source's BHINT) */
+static int rule_bhint(int64_t M, int64_t N, int64_t K, int b_nk)
+{
+    kiln_gemm_wgmma_launch l;
+    rule_plan(M, N, K, K, b_nk, &l);
+    char *src = kiln__cuda_gemm_wgmma_source_text(&l.cfg);
+    CHECK(src && strstr(src, l.cfg.bhint ? "BHINT = 1;" : "BHINT = 0;"));
+    free(src);
+    return l.cfg.bhint;
 }
 /* the rows of its edge box for A (which = 0, map 3) or B (which = 1, map 4), B stored (N, K)
  * with b_nk; 0 where there is none; checks the kernel's word 21 (A's bytes in its low half, B's
@@ -668,7 +680,8 @@ static void run(const ecase *e)
                                   .mc_pairs = e->mc_pairs,
                                   .kpair = e->kpair,
                                   .group_m = e->group_m,
-                                  .stages = e->stages};
+                                  .stages = e->stages,
+                                  .bhint = e->bhint};
         kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, EMU_SEED, &o, &l);
         { /* the tile order's group: the asked or the rule's 8, at most the tile rows */
             const int64_t g = e->group_m ? e->group_m : 8;
@@ -681,6 +694,7 @@ static void run(const ecase *e)
         if (e->split_sum) CHECK_INT(l.cfg.cluster, e->split_sum == 1);
         if (e->split_sum) CHECK_INT(l.cfg.slice_sum, e->split_sum == 3);
         if (e->mcast) CHECK_INT(l.cfg.mcast, e->mcast == 2);
+        if (e->bhint) CHECK_INT(l.cfg.bhint, e->bhint == 2 && !l.cfg.mcast);
         if (e->kpair) CHECK_INT(l.cfg.kpair, e->kpair >= 2 ? e->kpair - 1 : 0);
         if (l.cfg.kpair) /* 64-row tiles, unsplit: the forced width or 64; the rule's 64 or 128 */
             CHECK((e->kpair >= 2 ? l.cfg.bn == (e->bn ? e->bn : 64) : l.cfg.bn == 64 || l.cfg.bn == 128) &&
@@ -1173,6 +1187,21 @@ int main(void)
          .bn = 128, .exact = 1},
         {.dt = 1, .M = 520, .N = 392, .K = 64, .nb = 1, .tb = 1, .alpha = 1.0, .sr = 1, .sms = 5, .tma_store = 1,
          .bn = 128, .same_bits = 1, .exact = 1, .group_m = 1},
+        /* B's loads with the evict_first policy (KILN_WGMMA_BHINT: 2 on, 1 off, same inputs, the same
+         * bits): one tile row with the whole epilogue and SR, exact sums; 64-row tiles of one
+         * consumer (fc9216 fprop's plan) on a K-major B; split 64-wide tiles summed in the workspace */
+        {.dt = 0, .M = 128, .N = 520, .K = 200, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 3,
+         .tma_store = 1, .exact = 1, .bhint = 2},
+        {.dt = 0, .M = 128, .N = 520, .K = 200, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 3,
+         .tma_store = 1, .same_bits = 1, .exact = 1, .bhint = 1},
+        {.dt = 1, .M = 120, .N = 200, .K = 264, .nb = 1, .tb = 1, .alpha = 1.0, .sms = 4, .tma_store = 1, .bn = 64,
+         .kpair = 3, .bhint = 2},
+        {.dt = 1, .M = 120, .N = 200, .K = 264, .nb = 1, .tb = 1, .alpha = 1.0, .sms = 4, .tma_store = 1, .bn = 64,
+         .kpair = 3, .same_bits = 1, .bhint = 1},
+        {.dt = 0, .M = 100, .N = 136, .K = 520, .nb = 2, .alpha = 0.5, .beta = 0.25, .bias = 1, .sms = 6,
+         .tma_store = 1, .bn = 64, .splits = 3, .split_sum = 2, .bhint = 2},
+        {.dt = 0, .M = 100, .N = 136, .K = 520, .nb = 2, .alpha = 0.5, .beta = 0.25, .bias = 1, .sms = 6,
+         .tma_store = 1, .bn = 64, .splits = 3, .split_sum = 2, .same_bits = 1, .bhint = 1},
         {.dt = 0, .M = 700, .N = 264, .K = 64, .nb = 1, .ta = 1, .alpha = 1.0, .bias = 1, .sms = 4, .tma_store = 1,
          .bn = 128, .mcast = 2, .mc_pairs = 2},
         {.dt = 0, .M = 700, .N = 264, .K = 64, .nb = 1, .ta = 1, .alpha = 1.0, .bias = 1, .sms = 4, .tma_store = 1,
@@ -1554,6 +1583,35 @@ int main(void)
     CHECK_INT(rule_mcast(776, 2056, 520, 0), 0);
     CHECK_INT(rule_mcast(8192, 1000, 1024, 0), 0);
     CHECK_INT(rule_mcast(1040, 1000, 520, 0), 1); /* test_cuda_backend's case */
+    /* B's loads evict_first where at most two tile rows stream 48 MiB of B or more (NOTES step 37):
+     * fc36864 bprop, fc25088 fprop, fc9216 fprop (75 MB), 256 rows (two tile rows), a K-major B of
+     * exactly 48 MiB; not fc4096 (32 MB), three tile rows, the squares, 47 MiB, multicast launches */
+    CHECK_INT(rule_bhint(128, 36864, 3072, 0), 1);
+    CHECK_INT(rule_bhint(128, 4096, 25088, 0), 1);
+    CHECK_INT(rule_bhint(128, 4096, 9216, 0), 1);
+    CHECK_INT(rule_bhint(256, 36864, 3072, 0), 1);
+    CHECK_INT(rule_bhint(128, 4096, 6144, 1), 1);
+    CHECK_INT(rule_bhint(128, 12288, 2048, 0), 1); /* test_cuda_backend's case */
+    CHECK_INT(rule_bhint(128, 4096, 4096, 0), 0);
+    CHECK_INT(rule_bhint(384, 36864, 3072, 0), 0);
+    CHECK_INT(rule_bhint(8192, 8192, 8192, 0), 0);
+    CHECK_INT(rule_bhint(128, 4096, 6016, 1), 0);
+    CHECK_INT(rule_bhint(4096, 1000, 1024, 0), 0);
+    { /* four batches of 128 x 6144 x 2048 (a 24 MiB B each): 96 MiB streamed where each batch has its
+       * own B; none where the batches share one */
+        for (int shared = 0; shared < 2; shared++) {
+            kiln_gemm_desc d = auto_desc(128, 6144, 2048, 0);
+            d.dtype = KILN_DTYPE_F16;
+            d.nbatch = 1, d.batch_shape[0] = 4;
+            d.a_bstride[0] = 128 * 2048, d.b_bstride[0] = shared ? 0 : 2048 * 6144, d.c_bstride[0] = 128 * 6144;
+            kiln_gemm_batches bt;
+            kiln__cuda_gemm_merge_batches(&d, &bt);
+            kiln_gemm_wgmma_opts o = {.tma_store = 1};
+            kiln_gemm_wgmma_launch l;
+            kiln__cuda_gemm_wgmma_prepare(&d, &bt, 132, 1, &o, &l);
+            CHECK_INT(l.cfg.bhint, !shared);
+        }
+    }
     CHECK_INT(rule_kpair(1024, 1024, 1024, 132), 0);
     CHECK_INT(rule_kpair(64, 4096, 1000, 132), 0);
     CHECK_INT(rule_kpair(128, 9216, 4096, 132), 0);

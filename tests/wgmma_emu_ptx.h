@@ -126,6 +126,11 @@ static inline void kg_tma(unsigned dst, const kg_tmap *map, int c0, int c1, int 
     b->tx -= bytes;
     emu_bar_check(b);
 }
+/* B's boxes (BHINT: with an L2 policy, which changes no data) */
+static inline void kg_tma_b(unsigned dst, const kg_tmap *map, int c0, int c1, int c2, unsigned bar)
+{
+    kg_tma(dst, map, c0, c1, c2, bar);
+}
 /* multicast: the box into every block of mask at dst, each block's bar completing its bytes
  * (the partner's may land before that block's own expect_tx: the phase waits for both) */
 static inline void kg_tma_mc(unsigned dst, const kg_tmap *map, int c0, int c1, int c2, unsigned bar,

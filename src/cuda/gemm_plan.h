@@ -82,6 +82,8 @@ typedef struct kiln_gemm_wgmma_cfg {
     int edge;       /* word 21 names an edge box (A's or B's): the producer's per-item choice of map
                      * and bytes is compiled only into such launches (with it in every launch,
                      * fc1000 bprop bf16 ran 3 % slower on the H100; bench/NOTES.md step 35) */
+    int bhint;      /* B's TMA loads carry an evict_first L2 policy (B streamed once through L2, so that
+                     * what is read again, A, stays there; KILN_WGMMA_BHINT) */
 } kiln_gemm_wgmma_cfg;
 
 /* 1 when the wgmma kernel takes d on ctx's device: compute capability 9.0 with the tensor-
@@ -158,6 +160,7 @@ typedef struct kiln_gemm_wgmma_opts {
     int group_m;    /* tile rows per group of the tile order (0 = the rule's; KILN_WGMMA_GROUP_M) */
     int grid;       /* persistent blocks, at most one an SM (0 = the rule's; KILN_WGMMA_GRID) */
     int stages;     /* the ring's most stages, 1-16 (0 = the rule's; KILN_WGMMA_STAGES) */
+    int bhint;      /* 0 = the rule's, 1 off, 2 on (KILN_WGMMA_BHINT) */
 } kiln_gemm_wgmma_opts;
 
 /* Words 30-40 from the seed (w[0]) and stream (w[1]): what the kernel's Philox takes from

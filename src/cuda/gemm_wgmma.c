@@ -199,6 +199,20 @@ static const char kernel_src[] =
     "               \" [%0], [%1, {%2, %3, %4}], [%5];\\n\"\n"
     "               :: \"r\"(dst), \"l\"((unsigned long long)map), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(bar) : \"memory\");\n"
     "}\n"
+    "/* B's boxes: kg_tma, where BHINT with an evict_first L2 policy (B streamed once: its lines\n"
+    " * go first, A's stay) */\n"
+    "__device__ __forceinline__ void kg_tma_b(unsigned dst, const kg_tmap *map, int c0, int c1, int c2, unsigned bar) {\n"
+    "  if constexpr (BHINT) {\n"
+    "    unsigned long long pol;\n"
+    "    asm volatile(\"createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\\n\" : \"=l\"(pol));\n"
+    "    asm volatile(\"cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint\"\n"
+    "                 \" [%0], [%1, {%2, %3, %4}], [%5], %6;\\n\"\n"
+    "                 :: \"r\"(dst), \"l\"((unsigned long long)map), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(bar), \"l\"(pol)\n"
+    "                 : \"memory\");\n"
+    "  } else {\n"
+    "    kg_tma(dst, map, c0, c1, c2, bar);\n"
+    "  }\n"
+    "}\n"
     "/* MC: the same into shared memory at dst of every block of the cluster in mask (the same\n"
     " * offset in each), completing its bytes on bar of each */\n"
     "__device__ __forceinline__ void kg_tma_mc(unsigned dst, const kg_tmap *map, int c0, int c1, int c2, unsigned bar,\n"
@@ -910,10 +924,10 @@ static const char kernel_src[] =
     "              for (int c = 0; c < BN / 64; c++)\n"
     "                kg_tma_mc(sb + c * CHUNK + rank * (BK / 2) * 128, mb, n0 + 64 * c, k0 + rank * (BK / 2), bb, full, 3);\n"
     "            } else if constexpr (B_KMAJ) {\n"
-    "              kg_tma(sb, mb, k0, n0, bb, full);\n"
+    "              kg_tma_b(sb, mb, k0, n0, bb, full);\n"
     "            } else {\n"
     "#pragma unroll\n"
-    "              for (int c = 0; c < BN / 64; c++) kg_tma(sb + c * CHUNK, mb, n0 + 64 * c, k0, bb, full);\n"
+    "              for (int c = 0; c < BN / 64; c++) kg_tma_b(sb + c * CHUNK, mb, n0 + 64 * c, k0, bb, full);\n"
     "            }\n"
     "          }\n"
     "        };\n"
@@ -1535,6 +1549,8 @@ void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
     kiln__sbuf_printf(b, "constexpr int RELU = %d;\n", c->relu ? 1 : 0);
     /* EDGE: word 21 names an edge box; launches without one compile no per-item map choice */
     kiln__sbuf_printf(b, "constexpr int EDGE = %d;\n", c->edge ? 1 : 0);
+    /* BHINT: B's loads carry an evict_first L2 policy (kg_tma_b) */
+    kiln__sbuf_printf(b, "constexpr int BHINT = %d;\n", c->bhint ? 1 : 0);
     kiln__sbuf_printf(b,
                       "constexpr int SR_UNROLL = %d, CBUFS = %d, CLUSTER = %d, SLICE_SUM = %d, MC = %d, KP = %d, KP1 = %d;\n",
                       c->sr_unroll > 1 ? c->sr_unroll : 1, c->cbufs > 1 ? 2 : 1, c->cluster ? 1 : 0,
@@ -2142,6 +2158,18 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     w[21] = edge_map(&l->map[3], &l->map[0], c->a_kmajor, d->M, bm) |
             edge_map(&l->map[4], &l->map[1], c->b_kmajor && !c->mcast, d->N, c->bn) << 32;
     c->edge = w[21] != 0;
+    /* B's loads marked evict_first where B streams through L2 once and past its size: at most two
+     * tile rows read it (M <= 128, or two rows of 64-row tiles), B not shared by the batches, 48 MiB
+     * or more in all (the H100's L2 holds 50 MB), not multicast (whose loads are the cluster's).
+     * A, which every tile column reads again, then keeps its lines. H100, f16 / bf16, graphed, warm
+     * and with B cold (bench/NOTES.md step 37): fc36864 bprop -3.5 %, fc25088 fprop -4.5 %, fc9216
+     * fprop -1.6 to -3.2 %, 256 x 36864 x 3072 -6.6 %, fc9216 / fc25088 bprop -0.5 to -1 %; fc36864
+     * fprop +0.2-0.9 %, 128 x 16384 x 8192 +1 %, 128 x 12288 x 12288 +1.3 %; below the L2's size
+     * (fc4096, 32 MB) +1 % warm, -1.7 % cold, so left out. */
+    const int b_shared = bt->n && bt->sb[0] == 0;
+    const double b_bytes = (double)(b_shared ? 1 : nb) * (double)d->K * (double)d->N * (double)es;
+    const int bhint_rule = tm <= 2 && !b_shared && b_bytes >= 48.0 * 1024 * 1024;
+    c->bhint = !c->mcast && (opts && opts->bhint ? opts->bhint == 2 : bhint_rule);
     l->tiles = nb * tm * tn;
     l->ws_bytes = splits > 1 && !c->cluster ? (size_t)l->tiles * (size_t)splits * (size_t)bm * (size_t)c->bn * sizeof(float) : 0;
     int64_t items = l->tiles * splits;

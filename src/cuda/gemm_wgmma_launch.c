@@ -63,7 +63,9 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
  * more), KILN_WGMMA_GROUP_M=1..1024
  * (tile rows per group of the tile order; 8 by default), KILN_WGMMA_GRID=1..65536 (persistent
  * blocks, at most one an SM and one a work item; not for cluster or slice-summed launches),
- * KILN_WGMMA_STAGES=1..16 (the ring's most stages; 7 by default, fewer where shared memory
+ * KILN_WGMMA_BHINT=0|1 (B's TMA loads with an evict_first L2 policy: off, or on wherever
+ * B is not multicast; unset, the rule's: on where at most two tile rows stream 48 MiB or more
+ * of B), KILN_WGMMA_STAGES=1..16 (the ring's most stages; 7 by default, fewer where shared memory
  * runs out: deeper rings measured slower, bench/NOTES.md step 29; as many as fit with one
  * consumer on 64-row tiles, step 33; never fewer than two, four with k pairs, which the ring
  * needs).
@@ -107,6 +109,8 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
     o->kpair = i + 1; /* 0 = the rule's, 1 off, 2 k pairs, 3 one consumer */
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_SPLIT_SUM", sums, 3, &i));
     o->split_sum = i + 1; /* 0 = the rule's, 1 cluster, 2 workspace, 3 slices */
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_BHINT", off_on, 2, &i));
+    o->bhint = i + 1; /* 0 = the rule's, 1 off, 2 on */
     KILN_TRY(env_count(ctx, "KILN_WGMMA_SPLITS", 64, &o->splits));
     KILN_TRY(env_count(ctx, "KILN_WGMMA_GROUP_M", 1024, &o->group_m));
     KILN_TRY(env_count(ctx, "KILN_WGMMA_GRID", 65536, &o->grid));
@@ -194,13 +198,13 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     if (r == KILN_OK && l.map[3].used) r = encode_map(ctx, &args.tae, d->dtype, &l.map[3], "A");
     if (r == KILN_OK && l.map[4].used) r = encode_map(ctx, &args.tbe, d->dtype, &l.map[4], "B");
     /* a tag ("GKWG") and this kernel's version first */
-    const int32_t sig[22] = {0x47574b47,   18,          (int32_t)c->dtype, c->a_kmajor,  c->b_kmajor,  c->bias,
+    const int32_t sig[23] = {0x47574b47,   19,          (int32_t)c->dtype, c->a_kmajor,  c->b_kmajor,  c->bias,
                              c->beta,      c->sr,       c->c_pair,         c->bn,        c->tma_store, c->pingpong,
                              c->sr_unroll, c->cbufs,    c->cluster,        c->slice_sum, c->mcast,     c->kpair,
-                             c->alpha1,    c->relu,     c->stages_cap,     c->edge};
+                             c->alpha1,    c->relu,     c->stages_cap,     c->edge,      c->bhint};
     CUfunction fn;
     int refused = 0;
-    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 22, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
+    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 23, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
     if (r == KILN_OK && c->mcast) l.grid = mc_grid(st, fn, &l);
     if (r == KILN_OK) {
         const kiln_cuda_launch_attrs at = {.cluster = l.cluster, .cooperative = l.cooperative, .early = 1};
