@@ -2159,13 +2159,13 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
             edge_map(&l->map[4], &l->map[1], c->b_kmajor && !c->mcast, d->N, c->bn) << 32;
     c->edge = w[21] != 0;
     /* B's loads marked evict_first where B streams through L2 once and past its size: at most two
-     * tile rows read it (M <= 128, or two rows of 64-row tiles), B not shared by the batches, 48 MiB
-     * or more in all (the H100's L2 holds 50 MB), not multicast (whose loads are the cluster's).
-     * A, which every tile column reads again, then keeps its lines. H100, f16 / bf16, graphed, warm
-     * and with B cold (bench/NOTES.md step 37): fc36864 bprop -3.5 %, fc25088 fprop -4.5 %, fc9216
-     * fprop -1.6 to -3.2 %, 256 x 36864 x 3072 -6.6 %, fc9216 / fc25088 bprop -0.5 to -1 %; fc36864
-     * fprop +0.2-0.9 %, 128 x 16384 x 8192 +1 %, 128 x 12288 x 12288 +1.3 %; below the L2's size
-     * (fc4096, 32 MB) +1 % warm, -1.7 % cold, so left out. */
+     * tile rows read it (M <= 256 on 128-row tiles, M <= 128 on 64-row ones), B not shared by the
+     * batches, 48 MiB or more in all (the H100's L2 holds 50 MB), not multicast (whose loads are
+     * the cluster's). A, which every tile column reads again, then keeps its lines. H100, f16 /
+     * bf16, graphed, warm and with B cold (bench/NOTES.md step 37): fc36864 bprop -3.5 to -3.7 %,
+     * fc25088 fprop -3.6 to -4.5 %, fc9216 fprop -0.7 to -3.1 %, 256 x 36864 x 3072 -6.6 %, fc9216
+     * / fc25088 bprop -0.4 to -1 %; fc36864 fprop +0.2-0.9 %, 128 x 16384 x 8192 +1 %, 128 x 12288
+     * x 12288 +1.3 %; below the L2's size (fc4096, 32 MB) +1 % warm, -1.7 % cold, so left out. */
     const int b_shared = bt->n && bt->sb[0] == 0;
     const double b_bytes = (double)(b_shared ? 1 : nb) * (double)d->K * (double)d->N * (double)es;
     const int bhint_rule = tm <= 2 && !b_shared && b_bytes >= 48.0 * 1024 * 1024;
@@ -2272,14 +2272,14 @@ int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches 
             return 1;
     }
     /* 64-row tiles filling a wave (tile rule's kpfill_rule, or its unsplit kp_rule on such a
-     * count): own up to 64 k slices (128 x 4096 x 2048-4096: 1.12-1.21x; 128 x 4096 x 1024
-     * 1.11x), cuBLASLt from 96 (6144-9216: 0.94-0.95x at 7 stages; fc9216 fprop 1.03x since
-     * the ring is as deep as fits, K 6144-8192 not measured so: NOTES step 33); but not two
-     * tile rows of one batch with the second part-full (M 65-127): cuBLASLt keeps B in L2
-     * across calls there (M 96-124 x N 4096 x K 1024-4096 0.85-0.91x repeated, 0.98-1.00x cold;
-     * step 35) */
+     * count): own up to 144 k slices (128 x 4096 x 2048-4096: 1.12-1.21x; 128 x 4096 x 1024
+     * 1.11x; 128 x 4096 x 6144-9216 1.05-1.06x in f16 and bf16, weights repeated and cold, since
+     * the ring is as deep as fits and B's loads go evict_first: NOTES steps 33, 37), cuBLASLt
+     * beyond (128 x 4096 x 12288, 192 slices: 0.99-1.00x); but not two tile rows of one batch
+     * with the second part-full (M 65-127): cuBLASLt keeps B in L2 across calls there (M 96-124
+     * x N 4096 x K 1024-4096 0.85-0.91x repeated, 0.98-1.00x cold; step 35) */
     if (!tf32 && splits == 1 && l.cfg.bn == 64 && l.cfg.kpair && 32 * l.tiles >= 31 * (int64_t)sm_count)
-        return (int64_t)l.w[25] <= 64 && !(l.w[18] == 1 && l.w[19] == 2 && d->M < 128);
+        return (int64_t)l.w[25] <= 144 && !(l.w[18] == 1 && l.w[19] == 2 && d->M < 128);
     if (splits == 1 && l.cfg.bn == 64) return rows >= 4 && !l.cfg.kpair;
     if (splits == 1) return rows == 1 && l.tiles >= 64 && l.tiles <= sm_count;
     /* a few 64-wide tiles split 16 ways or more (256 x 256 x 65536): cuBLASLt, 1.14-1.29x ahead
