@@ -56,6 +56,8 @@
 #include <cstring>
 #include <vector>
 
+#include "event-median.cuh"
+
 constexpr int KT_MAX = 16;        /* k slices the matrices hold; longer runs wrap around */
 constexpr int STAGE_BYTES = 16384; /* A's box then B's, 8 KiB each */
 
@@ -483,35 +485,6 @@ static int make_map(CUtensorMap *m, void *base, unsigned long long inner, unsign
                         box_inner == 64 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) fprintf(stderr, "ring-rate: cuTensorMapEncodeTiled failed (%d)\n", (int)r);
     return r == CUDA_SUCCESS ? 0 : 1;
-}
-
-/* The median of 20 timed launches (after 3 untimed) in ms between events, or -1 after a message
- * when one fails; launch() makes one launch and returns its error. */
-template <typename Launch>
-static float median_ms(Launch launch)
-{
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    std::vector<float> ms;
-    for (int r = 0; r < 23 && ms.size() < 20; r++) {
-        cudaEventRecord(e0);
-        const cudaError_t err = launch();
-        cudaEventRecord(e1);
-        if (err != cudaSuccess || cudaEventSynchronize(e1) != cudaSuccess) {
-            fprintf(stderr, "ring-rate: launch failed: %s\n", cudaGetErrorString(cudaGetLastError()));
-            ms.clear();
-            break;
-        }
-        float t;
-        cudaEventElapsedTime(&t, e0, e1);
-        if (r >= 3) ms.push_back(t);
-    }
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-    if (ms.empty()) return -1.0f;
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
 }
 
 /* The block mean of clock64 cycles a slice: out[4 b] the producer's first load, out[4 b + 1 + c]

@@ -24,6 +24,8 @@
 #include <cstring>
 #include <vector>
 
+#include "event-median.cuh"
+
 constexpr int THREADS = 256;
 
 struct Args {
@@ -103,34 +105,6 @@ __global__ void __launch_bounds__(THREADS) tiles_tma(const __grid_constant__ CUt
     asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }
 
-/* The median of 20 timed launches (after 3 untimed) in ms between events, or -1 after a message */
-template <typename Launch>
-static float median_ms(Launch launch)
-{
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    std::vector<float> ms;
-    for (int r = 0; r < 23; r++) {
-        cudaEventRecord(e0);
-        launch();
-        cudaEventRecord(e1);
-        if (cudaEventSynchronize(e1) != cudaSuccess || cudaGetLastError() != cudaSuccess) {
-            fprintf(stderr, "store-rate: launch failed\n");
-            ms.clear();
-            break;
-        }
-        float t;
-        cudaEventElapsedTime(&t, e0, e1);
-        if (r >= 3) ms.push_back(t);
-    }
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-    if (ms.empty()) return -1.0f;
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
-}
-
 int main(int argc, char **argv)
 {
     Args a = {36864, 3072, 128, 8, 0, 0, 0};
@@ -171,9 +145,18 @@ int main(int argc, char **argv)
     }
     const int smem = 2 * 128 * a.BN * 2 + 1024;
     cudaFuncSetAttribute(tiles_tma, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    const float t_fill = median_ms([&] { fill<<<blocks, THREADS>>>((uint4 *)c, (long long)(bytes / 16)); });
-    const float t_regs = median_ms([&] { tiles_regs<<<blocks, THREADS>>>(a, c); });
-    const float t_tma = median_ms([&] { tiles_tma<<<blocks, THREADS, smem>>>(map, a); });
+    const float t_fill = median_ms([&] {
+        fill<<<blocks, THREADS>>>((uint4 *)c, (long long)(bytes / 16));
+        return cudaGetLastError();
+    });
+    const float t_regs = median_ms([&] {
+        tiles_regs<<<blocks, THREADS>>>(a, c);
+        return cudaGetLastError();
+    });
+    const float t_tma = median_ms([&] {
+        tiles_tma<<<blocks, THREADS, smem>>>(map, a);
+        return cudaGetLastError();
+    });
     printf("C %d x %d f16 (%.0f MB), %d blocks, tiles 128 x %d, group %d, delay %lld cycles a tile:\n", a.M, a.N,
            bytes / 1e6, blocks, a.BN, a.group, a.delay);
     printf("  fill %.4f ms %.2f TB/s   tiles from registers %.4f ms %.2f TB/s   tiles by TMA %.4f ms %.2f TB/s\n", t_fill,
