@@ -399,6 +399,22 @@ static int rule_bhint(int64_t M, int64_t N, int64_t K, int b_nk)
     free(src);
     return l.cfg.bhint;
 }
+/* a plan rule's answer on M x N x K (B stored (N, K) with b_nk) and what it must be */
+struct rule_case {
+    int64_t M, N, K;
+    int b_nk, want;
+};
+static void check_rule_cases(int (*rule)(int64_t, int64_t, int64_t, int), const char *what, const struct rule_case *c,
+                             size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const int got = rule(c[i].M, c[i].N, c[i].K, c[i].b_nk);
+        if (got != c[i].want)
+            fprintf(stderr, "  %s: %lld x %lld x %lld%s gave %d\n", what, (long long)c[i].M, (long long)c[i].N,
+                    (long long)c[i].K, c[i].b_nk ? " (B stored N x K)" : "", got);
+        CHECK_INT(got, c[i].want);
+    }
+}
 /* the rows of its edge box for A (which = 0, map 3) or B (which = 1, map 4), B stored (N, K)
  * with b_nk; 0 where there is none; checks the kernel's word 21 (A's bytes in its low half, B's
  * in its high half) against the box's bytes */
@@ -1573,30 +1589,20 @@ int main(void)
      * tile rows or more over 8 k slices or more, every pair in the first wave (NOTES step 35);
      * not at N 1024 or 1008 (whole sectors), K-major B, 4 k slices, 7 tile rows, 64 pairs past
      * a wave (8192 rows) */
-    CHECK_INT(rule_mcast(4096, 1000, 1024, 0), 1);
-    CHECK_INT(rule_mcast(4096, 1000, 512, 0), 1);
-    CHECK_INT(rule_mcast(1024, 1000, 4096, 0), 1);
-    CHECK_INT(rule_mcast(4096, 1024, 1024, 0), 0);
-    CHECK_INT(rule_mcast(4096, 1008, 1024, 0), 0);
-    CHECK_INT(rule_mcast(4096, 1000, 1024, 1), 0);
-    CHECK_INT(rule_mcast(4096, 1000, 256, 0), 0);
-    CHECK_INT(rule_mcast(776, 2056, 520, 0), 0);
-    CHECK_INT(rule_mcast(8192, 1000, 1024, 0), 0);
-    CHECK_INT(rule_mcast(1040, 1000, 520, 0), 1); /* test_cuda_backend's case */
+    static const struct rule_case mcast_cases[] = {
+        {4096, 1000, 1024, 0, 1}, {4096, 1000, 512, 0, 1},  {1024, 1000, 4096, 0, 1}, {4096, 1024, 1024, 0, 0},
+        {4096, 1008, 1024, 0, 0}, {4096, 1000, 1024, 1, 0}, {4096, 1000, 256, 0, 0},  {776, 2056, 520, 0, 0},
+        {8192, 1000, 1024, 0, 0}, {1040, 1000, 520, 0, 1} /* test_cuda_backend's case */};
+    check_rule_cases(rule_mcast, "multicast", mcast_cases, sizeof mcast_cases / sizeof mcast_cases[0]);
     /* B's loads evict_first where at most two tile rows stream 48 MiB of B or more (NOTES step 37):
      * fc36864 bprop, fc25088 fprop, fc9216 fprop (75 MB), 256 rows (two tile rows), a K-major B of
-     * exactly 48 MiB; not fc4096 (32 MB), three tile rows, the squares, 47 MiB, multicast launches */
-    CHECK_INT(rule_bhint(128, 36864, 3072, 0), 1);
-    CHECK_INT(rule_bhint(128, 4096, 25088, 0), 1);
-    CHECK_INT(rule_bhint(128, 4096, 9216, 0), 1);
-    CHECK_INT(rule_bhint(256, 36864, 3072, 0), 1);
-    CHECK_INT(rule_bhint(128, 4096, 6144, 1), 1);
-    CHECK_INT(rule_bhint(128, 12288, 2048, 0), 1); /* test_cuda_backend's case */
-    CHECK_INT(rule_bhint(128, 4096, 4096, 0), 0);
-    CHECK_INT(rule_bhint(384, 36864, 3072, 0), 0);
-    CHECK_INT(rule_bhint(8192, 8192, 8192, 0), 0);
-    CHECK_INT(rule_bhint(128, 4096, 6016, 1), 0);
-    CHECK_INT(rule_bhint(4096, 1000, 1024, 0), 0);
+     * exactly 48 MiB, test_cuda_backend's case; not fc4096 (32 MB), three tile rows, the squares,
+     * 47 MiB, multicast launches */
+    static const struct rule_case bhint_cases[] = {
+        {128, 36864, 3072, 0, 1}, {128, 4096, 25088, 0, 1}, {128, 4096, 9216, 0, 1},  {256, 36864, 3072, 0, 1},
+        {128, 4096, 6144, 1, 1},  {128, 12288, 2048, 0, 1}, {128, 4096, 4096, 0, 0},  {384, 36864, 3072, 0, 0},
+        {8192, 8192, 8192, 0, 0}, {128, 4096, 6016, 1, 0},  {4096, 1000, 1024, 0, 0}};
+    check_rule_cases(rule_bhint, "evict_first B", bhint_cases, sizeof bhint_cases / sizeof bhint_cases[0]);
     { /* four batches of 128 x 6144 x 2048 (a 24 MiB B each): 96 MiB streamed where each batch has its
        * own B; none where the batches share one */
         for (int shared = 0; shared < 2; shared++) {
