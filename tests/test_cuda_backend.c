@@ -1069,6 +1069,69 @@ static void gemm_lt_cache(void)
     unsetenv("KILN_GEMM");
 }
 
+/* NaN payloads through a bf16 GEMM: the GPU's FP pipes (the tensor cores' sums, FMUL, FADD,
+ * FFMA) give the canonical NaN 0x7FFFFFFF for any NaN operand, so every engine writes bf16
+ * 0x7FFF for a NaN row of A whatever its payload (the CPU backend keeps the payload's top
+ * bits: 0x7FA1 comes out 0x7FE1 there). The wgmma kernel's staged nearest rounding relies on
+ * it: cvt.rn.bf16x2 and kiln's rounding agree on that NaN, so it tests no group for NaNs
+ * (bench/NOTES.md step 38). Rows 10, 60, 110, 160 of A hold one NaN each (four payloads);
+ * every other row of C must be finite. Each engine, the wgmma kernel with either C store,
+ * plain, alpha 0.5, a bias, a bias and ReLU. */
+static void gemm_nan_canonical(void)
+{
+    enum { M = 256, N = 512, K = 128 };
+    uint16_t *a = malloc(sizeof(uint16_t) * M * K), *b = malloc(sizeof(uint16_t) * K * N);
+    uint16_t *c = malloc(sizeof(uint16_t) * M * N), bias[N];
+    double *h = malloc(sizeof(double) * K * N);
+    check_fill(&rng, h, M * K, -1.0, 1.0);
+    for (int i = 0; i < M * K; i++) a[i] = kiln_f32_to_bf16_rn((float)h[i]);
+    check_fill(&rng, h, K * N, -1.0, 1.0);
+    for (int i = 0; i < K * N; i++) b[i] = kiln_f32_to_bf16_rn((float)h[i]);
+    check_fill(&rng, h, N, -1.0, 1.0);
+    for (int i = 0; i < N; i++) bias[i] = kiln_f32_to_bf16_rn((float)h[i]);
+    static const uint16_t payload[4] = {0x7FA1, 0xFFC3, 0x7F81, 0x7FC0};
+    for (int q = 0; q < 4; q++) a[(10 + 50 * q) * K + 3 + q] = payload[q];
+    int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N}, sbias[1] = {N};
+    kiln_tensor *A = NULL, *B = NULL, *C = NULL, *Bias = NULL;
+    CHECK_OK(gpu, kiln_tensor_from_host(gpu, KILN_DTYPE_BF16, 2, sa, a, KILN_DTYPE_BF16, &A));
+    CHECK_OK(gpu, kiln_tensor_from_host(gpu, KILN_DTYPE_BF16, 2, sb, b, KILN_DTYPE_BF16, &B));
+    CHECK_OK(gpu, kiln_tensor_from_host(gpu, KILN_DTYPE_BF16, 1, sbias, bias, KILN_DTYPE_BF16, &Bias));
+    CHECK_OK(gpu, kiln_tensor_empty(gpu, KILN_DTYPE_BF16, 2, sc, &C));
+    static const char *const engines[] = {"own", "vendor", "mma", "wgmma", "wgmma"};
+    for (int e = 0; e < 5 && A && B && C && Bias; e++) {
+        setenv("KILN_GEMM", engines[e], 1);
+        if (e == 4) setenv("KILN_WGMMA_STORE", "regs", 1);
+        for (int v = 0; v < 4; v++) {
+            kiln_gemm_args ga = {.bias = v >= 2 ? Bias : NULL, .relu = v == 3};
+            CHECK_OK(gpu, kiln_assign(C, kiln_scalar(0.0)));
+            CHECK_OK(gpu, kiln_dot(C, A, B, v == 1 ? 0.5 : 1.0, 0.0, &ga));
+            CHECK_OK(gpu, kiln_tensor_read(C, c, KILN_DTYPE_BF16));
+            int bad = 0;
+            for (int m = 0; m < M; m++) {
+                const int nan_row = m >= 10 && m <= 160 && (m - 10) % 50 == 0;
+                for (int n = 0; n < N; n++) {
+                    const uint16_t x = c[m * N + n];
+                    const int ok = nan_row ? x == 0x7FFF : (x & 0x7F80) != 0x7F80;
+                    if (!ok && bad++ < 3)
+                        fprintf(stderr, "  NaN payloads, KILN_GEMM=%s%s, epilogue %d: C[%d][%d] = %04x\n", engines[e],
+                                e == 4 ? " (register store)" : "", v, m, n, x);
+                }
+            }
+            CHECK_INT(bad, 0);
+        }
+    }
+    unsetenv("KILN_WGMMA_STORE");
+    unsetenv("KILN_GEMM");
+    kiln_tensor_release(A);
+    kiln_tensor_release(B);
+    kiln_tensor_release(C);
+    kiln_tensor_release(Bias);
+    free(a);
+    free(b);
+    free(c);
+    free(h);
+}
+
 static void test_gemm(void)
 {
     gemm_cases("vendor", 0);
@@ -1091,6 +1154,7 @@ static void test_gemm(void)
     unsetenv("KILN_GEMM");
     gemm_dispatch();
     gemm_lt_cache();
+    gemm_nan_canonical();
 }
 
 /* ---- kernel cache ----------------------------------------------------------------------------- */

@@ -280,9 +280,12 @@ static inline float kg_mul_rz(float x, float s)
     if (fabs((double)f) > fabs(d)) f = nextafterf(f, 0.0f);
     return f;
 }
+/* cvt.rn.bf16x2.f32: a NaN becomes the canonical 0x7FFF, whatever its payload */
 static inline unsigned kg_cvt_bf16x2(float lo, float hi)
 {
-    return (unsigned)kiln_f32_to_bf16_rn(lo) | ((unsigned)kiln_f32_to_bf16_rn(hi) << 16);
+    const unsigned l = lo != lo ? 0x7FFFu : (unsigned)kiln_f32_to_bf16_rn(lo);
+    const unsigned h = hi != hi ? 0x7FFFu : (unsigned)kiln_f32_to_bf16_rn(hi);
+    return l | (h << 16);
 }
 
 /* ---- the wgmma instruction ------------------------------------------------------------- */
