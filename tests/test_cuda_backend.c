@@ -562,8 +562,9 @@ static void gemm_cases(const char *engine, int tf32)
  * one launch per call (f16: wgmma or mma.sync; f32 without TF32: FFMA). An invalid
  * KILN_GEMM is an error naming it. */
 /* C = A B (bf16, M x K times K x N, round to nearest) with the environment variable var at on
- * (NULL: unset, the rule's) against var=0: the same bits, every value finite */
-static void knob_same_bits(int64_t M, int64_t N, int64_t K, const char *var, const char *on, const char *what)
+ * (NULL: unset, the rule's) against var=off_value: the same bits, every value finite */
+static void knob_same_bits(int64_t M, int64_t N, int64_t K, const char *var, const char *on, const char *off_value,
+                           const char *what)
 {
     int64_t as[2] = {M, K}, bs[2] = {K, N}, cs[2] = {M, N};
     kiln_tensor *a, *ag, *b, *bg, *c = NULL;
@@ -575,7 +576,7 @@ static void knob_same_bits(int64_t M, int64_t N, int64_t K, const char *var, con
     CHECK(c_on && c_off);
     for (int off = 0; off < 2 && c_on && c_off; off++) {
         if (off)
-            setenv(var, "0", 1);
+            setenv(var, off_value, 1);
         else if (on)
             setenv(var, on, 1);
         CHECK_OK(gpu, kiln_assign(c, kiln_scalar(NAN)));
@@ -816,15 +817,19 @@ static void gemm_dispatch(void)
         /* the rule's multicast (an N-major B whose 2000-byte rows start off 32-byte sectors, nine
          * tile rows: the last pair's second block past M, A's last tile row through its edge box,
          * 9 k slices, the last part past K) gives the plain kernel's bits (KILN_GEMM=wgmma here) */
-        knob_same_bits(1040, 1000, 520, "KILN_WGMMA_MCAST", NULL, "the rule's multicast");
+        knob_same_bits(1040, 1000, 520, "KILN_WGMMA_MCAST", NULL, "0", "the rule's multicast");
         /* KILN_WGMMA_MCAST=1 on the rule's one-consumer 64-row tiles (fc1000 bprop: two tile rows,
          * one cluster per pair): the idle consumer warpgroup takes part in the cluster's closing
          * barrier (it had returned before it: the emulator deadlocked), the plain kernel's bits */
-        knob_same_bits(128, 4096, 1000, "KILN_WGMMA_MCAST", "1", "multicast on one consumer's 64-row tiles");
+        knob_same_bits(128, 4096, 1000, "KILN_WGMMA_MCAST", "1", "0", "multicast on one consumer's 64-row tiles");
         /* B's loads with the evict_first L2 policy: the rule's (one tile row streaming 48 MiB of B)
          * and KILN_WGMMA_BHINT=1 on two ragged tile rows, each the plain kernel's bits */
-        knob_same_bits(128, 12288, 2048, "KILN_WGMMA_BHINT", NULL, "the rule's evict_first loads of B");
-        knob_same_bits(200, 1000, 520, "KILN_WGMMA_BHINT", "1", "evict_first loads of B");
+        knob_same_bits(128, 12288, 2048, "KILN_WGMMA_BHINT", NULL, "0", "the rule's evict_first loads of B");
+        knob_same_bits(200, 1000, 520, "KILN_WGMMA_BHINT", "1", "0", "evict_first loads of B");
+        /* the rule's row order of the plain weight updates (17152 x 1024 x 64: 536 tiles of 128 x 256,
+         * four waves and more on 132 SMs) against groups of 8 tile rows: the same bits, no tile left
+         * out (C starts as NaN) */
+        knob_same_bits(17152, 1024, 64, "KILN_WGMMA_GROUP_M", NULL, "8", "the rule's row order");
         /* 64-row tiles 128 wide at the fewest stages one may ask for: k pairs keep four (two a
          * consumer; with fewer a consumer waited on a stage it held itself, and K = 304's five
          * slices hung), one consumer two; both against the rule's kernel (C = A B, round to
@@ -1069,52 +1074,61 @@ static void gemm_lt_cache(void)
     unsetenv("KILN_GEMM");
 }
 
-/* NaN payloads through a bf16 GEMM: the GPU's FP pipes (the tensor cores' sums, FMUL, FADD,
- * FFMA) give the canonical NaN 0x7FFFFFFF for any NaN operand, so every engine writes bf16
- * 0x7FFF for a NaN row of A whatever its payload (the CPU backend keeps the payload's top
- * bits: 0x7FA1 comes out 0x7FE1 there). The wgmma kernel's staged nearest rounding relies on
- * it: cvt.rn.bf16x2 and kiln's rounding agree on that NaN, so it tests no group for NaNs
- * (bench/NOTES.md step 38). Rows 10, 60, 110, 160 of A hold one NaN each (four payloads);
- * every other row of C must be finite. Each engine, the wgmma kernel with either C store,
- * plain, alpha 0.5, a bias, a bias and ReLU. */
-static void gemm_nan_canonical(void)
+/* NaNs through every GEMM engine and both C stores of the wgmma kernel, in f16 and bf16, with
+ * five epilogues (plain, alpha 0.5, bias, bias + ReLU, bias + ReLU + stochastic rounding): the
+ * rows that meet a NaN of A (payloads of both signs, quiet and signalling) come out as the
+ * canonical NaN 0x7FFF, every other element finite. The GPU's arithmetic makes every NaN
+ * 0x7FFFFFFF before the rounding, which the kernels' 16-bit roundings rely on (bench/NOTES.md
+ * step 38); the CPU backend keeps payload bits instead, so this is a GPU-only property. A,
+ * B and the bias are built from raw 16-bit words so the payloads reach the GPU unchanged. */
+static void gemm_nan_dtype(kiln_dtype dt)
 {
-    enum { M = 256, N = 512, K = 128 };
+    enum { M = 256, N = 512, K = 128, NAN_ROWS = 4 };
+    static const int nan_row[NAN_ROWS] = {10, 60, 110, 160};
+    const int bf = dt == KILN_DTYPE_BF16;
+    const uint16_t exp_mask = bf ? 0x7F80 : 0x7C00;
+    static const uint16_t payload_bf16[NAN_ROWS] = {0x7FA1, 0xFFC3, 0x7F81, 0x7FC0};
+    static const uint16_t payload_f16[NAN_ROWS] = {0x7C01, 0xFE03, 0x7D00, 0x7E00};
     uint16_t *a = malloc(sizeof(uint16_t) * M * K), *b = malloc(sizeof(uint16_t) * K * N);
     uint16_t *c = malloc(sizeof(uint16_t) * M * N), bias[N];
     double *h = malloc(sizeof(double) * K * N);
-    check_fill(&rng, h, M * K, -1.0, 1.0);
-    for (int i = 0; i < M * K; i++) a[i] = kiln_f32_to_bf16_rn((float)h[i]);
-    check_fill(&rng, h, K * N, -1.0, 1.0);
-    for (int i = 0; i < K * N; i++) b[i] = kiln_f32_to_bf16_rn((float)h[i]);
-    check_fill(&rng, h, N, -1.0, 1.0);
-    for (int i = 0; i < N; i++) bias[i] = kiln_f32_to_bf16_rn((float)h[i]);
-    static const uint16_t payload[4] = {0x7FA1, 0xFFC3, 0x7F81, 0x7FC0};
-    for (int q = 0; q < 4; q++) a[(10 + 50 * q) * K + 3 + q] = payload[q];
+    uint16_t *const dst[3] = {a, b, bias};
+    const int count[3] = {M * K, K * N, N};
+    for (int t = 0; t < 3; t++) {
+        check_fill(&rng, h, count[t], -1.0, 1.0);
+        for (int i = 0; i < count[t]; i++)
+            dst[t][i] = bf ? kiln_f32_to_bf16_rn((float)h[i]) : kiln_f32_to_f16_rn((float)h[i]);
+    }
+    for (int q = 0; q < NAN_ROWS; q++) a[nan_row[q] * K + 3 + q] = bf ? payload_bf16[q] : payload_f16[q];
     int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N}, sbias[1] = {N};
     kiln_tensor *A = NULL, *B = NULL, *C = NULL, *Bias = NULL;
-    CHECK_OK(gpu, kiln_tensor_from_host(gpu, KILN_DTYPE_BF16, 2, sa, a, KILN_DTYPE_BF16, &A));
-    CHECK_OK(gpu, kiln_tensor_from_host(gpu, KILN_DTYPE_BF16, 2, sb, b, KILN_DTYPE_BF16, &B));
-    CHECK_OK(gpu, kiln_tensor_from_host(gpu, KILN_DTYPE_BF16, 1, sbias, bias, KILN_DTYPE_BF16, &Bias));
-    CHECK_OK(gpu, kiln_tensor_empty(gpu, KILN_DTYPE_BF16, 2, sc, &C));
+    CHECK_OK(gpu, kiln_tensor_from_host(gpu, dt, 2, sa, a, dt, &A));
+    CHECK_OK(gpu, kiln_tensor_from_host(gpu, dt, 2, sb, b, dt, &B));
+    CHECK_OK(gpu, kiln_tensor_from_host(gpu, dt, 1, sbias, bias, dt, &Bias));
+    CHECK_OK(gpu, kiln_tensor_empty(gpu, dt, 2, sc, &C));
     static const char *const engines[] = {"own", "vendor", "mma", "wgmma", "wgmma"};
+    static const char *const epilogues[] = {"plain", "alpha 0.5", "bias", "bias + ReLU", "bias + ReLU + SR"};
     for (int e = 0; e < 5 && A && B && C && Bias; e++) {
         setenv("KILN_GEMM", engines[e], 1);
         if (e == 4) setenv("KILN_WGMMA_STORE", "regs", 1);
-        for (int v = 0; v < 4; v++) {
-            kiln_gemm_args ga = {.bias = v >= 2 ? Bias : NULL, .relu = v == 3};
+        for (int v = 0; v < 5; v++) {
+            kiln_gemm_args ga = {.bias = v >= 2 ? Bias : NULL,
+                                 .relu = v >= 3,
+                                 .round = v == 4 ? KILN_ROUND_STOCHASTIC : KILN_ROUND_NEAREST};
             CHECK_OK(gpu, kiln_assign(C, kiln_scalar(0.0)));
             CHECK_OK(gpu, kiln_dot(C, A, B, v == 1 ? 0.5 : 1.0, 0.0, &ga));
-            CHECK_OK(gpu, kiln_tensor_read(C, c, KILN_DTYPE_BF16));
-            int bad = 0;
+            CHECK_OK(gpu, kiln_tensor_read(C, c, dt));
+            int bad = 0, q = 0;
             for (int m = 0; m < M; m++) {
-                const int nan_row = m >= 10 && m <= 160 && (m - 10) % 50 == 0;
+                const int is_nan_row = q < NAN_ROWS && m == nan_row[q];
+                q += is_nan_row;
                 for (int n = 0; n < N; n++) {
                     const uint16_t x = c[m * N + n];
-                    const int ok = nan_row ? x == 0x7FFF : (x & 0x7F80) != 0x7F80;
+                    const int ok = is_nan_row ? x == 0x7FFF : (x & exp_mask) != exp_mask;
                     if (!ok && bad++ < 3)
-                        fprintf(stderr, "  NaN payloads, KILN_GEMM=%s%s, epilogue %d: C[%d][%d] = %04x\n", engines[e],
-                                e == 4 ? " (register store)" : "", v, m, n, x);
+                        fprintf(stderr, "  NaN payloads, %s, KILN_GEMM=%s%s, %s: C[%d][%d] = %04x\n",
+                                bf ? "bf16" : "f16", engines[e], e == 4 ? " (register store)" : "", epilogues[v], m, n,
+                                x);
                 }
             }
             CHECK_INT(bad, 0);
@@ -1130,6 +1144,12 @@ static void gemm_nan_canonical(void)
     free(b);
     free(c);
     free(h);
+}
+
+static void gemm_nan_canonical(void)
+{
+    gemm_nan_dtype(KILN_DTYPE_BF16);
+    gemm_nan_dtype(KILN_DTYPE_F16);
 }
 
 static void test_gemm(void)
