@@ -201,7 +201,8 @@ typedef struct ecase {
     int want_bn;        /* wgmma: the tile width the rule must pick (0 = not checked) */
     int kpair;          /* wgmma 64-row tiles: 0 the rule's, 1 off, 2 k pairs (alternate k slices
                          * per consumer), 3 one consumer (checked it is) */
-    int group_m;        /* wgmma: tile rows per group of the tile order (0 = the rule's, 8) */
+    int group_m;        /* wgmma: tile rows per group of the tile order (0 = the rule's) */
+    int want_group;     /* wgmma: the rule's group where group_m is 0 (0 = 8; at most the tile rows) */
     int want_grid;      /* wgmma: the persistent blocks the rule must launch (0 = not checked) */
     int stages;         /* wgmma: the ring's most stages (0 = the rule's; KILN_WGMMA_STAGES) */
     int zero_rows;      /* rows m % 5 == 1 of A all zeros (-0 where m % 10 == 6): C's rows there are
@@ -264,8 +265,8 @@ static void rule_launch(int64_t M, int64_t N, int64_t K, int sms, int bn, int sp
     CHECK_INT(l->cfg.tma_store, !l->cfg.cluster && !l->cfg.slice_sum);
 }
 /* the schedule rule (KILN_WGMMA_SCHED unset) on a packed f16 (bf16 with bf) M x N x K product with
- * an epilogue of a bias (bias) or stochastic rounding (sr) on 132 SMs: 1 for ping-pong */
-static int rule_pp(int64_t M, int64_t N, int64_t K, int bf, int bias, int sr)
+ * an epilogue of a bias (bias) or stochastic rounding (sr) on 132 SMs, into *l */
+static void rule_sched(int64_t M, int64_t N, int64_t K, int bf, int bias, int sr, kiln_gemm_wgmma_launch *l)
 {
     kiln_gemm_desc d;
     memset(&d, 0, sizeof d);
@@ -279,10 +280,23 @@ static int rule_pp(int64_t M, int64_t N, int64_t K, int bf, int bias, int sr)
     kiln_gemm_batches bt;
     kiln__cuda_gemm_merge_batches(&d, &bt);
     kiln_gemm_wgmma_opts o = {.tma_store = 1};
+    kiln__cuda_gemm_wgmma_prepare(&d, &bt, 132, 1, &o, l);
+    if (l->cfg.pingpong) CHECK(l->cfg.bn == 128 && l->w[26] == 1 && l->cfg.tma_store);
+}
+/* 1 where that rule picks ping-pong */
+static int rule_pp(int64_t M, int64_t N, int64_t K, int bf, int bias, int sr)
+{
     kiln_gemm_wgmma_launch l;
-    kiln__cuda_gemm_wgmma_prepare(&d, &bt, 132, 1, &o, &l);
-    if (l.cfg.pingpong) CHECK(l.cfg.bn == 128 && l.w[26] == 1 && l.cfg.tma_store);
+    rule_sched(M, N, K, bf, bias, sr, &l);
     return l.cfg.pingpong;
+}
+/* the tile order's group (tile rows) that rule picks, on more than 8 tile rows */
+static int rule_group(int64_t M, int64_t N, int64_t K, int bf, int bias, int sr)
+{
+    kiln_gemm_wgmma_launch l;
+    rule_sched(M, N, K, bf, bias, sr, &l);
+    CHECK((int64_t)l.w[19] > 8);
+    return (int)l.w[41];
 }
 /* its staging buffers per consumer on 132 SMs */
 static int rule_cbufs(int64_t M, int64_t N, int64_t K)
@@ -699,8 +713,8 @@ static void run(const ecase *e)
                                   .stages = e->stages,
                                   .bhint = e->bhint};
         kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, EMU_SEED, &o, &l);
-        { /* the tile order's group: the asked or the rule's 8, at most the tile rows */
-            const int64_t g = e->group_m ? e->group_m : 8;
+        { /* the tile order's group: the asked or the rule's, at most the tile rows */
+            const int64_t g = e->group_m ? e->group_m : e->want_group ? e->want_group : 8;
             CHECK_INT((int64_t)l.w[41], g < (int64_t)l.w[19] ? g : (int64_t)l.w[19]);
         }
         if (e->splits && !e->pp) CHECK_INT((int)l.w[26], e->splits);
@@ -1395,9 +1409,20 @@ int main(void)
          .tma_store = 1, .exact = 1, .same_bits = 1, .kpair = 2, .mcast = 1},
         {.dt = 1, .M = 200, .N = 136, .K = 150, .nb = 2, .ta = 1, .tb = 1, .pad = 8, .alpha = -0.75, .beta = 0.5,
          .bias = 1, .sr = 1, .sms = 4, .tma_store = 1, .kpair = 2, .mcast = 2, .mc_pairs = 2, .stages = 12},
-        /* the rule's schedule: ping-pong for the plain f16 K <= 128 updates with TMA stores and
-         * at least a wave of 128 x 128 tiles (a ragged M, batches, MN-major A too); the cooperative
-         * kernel with ReLU, a bias, SR, in bf16, for K > 128, with too few tiles, with beta */
+        /* the rule's schedule: the cooperative kernel in row order for the plain 16-bit updates of
+         * K 33-128 with four waves of tiles or more (f16 and bf16, a ragged M, batches, K = 100 in
+         * two slices); ping-pong for the other plain f16 K <= 128 updates with TMA stores and at
+         * least a wave of 128 x 128 tiles (a ragged M, batches, MN-major A too; K = 32); the
+         * cooperative kernel with ReLU, a bias, SR, in bf16, for K > 128, with too few tiles, with
+         * beta */
+        {.dt = 0, .M = 300, .N = 264, .K = 128, .nb = 1, .alpha = 1.0, .sms = 1, .tma_store = 1, .exact = 1,
+         .sched_rule = 1, .pp = 0, .want_group = 1},
+        {.dt = 1, .M = 300, .N = 264, .K = 128, .nb = 1, .alpha = 1.0, .sms = 1, .tma_store = 1, .exact = 1,
+         .sched_rule = 1, .pp = 0, .want_group = 1},
+        {.dt = 0, .M = 257, .N = 136, .K = 100, .nb = 3, .ta = 1, .alpha = 0.5, .sms = 2, .tma_store = 1,
+         .sched_rule = 1, .pp = 0, .want_group = 1},
+        {.dt = 0, .M = 300, .N = 264, .K = 32, .nb = 1, .alpha = 1.0, .sms = 1, .tma_store = 1, .exact = 1,
+         .sched_rule = 1, .pp = 1},
         {.dt = 0, .M = 300, .N = 264, .K = 128, .nb = 1, .alpha = 1.0, .sms = 3, .tma_store = 1, .exact = 1,
          .sched_rule = 1, .pp = 1},
         {.dt = 0, .M = 257, .N = 136, .K = 100, .nb = 2, .ta = 1, .alpha = 0.5, .sms = 2, .tma_store = 1,
@@ -1672,21 +1697,39 @@ int main(void)
         CHECK_INT(rule_auto(skinny_shapes[i][0], skinny_shapes[i][1], skinny_shapes[i][2]), 0);
         CHECK_INT(rule_auto_tf32(skinny_shapes[i][0], skinny_shapes[i][1], skinny_shapes[i][2]), 0);
     }
-    /* the K = 128 updates: ping-pong's in f16, cooperative in bf16 (both the wgmma kernel
-     * under auto: a wave of tiles or more), and the cooperative kernel with a bias or SR, in
-     * bf16, for K = 256 or with fewer 128 x 128 tiles than SMs */
+    /* the K = 128 updates (all to the wgmma kernel under auto: a wave of tiles or more). Plain,
+     * with four waves of tiles or more (fc9216, fc36864, fc25088; bench/NOTES.md step 39): the
+     * cooperative kernel walking its tiles row by row, f16 and bf16; with fewer (fc4096, fc1000):
+     * ping-pong in f16, cooperative in bf16, in groups of 8 tile rows. With a bias or SR, or
+     * K = 256: cooperative, groups of 8; K = 32: groups of 8, ping-pong in f16 */
     static const int64_t update_shapes[][3] = {{9216, 4096, 128}, {4096, 4096, 128}, {4096, 1000, 128},
                                                {36864, 3072, 128}, {25088, 4096, 128}};
+    static const int rows_order[] = {1, 0, 0, 1, 1};
     for (size_t i = 0; i < sizeof update_shapes / sizeof update_shapes[0]; i++) {
         const int64_t M = update_shapes[i][0], N = update_shapes[i][1], K = update_shapes[i][2];
-        CHECK_INT(rule_pp(M, N, K, 0, 0, 0), 1);
+        CHECK_INT(rule_pp(M, N, K, 0, 0, 0), !rows_order[i]);
+        CHECK_INT(rule_group(M, N, K, 0, 0, 0), rows_order[i] ? 1 : 8);
+        CHECK_INT(rule_group(M, N, K, 1, 0, 0), rows_order[i] ? 1 : 8);
+        CHECK_INT(rule_pp(M, N, K, 1, 0, 0), 0);
         CHECK_INT(rule_auto(M, N, K), 1);
         CHECK_INT(rule_auto_bf16(M, N, K), 1);
-        CHECK_INT(rule_pp(M, N, K, 1, 0, 0), 0);
         CHECK_INT(rule_pp(M, N, K, 0, 1, 0), 0);
         CHECK_INT(rule_pp(M, N, K, 0, 0, 1), 0);
+        CHECK_INT(rule_group(M, N, K, 0, 1, 0), 8);
+        CHECK_INT(rule_group(M, N, K, 1, 0, 1), 8);
         CHECK_INT(rule_pp(M, N, 2 * K, 0, 0, 0), 0);
+        CHECK_INT(rule_group(M, N, 2 * K, 0, 0, 0), 8);
+        CHECK_INT(rule_group(M, N, 32, 1, 0, 0), 8);
+        CHECK_INT(rule_pp(M, N, 32, 0, 0, 0), 1);
     }
+    /* row order from K = 33 (36864 x 3072 x 64, 16384 x 2048 x 96, 8192 x 4096 x 33), up to a B
+     * of 4 MiB (2048 x 16384 x 128), not past it (1152 x 65536 x 128, 2048 x 16416 x 128) */
+    CHECK_INT(rule_group(36864, 3072, 64, 0, 0, 0), 1);
+    CHECK_INT(rule_group(16384, 2048, 96, 1, 0, 0), 1);
+    CHECK_INT(rule_group(8192, 4096, 33, 1, 0, 0), 1);
+    CHECK_INT(rule_group(2048, 16384, 128, 1, 0, 0), 1);
+    CHECK_INT(rule_group(1152, 65536, 128, 1, 0, 0), 8);
+    CHECK_INT(rule_group(2048, 16416, 128, 1, 0, 0), 8);
     CHECK_INT(rule_pp(1024, 1024, 128, 0, 0, 0), 0); /* 64 tiles of 128 x 128 */
     CHECK_INT(rule_pp(1536, 1408, 128, 0, 0, 0), 1); /* 132 tiles: test_cuda_backend's case */
     CHECK_INT(rule_pp(1536, 1280, 128, 0, 0, 0), 0); /* 120 */

@@ -20,7 +20,8 @@
  *    rows x one slice, wgmma's transpose bit; 16-bit inputs only, tf32 has none), so the
  *    op(A) op(B) forms read memory along rows;
  *  - persistent grid (one block per SM): block b takes work items b, b + grid, ... in
- *    groups of 8 tile rows (L2 reuse); the ring's phases run on across items, so the
+ *    groups of 8 tile rows (L2 reuse; row by row for the plain K <= 128 updates, whose A and B
+ *    stay in L2 and whose C stores set the pace); the ring's phases run on across items, so the
  *    producer loads the next tile while the consumers store this one;
  *  - split-K where there are few tiles (pick_tiles): the k slices of a tile split over
  *    several work items whose f32 partials meet in a workspace; the last to arrive adds the
@@ -53,7 +54,8 @@
  *    its own (two m64 wgmma per k step), alternating work items in turn (a pair of turn
  *    barriers), so one's epilogue runs while the other's wgmma use the tensor cores;
  *    measured slower than the default on most shapes, so the rule's only for the plain f16
- *    K <= 128 updates (2.6-6.7 % faster there).
+ *    K <= 128 updates with fewer than four waves of tiles or K <= 32 (those with more walk
+ *    their tiles row by row on the cooperative kernel, which is faster there).
  *  - opt-in (KILN_WGMMA_MCAST=1, measured 2-21 % slower), clusters of two blocks with TMA
  *    multicast of B (MC): the blocks of a cluster take tile rows 2 i and 2 i + 1 of one column,
  *    each loads its own A and half of B (half the rows K-major, half the k rows of each box
@@ -1960,16 +1962,31 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
         c->bn = opts->bn;
         splits = c->bn == 64 && tiles <= sm_count ? split64(tiles, kt, sm_count) : pick_splits(tiles, kt, slices_ok);
     }
+    /* The plain 16-bit weight updates (C = alpha A B, K from 33 to 128: one or two k slices,
+     * unsplit, four waves of tiles or more, B at most 4 MiB) walk their tiles row by row
+     * (group_m 1, below) on the cooperative schedule. There the C stores set the pace, and A
+     * and B stay in L2 in any order. On the H100 (graphed, bench/NOTES.md step 39) row order
+     * beat groups of 8 tile rows by 2-6 % at K = 64, 96 and 128 in f16 and bf16 (36864 x 3072,
+     * 25088 x 4096, 9216 x 4096, 8192 x 8192, 65536 x 1024), and in row order the cooperative
+     * schedule beat ping-pong by 1-2 %. Left to groups of 8, where row order measured level or
+     * slower: fewer than four waves of tiles (2048 x 2048 x 128 +2-7 %, fc4096's update -1 to
+     * +2 %, fc1000's +0-3 %), K of 32 or less (4096 x 4096 x 32 bf16 +7 %), a wide B (1024 x
+     * 65536 x 128, B 16 MiB: +25 %, B read again by every tile row), and a bias, ReLU or
+     * stochastic rounding (the epilogue's instructions set the pace: level or slower). */
+    const int64_t tiles_rule = nb * ((d->M + BM - 1) / BM) * ((d->N + c->bn - 1) / c->bn);
+    const int update_order = es == 2 && !c->bias && !c->relu && !c->sr && !c->beta && d->K > 32 && kt <= 2 &&
+                             splits == 1 && tiles_rule >= 4 * (int64_t)sm_count &&
+                             d->K * d->N * es <= ((int64_t)4 << 20);
     /* Ping-pong (KILN_WGMMA_SCHED=pingpong forces it, =coop keeps the cooperative schedule), the
-     * rule's for the plain f16 K <= 128 weight updates: each consumer's epilogue of a whole tile
-     * runs under the other's wgmma, and there the epilogue, not the wgmma, sets the pace. On the
-     * H100 (bench/NOTES.md step 21) f16 fc9216 / fc4096 / fc36864 / fc25088 updates 2.6-6.7 %
-     * faster than cooperative, fc1000 level; bf16 either side (-4 to +3 %); with a bias (10-22 %
-     * against 0-9 %), ReLU (4.6-8.5 % against 0-3 %: level on fc9216, 3-4 % behind on fc4096 and
-     * fc36864) or stochastic rounding (92-109 % against 69-80 %) the cooperative kernel is the
-     * faster, so only C = alpha A B */
+     * rule's for the other plain f16 K <= 128 weight updates: each consumer's epilogue of a whole
+     * tile runs under the other's wgmma, and there the epilogue, not the wgmma, sets the pace.
+     * On the H100 (bench/NOTES.md step 21; groups of 8) f16 fc9216 / fc4096 / fc36864 / fc25088
+     * updates 2.6-6.7 % faster than cooperative, fc1000 level; bf16 either side (-4 to +3 %);
+     * with a bias (10-22 % against 0-9 %), ReLU (4.6-8.5 % against 0-3 %: level on fc9216, 3-4 %
+     * behind on fc4096 and fc36864) or stochastic rounding (92-109 % against 69-80 %) the
+     * cooperative kernel is the faster, so only C = alpha A B */
     const int pp_rule = d->dtype == KILN_DTYPE_F16 && !c->bias && !c->relu && !c->sr && !c->beta && kt <= 2 &&
-                        splits == 1 &&
+                        splits == 1 && !update_order &&
                         nb * ((d->M + BM - 1) / BM) * ((d->N + 127) / 128) >= sm_count && opts && opts->tma_store &&
                         !opts->bn && !opts->splits && !opts->cbufs && opts->kpair != 2 && opts->mcast != 2 &&
                         c_is_tma_target(d, bt); /* (not where a forced knob asks for what ping-pong lacks) */
@@ -2078,7 +2095,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     w[25] = (uint64_t)kt;
     /* (a group of more rows than there are is all of them: clamped, so that the kernel's
      * group x tile-columns product stays within the tiles of a batch) */
-    const int64_t group = opts && opts->group_m > 0 ? opts->group_m : GROUP_M;
+    const int64_t group = opts && opts->group_m > 0 ? opts->group_m : update_order ? 1 : GROUP_M;
     w[41] = (uint64_t)(group < tm ? group : tm);
     int64_t kper = (kt + splits - 1) / splits;
     splits = (int)((kt + kper - 1) / kper); /* every split gets at least one slice */
