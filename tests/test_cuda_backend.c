@@ -830,6 +830,10 @@ static void gemm_dispatch(void)
          * four waves and more on 132 SMs) against groups of 8 tile rows: the same bits, no tile left
          * out (C starts as NaN) */
         knob_same_bits(17152, 1024, 64, "KILN_WGMMA_GROUP_M", NULL, "8", "the rule's row order");
+        /* and its evict_first stores of C against stores without a policy */
+        knob_same_bits(17152, 1024, 64, "KILN_WGMMA_CHINT", NULL, "0", "the rule's evict_first stores of C");
+        knob_same_bits(1040, 1000, 520, "KILN_WGMMA_CHINT", "first", "0", "evict_first stores of C");
+        knob_same_bits(1040, 1000, 520, "KILN_WGMMA_CHINT", "last", "0", "evict_last stores of C");
         /* 64-row tiles 128 wide at the fewest stages one may ask for: k pairs keep four (two a
          * consumer; with fewer a consumer waited on a stage it held itself, and K = 304's five
          * slices hung), one consumer two; both against the rule's kernel (C = A B, round to

@@ -298,6 +298,13 @@ static int rule_group(int64_t M, int64_t N, int64_t K, int bf, int bias, int sr)
     CHECK((int64_t)l.w[19] > 8);
     return (int)l.w[41];
 }
+/* the L2 policy of C's stores that rule picks (1 evict_first) */
+static int rule_chint(int64_t M, int64_t N, int64_t K, int bf, int bias, int sr)
+{
+    kiln_gemm_wgmma_launch l;
+    rule_sched(M, N, K, bf, bias, sr, &l);
+    return l.cfg.chint;
+}
 /* its staging buffers per consumer on 132 SMs */
 static int rule_cbufs(int64_t M, int64_t N, int64_t K)
 {
@@ -1699,7 +1706,7 @@ int main(void)
     }
     /* the K = 128 updates (all to the wgmma kernel under auto: a wave of tiles or more). Plain,
      * with four waves of tiles or more (fc9216, fc36864, fc25088; bench/NOTES.md step 39): the
-     * cooperative kernel walking its tiles row by row, f16 and bf16; with fewer (fc4096, fc1000):
+     * cooperative kernel walking its tiles row by row, C stored evict_first, f16 and bf16; with fewer (fc4096, fc1000):
      * ping-pong in f16, cooperative in bf16, in groups of 8 tile rows. With a bias or SR, or
      * K = 256: cooperative, groups of 8; K = 32: groups of 8, ping-pong in f16 */
     static const int64_t update_shapes[][3] = {{9216, 4096, 128}, {4096, 4096, 128}, {4096, 1000, 128},
@@ -1710,6 +1717,10 @@ int main(void)
         CHECK_INT(rule_pp(M, N, K, 0, 0, 0), !rows_order[i]);
         CHECK_INT(rule_group(M, N, K, 0, 0, 0), rows_order[i] ? 1 : 8);
         CHECK_INT(rule_group(M, N, K, 1, 0, 0), rows_order[i] ? 1 : 8);
+        CHECK_INT(rule_chint(M, N, K, 0, 0, 0), rows_order[i]); /* evict_first stores with row order */
+        CHECK_INT(rule_chint(M, N, K, 1, 0, 0), rows_order[i]);
+        CHECK_INT(rule_chint(M, N, K, 0, 1, 0), 0);
+        CHECK_INT(rule_chint(M, N, K, 1, 0, 1), 0);
         CHECK_INT(rule_pp(M, N, K, 1, 0, 0), 0);
         CHECK_INT(rule_auto(M, N, K), 1);
         CHECK_INT(rule_auto_bf16(M, N, K), 1);

@@ -84,6 +84,8 @@ typedef struct kiln_gemm_wgmma_cfg {
                      * fc1000 bprop bf16 ran 3 % slower on the H100; bench/NOTES.md step 35) */
     int bhint;      /* B's TMA loads carry an evict_first L2 policy (B streamed once through L2, so that
                      * what is read again, A, stays there; KILN_WGMMA_BHINT) */
+    int chint;      /* C's TMA stores carry an L2 policy: 0 none, 1 evict_first (the rule's where the tiles go
+                     * row by row), 2 evict_last (KILN_WGMMA_CHINT) */
 } kiln_gemm_wgmma_cfg;
 
 /* 1 when the wgmma kernel takes d on ctx's device: compute capability 9.0 with the tensor-
@@ -161,6 +163,7 @@ typedef struct kiln_gemm_wgmma_opts {
     int grid;       /* persistent blocks, at most one an SM (0 = the rule's; KILN_WGMMA_GRID) */
     int stages;     /* the ring's most stages, 1-16 (0 = the rule's; KILN_WGMMA_STAGES) */
     int bhint;      /* 0 = the rule's, 1 off, 2 on (KILN_WGMMA_BHINT) */
+    int chint;      /* 0 = the rule's, 1 none, 2 evict_first, 3 evict_last (KILN_WGMMA_CHINT) */
 } kiln_gemm_wgmma_opts;
 
 /* Words 30-40 from the seed (w[0]) and stream (w[1]): what the kernel's Philox takes from

@@ -226,8 +226,18 @@ static const char kernel_src[] =
     "}\n"
     "/* TMA store: the box at (c0, c1, c2) of map from shared memory at src (a bulk group) */\n"
     "__device__ __forceinline__ void kg_tma_store(const kg_tmap *map, unsigned src, int c0, int c1, int c2) {\n"
-    "  asm volatile(\"cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\\n\"\n"
-    "               :: \"l\"((unsigned long long)map), \"r\"(src), \"r\"(c0), \"r\"(c1), \"r\"(c2) : \"memory\");\n"
+    "  if constexpr (CHINT == 0) {\n"
+    "    asm volatile(\"cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\\n\"\n"
+    "                 :: \"l\"((unsigned long long)map), \"r\"(src), \"r\"(c0), \"r\"(c1), \"r\"(c2) : \"memory\");\n"
+    "  } else {\n"
+    "    unsigned long long pol;\n"
+    "    if constexpr (CHINT == 1)\n"
+    "      asm volatile(\"createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\\n\" : \"=l\"(pol));\n"
+    "    else\n"
+    "      asm volatile(\"createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\\n\" : \"=l\"(pol));\n"
+    "    asm volatile(\"cp.async.bulk.tensor.3d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%2, %3, %4}], [%1], %5;\\n\"\n"
+    "                 :: \"l\"((unsigned long long)map), \"r\"(src), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"l\"(pol) : \"memory\");\n"
+    "  }\n"
     "}\n"
     "__device__ __forceinline__ void kg_wg_fence() { asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\"); }\n"
     "__device__ __forceinline__ void kg_wg_commit() { asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\"); }\n"
@@ -1545,6 +1555,7 @@ void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
     kiln__sbuf_printf(b, "constexpr int EDGE = %d;\n", c->edge ? 1 : 0);
     /* BHINT: B's loads carry an evict_first L2 policy (kg_tma_b) */
     kiln__sbuf_printf(b, "constexpr int BHINT = %d;\n", c->bhint ? 1 : 0);
+    kiln__sbuf_printf(b, "constexpr int CHINT = %d;\n", c->chint);
     kiln__sbuf_printf(b,
                       "constexpr int SR_UNROLL = %d, CBUFS = %d, CLUSTER = %d, SLICE_SUM = %d, MC = %d, KP = %d, KP1 = %d;\n",
                       c->sr_unroll > 1 ? c->sr_unroll : 1, c->cbufs > 1 ? 2 : 1, c->cluster ? 1 : 0,
@@ -2179,6 +2190,11 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     const double b_bytes = (double)(b_shared ? 1 : nb) * (double)d->K * (double)d->N * (double)es;
     const int bhint_rule = tm <= 2 && !b_shared && b_bytes >= 48.0 * 1024 * 1024;
     c->bhint = !c->mcast && (opts && opts->bhint ? opts->bhint == 2 : bhint_rule);
+    /* C's TMA stores with an evict_first L2 policy where the tiles go row by row (update_order):
+     * C, written once, leaves L2 in the order it was written, and DRAM takes the stream faster
+     * (H100, graphed, bench/NOTES.md step 39: the K = 64 updates 13-15 % faster, K = 128 1-7 %,
+     * 8192 x 8192 x 128 8-10 %; in groups of 8 the same policy was level to 11 % slower, step 37) */
+    c->chint = opts && opts->chint ? opts->chint - 1 : update_order && c->tma_store ? 1 : 0;
     l->tiles = nb * tm * tn;
     l->ws_bytes = splits > 1 && !c->cluster ? (size_t)l->tiles * (size_t)splits * (size_t)bm * (size_t)c->bn * sizeof(float) : 0;
     int64_t items = l->tiles * splits;

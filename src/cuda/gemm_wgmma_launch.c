@@ -90,7 +90,8 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
                              *const widths[] = {"64", "128", "192", "256"}, *const unrolls[] = {"1", "2", "4"},
                              *const counts[] = {"1", "2"}, *const off_on[] = {"0", "1"},
                              *const kpairs[] = {"0", "1", "one"},
-                             *const sums[] = {"cluster", "workspace", "slices"};
+                             *const sums[] = {"cluster", "workspace", "slices"},
+                             *const hints[] = {"0", "first", "last"};
     memset(o, 0, sizeof *o);
     int i;
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_STORE", stores, 2, &i));
@@ -111,6 +112,8 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
     o->split_sum = i + 1; /* 0 = the rule's, 1 cluster, 2 workspace, 3 slices */
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_BHINT", off_on, 2, &i));
     o->bhint = i + 1; /* 0 = the rule's, 1 off, 2 on */
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_CHINT", hints, 3, &i));
+    o->chint = i + 1; /* 0 = the rule's, 1 none, 2 evict_first, 3 evict_last */
     KILN_TRY(env_count(ctx, "KILN_WGMMA_SPLITS", 64, &o->splits));
     KILN_TRY(env_count(ctx, "KILN_WGMMA_GROUP_M", 1024, &o->group_m));
     KILN_TRY(env_count(ctx, "KILN_WGMMA_GRID", 65536, &o->grid));
@@ -198,13 +201,13 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     if (r == KILN_OK && l.map[3].used) r = encode_map(ctx, &args.tae, d->dtype, &l.map[3], "A");
     if (r == KILN_OK && l.map[4].used) r = encode_map(ctx, &args.tbe, d->dtype, &l.map[4], "B");
     /* a tag ("GKWG") and this kernel's version first */
-    const int32_t sig[23] = {0x47574b47,   19,          (int32_t)c->dtype, c->a_kmajor,  c->b_kmajor,  c->bias,
+    const int32_t sig[24] = {0x47574b47,   19,          (int32_t)c->dtype, c->a_kmajor,  c->b_kmajor,  c->bias,
                              c->beta,      c->sr,       c->c_pair,         c->bn,        c->tma_store, c->pingpong,
                              c->sr_unroll, c->cbufs,    c->cluster,        c->slice_sum, c->mcast,     c->kpair,
-                             c->alpha1,    c->relu,     c->stages_cap,     c->edge,      c->bhint};
+                             c->alpha1,    c->relu,     c->stages_cap,     c->edge,      c->bhint, c->chint};
     CUfunction fn;
     int refused = 0;
-    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 23, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
+    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 24, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
     if (r == KILN_OK && c->mcast) l.grid = mc_grid(st, fn, &l);
     if (r == KILN_OK) {
         const kiln_cuda_launch_attrs at = {.cluster = l.cluster, .cooperative = l.cooperative, .early = 1};
