@@ -720,6 +720,7 @@ static void run(const ecase *e)
                                   .stages = e->stages,
                                   .bhint = e->bhint};
         kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, EMU_SEED, &o, &l);
+        CHECK(l.smem <= 227 * 1024); /* what a block may have on 9.0 (the launch fails past it) */
         { /* the tile order's group: the asked or the rule's, at most the tile rows */
             const int64_t g = e->group_m ? e->group_m : e->want_group ? e->want_group : 8;
             CHECK_INT((int64_t)l.w[41], g < (int64_t)l.w[19] ? g : (int64_t)l.w[19]);
@@ -980,6 +981,12 @@ int main(void)
         {.dt = 2, .M = 1100, .N = 1040, .K = 128, .nb = 1, .tb = 1, .alpha = 1.0, .bias = 1, .sms = 4, .tma_store = 2,
          .want_bn = 128},
         {.dt = 2, .M = 300, .N = 296, .K = 700, .nb = 1, .tb = 1, .alpha = 1.0, .sms = 3, .tma_store = 1, .bn = 256},
+        /* K = 64 (two tf32 slices) 256 wide: one staging buffer, two would need 256 KiB (the rule
+         * had asked for two and the launch failed); with a bias the 256-wide staging leaves no
+         * room for the ring, and the rule narrows the tiles to 128 */
+        {.dt = 2, .M = 300, .N = 520, .K = 64, .nb = 1, .tb = 1, .alpha = 1.0, .sms = 2, .tma_store = 2, .bn = 256},
+        {.dt = 2, .M = 260, .N = 1040, .K = 64, .nb = 1, .tb = 1, .alpha = 0.5, .bias = 1, .relu = 1, .sms = 2,
+         .tma_store = 2, .want_bn = 128},
         /* the FFMA kernel (f32): the four transposes, float4 and element-by-element operands
          * (odd pads), ragged edges, batches with a shared operand, the whole epilogue */
         {.dt = 2, .M = 200, .N = 300, .K = 70, .nb = 1, .alpha = 1.0, .kernel = 1},
@@ -1741,6 +1748,33 @@ int main(void)
     CHECK_INT(rule_group(2048, 16384, 128, 1, 0, 0), 1);
     CHECK_INT(rule_group(1152, 65536, 128, 1, 0, 0), 8);
     CHECK_INT(rule_group(2048, 16416, 128, 1, 0, 0), 8);
+    /* every plan fits a block's 227 KiB of shared memory: f16, bf16 and tf32 (K-major A and B),
+     * K of one to a few slices (where the C staging is biggest beside the ring) and deep, narrow
+     * to wide N, with and without a bias, on 132 SMs (tf32 at K <= 64 on wide tiles had asked
+     * for two f32 staging buffers, 361 544 bytes) */
+    {
+        static const int64_t ms[] = {128, 4096}, ns[] = {1000, 4096, 40000}, ks[] = {16, 32, 64, 96, 128, 256, 4096};
+        int over = 0;
+        for (int dt = 0; dt < 3; dt++)
+            for (int bias = 0; bias < 2; bias++)
+                for (size_t i = 0; i < 2; i++)
+                    for (size_t j = 0; j < 3; j++)
+                        for (size_t k = 0; k < 7; k++) {
+                            kiln_gemm_desc d = auto_desc(ms[i], ns[j], ks[k], dt == 2);
+                            d.dtype = dt == 0 ? KILN_DTYPE_F16 : dt == 1 ? KILN_DTYPE_BF16 : KILN_DTYPE_F32;
+                            d.bias = bias ? (const char *)(uintptr_t)4096 : NULL;
+                            kiln_gemm_batches bt;
+                            kiln__cuda_gemm_merge_batches(&d, &bt);
+                            kiln_gemm_wgmma_opts o = {.tma_store = 1};
+                            kiln_gemm_wgmma_launch l;
+                            kiln__cuda_gemm_wgmma_prepare(&d, &bt, 132, 1, &o, &l);
+                            if (l.smem > 227 * 1024 && over++ < 3)
+                                fprintf(stderr, "  %s %lld x %lld x %lld%s: %u bytes of shared memory\n",
+                                        kiln_dtype_name(d.dtype), (long long)ms[i], (long long)ns[j], (long long)ks[k],
+                                        bias ? " with a bias" : "", l.smem);
+                        }
+        CHECK_INT(over, 0);
+    }
     CHECK_INT(rule_pp(1024, 1024, 128, 0, 0, 0), 0); /* 64 tiles of 128 x 128 */
     CHECK_INT(rule_pp(1536, 1408, 128, 0, 0, 0), 1); /* 132 tiles: test_cuda_backend's case */
     CHECK_INT(rule_pp(1536, 1280, 128, 0, 0, 0), 0); /* 120 */

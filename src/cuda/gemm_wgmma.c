@@ -2073,8 +2073,11 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
         const int64_t kslices = (kt + splits - 1) / splits;
         kiln_gemm_wgmma_cfg narrow = *c;
         narrow.bn = 128;
-        if (kslices > stages_for(c)) {
-            if (opts->bn == 0 && !c->pingpong && c->bn > 128 && kslices <= stages_for(&narrow))
+        /* (stages_for never says fewer than two: whether two fit beside the staging is
+         * smem_for's to say; a 256-wide tile with a bias needs 88 bytes more than there are) */
+        if (kslices > stages_for(c) || smem_for(c) > SMEM_MAX) {
+            if (opts->bn == 0 && !c->pingpong && c->bn > 128 && kslices <= stages_for(&narrow) &&
+                smem_for(&narrow) <= SMEM_MAX)
                 c->bn = 128;
             else
                 c->tma_store = 0;
@@ -2147,11 +2150,15 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
      * buffer each tile's epilogue waits for the previous tile's store to have left shared
      * memory. Deep-K tiles keep one buffer and the deeper ring. */
     if (c->tma_store && !c->pingpong && splits == 1) {
+        /* (stages_for never says fewer than two stages, so the fit is smem_for's: f32 C's two
+         * 256-wide buffers, 256 KiB, had passed for a fit and failed the launch: tf32 at K <= 64,
+         * wide N, bench/NOTES.md step 39; a forced 2 that cannot fit gets one too) */
         kiln_gemm_wgmma_cfg two = *c;
         two.cbufs = 2;
-        int fits = stages_for(&two) >= 2 && kper <= stages_for(&two);
+        const int two_fit = smem_for(&two) <= SMEM_MAX;
+        int fits = two_fit && kper <= stages_for(&two);
         c->cbufs = opts && opts->cbufs ? opts->cbufs : fits ? 2 : 1;
-        if (stages_for(&two) < 2) c->cbufs = 1;
+        if (!two_fit) c->cbufs = 1;
     } else {
         c->cbufs = 1;
     }
