@@ -1150,6 +1150,45 @@ static void gemm_nan_dtype(kiln_dtype dt)
     free(h);
 }
 
+/* tf32 at K = 64 on 256-wide tiles (2048 x 4096 x 64, B stored (N, K)): the plan's f32 C staging
+ * takes one buffer (two would need 256 KiB: the launch failed before, bench/NOTES.md step 39),
+ * and with a bias (which leaves a 256-wide tile no room for its ring) 128-wide tiles; both
+ * against the f64 CPU reference within tf32's tolerance */
+static void gemm_tf32_short_k(void)
+{
+    const int64_t M = 2048, N = 4096, K = 64, as[2] = {M, K}, bs[2] = {N, K}, cs[2] = {M, N};
+    CHECK_OK(gpu, kiln_ctx_set_allow_tf32(gpu, 1));
+    setenv("KILN_GEMM", "own", 1);
+    for (int bias = 0; bias < 2; bias++) {
+        kiln_tensor *ac, *ag, *bc, *bg, *cc, *cg, *biasc = NULL, *biasg = NULL;
+        make_pair(KILN_DTYPE_F32, 2, as, V_PLAIN, -1, 1, &ac, &ag);
+        make_pair(KILN_DTYPE_F32, 2, bs, V_PLAIN, -1, 1, &bc, &bg);
+        make_pair(KILN_DTYPE_F32, 2, cs, V_PLAIN, -1, 1, &cc, &cg);
+        if (bias) make_pair(KILN_DTYPE_F32, 1, &N, V_PLAIN, -1, 1, &biasc, &biasg);
+        kiln_gemm_args gc = {.trans_b = 1, .relu = bias, .bias = biasc}, gg = gc;
+        gg.bias = biasg;
+        CHECK_OK(cpu, kiln_dot(cc, ac, bc, 1.0, 0.0, &gc));
+        CHECK_OK(gpu, kiln_assign(cg, kiln_scalar(NAN)));
+        CHECK_OK(gpu, kiln_dot(cg, ag, bg, 1.0, 0.0, &gg));
+        double *x = read_f64(cg), *y = read_f64(cc), m = 0, e = 0;
+        for (int64_t i = 0; x && y && i < M * N; i++) {
+            if (fabs(y[i]) > m) m = fabs(y[i]);
+            const double d2 = fabs(x[i] - y[i]);
+            if (!(d2 <= e)) e = d2;
+        }
+        if (!(e / (m > 1 ? m : 1) <= 4e-3))
+            fprintf(stderr, "  tf32 %lld x %lld x %lld%s: rel err %g\n", (long long)M, (long long)N, (long long)K,
+                    bias ? " with a bias and ReLU" : "", e / (m > 1 ? m : 1));
+        CHECK(e / (m > 1 ? m : 1) <= 4e-3);
+        free(x);
+        free(y);
+        kiln_tensor *all[] = {ac, ag, bc, bg, cc, cg, biasc, biasg};
+        for (int i = 0; i < 8; i++) kiln_tensor_release(all[i]);
+    }
+    unsetenv("KILN_GEMM");
+    CHECK_OK(gpu, kiln_ctx_set_allow_tf32(gpu, 0));
+}
+
 static void gemm_nan_canonical(void)
 {
     gemm_nan_dtype(KILN_DTYPE_BF16);
@@ -1179,6 +1218,7 @@ static void test_gemm(void)
     gemm_dispatch();
     gemm_lt_cache();
     gemm_nan_canonical();
+    gemm_tf32_short_k();
 }
 
 /* ---- kernel cache ----------------------------------------------------------------------------- */
