@@ -46,8 +46,8 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
 /* The overrides of the tile rule from the environment, read at every call (benchmarks
  * sweep them): KILN_WGMMA_STORE=tma|regs (tma, the default, where C allows it: 16-bit,
  * unit stride along N, 16-byte rows), KILN_WGMMA_SCHED=coop|pingpong (coop, both consumers
- * on one tile, is the rule's but for the plain f16 K <= 128 updates: ping-pong measured slower
- * on most other shapes),
+ * on one tile, is the rule's but for the plain f16 K <= 128 updates that are not walked row by
+ * row: ping-pong measured slower on most other shapes),
  * KILN_WGMMA_KPAIR=0|1|one (64-row tiles, 64 wide or KILN_WGMMA_BN=128's, unsplit: 1 the two
  * consumers taking the k slices in turn, one a single consumer taking them all),
  * KILN_WGMMA_BN=64|128|192|256, KILN_WGMMA_SPLITS=1..64,
@@ -61,7 +61,9 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
  * the launch is unsplit with two tile rows or more, k pairs' 64-row tiles included; unset, the
  * rule's: on for an N-major B whose rows start off 32-byte sectors, read by eight tile rows or
  * more), KILN_WGMMA_GROUP_M=1..1024
- * (tile rows per group of the tile order; 8 by default), KILN_WGMMA_GRID=1..65536 (persistent
+ * (tile rows per group of the tile order; 8 by default, 1 for the rule's plain updates),
+ * KILN_WGMMA_CHINT=0|first|last (C's TMA stores with no L2 policy, evict_first or evict_last;
+ * unset, the rule's: evict_first where the tiles go row by row), KILN_WGMMA_GRID=1..65536 (persistent
  * blocks, at most one an SM and one a work item; not for cluster or slice-summed launches),
  * KILN_WGMMA_BHINT=0|1 (B's TMA loads with an evict_first L2 policy: off, or on wherever
  * B is not multicast; unset, the rule's: on where at most two tile rows stream 48 MiB or more
