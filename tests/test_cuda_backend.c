@@ -740,6 +740,7 @@ static void gemm_dispatch(void)
                    {"KILN_WGMMA_SPLIT_SUM", "dsmem", "KILN_WGMMA_SPLIT_SUM='dsmem'"},
                    {"KILN_WGMMA_MCAST", "2", "KILN_WGMMA_MCAST='2'"},
                    {"KILN_WGMMA_BHINT", "first", "KILN_WGMMA_BHINT='first'"},
+                   {"KILN_WGMMA_CHINT", "1", "KILN_WGMMA_CHINT='1'"},
                    {"KILN_WGMMA_KPAIR", "on", "KILN_WGMMA_KPAIR='on'"},
                    {"KILN_WGMMA_KPAIR", "2", "KILN_WGMMA_KPAIR='2'"},
                    {"KILN_WGMMA_GROUP_M", "0", "KILN_WGMMA_GROUP_M='0'"},
