@@ -352,6 +352,19 @@ static int rule_auto_in(int64_t M, int64_t N, int64_t K, kiln_dtype dt)
 }
 static int rule_auto_bf16(int64_t M, int64_t N, int64_t K) { return rule_auto_in(M, N, K, KILN_DTYPE_BF16); }
 static int rule_auto_tf32(int64_t M, int64_t N, int64_t K) { return rule_auto_in(M, N, K, KILN_DTYPE_F32); }
+/* the tile rule's plan for a packed tf32 M x N x K product (B stored (N, K)), with a bias
+ * (bias), on 132 SMs, into *l */
+static void rule_tf32(int64_t M, int64_t N, int64_t K, int bias, kiln_gemm_wgmma_launch *l)
+{
+    kiln_gemm_desc d = auto_desc(M, N, K, 1);
+    d.dtype = KILN_DTYPE_F32;
+    d.allow_tf32 = 1;
+    d.bias = bias ? (const char *)(uintptr_t)4096 : NULL;
+    kiln_gemm_batches bt;
+    kiln__cuda_gemm_merge_batches(&d, &bt);
+    kiln_gemm_wgmma_opts o = {.tma_store = 1};
+    kiln__cuda_gemm_wgmma_prepare(&d, &bt, 132, 1, &o, l);
+}
 /* the FFMA kernel's width rule (f32 without TF32) on 132 SMs: 1 for 128 x 256 tiles */
 static int ffma_wide(int64_t M, int64_t N, int64_t K)
 {
@@ -983,8 +996,10 @@ int main(void)
         {.dt = 2, .M = 300, .N = 296, .K = 700, .nb = 1, .tb = 1, .alpha = 1.0, .sms = 3, .tma_store = 1, .bn = 256},
         /* K = 64 (two tf32 slices) 256 wide: one staging buffer, two would need 256 KiB (the rule
          * had asked for two and the launch failed); with a bias the 256-wide staging leaves no
-         * room for the ring, and the rule narrows the tiles to 128 */
-        {.dt = 2, .M = 300, .N = 520, .K = 64, .nb = 1, .tb = 1, .alpha = 1.0, .sms = 2, .tma_store = 2, .bn = 256},
+         * room for the ring, and the rule narrows the tiles to 128. Plain, on four waves of tiles
+         * (9 on 2 "SMs"): the tiles row by row, C stored evict_first (the update rule in tf32) */
+        {.dt = 2, .M = 300, .N = 520, .K = 64, .nb = 1, .tb = 1, .alpha = 1.0, .sms = 2, .tma_store = 2, .bn = 256,
+         .want_group = 1},
         {.dt = 2, .M = 260, .N = 1040, .K = 64, .nb = 1, .tb = 1, .alpha = 0.5, .bias = 1, .relu = 1, .sms = 2,
          .tma_store = 2, .want_bn = 128},
         /* the FFMA kernel (f32): the four transposes, float4 and element-by-element operands
@@ -1748,6 +1763,28 @@ int main(void)
     CHECK_INT(rule_group(2048, 16384, 128, 1, 0, 0), 1);
     CHECK_INT(rule_group(1152, 65536, 128, 1, 0, 0), 8);
     CHECK_INT(rule_group(2048, 16416, 128, 1, 0, 0), 8);
+    /* tf32's plain updates in row order with C stored evict_first, and to the wgmma kernel under
+     * auto (bench/NOTES.md step 40): fc9216 / fc36864 / fc25088, K 64 and 96; not with a bias,
+     * K = 32 or 256, or fewer than four waves of tiles (fc4096, fc1000) */
+    {
+        static const int64_t tf32_shapes[][4] = {{9216, 4096, 128, 1}, {36864, 3072, 128, 1}, {25088, 4096, 128, 1},
+                                                 {36864, 3072, 64, 1}, {16384, 2048, 96, 1},  {8192, 8192, 128, 1},
+                                                 {4096, 4096, 128, 0}, {4096, 1000, 128, 0},  {9216, 4096, 32, 0},
+                                                 {9216, 4096, 256, 0}};
+        for (size_t i = 0; i < sizeof tf32_shapes / sizeof tf32_shapes[0]; i++) {
+            const int64_t M = tf32_shapes[i][0], N = tf32_shapes[i][1], K = tf32_shapes[i][2];
+            const int rows = (int)tf32_shapes[i][3];
+            kiln_gemm_wgmma_launch l;
+            rule_tf32(M, N, K, 0, &l);
+            CHECK_INT((int)l.w[41] == 1, rows);
+            CHECK_INT(l.cfg.chint, rows);
+            CHECK_INT(l.cfg.pingpong, 0);
+            if (rows) CHECK_INT(rule_auto_tf32(M, N, K), 1);
+            rule_tf32(M, N, K, 1, &l);
+            CHECK_INT((int)l.w[41] == 1, 0);
+            CHECK_INT(l.cfg.chint, 0);
+        }
+    }
     /* every plan fits a block's 227 KiB of shared memory: f16, bf16 and tf32 (K-major A and B),
      * K of one to a few slices (where the C staging is biggest beside the ring) and deep, narrow
      * to wide N, with and without a bias, on 132 SMs (tf32 at K <= 64 on wide tiles had asked

@@ -1973,9 +1973,9 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
         c->bn = opts->bn;
         splits = c->bn == 64 && tiles <= sm_count ? split64(tiles, kt, sm_count) : pick_splits(tiles, kt, slices_ok);
     }
-    /* The plain 16-bit weight updates (C = alpha A B, K from 33 to 128: one or two k slices,
-     * unsplit, four waves of tiles or more, B at most 4 MiB) walk their tiles row by row
-     * (group_m 1, below) on the cooperative schedule. There the C stores set the pace, and A
+    /* The plain weight updates (C = alpha A B, K from 33 to 128: one or two k slices in 16 bits,
+     * up to four in tf32; unsplit, four waves of tiles or more, B at most 4 MiB) walk their
+     * tiles row by row (group_m 1, below) on the cooperative schedule. There the C stores set the pace, and A
      * and B stay in L2 in any order. On the H100 (graphed, bench/NOTES.md step 39) row order
      * beat groups of 8 tile rows by 2-6 % at K = 64, 96 and 128 in f16 and bf16 (36864 x 3072,
      * 25088 x 4096, 9216 x 4096, 8192 x 8192, 65536 x 1024), and in row order the cooperative
@@ -1983,11 +1983,13 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
      * slower: fewer than four waves of tiles (2048 x 2048 x 128 +2-7 %, fc4096's update -1 to
      * +2 %, fc1000's +0-3 %), K of 32 or less (4096 x 4096 x 32 bf16 +7 %), a wide B (1024 x
      * 65536 x 128, B 16 MiB: +25 %, B read again by every tile row), and a bias, ReLU or
-     * stochastic rounding (the epilogue's instructions set the pace: level or slower). */
+     * stochastic rounding (the epilogue's instructions set the pace: level or slower). In tf32
+     * (B stored (N, K)) row order with evict_first stores (chint, below) took fc9216 / fc36864 /
+     * fc25088's updates 8.7 / 11.3 / 8.8 % and the K = 64-128 updates 3-14 % faster, none slower
+     * (tree A/B, three rounds, bench/NOTES.md step 40). */
     const int64_t tiles_rule = nb * ((d->M + BM - 1) / BM) * ((d->N + c->bn - 1) / c->bn);
-    const int update_order = es == 2 && !c->bias && !c->relu && !c->sr && !c->beta && d->K > 32 && kt <= 2 &&
-                             splits == 1 && tiles_rule >= 4 * (int64_t)sm_count &&
-                             d->K * d->N * es <= ((int64_t)4 << 20);
+    const int update_order = !c->bias && !c->relu && !c->sr && !c->beta && d->K > 32 && d->K <= 128 && splits == 1 &&
+                             tiles_rule >= 4 * (int64_t)sm_count && d->K * d->N * es <= ((int64_t)4 << 20);
     /* Ping-pong (KILN_WGMMA_SCHED=pingpong forces it, =coop keeps the cooperative schedule), the
      * rule's for the other plain f16 K <= 128 weight updates: each consumer's epilogue of a whole
      * tile runs under the other's wgmma, and there the epilogue, not the wgmma, sets the pace.
@@ -2277,6 +2279,11 @@ int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches 
      * quarter): 1.03-2.3x over cuBLASLt's TF32, whose host time and tiles are set for larger
      * ones (gemm-auto --dtype f32 --tf32, bench/NOTES.md step 28) */
     if (tf32 && flops <= 2147483648.0) return 1;
+    /* the plain tf32 weight updates the tile rule walks row by row with C stored evict_first
+     * (chint marks them): 1.02-1.25x over cuBLASLt's TF32 (fc9216 / fc36864 / fc25088 update
+     * 1.13 / 1.05 / 1.04x; 36864 x 3072 x 64 1.00x, 8192 x 8192 x 128 1.25x; H100, graphed,
+     * bench/NOTES.md step 40) */
+    if (tf32 && l.cfg.chint) return 1;
     if (!tf32) {
         if (flops <= (double)(1 << 29)) return 1;
         /* an N-major B whose rows start off 32-byte sectors, read by four tile rows or more
