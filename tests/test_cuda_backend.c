@@ -1151,15 +1151,13 @@ static void gemm_nan_dtype(kiln_dtype dt)
     free(h);
 }
 
-/* tf32 at K = 64 on 256-wide tiles (2048 x 4096 x 64, B stored (N, K)): the plan's f32 C staging
- * takes one buffer (two would need 256 KiB: the launch failed before, bench/NOTES.md step 39),
- * and with a bias (which leaves a 256-wide tile no room for its ring) 128-wide tiles; both
- * against the f64 CPU reference within tf32's tolerance */
-static void gemm_tf32_short_k(void)
+/* One tf32 M x N x K product (B stored (N, K)) through the engine KILN_GEMM names, plain and with
+ * a bias + ReLU, against the f64 CPU reference within tf32's tolerance (max error over max |C|);
+ * store, where not NULL, is KILN_WGMMA_STORE's value for it */
+static void gemm_tf32_staged(int64_t M, int64_t N, int64_t K, const char *store)
 {
-    const int64_t M = 2048, N = 4096, K = 64, as[2] = {M, K}, bs[2] = {N, K}, cs[2] = {M, N};
-    CHECK_OK(gpu, kiln_ctx_set_allow_tf32(gpu, 1));
-    setenv("KILN_GEMM", "own", 1);
+    const int64_t as[2] = {M, K}, bs[2] = {N, K}, cs[2] = {M, N};
+    if (store) setenv("KILN_WGMMA_STORE", store, 1);
     for (int bias = 0; bias < 2; bias++) {
         kiln_tensor *ac, *ag, *bc, *bg, *cc, *cg, *biasc = NULL, *biasg = NULL;
         make_pair(KILN_DTYPE_F32, 2, as, V_PLAIN, -1, 1, &ac, &ag);
@@ -1178,14 +1176,29 @@ static void gemm_tf32_short_k(void)
             if (!(d2 <= e)) e = d2;
         }
         if (!(e / (m > 1 ? m : 1) <= 4e-3))
-            fprintf(stderr, "  tf32 %lld x %lld x %lld%s: rel err %g\n", (long long)M, (long long)N, (long long)K,
-                    bias ? " with a bias and ReLU" : "", e / (m > 1 ? m : 1));
+            fprintf(stderr, "  tf32 %lld x %lld x %lld%s%s: rel err %g\n", (long long)M, (long long)N, (long long)K,
+                    bias ? " with a bias and ReLU" : "", store ? " (KILN_WGMMA_STORE set)" : "", e / (m > 1 ? m : 1));
         CHECK(e / (m > 1 ? m : 1) <= 4e-3);
         free(x);
         free(y);
         kiln_tensor *all[] = {ac, ag, bc, bg, cc, cg, biasc, biasg};
         for (int i = 0; i < 8; i++) kiln_tensor_release(all[i]);
     }
+    if (store) unsetenv("KILN_WGMMA_STORE");
+}
+
+/* tf32 (B stored (N, K)) through kiln's own kernel, plain and with a bias + ReLU, against the f64
+ * CPU reference, on the plans whose f32 C staging the rule had to fit: K = 64 (one f32 staging
+ * buffer at 256 wide, 128 wide with a bias; a plan of two had failed the launch), K = 256 (8
+ * slices staged at 128 wide, overrunning the 5 stages left beside the staging), and K = 2048
+ * staged at any depth (KILN_WGMMA_STORE=tma-deep) */
+static void gemm_tf32_short_k(void)
+{
+    CHECK_OK(gpu, kiln_ctx_set_allow_tf32(gpu, 1));
+    setenv("KILN_GEMM", "own", 1);
+    gemm_tf32_staged(2048, 4096, 64, NULL);
+    gemm_tf32_staged(2048, 4096, 256, NULL);
+    gemm_tf32_staged(1024, 1024, 2048, "tma-deep");
     unsetenv("KILN_GEMM");
     CHECK_OK(gpu, kiln_ctx_set_allow_tf32(gpu, 0));
 }

@@ -1002,6 +1002,14 @@ int main(void)
          .want_group = 1},
         {.dt = 2, .M = 260, .N = 1040, .K = 64, .nb = 1, .tb = 1, .alpha = 0.5, .bias = 1, .relu = 1, .sms = 2,
          .tma_store = 2, .want_bn = 128},
+        /* 8 and 36 tf32 slices: C staged at 128 wide though the slices overrun the 5 stages left
+         * beside the f32 staging (the rule up to 36 slices); 37 slices keep the registers' stores */
+        {.dt = 2, .M = 260, .N = 264, .K = 256, .nb = 1, .tb = 1, .alpha = 1.0, .sms = 3, .tma_store = 2,
+         .want_bn = 128},
+        {.dt = 2, .M = 200, .N = 392, .K = 1152, .nb = 1, .tb = 1, .alpha = -0.75, .beta = 0.5, .bias = 1, .relu = 1,
+         .sms = 2, .tma_store = 2, .want_bn = 128},
+        {.dt = 2, .M = 200, .N = 392, .K = 1184, .nb = 1, .tb = 1, .alpha = 1.0, .sms = 2, .tma_store = 1,
+         .want_bn = 256},
         /* the FFMA kernel (f32): the four transposes, float4 and element-by-element operands
          * (odd pads), ragged edges, batches with a shared operand, the whole epilogue */
         {.dt = 2, .M = 200, .N = 300, .K = 70, .nb = 1, .alpha = 1.0, .kernel = 1},
@@ -1783,6 +1791,18 @@ int main(void)
             rule_tf32(M, N, K, 1, &l);
             CHECK_INT((int)l.w[41] == 1, 0);
             CHECK_INT(l.cfg.chint, 0);
+        }
+        /* f32 C staged at 128 wide up to 36 k slices, the ring then shallower than the tile's
+         * slices (K 256-1152: 4096 x 4096 x 256 0.83x -> 0.98x of cuBLASLt; NOTES step 40); from
+         * the registers at 256 wide past that (1024 x 4096 x 4096, 128 slices) */
+        static const int64_t deep_shapes[][4] = {
+            {4096, 4096, 256, 1}, {25088, 4096, 256, 1}, {8192, 1024, 1024, 1}, {100352, 128, 1152, 1},
+            {1024, 4096, 4096, 0}, {4608, 512, 6272, 0}};
+        for (size_t i = 0; i < sizeof deep_shapes / sizeof deep_shapes[0]; i++) {
+            kiln_gemm_wgmma_launch l;
+            rule_tf32(deep_shapes[i][0], deep_shapes[i][1], deep_shapes[i][2], 0, &l);
+            CHECK_INT(l.cfg.tma_store, (int)deep_shapes[i][3]);
+            if (deep_shapes[i][3]) CHECK_INT(l.cfg.bn, 128);
         }
     }
     /* every plan fits a block's 227 KiB of shared memory: f16, bf16 and tf32 (K-major A and B),

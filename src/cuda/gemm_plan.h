@@ -147,6 +147,8 @@ typedef struct kiln_gemm_wgmma_launch {
  * the number of k splits (clamped to the k slices and the counter array). */
 typedef struct kiln_gemm_wgmma_opts {
     int tma_store;
+    int stage_deep; /* f32 C staged (at most 128 wide) even where a tile's k slices overrun the ring left
+                     * beside the staging (KILN_WGMMA_STORE=tma-deep) */
     int bn;
     int splits;
     int pingpong;  /* 0 = the rule's, 1 = cooperative, 2 = ping-pong (then BN 128, no split) */

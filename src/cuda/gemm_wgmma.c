@@ -2077,11 +2077,21 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
         narrow.bn = 128;
         /* (stages_for never says fewer than two: whether two fit beside the staging is
          * smem_for's to say; a 256-wide tile with a bias needs 88 bytes more than there are) */
+        /* Up to 36 k slices (K 1152) f32 C is staged at 128 wide even where the tile's slices
+         * overrun the ring left beside the staging (5 stages; KILN_WGMMA_STORE=tma-deep forces it
+         * at any depth): on the H100 (graphed, gemm-ab, bench/NOTES.md step 40) 4096 x 4096 x 256
+         * 0.83x -> 0.98x of cuBLASLt's TF32, 25088 x 4096 x 256 0.76x -> 0.88x, 4096 x 4096 x 512
+         * 0.80x -> 0.91x, 4096 x 1000 x 256 0.93x -> 1.13x, 25088 x 512 x 256 0.95x -> 1.06x,
+         * 8192 x 1024 x 1024 and 16384 x 4096 x 1024 -6 and -9 %, 100352 x 128 x 1152 -2 %;
+         * deeper, level or slower (1024 x 4096 x 4096 +1 %, 6272 x 512 x 4608 +5 %, 4608 x 512 x
+         * 6272 +8.5 %): there the ring, not the store, sets the pace. Not measured on 64-wide
+         * tiles (fc1000's, the 1024 square's), which keep their registers' stores */
+        const int deep = opts->stage_deep || (kslices <= 36 && c->bn >= 128 && !c->kpair);
         if (kslices > stages_for(c) || smem_for(c) > SMEM_MAX) {
-            if (opts->bn == 0 && !c->pingpong && c->bn > 128 && kslices <= stages_for(&narrow) &&
+            if (opts->bn == 0 && !c->pingpong && c->bn > 128 && (deep || kslices <= stages_for(&narrow)) &&
                 smem_for(&narrow) <= SMEM_MAX)
                 c->bn = 128;
-            else
+            else if (!deep || smem_for(c) > SMEM_MAX)
                 c->tma_store = 0;
         }
     }

@@ -44,8 +44,9 @@ static kiln_status encode_map(kiln_ctx *ctx, CUtensorMap *map, kiln_dtype dt, co
 static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_source(cfg, b); }
 
 /* The overrides of the tile rule from the environment, read at every call (benchmarks
- * sweep them): KILN_WGMMA_STORE=tma|regs (tma, the default, where C allows it: 16-bit,
- * unit stride along N, 16-byte rows), KILN_WGMMA_SCHED=coop|pingpong (coop, both consumers
+ * sweep them): KILN_WGMMA_STORE=tma|regs|tma-deep (tma, the default, where C allows it: 16-bit,
+ * unit stride along N, 16-byte rows; f32 where the rule finds the ring deep enough or the tile's k
+ * slices few; tma-deep: f32 staged at any depth), KILN_WGMMA_SCHED=coop|pingpong (coop, both consumers
  * on one tile, is the rule's but for the plain f16 K <= 128 updates that are not walked row by
  * row: ping-pong measured slower on most other shapes),
  * KILN_WGMMA_KPAIR=0|1|one (64-row tiles, 64 wide or KILN_WGMMA_BN=128's, unsplit: 1 the two
@@ -88,7 +89,7 @@ static kiln_status env_count(kiln_ctx *ctx, const char *name, long most, int *ou
 
 static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
 {
-    static const char *const stores[] = {"tma", "regs"}, *const scheds[] = {"coop", "pingpong"},
+    static const char *const stores[] = {"tma", "regs", "tma-deep"}, *const scheds[] = {"coop", "pingpong"},
                              *const widths[] = {"64", "128", "192", "256"}, *const unrolls[] = {"1", "2", "4"},
                              *const counts[] = {"1", "2"}, *const off_on[] = {"0", "1"},
                              *const kpairs[] = {"0", "1", "one"},
@@ -96,8 +97,9 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
                              *const hints[] = {"0", "first", "last"};
     memset(o, 0, sizeof *o);
     int i;
-    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_STORE", stores, 2, &i));
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_STORE", stores, 3, &i));
     o->tma_store = i != 1; /* TMA where C allows it: measured faster or equal on every swept shape */
+    o->stage_deep = i == 2;
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_SCHED", scheds, 2, &i));
     o->pingpong = i + 1; /* 0 = the rule's, 1 cooperative, 2 ping-pong */
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_BN", widths, 4, &i));
