@@ -1709,19 +1709,31 @@ int main(void)
                                              {256, 256, 256},    {512, 512, 512}};
     static const int64_t skinny_shapes[][3] = {{1, 4096, 4096},   {32, 4096, 4096}, {64, 9216, 4096},
                                                {256, 4096, 4096}, {6272, 512, 4608}, {4608, 512, 6272}};
+    static const int skinny_tf32[] = {0, 0, 0, 1, 0, 0}; /* tf32 256 x 4096 x 4096: two tile rows (step 40) */
     for (size_t i = 0; i < sizeof wave_shapes / sizeof wave_shapes[0]; i++) {
         CHECK_INT(rule_auto(wave_shapes[i][0], wave_shapes[i][1], wave_shapes[i][2]), 1);
         /* tf32 takes only the small products (at most 2^31 flops: 256^3 and 512^3 here) */
         CHECK_INT(rule_auto_tf32(wave_shapes[i][0], wave_shapes[i][1], wave_shapes[i][2]), wave_shapes[i][0] <= 512);
     }
     /* two splits of 128-wide tiles on two tile rows or more, K of 128 slices or more (step
-     * 28): the wgmma kernel in f16 and bf16, in tf32 where a split holds 128 slices or more
-     * (not 512 x 2048 x 8192: 126) */
+     * 28): the wgmma kernel in f16 and bf16, and in tf32 (512 x 2048 x 8192, 126 slices a split,
+     * since step 40: 1.27x) */
     static const int64_t two_row_shapes[][3] = {{256, 4096, 25088}, {256, 4096, 9216}, {512, 2048, 8192}};
     for (size_t i = 0; i < sizeof two_row_shapes / sizeof two_row_shapes[0]; i++) {
         CHECK_INT(rule_auto(two_row_shapes[i][0], two_row_shapes[i][1], two_row_shapes[i][2]), 1);
         CHECK_INT(rule_auto_bf16(two_row_shapes[i][0], two_row_shapes[i][1], two_row_shapes[i][2]), 1);
-        CHECK_INT(rule_auto_tf32(two_row_shapes[i][0], two_row_shapes[i][1], two_row_shapes[i][2]), i != 2);
+        CHECK_INT(rule_auto_tf32(two_row_shapes[i][0], two_row_shapes[i][1], two_row_shapes[i][2]), 1);
+    }
+    /* tf32 on two to four tile rows of one batch, unsplit or in two splits (step 40): the wgmma
+     * kernel (M 192-512 x 4096 x 4096, 384 x 25088 x 4096, 512 x 1024 x 4096); not unsplit 64-wide
+     * tiles (256 x 3072 x 3072), one tile row (128 x 4096 x 4096: 62-slice splits), five rows
+     * (640 x 4096 x 4096) or more */
+    {
+        static const int64_t rows_shapes[][4] = {{192, 4096, 4096, 1}, {200, 4096, 4096, 1}, {384, 4096, 4096, 1},
+                                                 {512, 4096, 4096, 1}, {384, 25088, 4096, 1}, {512, 1024, 4096, 1},
+                                                 {256, 3072, 3072, 0}, {128, 4096, 4096, 0}, {640, 4096, 4096, 0}};
+        for (size_t i = 0; i < sizeof rows_shapes / sizeof rows_shapes[0]; i++)
+            CHECK_INT(rule_auto_tf32(rows_shapes[i][0], rows_shapes[i][1], rows_shapes[i][2]), (int)rows_shapes[i][3]);
     }
     /* tf32's small products (bench/NOTES.md step 28): ragged, fc1000 b256 bprop, a K = 32 update */
     CHECK_INT(rule_auto_tf32(776, 2056, 520), 1);
@@ -1732,7 +1744,7 @@ int main(void)
     CHECK_INT(rule_auto(256, 256, 65536), 0);
     for (size_t i = 0; i < sizeof skinny_shapes / sizeof skinny_shapes[0]; i++) {
         CHECK_INT(rule_auto(skinny_shapes[i][0], skinny_shapes[i][1], skinny_shapes[i][2]), 0);
-        CHECK_INT(rule_auto_tf32(skinny_shapes[i][0], skinny_shapes[i][1], skinny_shapes[i][2]), 0);
+        CHECK_INT(rule_auto_tf32(skinny_shapes[i][0], skinny_shapes[i][1], skinny_shapes[i][2]), skinny_tf32[i]);
     }
     /* the K = 128 updates (all to the wgmma kernel under auto: a wave of tiles or more). Plain,
      * with four waves of tiles or more (fc9216, fc36864, fc25088; bench/NOTES.md step 39): the

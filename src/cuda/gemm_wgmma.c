@@ -2294,6 +2294,15 @@ int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches 
      * 1.13 / 1.05 / 1.04x; 36864 x 3072 x 64 1.00x, 8192 x 8192 x 128 1.25x; H100, graphed,
      * bench/NOTES.md step 40) */
     if (tf32 && l.cfg.chint) return 1;
+    /* tf32 on two to four tile rows of one batch (M 129-512), unsplit or in two splits:
+     * 1.03-1.48x over cuBLASLt's TF32 with B warm and cold (192 / 256 / 512 x 4096 x 4096 1.07 /
+     * 1.05 / 1.03x, 200 x 4096 x 4096 1.40x, 512 x 2048 x 8192 1.27x, 384 x 25088 x 4096 1.46x,
+     * 512 x 1024 x 4096 1.20x; level at 512 x 8192 x 8192 and 384 x 2048 x 8192, 0.99x; H100,
+     * graphed, bench/NOTES.md step 40), not unsplit 64-wide tiles (256 x 3072 x 3072 0.97-0.99x)
+     * nor 64-row ones (not measured) */
+    if (tf32 && l.w[18] == 1 && l.w[19] >= 2 && l.w[19] <= 4 && splits <= 2 && !(splits == 1 && l.cfg.bn == 64) &&
+        !l.cfg.kpair)
+        return 1;
     if (!tf32) {
         if (flops <= (double)(1 << 29)) return 1;
         /* an N-major B whose rows start off 32-byte sectors, read by four tile rows or more
