@@ -1804,17 +1804,18 @@ int main(void)
             CHECK_INT((int)l.w[41] == 1, 0);
             CHECK_INT(l.cfg.chint, 0);
         }
-        /* f32 C staged at 128 wide up to 36 k slices, the ring then shallower than the tile's
-         * slices (K 256-1152: 4096 x 4096 x 256 0.83x -> 0.98x of cuBLASLt; NOTES step 40); from
-         * the registers at 256 wide past that (1024 x 4096 x 4096, 128 slices) */
+        /* f32 C staged at 128 wide (or 64, the rule's width) up to 36 k slices, the ring then
+         * shallower than the tile's slices (K 256-1152: 4096 x 4096 x 256 0.83x -> 0.98x of
+         * cuBLASLt; NOTES step 40); from the registers at 256 wide past that (1024 x 4096 x 4096,
+         * 128 slices) */
         static const int64_t deep_shapes[][4] = {
             {4096, 4096, 256, 1}, {25088, 4096, 256, 1}, {8192, 1024, 1024, 1}, {100352, 128, 1152, 1},
-            {1024, 4096, 4096, 0}, {4608, 512, 6272, 0}};
+            {1024, 4096, 4096, 0}, {4608, 512, 6272, 0},  {256, 1000, 4096, 1},  {1000, 1000, 1000, 1}};
         for (size_t i = 0; i < sizeof deep_shapes / sizeof deep_shapes[0]; i++) {
             kiln_gemm_wgmma_launch l;
             rule_tf32(deep_shapes[i][0], deep_shapes[i][1], deep_shapes[i][2], 0, &l);
             CHECK_INT(l.cfg.tma_store, (int)deep_shapes[i][3]);
-            if (deep_shapes[i][3]) CHECK_INT(l.cfg.bn, 128);
+            if (deep_shapes[i][3]) CHECK_INT(l.cfg.bn, deep_shapes[i][0] <= 1024 ? 64 : 128);
         }
     }
     /* every plan fits a block's 227 KiB of shared memory: f16, bf16 and tf32 (K-major A and B),

@@ -1975,8 +1975,8 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     }
     /* The plain weight updates (C = alpha A B, K from 33 to 128: one or two k slices in 16 bits,
      * up to four in tf32; unsplit, four waves of tiles or more, B at most 4 MiB) walk their
-     * tiles row by row (group_m 1, below) on the cooperative schedule. There the C stores set the pace, and A
-     * and B stay in L2 in any order. On the H100 (graphed, bench/NOTES.md step 39) row order
+     * tiles row by row (group_m 1, below) on the cooperative schedule. There the C stores set
+     * the pace, and A and B stay in L2 in any order. On the H100 (graphed, bench/NOTES.md step 39) row order
      * beat groups of 8 tile rows by 2-6 % at K = 64, 96 and 128 in f16 and bf16 (36864 x 3072,
      * 25088 x 4096, 9216 x 4096, 8192 x 8192, 65536 x 1024), and in row order the cooperative
      * schedule beat ping-pong by 1-2 %. Left to groups of 8, where row order measured level or
@@ -2067,26 +2067,28 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     c->tma_store = opts && opts->tma_store && c_is_tma_target(d, bt); /* 16-bit C, or f32 (tf32) */
     if (c->tma_store && es == 4) {
         /* f32 C's staging is twice the 16-bit one's (128 KiB for a 256-wide tile, leaving the
-         * ring two stages): staged only where a tile's k slices all fit the ring beside it,
-         * on 128-wide tiles where the rule's width leaves too few stages (unless the width was
-         * forced). The K = 128 updates: 0.73-0.79x of cuBLASLt's TF32 from the registers at
-         * 256 wide, 0.95-1.38x staged at 128 (H100, 2026-11-25); deep-K shapes lost 2-50 %
-         * staged with the shallower ring (bench/NOTES.md, step 13) */
+         * ring two stages): staged where a tile's k slices all fit the ring beside it, or number
+         * at most 36 (deep, below), on 128-wide tiles where the rule's width leaves too few
+         * stages (unless the width was forced). The K = 128 updates: 0.73-0.79x of cuBLASLt's
+         * TF32 from the registers at 256 wide, 0.95-1.38x staged at 128 (H100, 2026-11-25);
+         * deep-K shapes lost 2-50 % staged with the shallower ring (bench/NOTES.md, step 13) */
         const int64_t kslices = (kt + splits - 1) / splits;
         kiln_gemm_wgmma_cfg narrow = *c;
         narrow.bn = 128;
         /* (stages_for never says fewer than two: whether two fit beside the staging is
          * smem_for's to say; a 256-wide tile with a bias needs 88 bytes more than there are) */
-        /* Up to 36 k slices (K 1152) f32 C is staged at 128 wide even where the tile's slices
-         * overrun the ring left beside the staging (5 stages; KILN_WGMMA_STORE=tma-deep forces it
+        /* Up to 36 k slices (K 1152) f32 C is staged even where the tile's slices overrun the
+         * ring left beside the staging (5 stages at 128 wide; KILN_WGMMA_STORE=tma-deep forces it
          * at any depth): on the H100 (graphed, gemm-ab, bench/NOTES.md step 40) 4096 x 4096 x 256
          * 0.83x -> 0.98x of cuBLASLt's TF32, 25088 x 4096 x 256 0.76x -> 0.88x, 4096 x 4096 x 512
          * 0.80x -> 0.91x, 4096 x 1000 x 256 0.93x -> 1.13x, 25088 x 512 x 256 0.95x -> 1.06x,
          * 8192 x 1024 x 1024 and 16384 x 4096 x 1024 -6 and -9 %, 100352 x 128 x 1152 -2 %;
          * deeper, level or slower (1024 x 4096 x 4096 +1 %, 6272 x 512 x 4608 +5 %, 4608 x 512 x
-         * 6272 +8.5 %): there the ring, not the store, sets the pace. Not measured on 64-wide
-         * tiles (fc1000's, the 1024 square's), which keep their registers' stores */
-        const int deep = opts->stage_deep || (kslices <= 36 && c->bn >= 128 && !c->kpair);
+         * 6272 +8.5 %): there the ring, not the store, sets the pace. On 64-wide tiles the same
+         * (one gemm-ab, step 40): 256 x 1000 x 4096 -7 %, fc1000 fprop / bprop -2 / -1 %, 130 x
+         * 4000 x 300 -3 %, 1000 x 1000 x 1000 -2 %, the 1024 square level. Not 64-row tiles (k
+         * pairs, one consumer: not measured) */
+        const int deep = opts->stage_deep || (kslices <= 36 && !c->kpair);
         if (kslices > stages_for(c) || smem_for(c) > SMEM_MAX) {
             if (opts->bn == 0 && !c->pingpong && c->bn > 128 && (deep || kslices <= stages_for(&narrow)) &&
                 smem_for(&narrow) <= SMEM_MAX)
