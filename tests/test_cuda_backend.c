@@ -1192,7 +1192,7 @@ static void gemm_tf32_staged(int64_t M, int64_t N, int64_t K, const char *store)
  * buffer at 256 wide, 128 wide with a bias; a plan of two had failed the launch), K = 256 (8
  * slices staged at 128 wide, overrunning the 5 stages left beside the staging), and K = 2048
  * staged at any depth (KILN_WGMMA_STORE=tma-deep) */
-static void gemm_tf32_short_k(void)
+static void gemm_tf32_staging(void)
 {
     CHECK_OK(gpu, kiln_ctx_set_allow_tf32(gpu, 1));
     setenv("KILN_GEMM", "own", 1);
@@ -1232,7 +1232,7 @@ static void test_gemm(void)
     gemm_dispatch();
     gemm_lt_cache();
     gemm_nan_canonical();
-    gemm_tf32_short_k();
+    gemm_tf32_staging();
 }
 
 /* ---- kernel cache ----------------------------------------------------------------------------- */
