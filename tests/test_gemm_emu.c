@@ -1798,11 +1798,13 @@ int main(void)
             rule_tf32(M, N, K, 0, &l);
             CHECK_INT((int)l.w[41] == 1, rows);
             CHECK_INT(l.cfg.chint, rows);
+            CHECK_INT(l.update_order, rows);
             CHECK_INT(l.cfg.pingpong, 0);
             if (rows) CHECK_INT(rule_auto_tf32(M, N, K), 1);
             rule_tf32(M, N, K, 1, &l);
             CHECK_INT((int)l.w[41] == 1, 0);
             CHECK_INT(l.cfg.chint, 0);
+            CHECK_INT(l.update_order, 0);
         }
         /* f32 C staged at 128 wide (or 64, the rule's width) up to 36 k slices, the ring then
          * shallower than the tile's slices (K 256-1152: 4096 x 4096 x 256 0.83x -> 0.98x of

@@ -137,6 +137,8 @@ typedef struct kiln_gemm_wgmma_launch {
     unsigned grid, threads, smem;
     unsigned cluster; /* cfg.cluster: blocks per cluster (= the splits; the grid a multiple); else 0 */
     int cooperative;  /* cfg.slice_sum: every block resident at once (a cooperative launch) */
+    int update_order; /* the rule's plain weight updates (K 33-128, four waves of tiles or more): tiles
+                       * walked row by row (group 1) and, staged, C stored evict_first (cfg.chint) */
     size_t ws_bytes;
 } kiln_gemm_wgmma_launch;
 

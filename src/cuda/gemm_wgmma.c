@@ -1534,6 +1534,12 @@ static unsigned smem_for(const kiln_gemm_wgmma_cfg *c)
                       kp_smem_for(c));
 }
 
+/* 1 where c's shared memory fits a block's dynamic allowance */
+static int smem_fits(const kiln_gemm_wgmma_cfg *c)
+{
+    return smem_for(c) <= SMEM_MAX;
+}
+
 void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
 {
     kiln__cuda_prelude(b);
@@ -2089,11 +2095,11 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
          * 4000 x 300 -3 %, 1000 x 1000 x 1000 -2 %, the 1024 square level. Not 64-row tiles (k
          * pairs, one consumer: not measured) */
         const int deep = opts->stage_deep || (kslices <= 36 && !c->kpair);
-        if (kslices > stages_for(c) || smem_for(c) > SMEM_MAX) {
+        if (kslices > stages_for(c) || !smem_fits(c)) {
             if (opts->bn == 0 && !c->pingpong && c->bn > 128 && (deep || kslices <= stages_for(&narrow)) &&
-                smem_for(&narrow) <= SMEM_MAX)
+                smem_fits(&narrow))
                 c->bn = 128;
-            else if (!deep || smem_for(c) > SMEM_MAX)
+            else if (!deep || !smem_fits(c))
                 c->tma_store = 0;
         }
     }
@@ -2169,7 +2175,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
          * wide N, bench/NOTES.md step 39; a forced 2 that cannot fit gets one too) */
         kiln_gemm_wgmma_cfg two = *c;
         two.cbufs = 2;
-        const int two_fit = smem_for(&two) <= SMEM_MAX;
+        const int two_fit = smem_fits(&two);
         int fits = two_fit && kper <= stages_for(&two);
         c->cbufs = opts && opts->cbufs ? opts->cbufs : fits ? 2 : 1;
         if (!two_fit) c->cbufs = 1;
@@ -2216,6 +2222,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
      * (H100, graphed, bench/NOTES.md step 39: the K = 64 updates 13-15 % faster, K = 128 1-7 %,
      * 8192 x 8192 x 128 8-10 %; in groups of 8 the same policy was level to 11 % slower, step 37) */
     c->chint = opts && opts->chint ? opts->chint - 1 : update_order && c->tma_store ? 1 : 0;
+    l->update_order = update_order;
     l->tiles = nb * tm * tn;
     l->ws_bytes = splits > 1 && !c->cluster ? (size_t)l->tiles * (size_t)splits * (size_t)bm * (size_t)c->bn * sizeof(float) : 0;
     int64_t items = l->tiles * splits;
@@ -2291,11 +2298,11 @@ int kiln__cuda_gemm_wgmma_auto(const kiln_gemm_desc *d, const kiln_gemm_batches 
      * quarter): 1.03-2.3x over cuBLASLt's TF32, whose host time and tiles are set for larger
      * ones (gemm-auto --dtype f32 --tf32, bench/NOTES.md step 28) */
     if (tf32 && flops <= 2147483648.0) return 1;
-    /* the plain tf32 weight updates the tile rule walks row by row with C stored evict_first
-     * (chint marks them): 1.02-1.25x over cuBLASLt's TF32 (fc9216 / fc36864 / fc25088 update
+    /* the plain tf32 weight updates the tile rule walks row by row with C staged and stored
+     * evict_first: 1.02-1.25x over cuBLASLt's TF32 (fc9216 / fc36864 / fc25088 update
      * 1.13 / 1.05 / 1.04x; 36864 x 3072 x 64 1.00x, 8192 x 8192 x 128 1.25x; H100, graphed,
      * bench/NOTES.md step 40) */
-    if (tf32 && l.cfg.chint) return 1;
+    if (tf32 && l.update_order && l.cfg.tma_store) return 1;
     /* tf32 on two to four tile rows of one batch (M 129-512), unsplit or in two splits:
      * 1.03-1.48x over cuBLASLt's TF32 with B warm and cold (192 / 256 / 512 x 4096 x 4096 1.07 /
      * 1.05 / 1.03x, 200 x 4096 x 4096 1.40x, 512 x 2048 x 8192 1.27x, 384 x 25088 x 4096 1.46x,
