@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "event-median.cuh"
+#include "tma-ring.cuh"
 
 constexpr int KT_MAX = 16;        /* k slices the matrices hold; longer runs wrap around */
 constexpr int STAGE_BYTES = 16384; /* A's box then B's, 8 KiB each */
@@ -64,13 +65,6 @@ constexpr int STAGE_BYTES = 16384; /* A's box then B's, 8 KiB each */
 struct Case {
     int stages, consumers, mma, early, load_a, blocks, poll1;
 };
-
-__device__ __forceinline__ unsigned smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-
-__device__ __forceinline__ void bar_init(unsigned bar, unsigned count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
 
 /* The ring in the dynamic shared memory: the stages from its first 1024-byte boundary (*base;
  * the 128-byte swizzle repeats every 1024 bytes), then the barriers (*bars), full[s] at bars + 16 s
@@ -89,16 +83,6 @@ __device__ __forceinline__ void start_ring(int stages, unsigned full_count, unsi
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
-}
-
-__device__ __forceinline__ void bar_expect(unsigned bar, unsigned bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-
-__device__ __forceinline__ void bar_arrive(unsigned bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
 /* wait_mode 0: try_wait with no suspend-time hint (kiln's kg_bar_wait); 1: test_wait, never
@@ -131,14 +115,6 @@ __device__ __forceinline__ void bar_wait(unsigned bar, unsigned phase)
                      : "memory");
 }
 
-__device__ __forceinline__ void bar_wait_plain(unsigned bar, unsigned phase)
-{
-    asm volatile("{\n.reg .pred done;\nwait_%=:\n"
-                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-                 "@!done bra wait_%=;\n}\n" ::"r"(bar),
-                 "r"(phase)
-                 : "memory");
-}
 
 /* The producer's ring, one k slice at a time: wait until the slice's stage is free (its empty
  * barrier's previous phase; the first round finds every stage free; `moded`: by bar_wait's
@@ -164,12 +140,6 @@ __device__ __forceinline__ void produce(unsigned base, unsigned bars, int stages
     }
 }
 
-__device__ __forceinline__ void tma_load(unsigned dst, const CUtensorMap *map, int c0, int c1, unsigned bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
-                 "l"(map), "r"(c0), "r"(c1), "r"(bar)
-                 : "memory");
-}
 
 /* d (64 x 64 f32 fragment) += A (64 x 16, K-major) B (16 x 64, MN-major), both by descriptor */
 __device__ __forceinline__ void mma(float *d, unsigned long long da, unsigned long long db)
