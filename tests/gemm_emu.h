@@ -1,11 +1,11 @@
 /*
  * tests/gemm_emu.h — a host emulator for kiln's GEMM kernels: the wgmma kernel
- * (src/cuda/gemm_wgmma.c), so that its logic (the TMA boxes and their 128-byte swizzle, the
- * wgmma descriptors, the mbarrier ring and its phases, the persistent item loop, split-K,
- * the TMA-store epilogue) is checked on any machine with a C++ compiler, and the FFMA
- * kernel (src/cuda/gemm_ffma.c: plain CUDA C, its barriers and tiles). tests/test_gemm_emu.c
- * compiles a kernel's generated source as C++ with this header in front, the wgmma
- * kernel's "kg: PTX wrappers" and "kg: generated wgmma" blocks replaced by
+ * (src/cuda/gemm_wgmma_kernel.cuh), so that its logic (the TMA boxes and their 128-byte
+ * swizzle, the wgmma descriptors, the mbarrier ring and its phases, the persistent item
+ * loop, split-K, the TMA-store epilogue) is checked on any machine with a C++ compiler, and
+ * the FFMA kernel (src/cuda/gemm_ffma_kernel.cuh: plain CUDA C, its barriers and tiles).
+ * tests/test_gemm_emu.c compiles a kernel's generated source as C++ with this header in
+ * front, the wgmma kernel's "kg: PTX wrappers" and "kg: generated wgmma" blocks replaced by
  * tests/wgmma_emu_ptx.h, and tests/gemm_emu_launch.h behind it.
  *
  * Model: the clusters of the grid run one after another (a block is a cluster of one

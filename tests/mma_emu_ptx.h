@@ -1,6 +1,6 @@
 /*
  * tests/mma_emu_ptx.h — the emulations of the mma.sync kernel's PTX wrappers
- * (src/cuda/gemm_mma.c, its "kg: PTX wrappers" block: same names and signatures), for the
+ * (src/cuda/gemm_mma_kernel.cuh, its "kg: PTX wrappers" block: same names and signatures), for the
  * host emulator of tests/gemm_emu.h. The kernel's shared memory is a static array; its
  * address space here is offsets from the first pointer given to kg_smem (plus 16).
  * cp.async is queued per thread and copies in the cp.async.wait_group that covers its group,

@@ -1,5 +1,5 @@
 /*
- * tests/test_gemm_emu.c — kiln's wgmma GEMM kernel (src/cuda/gemm_wgmma.c) on a host
+ * tests/test_gemm_emu.c — kiln's wgmma GEMM kernel (src/cuda/gemm_wgmma_kernel.cuh) on a host
  * emulator of its PTX (tests/gemm_emu.h), so that the kernel's logic is checked on every
  * machine, GPU or not: the generated source of each structure is compiled as C++ (with
  * $CXX, else c++) into a shared object, and launches described by

@@ -3,7 +3,8 @@
 
 A diagnostic for kernel work on a GPU machine, not part of the library: it copies the
 working tree, writes %globaltimer stamps into the copy's kernel source
-(src/cuda/gemm_wgmma.c), builds it, runs `kiln-bench gemm --only CASE`, and summarizes
+(src/cuda/gemm_wgmma_kernel.cuh; in trees before 2026-11-27's thirtieth session, the C string
+literals of src/cuda/gemm_wgmma.c), builds it, runs `kiln-bench gemm --only CASE`, and summarizes
 the stamps. The library itself is never changed.
 
 Stamps, per block, in ns of the GPU's global timer (thread 0 for the first three, the first
@@ -41,31 +42,49 @@ import statistics
 import subprocess
 import sys
 
-SRC = "src/cuda/gemm_wgmma.c"
+# where the kernel's source is, and whether as C string literals (trees before the thirtieth
+# session) or as the plain file; main() picks the form the traced tree has
+FORMS = (("src/cuda/gemm_wgmma_kernel.cuh", False), ("src/cuda/gemm_wgmma.c", True))
+SRC, LITERAL = FORMS[0]
 # the phases in time order, each with its stamp's place in a KG_TRACE line
 PHASES = [("entry", 0), ("set-up", 1), ("first load", 7), ("first stage", 2), ("mainloop", 3), ("split wait", 4),
           ("epilogue", 5), ("exit", 6)]
 
 
 def kernel_line(text):
-    """One line of the kernel source as the C string literal gemm_wgmma.c holds it."""
-    return '    "' + text.replace("\\", "\\\\").replace('"', '\\"') + '\\n"\n'
+    """One line of the kernel source as the file holds it (LITERAL: as a C string literal)."""
+    if LITERAL:
+        return '    "' + text.replace("\\", "\\\\").replace('"', '\\"') + '\\n"\n'
+    return text + "\n"
+
+
+def anchor(text):
+    """What finds the whole line `text` in the source (in the plain file, with the newline before
+    it, so that a line ending the same way does not match)."""
+    return kernel_line(text) if LITERAL else "\n" + kernel_line(text)
+
+
+def insert_before(src, key, lines):
+    """src with lines inserted before the anchor key."""
+    lead = "" if LITERAL else "\n"
+    return src.replace(key, lead + "".join(kernel_line(x) for x in lines) + key[len(lead):])
 
 
 def patch_source(src, launch, clock=False):
     """The kernel source with the stamps (global timer ns, or with clock SM cycles); fails loudly
     where gemm_wgmma.c has moved on."""
-    def after(anchor, lines):
+    def after(line, lines):
         nonlocal src
-        old = kernel_line(anchor)
+        old = anchor(line)
         if src.count(old) != 1:
-            sys.exit("gemm-trace: the anchor %r is in %s %d times (want 1): update the tool" % (anchor, SRC, src.count(old)))
+            sys.exit("gemm-trace: the anchor %r is in %s %d times (want 1): update the tool" % (line, SRC, src.count(old)))
         src = src.replace(old, old + "".join(kernel_line(x) for x in lines))
 
-    kernel = '    "extern \\"C\\" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma('
+    signature = 'extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma('
+    kernel = '    "' + signature.replace('"', '\\"') if LITERAL else "\n" + signature
     if src.count(kernel) != 1:
         sys.exit("gemm-trace: the kernel's signature is not in %s once: update the tool" % SRC)
-    src = src.replace(kernel, "".join(kernel_line(x) for x in [
+    src = insert_before(src, kernel, [
         "__device__ unsigned kg_tr_blocks; /* gemm-trace: blocks finished, over every launch */",
         "__device__ __forceinline__ unsigned long long kg_tr_now() {",
         "  unsigned long long t;",
@@ -73,7 +92,7 @@ def patch_source(src, launch, clock=False):
          '  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));'),
         "  return t;",
         "}",
-    ]) + kernel)
+    ])
     after("  const int tid = (int)threadIdx.x, wg = tid >> 7;", [
         "  __shared__ unsigned long long kg_tr[8];",
         "  if (tid == 0) {",
@@ -87,25 +106,30 @@ def patch_source(src, launch, clock=False):
     # (branch wip/own-slices), each with the test for its item's first slice
     waits = [("      kg_bar_wait(full0 + 8 * s, (it / STAGES) & 1);", "kt == kb"),
              ("      kg_bar_wait(full0 + 8 * s, ph);", "j == j0")]
-    found = [(a, first) for a, first in waits if src.count(kernel_line(a)) == 1]
+    found = [(a, first) for a, first in waits if src.count(anchor(a)) == 1]
     if not found:
         sys.exit("gemm-trace: no known full-stage wait is in %s once: update the tool" % SRC)
     after(found[0][0], ["      if (tid == 128 && local == 0 && %s) kg_tr[2] = kg_tr_now();" % found[0][1]])
     # the producer's first load issued (A's first box, K-major or not)
-    for load in ("            kg_tma(sa, &p.ta, k0, m0, ab, full);",
-                 "            for (int c = 0; c < BM / 64; c++) kg_tma(sa + c * CHUNK, &p.ta, m0 + 64 * c, k0, ab, full);"):
+    # (through the slices lambda's map ma since the edge boxes, NOTES step 35; &p.ta before)
+    forms = [[pad + "kg_tma(sa, %s, k0, m0, ab, full);" % m,
+              pad + "for (int c = 0; c < BM / 64; c++) kg_tma(sa + c * CHUNK, %s, m0 + 64 * c, k0, ab, full);" % m]
+             for pad, m in ((" " * 14, "ma"), (" " * 12, "&p.ta"))]
+    loads = next((f for f in forms if all(src.count(anchor(x)) == 1 for x in f)), forms[0])
+    for load in loads:
         after(load, ["            if (kg_tr[7] == 0) kg_tr[7] = kg_tr_now();"])
     after("    kg_wg_wait<0>();", ["    if (tid == 128 && local == 0) kg_tr[3] = kg_tr_now();"])
     after("        counters[tile] = 0; /* every other block is through: zero again for the next launch */",
           ["        kg_tr[4] = kg_tr_now();"])
-    end = kernel_line("  if (TMA_STORE && leader) kg_bulk_wait_read<0>();")
+    end = anchor("  if (TMA_STORE && leader) kg_bulk_wait_read<0>();")
     if src.count(end) != 1:
         sys.exit("gemm-trace: the final store wait is not in %s once: update the tool" % SRC)
-    src = src.replace(end, kernel_line("  if (tid == 128) kg_tr[5] = kg_tr_now();") + end)
-    last = kernel_line("  if constexpr (MC) kg_cluster_sync(); /* (the producer's) */") + '    "}\\n";'
+    src = insert_before(src, end, ["  if (tid == 128) kg_tr[5] = kg_tr_now();"])
+    closing = anchor("  if constexpr (MC) kg_cluster_sync(); /* (the producer's) */")
+    last = closing + ('    "}\\n";' if LITERAL else "}\n")
     if src.count(last) != 1:
         sys.exit("gemm-trace: the kernel's end is not in %s once: update the tool" % SRC)
-    src = src.replace(last, kernel_line("  if constexpr (MC) kg_cluster_sync(); /* (the producer's) */") + "".join(
+    src = src.replace(last, closing + "".join(
         kernel_line(x) for x in [
             "  if (tid == 128) {",
             "    kg_tr[6] = kg_tr_now();",
@@ -116,7 +140,7 @@ def patch_source(src, launch, clock=False):
             '      printf("KG_TRACE %u %u %u %llu %llu %llu %llu %llu %llu %llu %llu %lld\\n", kg_tr_launch, blockIdx.x,',
             "             sm, kg_tr[0], kg_tr[1], kg_tr[2], kg_tr[3], kg_tr[4], kg_tr[5], kg_tr[6], kg_tr[7], local);",
             "  }",
-        ]) + '    "}\\n";')
+        ]) + last[len(closing):])
     return src
 
 
@@ -191,9 +215,13 @@ def main(argv):
         argv.remove("--clock")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     root = os.path.abspath(take_option(argv, "--tree", root))
-    if not os.path.isfile(os.path.join(root, SRC)):
-        sys.exit("gemm-trace: --tree %s has no %s" % (root, SRC))
+    global SRC, LITERAL
+    forms = [f for f in FORMS if os.path.isfile(os.path.join(root, f[0]))]
+    if not forms:
+        sys.exit("gemm-trace: --tree %s has neither %s" % (root, " nor ".join(f[0] for f in FORMS)))
+    SRC, LITERAL = forms[0]
     if len(argv) >= 2 and argv[0] == "patch":
+        LITERAL = argv[1].endswith(".c")
         with open(argv[1]) as f:
             src = f.read()
         with open(argv[1], "w") as f:

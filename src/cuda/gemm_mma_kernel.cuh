@@ -1,0 +1,298 @@
+/*
+ * src/cuda/gemm_mma_kernel.cuh - the fixed source of kiln's mma.sync GEMM kernel (f16 / bf16, sm_80
+ * and up; CUDA C++ for NVRTC). Not a header and not compiled on its own: CMake embeds this text into
+ * libkiln as a byte array (kiln_gemm_mma_kernel_src), and kiln__cuda_gemm_mma_source (gemm_mma.c)
+ * puts the structure constants and the prelude in front of it.
+ */
+/* Tiles: a block of 8 warps computes a BM x BN tile of C, walking K in steps of BK through a
+ * STAGES-deep ring of shared-memory stages; warp w owns the WM x WN sub-tile at
+ * (w / 4, w % 4), i.e. MI x NI mma tiles of 16 x 8. */
+constexpr int BM = 128, BN = 128, BK = 32, STAGES = 3, NT = 256;
+constexpr int WM = 64, WN = 32, MI = WM / 16, NI = WN / 8;
+constexpr int TILE = BM * BK; /* elements of one operand in one stage (BN * BK is the same) */
+static_assert(BM == BN && NT == 256 && BK == 32, "the loaders below assume these");
+static_assert(WN == 32, "stochastic rounding: one Philox group per row of a warp's 32 columns");
+/* argument words (kiln__cuda_gemm_mma_prepare): 0 seed, 1 SR stream, 2-4 M N K, 5-8 A B C
+ * bias, 9-15 a_sm a_sk b_sk b_sn c_sm c_sn bias_s (elements), 16-17 alpha beta (f64 bits),
+ * 18 batch count, 19-20 tiles along M and N, 21 ReLU (0 or 1), 22 merged batch axes,
+ * 23 + 4i: batch axis i (size, then the strides of A, B and C). ReLU and the batch rank
+ * are arguments, not structure: they cost no registers, and fewer kernels get compiled. */
+struct kiln_args { kiln_w64 w[23 + 4 * MAXBAX]; };
+
+/* Shared-memory layouts, offsets in elements, swizzled on 16-byte chunks so that the eight
+ * 16-byte rows one ldmatrix reads (and the chunks one cp.async phase writes) fall in
+ * distinct bank groups:
+ *   K-major tile, 128 rows (m or n) of BK = 32 k (64 bytes): chunk k/8 of row r is stored
+ *   at chunk (k/8) ^ ((r/2) % 4);
+ *   MN-major tile, BK rows (k) of 128 (m or n) (256 bytes): chunk r/8 of row k is stored at
+ *   chunk (r/8) ^ (k % 8). */
+__device__ __forceinline__ int kg_off_k(int r, int k) {
+  return r * BK + ((((k >> 3) ^ (r >> 1)) & 3) << 3) + (k & 7);
+}
+__device__ __forceinline__ int kg_off_mn(int k, int r) {
+  return k * BM + (((r >> 3) ^ (k & 7)) << 3) + (r & 7);
+}
+
+/* kg: PTX wrappers */
+__device__ __forceinline__ unsigned kg_smem(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+/* 16 bytes global -> shared, the first `bytes` (0..16) read, the rest zero-filled */
+__device__ __forceinline__ void kg_cp16(unsigned dst, const void *src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+               :: "r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void kg_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void kg_wait() {
+  asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+}
+__device__ __forceinline__ void kg_ldsm(unsigned *r, unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void kg_ldsm_t(unsigned *r, unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+/* d (16 x 8, f32) += a (16 x 16) @ b (16 x 8) */
+__device__ __forceinline__ void kg_mma(float *d, const unsigned *a, const unsigned *b) {
+  if constexpr (BF16)
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32\n"
+        "  {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  else
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32\n"
+        "  {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+/* kg: end of PTX wrappers */
+
+__device__ __forceinline__ float kg_f32(ST h) {
+  if constexpr (BF16) return kiln_bf2f(h); else return kiln_h2f(h);
+}
+/* stochastic rounding of v with the bits of its place (kiln_gemm_sr_bits) */
+__device__ __forceinline__ ST kg_round_sr(float v, unsigned bits) {
+  if constexpr (BF16) return (ST)kiln_f32_to_bf16_sr(v, bits); else return (ST)kiln_f16_sr13_fast(v, bits);
+}
+
+/* One operand tile: element (r, k) of the tile is X[(r0 + r) * s_r + (k0 + k) * s_k] for
+ * r0 + r < R and k0 + k < K, else 0; KMAJ picks the shared layout. */
+
+/* vec: 16-byte cp.async; K-major needs s_k == 1, MN-major s_r == 1. Chunks that run past
+ * the contiguous axis read only what is inside; chunks outside read nothing (zero-fill). */
+template <int KMAJ>
+__device__ __forceinline__ void kg_load_vec(unsigned dst, const ST *X, long long r0, long long R, long long k0,
+                                            long long K, long long s_r, long long s_k, int tid) {
+#pragma unroll
+  for (int i = 0; i < TILE / 8 / NT; i++) {
+    const int q = tid + i * NT;
+    const int r = KMAJ ? q >> 2 : (q & 15) << 3, k = KMAJ ? (q & 3) << 3 : q >> 4;
+    const long long gr = r0 + r, gk = k0 + k;
+    int bytes = 0;
+    const ST *src = X;
+    if (gr < R && gk < K) {
+      const long long left = KMAJ ? K - gk : R - gr;
+      bytes = left >= 8 ? 16 : (int)left * 2;
+      src = KMAJ ? X + gr * s_r + gk : X + gk * s_k + gr;
+    }
+    kg_cp16(dst + 2 * (KMAJ ? kg_off_k(r, k) : kg_off_mn(k, r)), src, bytes);
+  }
+}
+
+/* scalar: any strides; SCAL elements per thread, walked along the shared layout's
+ * contiguous axis (the one the host chose for the smaller stride), fetched into registers
+ * (two per word) before a stage's math and put into shared memory after it. Thread tid
+ * takes, for i = 0 .. SCAL-1, K-major: row tid / 32 + 8 i, k tid % 32; MN-major: row
+ * tid % 128, k tid / 128 + 2 i. */
+constexpr int SCAL = TILE / NT;
+template <int KMAJ>
+__device__ __forceinline__ void kg_fetch(unsigned (&v)[SCAL / 2], const ST *X, long long r0, long long R,
+                                         long long k0, long long K, long long s_r, long long s_k, int tid) {
+  const long long gr = r0 + (KMAJ ? tid >> 5 : tid & 127), gk = k0 + (KMAJ ? tid & 31 : tid >> 7);
+  /* how far the walked axis (r for K-major, k for MN-major) stays inside from this thread's
+   * first element, 0 when its fixed coordinate is outside; element i is at walked offset
+   * (K-major) 8 i or (MN-major) 2 i */
+  const long long left = !(KMAJ ? gk < K : gr < R) ? 0 : KMAJ ? R - gr : K - gk;
+  const int inside = left <= 0 ? 0 : left >= 8 * SCAL ? 8 * SCAL : (int)left;
+  const long long step = KMAJ ? 8 * s_r : 2 * s_k;
+  const ST *x = X + gr * s_r + gk * s_k; /* only dereferenced inside */
+#pragma unroll
+  for (int i = 0; i < SCAL; i++, x += step) {
+    const unsigned e = (KMAJ ? 8 * i : 2 * i) < inside ? (unsigned)*x : 0u;
+    if (i & 1) v[i >> 1] |= e << 16; else v[i >> 1] = e;
+  }
+}
+/* The swizzle of K-major row r depends on (r / 2) % 4, unchanged by r += 8; that of
+ * MN-major row k on k % 8, unchanged by k += 8: so the offsets are a few per-thread bases
+ * plus constants. */
+template <int KMAJ>
+__device__ __forceinline__ void kg_put(ST *tile, const unsigned (&v)[SCAL / 2], int tid) {
+#pragma unroll
+  for (int i = 0; i < SCAL; i++) {
+    const ST e = (ST)(v[i >> 1] >> (16 * (i & 1)));
+    if constexpr (KMAJ) tile[kg_off_k(tid >> 5, tid & 31) + i * 8 * BK] = e;
+    else tile[kg_off_mn((tid >> 7) + 2 * (i & 3), tid & 127) + (i >> 2) * 8 * BM] = e;
+  }
+}
+
+/* The warp's MI x NI mma tiles over one stage (BK = two k16 steps). Fragments by ldmatrix:
+ * A (16 x 16) as 4 8x8 matrices (m 0-7 | 8-15) x (k 0-7 | 8-15), B as 2 n8 tiles of
+ * (k 0-7 | 8-15); .trans where the shared tile is MN-major. */
+__device__ __forceinline__ void kg_stage(float (&acc)[MI][NI][4], unsigned sa, unsigned sb, int wm, int wn,
+                                         int lane) {
+  const int j = lane >> 3, l7 = lane & 7;
+#pragma unroll
+  for (int kk = 0; kk < BK; kk += 16) {
+    unsigned af[MI][4], bf[NI][2];
+#pragma unroll
+    for (int i = 0; i < MI; i++) {
+      const int m = wm * WM + i * 16;
+      if constexpr (A_KMAJ)
+        kg_ldsm(af[i], sa + 2 * kg_off_k(m + (lane & 15), kk + ((lane >> 4) << 3)));
+      else
+        kg_ldsm_t(af[i], sa + 2 * kg_off_mn(kk + l7 + ((j >> 1) << 3), m + ((j & 1) << 3)));
+    }
+#pragma unroll
+    for (int p = 0; p < NI / 2; p++) {
+      const int n = wn * WN + p * 16;
+      unsigned t[4];
+      if constexpr (B_KMAJ)
+        kg_ldsm(t, sb + 2 * kg_off_k(n + l7 + ((j >> 1) << 3), kk + ((j & 1) << 3)));
+      else
+        kg_ldsm_t(t, sb + 2 * kg_off_mn(kk + l7 + ((j & 1) << 3), n + ((j >> 1) << 3)));
+      bf[2 * p][0] = t[0];
+      bf[2 * p][1] = t[1];
+      bf[2 * p + 1][0] = t[2];
+      bf[2 * p + 1][1] = t[3];
+    }
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+#pragma unroll
+      for (int q = 0; q < NI; q++) kg_mma(acc[i][q], af[i], bf[q]);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(NT, 2) kiln_gemm_mma(const __grid_constant__ kiln_args p) {
+  /* stage s: A at s * 2 * TILE, B at s * 2 * TILE + TILE */
+  __shared__ __align__(128) ST smem[STAGES * 2 * TILE];
+  kg_grid_dep();
+  KG_TILE_ARGS(p);
+  const int tiles_m = (int)p.w[19], tiles_n = (int)p.w[20];
+  const bool relu = p.w[21] != 0;
+  (void)bias; (void)bias_s; (void)beta;
+
+  int tm, tn;
+  kg_tile((int)blockIdx.x, tiles_m, tiles_n, &tm, &tn);
+  const long long m0 = (long long)tm * BM, n0 = (long long)tn * BN;
+
+  const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 2, wn = warp & 3;
+  const int KT = (int)((K + BK - 1) / BK);
+  const unsigned s0 = kg_smem(smem);
+
+  for (long long bi = blockIdx.y; bi < NB; bi += gridDim.y) {
+    long long oa, ob, oc;
+    kg_batch(p.w, bi, &oa, &ob, &oc);
+    const ST *A = A0 + oa;
+    const ST *B = B0 + ob;
+    ST *C = C0 + oc;
+
+    float acc[MI][NI][4];
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+#pragma unroll
+      for (int q = 0; q < NI; q++)
+#pragma unroll
+        for (int r = 0; r < 4; r++) acc[i][q][r] = 0.0f;
+    unsigned ra[SCAL / 2], rb[SCAL / 2]; /* the scalar loads in flight (unused, and dropped, for vec) */
+    (void)ra; (void)rb;
+
+    /* prologue: stages 0 .. STAGES-2 in flight (one commit group each, maybe empty) */
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+      if (s < KT) {
+        const long long k0 = (long long)s * BK;
+        const int sa = s * 2 * TILE, sb = sa + TILE; /* element offsets of the stage's A and B */
+        if constexpr (A_VEC) {
+          kg_load_vec<A_KMAJ>(s0 + 2 * sa, A, m0, M, k0, K, a_sm, a_sk, tid);
+        } else {
+          kg_fetch<A_KMAJ>(ra, A, m0, M, k0, K, a_sm, a_sk, tid);
+          kg_put<A_KMAJ>(smem + sa, ra, tid);
+        }
+        if constexpr (B_VEC) {
+          kg_load_vec<B_KMAJ>(s0 + 2 * sb, B, n0, N, k0, K, b_sn, b_sk, tid);
+        } else {
+          kg_fetch<B_KMAJ>(rb, B, n0, N, k0, K, b_sn, b_sk, tid);
+          kg_put<B_KMAJ>(smem + sb, rb, tid);
+        }
+      }
+      kg_commit();
+    }
+
+    /* main loop: wait for stage kt, start stage kt + STAGES-1 into the slot that stage
+     * kt-1 used (everyone is past it: the barrier), compute stage kt */
+    for (int kt = 0; kt < KT; kt++) {
+      kg_wait<STAGES - 2>();
+      __syncthreads();
+      const int nk = kt + STAGES - 1, na = (nk % STAGES) * 2 * TILE, nb = na + TILE;
+      const bool more = nk < KT;
+      if (more) {
+        const long long k0 = (long long)nk * BK;
+        if constexpr (A_VEC) kg_load_vec<A_KMAJ>(s0 + 2 * na, A, m0, M, k0, K, a_sm, a_sk, tid);
+        else kg_fetch<A_KMAJ>(ra, A, m0, M, k0, K, a_sm, a_sk, tid);
+        if constexpr (B_VEC) kg_load_vec<B_KMAJ>(s0 + 2 * nb, B, n0, N, k0, K, b_sn, b_sk, tid);
+        else kg_fetch<B_KMAJ>(rb, B, n0, N, k0, K, b_sn, b_sk, tid);
+      }
+      kg_commit();
+      const int ca = (kt % STAGES) * 2 * TILE;
+      kg_stage(acc, s0 + 2 * ca, s0 + 2 * (ca + TILE), wm, wn, lane);
+      if (more) {
+        if constexpr (!A_VEC) kg_put<A_KMAJ>(smem + na, ra, tid);
+        if constexpr (!B_VEC) kg_put<B_KMAJ>(smem + nb, rb, tid);
+      }
+    }
+    kg_wait<0>();
+    __syncthreads(); /* the next batch's prologue refills the stages */
+
+    /* epilogue from the accumulators: acc[i][q][2h + e] is C[m][n], m = row g (+ 8 for
+     * h = 1) of mma tile i, n = column 2 * (lane % 4) + e of n8 tile q */
+    const int g = lane >> 2, t4 = lane & 3;
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const long long m = m0 + wm * WM + i * 16 + g + h * 8;
+        if (m >= M) continue;
+        /* SR: this row's group of the warp's 32 columns (n0 + wn * WN is a multiple of 32):
+         * column 2 t4 + e of n8 tile q takes half e of word q */
+        kiln_philox4 sr = {};
+        if constexpr (SR)
+          sr = kiln_philox4x32_r(p.w[0], p.w[1], kiln_gemm_sr_counter((kiln_w64)(bi * M + m), (kiln_w64)(n0 + wn * WN + t4 * 2), (kiln_w64)N), KILN_GEMM_SR_ROUNDS);
+#pragma unroll
+        for (int q = 0; q < NI; q++) {
+          const long long n = n0 + wn * WN + q * 8 + t4 * 2;
+          if (n >= N) continue;
+          ST o[2];
+#pragma unroll
+          for (int e = 0; e < 2; e++) {
+            if (e == 1 && n + 1 >= N) break;
+            float v = alpha * acc[i][q][2 * h + e];
+            if constexpr (HAS_BIAS) v = v + kg_f32(bias[(n + e) * bias_s]);
+            if (relu) v = v < 0.0f ? 0.0f : v;
+            if constexpr (HAS_BETA) v = v + beta * kg_f32(C[m * c_sm + (n + e) * c_sn]);
+            if constexpr (SR) {
+              o[e] = kg_round_sr(v, e ? (sr.v[q] & 0xFFFF0000u) : (sr.v[q] << 16));
+            } else {
+              o[e] = BF16 ? (ST)kiln_f32_to_bf16_rn(v) : kiln_f2h(v);
+            }
+          }
+          ST *dst = C + m * c_sm + n * c_sn;
+          if (C_PAIR && n + 1 < N) {
+            *(unsigned *)dst = (unsigned)o[0] | ((unsigned)o[1] << 16);
+          } else {
+            dst[0] = o[0];
+            if (n + 1 < N) dst[c_sn] = o[1];
+          }
+        }
+      }
+  }
+}
