@@ -19,12 +19,13 @@ launches' neighbours wait, so the report shows a launch on an otherwise idle GPU
 overlap with the next.
 
   python3 tools/gemm-trace.py run "fc4096 fprop" ["fc9216 fprop" | 128x4096x1024 ...] [--dtype f16]
+                                 [--epilogue bias,relu,sr]
                                  [--launch 1000] [--clock] [--tree DIR]
   python3 tools/gemm-trace.py patch FILE [--launch 1000] [--clock]  (the source edit alone)
   python3 tools/gemm-trace.py report LOG [--pairs] [--clock]         (the summary of a saved log)
 
 A case is a name from the gemm table (`kiln-bench gemm --only`) or a shape MxNxK (`kiln-bench
-gemm-one`, A (M, K) @ B (K, N)). --clock stamps the SM's clock64 instead of the global timer: each
+gemm-one`, A (M, K) @ B (K, N); --epilogue adds gemm-one's epilogue to the shapes). --clock stamps the SM's clock64 instead of the global timer: each
 block's phases are then counted in its own SM's cycles from its own entry (cycles compare with
 tools/ring-rate.cu's; blocks on different SMs do not compare with each other), and the report adds
 the first item's cycles from the end of set-up (the producer's first load) to the mainloop's end.
@@ -232,6 +233,7 @@ def main(argv):
             return report(f.readlines(), pairs="--pairs" in argv, clock=clock)
     if len(argv) >= 2 and argv[0] == "run":
         dtype = take_option(argv, "--dtype", "f16")
+        epilogue = take_option(argv, "--epilogue", None)
         work = "/tmp/kiln-gemm-trace"
         shutil.rmtree(work, ignore_errors=True)
         shutil.copytree(root, work, ignore=shutil.ignore_patterns("build*", ".venv", ".git"))
@@ -243,11 +245,14 @@ def main(argv):
         build = os.path.join(work, "build-trace")
         subprocess.run(["cmake", "-S", work, "-B", build, "-DKILN_CUDA=ON", "-DKILN_CUDA_ARCH=90a"], check=True,
                        stdout=subprocess.DEVNULL)
-        subprocess.run(["cmake", "--build", build, "-j", str(os.cpu_count() or 4)], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(["cmake", "--build", build, "-j", str(os.cpu_count() or 4), "--target", "kiln", "kiln-bench"],
+                       check=True, stdout=subprocess.DEVNULL)
         status = 0
         for case in argv[1:]:
             shape = re.fullmatch(r"\d+x\d+x\d+", case)
             cmd = ["gemm-one", case, "--dtype", dtype] if shape else ["gemm", "--dtype", dtype, "--only", case]
+            if shape and epilogue:
+                cmd += ["--epilogue", epilogue]
             r = subprocess.run([os.path.join(build, "kiln-bench")] + cmd,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             lines = r.stdout.splitlines()
