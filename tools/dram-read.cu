@@ -138,7 +138,8 @@ static int run_case(const Plan &pl, int sms)
     w.stage_bytes = w.b_bytes + (unsigned)pl.a_rows * 128u;
     const int fit = (int)((220u * 1024u) / w.stage_bytes);
     w.stages = pl.stages > 0 && pl.stages < fit ? pl.stages : fit;
-    const int grid = pl.flat ? (pl.blocks > 0 ? pl.blocks : sms) : (w.items < (pl.blocks > 0 ? pl.blocks : sms) ? w.items : (pl.blocks > 0 ? pl.blocks : sms));
+    const int cap = pl.blocks > 0 ? pl.blocks : sms; /* flat: every block a share; items: at most one block an item */
+    const int grid = pl.flat || w.items > cap ? cap : w.items;
     const size_t b_size = (size_t)pl.K * pl.N * 2, a_size = (size_t)128 * pl.K * 2;
     void *b = nullptr, *a = nullptr;
     if (cudaMalloc(&b, b_size) != cudaSuccess || cudaMalloc(&a, a_size) != cudaSuccess) {

@@ -25,10 +25,11 @@ overlap with the next.
   python3 tools/gemm-trace.py report LOG [--pairs] [--clock]         (the summary of a saved log)
 
 A case is a name from the gemm table (`kiln-bench gemm --only`) or a shape MxNxK (`kiln-bench
-gemm-one`, A (M, K) @ B (K, N); --epilogue adds gemm-one's epilogue to the shapes). --clock stamps the SM's clock64 instead of the global timer: each
-block's phases are then counted in its own SM's cycles from its own entry (cycles compare with
-tools/ring-rate.cu's; blocks on different SMs do not compare with each other), and the report adds
-the first item's cycles from the end of set-up (the producer's first load) to the mainloop's end.
+gemm-one`, A (M, K) @ B (K, N); --epilogue gives the shapes gemm-one's epilogue, and takes only
+shapes). --clock stamps the SM's clock64 instead of the global timer: each block's phases are
+then counted in its own SM's cycles from its own entry (cycles compare with tools/ring-rate.cu's;
+blocks on different SMs do not compare with each other), and the report adds the first item's cycles
+from the end of set-up (the producer's first load) to the mainloop's end.
 Phases bound by memory take more cycles at a higher SM clock, and the clock moves between runs
 (1 275-1 980 MHz on the H100): compare cycles of phases that wait on memory only within one run.
 --tree DIR traces another source tree (a `git archive` of a branch, say) with this tool's patch.
@@ -73,7 +74,7 @@ def insert_before(src, key, lines):
 
 def patch_source(src, launch, clock=False):
     """The kernel source with the stamps (global timer ns, or with clock SM cycles); fails loudly
-    where gemm_wgmma.c has moved on."""
+    where the kernel's source has moved on."""
     def after(line, lines):
         nonlocal src
         old = anchor(line)
@@ -222,7 +223,7 @@ def main(argv):
         sys.exit("gemm-trace: --tree %s has neither %s" % (root, " nor ".join(f[0] for f in FORMS)))
     SRC, LITERAL = forms[0]
     if len(argv) >= 2 and argv[0] == "patch":
-        LITERAL = argv[1].endswith(".c")
+        SRC, LITERAL = argv[1], argv[1].endswith(".c")
         with open(argv[1]) as f:
             src = f.read()
         with open(argv[1], "w") as f:
@@ -234,6 +235,9 @@ def main(argv):
     if len(argv) >= 2 and argv[0] == "run":
         dtype = take_option(argv, "--dtype", "f16")
         epilogue = take_option(argv, "--epilogue", None)
+        named = [c for c in argv[1:] if not re.fullmatch(r"\d+x\d+x\d+", c)]
+        if epilogue and named:
+            sys.exit("gemm-trace: --epilogue takes shapes MxNxK only, not the gemm table's %r" % named[0])
         work = "/tmp/kiln-gemm-trace"
         shutil.rmtree(work, ignore_errors=True)
         shutil.copytree(root, work, ignore=shutil.ignore_patterns("build*", ".venv", ".git"))
