@@ -53,6 +53,9 @@ static_assert(!KP || KP1 || STAGES % 2 == 0, "k pairs: each stage always goes to
  * own); ping-pong from the registers or with f32 C (whose 2 KiB would cost the ring a stage)
  * and k pairs keep the per-column loads */
 constexpr bool BIAS_SMEM = HAS_BIAS && !KP && (!PP || (TMA_STORE && !TF32));
+/* 64-row tiles (one consumer, or k pairs) read their bias into registers at the item's start
+ * instead (BN / 4 of them: 16 or 32 beside 32 or 64 accumulators) */
+constexpr bool BIAS_EARLY = HAS_BIAS && KP;
 /* Stochastic rounding in the unsplit staged epilogue: the rare groups' values stashed
  * (predicated local stores) and rounded again once the tile's groups are through
  * (kg_stage_fix), so the groups are one straight line, their test one compare an element
@@ -909,6 +912,22 @@ extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid
         if (n + 1 < N) bias_mine |= (unsigned)__ldg(bias + (n + 1) * bs) << 16;
       }
     }
+    /* BIAS_EARLY (64-row tiles, which stage no bias): the tile's bias read into registers at the
+     * item's start, so that its loads land under the mainloop, not in the epilogue's tail (the
+     * first group's loads from the epilogue cost fc9216 fprop's 64 x 64 tiles 0.55-0.65 us of a
+     * ~29 us launch, H100, bench/NOTES.md step 41); the TMA-store form of the loads where C is
+     * staged (kg_bias_group_staged), the bounds-tested one elsewhere */
+    float bias_early[BIAS_EARLY ? BN / 32 : 1][8];
+    if constexpr (BIAS_EARLY) {
+      const long long nbe = (long long)tn * BN + 2 * (lane & 3);
+#pragma unroll
+      for (int J = 0; J < BN / 32; J++) {
+        if constexpr (TMA_STORE)
+          kg_bias_group_staged(p, kg_epi_of(p), nbe + 32 * J, bias_early[J]);
+        else
+          kg_bias_group(p, nbe + 32 * J, bias_early[J]);
+      }
+    }
     /* the cooperative kernel's accumulators start at the item's first wgmma (scale-d 0: its
      * sums alone), not at zeros moved in (64 instructions a thread and tile: K = 128 updates
      * with SR 2-4 % faster); ping-pong's at zeros (its plain f16 updates were 1.6-4.4 %
@@ -1298,7 +1317,7 @@ extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid
          * unrolled form schedules them itself; there, loading ahead spills); both rows'
          * random words come before the group's math and stores */
         float bv[8] = {};
-        if constexpr (HAS_BIAS && SR && !BIAS_SMEM) kg_bias_group_staged(p, ep, nb, bv);
+        if constexpr (HAS_BIAS && SR && !BIAS_SMEM && !BIAS_EARLY) kg_bias_group_staged(p, ep, nb, bv);
         const long long mr = m0 + (PP ? rb : cw) * 64;
         const kiln_w64 sc0 = SR ? kg_sr_ctr(p, bi, mr, nb) : 0, sc1 = SR ? kg_sr_ctr(p, bi, mr + 8, nb) : 0;
         /* SR: bit J, group J needs the exact rounding, its values in stash[4 J ..] */
@@ -1309,6 +1328,9 @@ extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid
           float bnext[8] = {};
           if constexpr (BIAS_SMEM) {
             kg_bias_group_smem(bsm, J, lane, bv);
+          } else if constexpr (BIAS_EARLY) {
+#pragma unroll
+            for (int i = 0; i < 8; i++) bv[i] = bias_early[J][i];
           } else if constexpr (HAS_BIAS && SR) {
             if (J + 1 < BN / 32) kg_bias_group_staged(p, ep, nb + 32 * (J + 1), bnext);
           } else if constexpr (HAS_BIAS) {
@@ -1353,12 +1375,15 @@ extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid
       for (int rb = 0; rb < RB; rb++) {
         float *a = acc + rb * NACC;
         float bv[8] = {};
-        if constexpr (HAS_BIAS && SR && !BIAS_SMEM) kg_bias_group(p, nb, bv);
+        if constexpr (HAS_BIAS && SR && !BIAS_SMEM && !BIAS_EARLY) kg_bias_group(p, nb, bv);
 #pragma unroll REG_UNROLL
         for (int J = 0; J < BN / 32; J++) {
           float bnext[8] = {};
           if constexpr (BIAS_SMEM) {
             kg_bias_group_smem(bsm, J, lane, bv);
+          } else if constexpr (BIAS_EARLY) {
+#pragma unroll
+            for (int i = 0; i < 8; i++) bv[i] = bias_early[J][i];
           } else if constexpr (HAS_BIAS && SR) {
             if (J + 1 < BN / 32) kg_bias_group(p, nb + 32 * (J + 1), bnext);
           } else if constexpr (HAS_BIAS) {
