@@ -1429,6 +1429,16 @@ int main(void)
         {.dt = 0, .M = 70, .N = 200, .K = 330, .nb = 1, .alpha = 2.0, .bias = 1, .relu = 1, .sms = 2, .kpair = 3},
         {.dt = 2, .M = 130, .N = 136, .K = 300, .nb = 1, .tb = 1, .pad = 4, .alpha = 1.0, .bias = 1, .sms = 3,
          .tma_store = 1, .kpair = 3},
+        /* stochastic rounding's words made at the item's start (one item a block, EARLY_SR): one
+         * consumer's 64-row tiles 128 wide and the cooperative 128 x 128 tiles, the whole
+         * epilogue with exact SR bits; then the latter with two items a block (words in the
+         * epilogue): the same bits */
+        {.dt = 0, .M = 130, .N = 320, .K = 1000, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 16,
+         .tma_store = 1, .exact = 1, .kpair = 3, .bn = 128},
+        {.dt = 1, .M = 200, .N = 256, .K = 520, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 8,
+         .tma_store = 1, .exact = 1, .bn = 128},
+        {.dt = 1, .M = 200, .N = 256, .K = 520, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 2,
+         .tma_store = 1, .exact = 1, .same_bits = 1, .bn = 128},
         /* k pairs with an odd slice count (13) on random (inexact) inputs: one block running all
          * twelve tiles, so that the consumers' parities swap from tile to tile, then a block a
          * tile (every tile starting at an even ring position): the same bits */
@@ -1818,6 +1828,23 @@ int main(void)
             rule_tf32(deep_shapes[i][0], deep_shapes[i][1], deep_shapes[i][2], 0, &l);
             CHECK_INT(l.cfg.tma_store, (int)deep_shapes[i][3]);
             if (deep_shapes[i][3]) CHECK_INT(l.cfg.bn, deep_shapes[i][0] <= 1024 ? 64 : 128);
+        }
+    }
+    /* stochastic rounding's words made at the item's start where each block has one item
+     * (bench/NOTES.md step 41): fc9216 fprop (64-row tiles) and bprop (128 x 128 tiles on 72
+     * blocks); not on a square (several items a block), a split launch (fc1000 fprop), 256-wide
+     * tiles (fc25088 bprop) or without SR */
+    {
+        static const int64_t es_shapes[][6] = {{128, 4096, 9216, 0, 1, 1}, {128, 9216, 4096, 1, 1, 1},
+                                               {4096, 4096, 4096, 0, 1, 0}, {128, 1000, 4096, 0, 0, 0},
+                                               {128, 25088, 4096, 0, 1, 0}};
+        for (size_t i = 0; i < sizeof es_shapes / sizeof es_shapes[0]; i++) {
+            kiln_gemm_wgmma_launch l;
+            const int64_t *e = es_shapes[i];
+            rule_sched(e[0], e[1], e[2], (int)e[3], (int)e[4], 1, &l);
+            CHECK_INT(l.cfg.early_sr, (int)e[5]);
+            rule_sched(e[0], e[1], e[2], (int)e[3], (int)e[4], 0, &l);
+            CHECK_INT(l.cfg.early_sr, 0);
         }
     }
     /* every plan fits a block's 227 KiB of shared memory: f16, bf16 and tf32 (K-major A and B),

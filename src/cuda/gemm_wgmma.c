@@ -189,6 +189,8 @@ void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
     /* BHINT: B's loads carry an evict_first L2 policy (kg_tma_b) */
     kiln__sbuf_printf(b, "constexpr int BHINT = %d;\n", c->bhint ? 1 : 0);
     kiln__sbuf_printf(b, "constexpr int CHINT = %d;\n", c->chint);
+    /* EARLY_SR: the tile's random words at the item's start (kg: the consumer's item loop) */
+    kiln__sbuf_printf(b, "constexpr int EARLY_SR = %d;\n", c->early_sr ? 1 : 0);
     kiln__sbuf_printf(b,
                       "constexpr int SR_UNROLL = %d, CBUFS = %d, CLUSTER = %d, SLICE_SUM = %d, MC = %d, KP = %d, KP1 = %d;\n",
                       c->sr_unroll > 1 ? c->sr_unroll : 1, c->cbufs > 1 ? 2 : 1, c->cluster ? 1 : 0,
@@ -867,6 +869,13 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     }
     forced_grid(l, items, sm_count, opts ? opts->grid : 0);
     l->cooperative = c->slice_sum;
+    /* The SR words at the item's start where each block has one item (the fc fprop / bprop
+     * shapes): there the epilogue is the launch's tail, and the words made while the first
+     * stage lands (1.3-2 us after entry on the H100) leave it (bench/NOTES.md step 41: SR added
+     * 0.5 / 1.1 us to fc9216 fprop's / bprop's tail). Not where blocks have several items (the
+     * squares, the updates: there v19c's words under the mainloop cost more than they saved) */
+    c->early_sr = c->sr && c->tma_store && !c->pingpong && !c->mcast && !c->cluster && !c->slice_sum &&
+                  c->kpair != 1 && splits == 1 && c->bn <= 128 && l->tiles <= (int64_t)l->grid;
     l->threads = THREADS;
     l->smem = smem_for(c);
     item_divisors(l);

@@ -928,6 +928,20 @@ extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid
           kg_bias_group(p, nbe + 32 * J, bias_early[J]);
       }
     }
+    /* EARLY_SR (the host's rule: one item a block, unsplit, staged, at most 128 wide): both rows'
+     * random words of every group of this thread (kg_stage_group's `pre`), made while the item's
+     * first stage is on its way instead of in the epilogue, the launch's tail */
+    kiln_philox4 sr_early[EARLY_SR ? 2 * (BN / 32) : 1];
+    if constexpr (EARLY_SR) {
+      const long long mre = (long long)tm * BM + cw * 64 + warp * 16 + (lane >> 2);
+      const long long nbe = (long long)tn * BN + 2 * (lane & 3);
+      const kiln_w64 s0 = kg_sr_ctr(p, bi, mre, nbe), s1 = kg_sr_ctr(p, bi, mre + 8, nbe);
+#pragma unroll
+      for (int J = 0; J < BN / 32; J++) {
+        sr_early[2 * J] = kg_philox_sr(p, s0 + 4 * J);
+        sr_early[2 * J + 1] = kg_philox_sr(p, s1 + 4 * J);
+      }
+    }
     /* the cooperative kernel's accumulators start at the item's first wgmma (scale-d 0: its
      * sums alone), not at zeros moved in (64 instructions a thread and tile: K = 128 updates
      * with SR 2-4 % faster); ping-pong's at zeros (its plain f16 updates were 1.6-4.4 %
@@ -1337,7 +1351,8 @@ extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid
             kg_bias_group_staged(p, ep, nb + 32 * J, bv);
           }
           if (kg_stage_group(p, ep, bi, mr, nb + 32 * J, sc0 + 4 * J, sc1 + 4 * J, a, bv,
-                             cs + rb * (BN / CBOX) * 8192, r0, J, lane, SR_STASH ? stash + 4 * J : nullptr))
+                             cs + rb * (BN / CBOX) * 8192, r0, J, lane, SR_STASH ? stash + 4 * J : nullptr,
+                             EARLY_SR ? sr_early + 2 * J : nullptr))
             rare |= 1u << J;
 #pragma unroll
           for (int i = 0; i < NACC - 16; i++) a[i] = a[i + 16];
