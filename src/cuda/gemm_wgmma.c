@@ -869,13 +869,15 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     }
     forced_grid(l, items, sm_count, opts ? opts->grid : 0);
     l->cooperative = c->slice_sum;
-    /* The SR words at the item's start where each block has one item (the fc fprop / bprop
-     * shapes): there the epilogue is the launch's tail, and the words made while the first
-     * stage lands (1.3-2 us after entry on the H100) leave it (bench/NOTES.md step 41: SR added
-     * 0.5 / 1.1 us to fc9216 fprop's / bprop's tail). Not where blocks have several items (the
-     * squares, the updates: there v19c's words under the mainloop cost more than they saved) */
-    c->early_sr = c->sr && c->tma_store && !c->pingpong && !c->mcast && !c->cluster && !c->slice_sum &&
-                  c->kpair != 1 && splits == 1 && c->bn <= 128 && l->tiles <= (int64_t)l->grid;
+    /* The SR words at the item's start where each block has one item on the cooperative tiles
+     * (fc bprop): there the epilogue is the launch's tail, and the words made while the first
+     * stage lands leave it (H100, bench/NOTES.md step 42: fc9216 bprop's full epilogue 6-6.3 %
+     * -> 3.6-4.5 %). Not on 64-row tiles (fc fprop): with the bias in registers there
+     * (BIAS_EARLY) the words early made the full epilogue 7-15 % against 4-6 %, and without it
+     * 2-5 %; not where blocks have several items (the squares, the updates: there v19c's words
+     * under the mainloop cost more than they saved) */
+    c->early_sr = c->sr && c->tma_store && !c->pingpong && !c->mcast && !c->cluster && !c->slice_sum && c->kpair == 0 &&
+                  splits == 1 && c->bn <= 128 && l->tiles <= (int64_t)l->grid;
     l->threads = THREADS;
     l->smem = smem_for(c);
     item_divisors(l);

@@ -928,7 +928,7 @@ extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid
           kg_bias_group(p, nbe + 32 * J, bias_early[J]);
       }
     }
-    /* EARLY_SR (the host's rule: one item a block, unsplit, staged, at most 128 wide): both rows'
+    /* EARLY_SR (the host's rule: one item a block, unsplit, staged, cooperative, at most 128 wide): both rows'
      * random words of every group of this thread (kg_stage_group's `pre`), made while the item's
      * first stage is on its way instead of in the epilogue, the launch's tail */
     kiln_philox4 sr_early[EARLY_SR ? 2 * (BN / 32) : 1];
