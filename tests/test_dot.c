@@ -266,6 +266,13 @@ static int run_case(const gcase *g)
     int64_t nbatch = 1;
     for (int i = 0; i < nbc; i++) nbatch *= bc[i];
     const double u = unit_roundoff(g->dt), r = out_rounding(g->dt);
+    /* cuBLASLt (KILN_GEMM=vendor) with beta != 0 on a 16-bit C: on the H100 (cuBLASLt 13, make
+     * test-gpu of 2026-11-27, KILN_TEST_SEED=15416252953437456867) one element of f16 136 x 200
+     * x 72, beta 1, came back 0.87 of C's ulp from the exact value, one ulp from the correctly
+     * rounded one, as when alpha A B is rounded to C's type before beta C is added: that
+     * rounding, at the product's magnitude, is allowed there as well (kiln's own engines round
+     * once, and keep the tighter bound) */
+    const int product_rounded = strstr(engine_name, "KILN_GEMM=vendor") && g->beta != 0.0 && r > 0.0;
     int bad = 0;
     for (int64_t b = 0; b < nbatch; b++) {
         /* batch multi-index -> A's and B's batch offsets (broadcast) */
@@ -301,6 +308,7 @@ static int run_case(const gcase *g)
                     bound += fabs(bv);
                 }
                 if (g->relu && t < 0) t = 0;
+                if (product_rounded) bound += fabs((double)t);
                 int64_t ci = (b * M + m) * N + n;
                 if (g->beta != 0.0) {
                     t += (long double)g->beta * c0[ci];
