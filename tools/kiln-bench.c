@@ -1170,104 +1170,7 @@ static kiln_status run_gemm_sweep(bench *b)
 
 /* ---- gemm A/B ------------------------------------------------------------------------------ */
 
-/* kiln-bench gemm-ab VAR=v1,v2,... (CUDA): an A/B test of one environment setting of kiln's
- * own GEMM kernels (KILN_GEMM_PDL=0,1; KILN_WGMMA_BN=128,256; ...) on the gemm cases (--only
- * filters; first --dtype, default f16): per case cuBLASLt and KILN_GEMM=own with each value
- * timed interleaved (il_time), so that all meet the same clocks and power; per value the
- * median over the rounds (ms), own/vendor, and the time against the first value's. Each
- * value's first run is checked like the gemm table's. */
-enum { AB_MAX_VALUES = IL_MAX_WAYS - 1 };
-
-/* il_set_fn of gemm-ab: way 0 cuBLASLt, way v + 1 kiln's kernels with var = values[v] */
-typedef struct ab_ways {
-    const char *var;
-    char **values;
-} ab_ways;
-
-static void ab_set(int i, void *arg)
-{
-    const ab_ways *w = arg;
-    setenv("KILN_GEMM", i ? "own" : "vendor", 1);
-    if (i) setenv(w->var, w->values[i - 1], 1);
-}
-
-static kiln_status run_gemm_ab(bench *b, const char *spec)
-{
-    char var[64], list[256], *values[AB_MAX_VALUES];
-    const char *eq = strchr(spec, '=');
-    int nv = 0;
-    if (!eq || eq == spec || (size_t)(eq - spec) >= sizeof var || strlen(eq + 1) >= sizeof list) {
-        fprintf(stderr, "kiln-bench: gemm-ab: '%s' is not VAR=value,value,...\n", spec);
-        return KILN_ERR_ARG;
-    }
-    snprintf(var, sizeof var, "%.*s", (int)(eq - spec), spec);
-    snprintf(list, sizeof list, "%s", eq + 1);
-    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (nv == AB_MAX_VALUES) {
-            fprintf(stderr, "kiln-bench: gemm-ab: more than %d values in '%s'\n", AB_MAX_VALUES, spec);
-            return KILN_ERR_ARG;
-        }
-        values[nv++] = tok;
-    }
-    if (nv < 2) {
-        fprintf(stderr, "kiln-bench: gemm-ab: '%s' names fewer than two values\n", spec);
-        return KILN_ERR_ARG;
-    }
-    if (kiln_ctx_device(b->ctx) != KILN_DEVICE_CUDA) {
-        printf("gemm-ab: needs a CUDA device (kiln's GEMM kernels): nothing to time on %s\n",
-               kiln_ctx_backend_name(b->ctx));
-        return KILN_OK;
-    }
-    kiln_status st = KILN_OK;
-    kiln_dtype dt = b->dtypes_given ? b->dtypes[0] : KILN_DTYPE_F16;
-    int quick = b->quick;
-    b->quick = 1;
-    printf("\ngemm-ab (%s): cuBLASLt and %s's values over %d interleaved rounds; per value: median ms over the "
-           "rounds, own/vendor, time / first value's time\n",
-           kiln_dtype_name(dt), var, IL_ROUNDS);
-    const gemm_case *cases = b->shapes ? b->shapes : gpu_cases;
-    const size_t ncases = b->shapes ? b->nshapes : sizeof gpu_cases / sizeof gpu_cases[0];
-    for (size_t i = 0; i < ncases && st == KILN_OK; i++) {
-        const gemm_case gcase = gemm_case_as_run(b, dt, &cases[i]), *gc = &gcase;
-        if (b->only && !strstr(gc->name, b->only)) continue;
-        gemm_run g = {0};
-        double vendor = 0.0;
-        b->current = "gemm-ab";
-        TRY(gemm_case_inputs(b, dt, gc, &g, NULL)); /* cuBLASLt is timed in the rounds below */
-        for (int v = 0; v < nv; v++) { /* each value's result, from a poisoned C */
-            double err = 0.0;
-            setenv(var, values[v], 1);
-            TRY(kiln_assign(g.c, kiln_scalar(NAN)));
-            TRY(gemm_run_once(&g));
-            TRY(gemm_check(b, gc, &g, &err));
-            if (!(err <= gemm_tolerance(b, dt))) {
-                printf("  %s %s=%s: check FAILED (error %.1e)\n", gc->name, var, values[v], err);
-                b->fails++;
-            }
-        }
-        TRY(gemm_rotate_b(b, dt, &g));
-        ab_ways w = {var, values};
-        double ms[IL_MAX_WAYS], lo[IL_MAX_WAYS], hi[IL_MAX_WAYS];
-        TRY(il_time(b, &g, IL_ROUNDS, nv + 1, ab_set, &w, ms, lo, hi, NULL));
-        vendor = ms[0];
-        printf("%-15s %" PRId64 "x%" PRId64 "x%" PRId64 "%s: vendor %.4f ms  (rounds %.4f-%.4f)\n", gc->name, gc->m, gc->n,
-               gc->k, gc->trans_b ? " B^T" : "", vendor, lo[0], hi[0]);
-        for (int v = 0; v < nv; v++)
-            printf("    %s=%-10s %8.4f ms  %5.2fx of vendor  %6.3f of the first  (rounds %.4f-%.4f)\n", var, values[v],
-                   ms[v + 1], vendor / ms[v + 1], ms[v + 1] / ms[1], lo[v + 1], hi[v + 1]);
-    done:
-        gemm_run_release(&g);
-        if (st == KILN_OK) st = kiln_mem_release_cached(b->ctx);
-    }
-    unsetenv(var);
-    unsetenv("KILN_GEMM");
-    b->quick = quick;
-    return st;
-}
-
-/* ---- gemm auto --------------------------------------------------------------------------- */
-
-/* The epilogue flags of --epilogue (gemm-one, gemm-auto) */
+/* The epilogue flags of --epilogue (gemm-one, gemm-auto, gemm-ab) */
 enum { ONE_BIAS = 1, ONE_RELU = 2, ONE_SR = 4 };
 
 /* The flags of --epilogue's list (NULL: none) into *flags; 0 (after a message) when it is not
@@ -1292,6 +1195,130 @@ static int parse_epilogue(const char *epilogue, int *flags)
     }
     return 1;
 }
+
+/* The epilogue of --epilogue's flags on g: a random bias over C's gc->n columns (into *bias,
+ * which the caller releases), ReLU, stochastic rounding of the 16-bit C */
+static kiln_status gemm_epilogue_args(bench *b, kiln_dtype dt, const gemm_case *gc, int flags, gemm_run *g,
+                                      kiln_tensor **bias)
+{
+    *bias = NULL;
+    if (flags & ONE_BIAS) {
+        kiln_status st = random_tensor(b, dt, 1, &gc->n, -1.0, 1.0, bias);
+        if (st != KILN_OK) return st;
+        g->args.bias = *bias;
+    }
+    g->args.relu = (flags & ONE_RELU) != 0;
+    if (flags & ONE_SR) g->args.round = KILN_ROUND_STOCHASTIC; /* else the context's: nearest */
+    return KILN_OK;
+}
+
+/* kiln-bench gemm-ab VAR=v1,v2,... [--epilogue bias,relu,sr] (CUDA): an A/B test of one
+ * environment setting of kiln's own GEMM kernels (KILN_GEMM_PDL=0,1; KILN_WGMMA_BN=128,256;
+ * ...) on the gemm cases (--only filters; first --dtype, default f16), plain or with the
+ * epilogue asked for: per case cuBLASLt (KILN_GEMM=vendor: with stochastic rounding its
+ * product and kiln's epilogue pass) and KILN_GEMM=own with each value timed interleaved
+ * (il_time), so that all meet the same clocks and power; per value the median over the rounds
+ * (ms), own/vendor, and the time against the first value's. Each value's first run is checked
+ * like the gemm table's (stochastic rounding: up to twice its tolerance). */
+enum { AB_MAX_VALUES = IL_MAX_WAYS - 1 };
+
+/* il_set_fn of gemm-ab: way 0 cuBLASLt, way v + 1 kiln's kernels with var = values[v] */
+typedef struct ab_ways {
+    const char *var;
+    char **values;
+} ab_ways;
+
+static void ab_set(int i, void *arg)
+{
+    const ab_ways *w = arg;
+    setenv("KILN_GEMM", i ? "own" : "vendor", 1);
+    if (i) setenv(w->var, w->values[i - 1], 1);
+}
+
+static kiln_status run_gemm_ab(bench *b, const char *spec, int flags)
+{
+    char var[64], list[256], *values[AB_MAX_VALUES];
+    const char *eq = strchr(spec, '=');
+    int nv = 0;
+    if (!eq || eq == spec || (size_t)(eq - spec) >= sizeof var || strlen(eq + 1) >= sizeof list) {
+        fprintf(stderr, "kiln-bench: gemm-ab: '%s' is not VAR=value,value,...\n", spec);
+        return KILN_ERR_ARG;
+    }
+    snprintf(var, sizeof var, "%.*s", (int)(eq - spec), spec);
+    snprintf(list, sizeof list, "%s", eq + 1);
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (nv == AB_MAX_VALUES) {
+            fprintf(stderr, "kiln-bench: gemm-ab: more than %d values in '%s'\n", AB_MAX_VALUES, spec);
+            return KILN_ERR_ARG;
+        }
+        values[nv++] = tok;
+    }
+    if (nv < 2) {
+        fprintf(stderr, "kiln-bench: gemm-ab: '%s' names fewer than two values\n", spec);
+        return KILN_ERR_ARG;
+    }
+    const kiln_dtype dt = b->dtypes_given ? b->dtypes[0] : KILN_DTYPE_F16;
+    if ((flags & ONE_SR) && dt != KILN_DTYPE_F16 && dt != KILN_DTYPE_BF16) {
+        fprintf(stderr, "kiln-bench: gemm-ab: --epilogue sr rounds a 16-bit C; --dtype is %s\n", kiln_dtype_name(dt));
+        return KILN_ERR_ARG;
+    }
+    if (kiln_ctx_device(b->ctx) != KILN_DEVICE_CUDA) {
+        printf("gemm-ab: needs a CUDA device (kiln's GEMM kernels): nothing to time on %s\n",
+               kiln_ctx_backend_name(b->ctx));
+        return KILN_OK;
+    }
+    kiln_status st = KILN_OK;
+    const double tol = gemm_tolerance(b, dt) * (flags & ONE_SR ? 2.0 : 1.0);
+    int quick = b->quick;
+    b->quick = 1;
+    printf("\ngemm-ab (%s%s%s%s): cuBLASLt and %s's values over %d interleaved rounds; per value: median ms over the "
+           "rounds, own/vendor, time / first value's time\n",
+           kiln_dtype_name(dt), flags & ONE_BIAS ? " +bias" : "", flags & ONE_RELU ? " +relu" : "",
+           flags & ONE_SR ? " +sr" : "", var, IL_ROUNDS);
+    const gemm_case *cases = b->shapes ? b->shapes : gpu_cases;
+    const size_t ncases = b->shapes ? b->nshapes : sizeof gpu_cases / sizeof gpu_cases[0];
+    for (size_t i = 0; i < ncases && st == KILN_OK; i++) {
+        const gemm_case gcase = gemm_case_as_run(b, dt, &cases[i]), *gc = &gcase;
+        if (b->only && !strstr(gc->name, b->only)) continue;
+        gemm_run g = {0};
+        kiln_tensor *bias = NULL;
+        double vendor = 0.0;
+        b->current = "gemm-ab";
+        TRY(gemm_case_inputs(b, dt, gc, &g, NULL)); /* cuBLASLt is timed in the rounds below */
+        TRY(gemm_epilogue_args(b, dt, gc, flags, &g, &bias));
+        for (int v = 0; v < nv; v++) { /* each value's result, from a poisoned C */
+            double err = 0.0;
+            setenv(var, values[v], 1);
+            TRY(kiln_assign(g.c, kiln_scalar(NAN)));
+            TRY(gemm_run_once(&g));
+            TRY(gemm_check(b, gc, &g, &err));
+            if (!(err <= tol)) {
+                printf("  %s %s=%s: check FAILED (error %.1e)\n", gc->name, var, values[v], err);
+                b->fails++;
+            }
+        }
+        TRY(gemm_rotate_b(b, dt, &g));
+        ab_ways w = {var, values};
+        double ms[IL_MAX_WAYS], lo[IL_MAX_WAYS], hi[IL_MAX_WAYS];
+        TRY(il_time(b, &g, IL_ROUNDS, nv + 1, ab_set, &w, ms, lo, hi, NULL));
+        vendor = ms[0];
+        printf("%-15s %" PRId64 "x%" PRId64 "x%" PRId64 "%s: vendor %.4f ms  (rounds %.4f-%.4f)\n", gc->name, gc->m, gc->n,
+               gc->k, gc->trans_b ? " B^T" : "", vendor, lo[0], hi[0]);
+        for (int v = 0; v < nv; v++)
+            printf("    %s=%-10s %8.4f ms  %5.2fx of vendor  %6.3f of the first  (rounds %.4f-%.4f)\n", var, values[v],
+                   ms[v + 1], vendor / ms[v + 1], ms[v + 1] / ms[1], lo[v + 1], hi[v + 1]);
+    done:
+        gemm_run_release(&g);
+        kiln_tensor_release(bias);
+        if (st == KILN_OK) st = kiln_mem_release_cached(b->ctx);
+    }
+    unsetenv(var);
+    unsetenv("KILN_GEMM");
+    b->quick = quick;
+    return st;
+}
+
+/* ---- gemm auto --------------------------------------------------------------------------- */
 
 /* kiln-bench gemm-auto [--epilogue bias,relu,sr] (CUDA): the dispatch of KILN_GEMM=auto
  * (kiln's default) on deep-learning shapes beyond the issue's list — fully-connected layers
@@ -1361,15 +1388,9 @@ static kiln_status run_gemm_auto(bench *b, int flags)
             gemm_run g = {0};
             kiln_tensor *bias = NULL;
             double ms[3], err = 0.0, tol = gemm_tolerance(b, dt) * (sr ? 2.0 : 1.0);
-            const int64_t n = gc->n;
             b->current = "gemm-auto";
             TRY(gemm_case_inputs(b, dt, gc, &g, NULL));
-            if (bias_on) {
-                TRY(random_tensor(b, dt, 1, &n, -1.0, 1.0, &bias));
-                g.args.bias = bias;
-            }
-            g.args.relu = relu;
-            g.args.round = sr ? KILN_ROUND_STOCHASTIC : KILN_ROUND_NEAREST;
+            TRY(gemm_epilogue_args(b, dt, gc, flags, &g, &bias));
             for (int w = 0; w < 3; w++) { /* each engine's result, from a poisoned C */
                 double e = 0.0;
                 auto_set(w, NULL);
@@ -1570,13 +1591,8 @@ static kiln_status run_gemm_one(bench *b, gemm_case gc, int flags)
     TRY(random_tensor(b, dt, 2, ashape, -1.0, 1.0, &g.a));
     TRY(random_tensor(b, dt, 2, bshape, -1.0, 1.0, &g.b));
     TRY(kiln_tensor_full(b->ctx, dt, 2, cshape, NAN, &g.c));
-    if (bias) {
-        TRY(random_tensor(b, dt, 1, &gc.n, -1.0, 1.0, &bt));
-        g.args.bias = bt;
-    }
-    g.args.relu = relu;
+    TRY(gemm_epilogue_args(b, dt, &gc, flags, &g, &bt));
     g.args.trans_b = gc.trans_b;
-    if (sr) g.args.round = KILN_ROUND_STOCHASTIC;
     TRY(gemm_run_once(&g));
     TRY(gemm_check(b, &gc, &g, &err));
     TRY(gemm_rotate_b(b, dt, &g));
@@ -1746,7 +1762,7 @@ static void usage(FILE *f)
                "          --shapes MxNxK[t],... in place of its list, as for gemm-ab)\n"
                "  gemm-ab VAR=v1,v2,...  (CUDA) kiln's own GEMM with the environment variable VAR at\n"
                "          each value in turn, rounds interleaved, per gemm case (first --dtype; --shapes\n"
-               "          MxNxK[t],... in place of the gemm cases)\n"
+               "          MxNxK[t],... in place of the gemm cases; --epilogue as gemm-one)\n"
                "  gemm-one MxNxK[t]  one GEMM, A (M, K) @ B (K, N) (B stored (N, K) with t), through\n"
                "          the engine KILN_GEMM picks:\n"
                "          a warm-up call, the check, the timed calls (first --dtype, default f16 on a\n"
@@ -1860,8 +1876,8 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (one_epilogue && !one_shape && !do_auto) {
-        fprintf(stderr, "kiln-bench: --epilogue goes with gemm-one or gemm-auto\n");
+    if (one_epilogue && !one_shape && !do_auto && !ab_spec) {
+        fprintf(stderr, "kiln-bench: --epilogue goes with gemm-one, gemm-auto or gemm-ab\n");
         usage(stderr);
         return 2;
     }
@@ -1875,7 +1891,7 @@ int main(int argc, char **argv)
     gemm_case one_case = {0, 0, 0, 0, "gemm-one", 0};
     int one_flags = 0;
     if (one_shape && !parse_gemm_one(one_shape, one_epilogue, &one_case, &one_flags)) return 2;
-    if (do_auto && !parse_epilogue(one_epilogue, &one_flags)) return 2;
+    if ((do_auto || ab_spec) && !parse_epilogue(one_epilogue, &one_flags)) return 2;
     setvbuf(stdout, NULL, _IOLBF, 0); /* rows survive a run cut short (a time limit) */
     kiln_status st = kiln_ctx_create(&b.ctx, NULL);
     if (st != KILN_OK) {
@@ -1935,7 +1951,7 @@ int main(int argc, char **argv)
     if (do_gemm && st == KILN_OK) st = run_gemm(&b);
     if (do_overhead && st == KILN_OK) st = run_overhead(&b);
     if (one_shape && st == KILN_OK) st = run_gemm_one(&b, one_case, one_flags);
-    if (ab_spec && st == KILN_OK) st = run_gemm_ab(&b, ab_spec);
+    if (ab_spec && st == KILN_OK) st = run_gemm_ab(&b, ab_spec, one_flags);
     if ((do_sweep || do_epilogue || do_auto) && st == KILN_OK) {
         if (kiln_ctx_device(b.ctx) == KILN_DEVICE_CUDA)
             st = do_sweep ? run_gemm_sweep(&b) : do_epilogue ? run_gemm_epilogue(&b) : run_gemm_auto(&b, one_flags);
