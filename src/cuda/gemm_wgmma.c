@@ -871,9 +871,9 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     l->cooperative = c->slice_sum;
     /* The SR words at the item's start where each block has one item on the cooperative tiles
      * (fc bprop): there the epilogue is the launch's tail, and the words made while the first
-     * stage lands leave it (H100, bench/NOTES.md step 42: fc9216 bprop's full epilogue 6-6.3 %
+     * stage lands leave it (H100, bench/NOTES.md step 42: fc9216 bprop's full epilogue 5.7-6.9 %
      * -> 3.6-4.5 %). Not on 64-row tiles (fc fprop): with the bias in registers there
-     * (BIAS_EARLY) the words early made the full epilogue 7-15 % against 4-6 %, and without it
+     * (BIAS_EARLY) the words early made the full epilogue 7-15 % against 4-7 %, and without it
      * 2-5 %; not where blocks have several items (the squares, the updates: there v19c's words
      * under the mainloop cost more than they saved) */
     c->early_sr = c->sr && c->tma_store && !c->pingpong && !c->mcast && !c->cluster && !c->slice_sum && c->kpair == 0 &&
