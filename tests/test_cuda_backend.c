@@ -570,15 +570,19 @@ static void gemm_cases(const char *engine, int tf32)
 /* Which path ran: cuBLASLt launches nothing through kiln's launch counter, kiln's kernels
  * one launch per call (f16: wgmma or mma.sync; f32 without TF32: FFMA). An invalid
  * KILN_GEMM is an error naming it. */
-/* C = A B (bf16, M x K times K x N, round to nearest) with the environment variable var at on
- * (NULL: unset, the rule's) against var=off_value: the same bits, every value finite */
-static void knob_same_bits(int64_t M, int64_t N, int64_t K, const char *var, const char *on, const char *off_value,
-                           const char *what)
+/* C = A B (bf16, M x K times K x N, round to nearest; with full, relu(A B + bias) rounded
+ * stochastically) with the environment variable var at on (NULL: unset, the rule's) against
+ * var=off_value: the same bits, every value finite */
+static void knob_bits(int64_t M, int64_t N, int64_t K, const char *var, const char *on, const char *off_value,
+                      const char *what, int full)
 {
     int64_t as[2] = {M, K}, bs[2] = {K, N}, cs[2] = {M, N};
-    kiln_tensor *a, *ag, *b, *bg, *c = NULL;
+    kiln_tensor *a, *ag, *b, *bg, *bias = NULL, *biasg = NULL, *c = NULL;
     make_pair(KILN_DTYPE_BF16, 2, as, V_PLAIN, -1, 1, &a, &ag);
     make_pair(KILN_DTYPE_BF16, 2, bs, V_PLAIN, -1, 1, &b, &bg);
+    if (full) make_pair(KILN_DTYPE_BF16, 1, &N, V_PLAIN, -1, 1, &bias, &biasg);
+    const kiln_gemm_args epi = {
+        .bias = biasg, .relu = full, .round = full ? KILN_ROUND_STOCHASTIC : KILN_ROUND_DEFAULT};
     CHECK_OK(gpu, kiln_tensor_empty(gpu, KILN_DTYPE_BF16, 2, cs, &c));
     const size_t bytes = (size_t)(M * N * 2);
     unsigned char *c_on = malloc(bytes), *c_off = malloc(bytes);
@@ -589,7 +593,7 @@ static void knob_same_bits(int64_t M, int64_t N, int64_t K, const char *var, con
         else if (on)
             setenv(var, on, 1);
         CHECK_OK(gpu, kiln_assign(c, kiln_scalar(NAN)));
-        CHECK_OK(gpu, kiln_dot(c, ag, bg, 1.0, 0.0, NULL));
+        CHECK_OK(gpu, kiln_dot(c, ag, bg, 1.0, 0.0, full ? &epi : NULL));
         CHECK_OK(gpu, kiln_tensor_read(c, off ? c_off : c_on, KILN_DTYPE_BF16));
         unsetenv(var);
     }
@@ -602,7 +606,7 @@ static void knob_same_bits(int64_t M, int64_t N, int64_t K, const char *var, con
             ndiff += memcmp(c_on + 2 * i, c_off + 2 * i, 2) != 0;
         }
         if (ndiff || nonfinite)
-            fprintf(stderr, "  %lld x %lld x %lld, %s: %lld elements differ from the plain kernel's, %lld not finite\n",
+            fprintf(stderr, "  %lld x %lld x %lld, %s: %lld elements differ from the other kernel's, %lld not finite\n",
                     (long long)M, (long long)N, (long long)K, what, (long long)ndiff, (long long)nonfinite);
         CHECK_INT(ndiff, 0);
         CHECK_INT(nonfinite, 0);
@@ -613,7 +617,14 @@ static void knob_same_bits(int64_t M, int64_t N, int64_t K, const char *var, con
     kiln_tensor_release(ag);
     kiln_tensor_release(b);
     kiln_tensor_release(bg);
+    kiln_tensor_release(bias);
+    kiln_tensor_release(biasg);
     kiln_tensor_release(c);
+}
+static void knob_same_bits(int64_t M, int64_t N, int64_t K, const char *var, const char *on, const char *off_value,
+                           const char *what)
+{
+    knob_bits(M, N, K, var, on, off_value, what, 0);
 }
 
 static void gemm_dispatch(void)
@@ -750,6 +761,7 @@ static void gemm_dispatch(void)
                    {"KILN_WGMMA_MCAST", "2", "KILN_WGMMA_MCAST='2'"},
                    {"KILN_WGMMA_BHINT", "first", "KILN_WGMMA_BHINT='first'"},
                    {"KILN_WGMMA_CHINT", "1", "KILN_WGMMA_CHINT='1'"},
+                   {"KILN_WGMMA_EARLY_SR", "on", "KILN_WGMMA_EARLY_SR='on'"},
                    {"KILN_WGMMA_KPAIR", "on", "KILN_WGMMA_KPAIR='on'"},
                    {"KILN_WGMMA_KPAIR", "2", "KILN_WGMMA_KPAIR='2'"},
                    {"KILN_WGMMA_GROUP_M", "0", "KILN_WGMMA_GROUP_M='0'"},
@@ -844,6 +856,15 @@ static void gemm_dispatch(void)
         knob_same_bits(17152, 1024, 64, "KILN_WGMMA_CHINT", NULL, "0", "the rule's evict_first stores of C");
         knob_same_bits(1040, 1000, 520, "KILN_WGMMA_CHINT", "first", "0", "evict_first stores of C");
         knob_same_bits(1040, 1000, 520, "KILN_WGMMA_CHINT", "last", "0", "evict_last stores of C");
+        /* stochastic rounding's words at the item's start, with bias and ReLU: the rule's (fc9216
+         * bprop's 128 x 128 tiles, one a block) against off; forced on where blocks have several
+         * items (the 1024 square's 128 tiles of 128 x 64 on 16 blocks) and on one consumer's 64-row
+         * tiles (fc9216 fprop); each the same bits as off */
+        knob_bits(128, 9216, 4096, "KILN_WGMMA_EARLY_SR", NULL, "0", "the rule's early SR words", 1);
+        setenv("KILN_WGMMA_GRID", "16", 1);
+        knob_bits(1024, 1024, 1024, "KILN_WGMMA_EARLY_SR", "1", "0", "early SR words, eight items a block", 1);
+        unsetenv("KILN_WGMMA_GRID");
+        knob_bits(128, 4096, 9216, "KILN_WGMMA_EARLY_SR", "1", "0", "early SR words on 64-row tiles", 1);
         /* 64-row tiles 128 wide at the fewest stages one may ask for: k pairs keep four (two a
          * consumer; with fewer a consumer waited on a stage it held itself, and K = 304's five
          * slices hung), one consumer two; both against the rule's kernel (C = A B, round to

@@ -209,6 +209,8 @@ typedef struct ecase {
                          * the bias or zeros, as a dead unit's row of a weight gradient */
     int bhint;          /* wgmma: B's loads with an evict_first L2 policy: 0 the rule's, 1 off, 2 on
                          * (checked it is, unless multicast) */
+    int early_sr;       /* wgmma: stochastic rounding's words at the item's start: 0 the rule's, 1 off,
+                         * 2 on (checked it is: the case must be one where it applies) */
 } ecase;
 
 /* the context seed of every launch (both halves of Philox's key nonzero) */
@@ -731,7 +733,8 @@ static void run(const ecase *e)
                                   .kpair = e->kpair,
                                   .group_m = e->group_m,
                                   .stages = e->stages,
-                                  .bhint = e->bhint};
+                                  .bhint = e->bhint,
+                                  .early_sr = e->early_sr};
         kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, EMU_SEED, &o, &l);
         CHECK(l.smem <= 227 * 1024); /* what a block may have on 9.0 (the launch fails past it) */
         { /* the tile order's group: the asked or the rule's, at most the tile rows */
@@ -746,6 +749,7 @@ static void run(const ecase *e)
         if (e->split_sum) CHECK_INT(l.cfg.slice_sum, e->split_sum == 3);
         if (e->mcast) CHECK_INT(l.cfg.mcast, e->mcast == 2);
         if (e->bhint) CHECK_INT(l.cfg.bhint, e->bhint == 2 && !l.cfg.mcast);
+        if (e->early_sr) CHECK_INT(l.cfg.early_sr, e->early_sr == 2);
         if (e->kpair) CHECK_INT(l.cfg.kpair, e->kpair >= 2 ? e->kpair - 1 : 0);
         if (l.cfg.kpair) /* 64-row tiles, unsplit: the forced width or 64; the rule's 64 or 128 */
             CHECK((e->kpair >= 2 ? l.cfg.bn == (e->bn ? e->bn : 64) : l.cfg.bn == 64 || l.cfg.bn == 128) &&
@@ -1439,6 +1443,14 @@ int main(void)
          .tma_store = 1, .exact = 1, .bn = 128},
         {.dt = 1, .M = 200, .N = 256, .K = 520, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 2,
          .tma_store = 1, .exact = 1, .same_bits = 1, .bn = 128},
+        /* KILN_WGMMA_EARLY_SR: off where the rule has it (one item a block), on with two items a
+         * block, on one consumer's 64-row tiles 128 wide (the bias in registers too), each exact */
+        {.dt = 1, .M = 200, .N = 256, .K = 520, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 8,
+         .tma_store = 1, .exact = 1, .bn = 128, .early_sr = 1},
+        {.dt = 1, .M = 200, .N = 256, .K = 520, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 2,
+         .tma_store = 1, .exact = 1, .bn = 128, .early_sr = 2},
+        {.dt = 0, .M = 130, .N = 320, .K = 1000, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 16,
+         .tma_store = 1, .exact = 1, .kpair = 3, .bn = 128, .early_sr = 2},
         /* k pairs with an odd slice count (13) on random (inexact) inputs: one block running all
          * twelve tiles, so that the consumers' parities swap from tile to tile, then a block a
          * tile (every tile starting at an even ring position): the same bits */

@@ -171,6 +171,7 @@ typedef struct kiln_gemm_wgmma_opts {
     int stages;     /* the ring's most stages, 1-16 (0 = the rule's; KILN_WGMMA_STAGES) */
     int bhint;      /* 0 = the rule's, 1 off, 2 on (KILN_WGMMA_BHINT) */
     int chint;      /* 0 = the rule's, 1 none, 2 evict_first, 3 evict_last (KILN_WGMMA_CHINT) */
+    int early_sr;   /* 0 = the rule's, 1 off, 2 on where it applies (KILN_WGMMA_EARLY_SR) */
 } kiln_gemm_wgmma_opts;
 
 /* Words 30-40 from the seed (w[0]) and stream (w[1]): what the kernel's Philox takes from

@@ -876,8 +876,10 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
      * (BIAS_EARLY) the words early made the full epilogue 7-15 % against 4-7 %, and without it
      * 2-5 %; not where blocks have several items (the squares, the updates: there v19c's words
      * under the mainloop cost more than they saved) */
-    c->early_sr = c->sr && c->tma_store && !c->pingpong && !c->mcast && !c->cluster && !c->slice_sum && c->kpair == 0 &&
-                  splits == 1 && c->bn <= 128 && l->tiles <= (int64_t)l->grid;
+    const int early_fits = c->sr && c->tma_store && !c->pingpong && !c->mcast && !c->cluster && !c->slice_sum &&
+                           c->kpair != 1 && splits == 1 && c->bn <= 128;
+    const int early_asked = opts ? opts->early_sr : 0; /* KILN_WGMMA_EARLY_SR: 1 off, 2 on where it fits */
+    c->early_sr = early_fits && (early_asked ? early_asked == 2 : c->kpair == 0 && l->tiles <= (int64_t)l->grid);
     l->threads = THREADS;
     l->smem = smem_for(c);
     item_divisors(l);

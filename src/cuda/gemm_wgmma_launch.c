@@ -71,7 +71,10 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
  * of B), KILN_WGMMA_STAGES=1..16 (the ring's most stages; 7 by default, fewer where shared memory
  * runs out: deeper rings measured slower, bench/NOTES.md step 29; as many as fit with one
  * consumer on 64-row tiles, step 33; never fewer than two, four with k pairs, which the ring
- * needs).
+ * needs), KILN_WGMMA_EARLY_SR=0|1 (stochastic rounding's Philox words of a tile made at its
+ * item's start instead of in the epilogue: off, or on wherever the epilogue stages C unsplit
+ * on tiles of at most 128 columns, not ping-pong, multicast or k pairs; unset, the rule's: on
+ * the cooperative tiles where every block has one item, bench/NOTES.md step 42).
  * A value that is none of these is an error naming the variable. */
 /* A count from 1 to most in the environment variable name into *out (unset: unchanged). */
 static kiln_status env_count(kiln_ctx *ctx, const char *name, long most, int *out)
@@ -118,6 +121,8 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
     o->bhint = i + 1; /* 0 = the rule's, 1 off, 2 on */
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_CHINT", hints, 3, &i));
     o->chint = i + 1; /* 0 = the rule's, 1 none, 2 evict_first, 3 evict_last */
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_EARLY_SR", off_on, 2, &i));
+    o->early_sr = i + 1; /* 0 = the rule's, 1 off, 2 on where it applies */
     KILN_TRY(env_count(ctx, "KILN_WGMMA_SPLITS", 64, &o->splits));
     KILN_TRY(env_count(ctx, "KILN_WGMMA_GROUP_M", 1024, &o->group_m));
     KILN_TRY(env_count(ctx, "KILN_WGMMA_GRID", 65536, &o->grid));
