@@ -571,8 +571,8 @@ static void gemm_cases(const char *engine, int tf32)
  * one launch per call (f16: wgmma or mma.sync; f32 without TF32: FFMA). An invalid
  * KILN_GEMM is an error naming it. */
 /* C = A B (bf16, M x K times K x N, round to nearest; with full, relu(A B + bias) rounded
- * stochastically) with the environment variable var at on (NULL: unset, the rule's) against
- * var=off_value: the same bits, every value finite */
+ * stochastically, both runs from the same seed) with the environment variable var at on (NULL:
+ * unset, the rule's) against var=off_value: the same bits, every value finite */
 static void knob_bits(int64_t M, int64_t N, int64_t K, const char *var, const char *on, const char *off_value,
                       const char *what, int full)
 {
@@ -593,6 +593,7 @@ static void knob_bits(int64_t M, int64_t N, int64_t K, const char *var, const ch
         else if (on)
             setenv(var, on, 1);
         CHECK_OK(gpu, kiln_assign(c, kiln_scalar(NAN)));
+        if (full) CHECK_OK(gpu, kiln_ctx_set_seed(gpu, 42)); /* the same rounding stream both ways */
         CHECK_OK(gpu, kiln_dot(c, ag, bg, 1.0, 0.0, full ? &epi : NULL));
         CHECK_OK(gpu, kiln_tensor_read(c, off ? c_off : c_on, KILN_DTYPE_BF16));
         unsetenv(var);
