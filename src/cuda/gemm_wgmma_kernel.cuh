@@ -928,7 +928,7 @@ extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid
           kg_bias_group(p, nbe + 32 * J, bias_early[J]);
       }
     }
-    /* EARLY_SR (the host's rule: one item a block, unsplit, staged, cooperative, at most 128 wide): both rows'
+    /* EARLY_SR (the host's rule: one item a block, unsplit, staged, at most 128 wide, not k pairs): both rows'
      * random words of every group of this thread (kg_stage_group's `pre`), made while the item's
      * first stage is on its way instead of in the epilogue, the launch's tail */
     kiln_philox4 sr_early[EARLY_SR ? 2 * (BN / 32) : 1];
@@ -963,9 +963,13 @@ extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid
      * before the mainloop's end (the atomic's round trip, ~0.7 us, under the last slices'
      * wgmma instead of after them); it only picks the block that sums (the last to arrive,
      * running the others' items: they arrived), the partials are published by their own
-     * count */
+     * count. EARLY_SR launches are never split (the host's rule), and saying so here keeps the
+     * check out of their mainloop: with the Philox keys held in uniform registers across it,
+     * ptxas had recomputed the check's bounds after every slice's wait (some twenty dependent
+     * instructions before the slice's first wgmma; fc9216 fprop's full epilogue 2-7 % slower
+     * with the words early, H100, NOTES step 43) */
     constexpr int ARRIVE_EARLY = 4;
-    const bool ws_split = !PP && !CLUSTER && !SLICE_SUM && splits > 1;
+    const bool ws_split = !EARLY_SR && !PP && !CLUSTER && !SLICE_SUM && splits > 1;
     const int k_arrive = ke - ARRIVE_EARLY > kb ? ke - ARRIVE_EARLY : kb;
     int arrival = 0;
     /* k pairs (KP && !KP1): this consumer's slices are those of its parity in the ring's count
