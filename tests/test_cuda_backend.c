@@ -858,14 +858,14 @@ static void gemm_dispatch(void)
         knob_same_bits(1040, 1000, 520, "KILN_WGMMA_CHINT", "first", "0", "evict_first stores of C");
         knob_same_bits(1040, 1000, 520, "KILN_WGMMA_CHINT", "last", "0", "evict_last stores of C");
         /* stochastic rounding's words at the item's start, with bias and ReLU: the rule's (fc9216
-         * bprop's 128 x 128 tiles, one a block) against off; forced on where blocks have several
-         * items (the 1024 square's 128 tiles of 128 x 64 on 16 blocks) and on one consumer's 64-row
-         * tiles (fc9216 fprop); each the same bits as off */
+         * bprop's 128 x 128 tiles and fc9216 fprop's one-consumer 64 x 64 tiles, one a block)
+         * against off; forced on where blocks have several items (the 1024 square's 128 tiles of
+         * 128 x 64 on 16 blocks); each the same bits as off */
         knob_bits(128, 9216, 4096, "KILN_WGMMA_EARLY_SR", NULL, "0", "the rule's early SR words", 1);
         setenv("KILN_WGMMA_GRID", "16", 1);
         knob_bits(1024, 1024, 1024, "KILN_WGMMA_EARLY_SR", "1", "0", "early SR words, eight items a block", 1);
         unsetenv("KILN_WGMMA_GRID");
-        knob_bits(128, 4096, 9216, "KILN_WGMMA_EARLY_SR", "1", "0", "early SR words on 64-row tiles", 1);
+        knob_bits(128, 4096, 9216, "KILN_WGMMA_EARLY_SR", NULL, "0", "the rule's early SR words on 64-row tiles", 1);
         /* 64-row tiles 128 wide at the fewest stages one may ask for: k pairs keep four (two a
          * consumer; with fewer a consumer waited on a stage it held itself, and K = 304's five
          * slices hung), one consumer two; both against the rule's kernel (C = A B, round to

@@ -1434,9 +1434,9 @@ int main(void)
         {.dt = 2, .M = 130, .N = 136, .K = 300, .nb = 1, .tb = 1, .pad = 4, .alpha = 1.0, .bias = 1, .sms = 3,
          .tma_store = 1, .kpair = 3},
         /* one consumer's 64-row tiles 128 wide with their bias in registers (BIAS_EARLY), the
-         * whole epilogue with exact SR bits; stochastic rounding's words made at the item's
-         * start (one item a block, EARLY_SR) on the cooperative 128 x 128 tiles, exact; then
-         * those with two items a block (words in the epilogue): the same bits */
+         * whole epilogue with exact SR bits (one item a block: the words made at the item's
+         * start, EARLY_SR); the same on the cooperative 128 x 128 tiles, exact; then those with
+         * two items a block (words in the epilogue): the same bits */
         {.dt = 0, .M = 130, .N = 320, .K = 1000, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 16,
          .tma_store = 1, .exact = 1, .kpair = 3, .bn = 128},
         {.dt = 1, .M = 200, .N = 256, .K = 520, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 8,
@@ -1444,13 +1444,16 @@ int main(void)
         {.dt = 1, .M = 200, .N = 256, .K = 520, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 2,
          .tma_store = 1, .exact = 1, .same_bits = 1, .bn = 128},
         /* KILN_WGMMA_EARLY_SR: off where the rule has it (one item a block), on with two items a
-         * block, on one consumer's 64-row tiles 128 wide (the bias in registers too), each exact */
+         * block, on one consumer's 64-row tiles 64 wide (the bias in registers too) and off on
+         * them, each exact */
         {.dt = 1, .M = 200, .N = 256, .K = 520, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 8,
          .tma_store = 1, .exact = 1, .bn = 128, .early_sr = 1},
         {.dt = 1, .M = 200, .N = 256, .K = 520, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 2,
          .tma_store = 1, .exact = 1, .bn = 128, .early_sr = 2},
         {.dt = 0, .M = 130, .N = 320, .K = 1000, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 16,
-         .tma_store = 1, .exact = 1, .kpair = 3, .bn = 128, .early_sr = 2},
+         .tma_store = 1, .exact = 1, .kpair = 3, .bn = 64, .early_sr = 2},
+        {.dt = 1, .M = 130, .N = 320, .K = 1000, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 16,
+         .tma_store = 1, .exact = 1, .kpair = 3, .bn = 64, .early_sr = 1},
         /* k pairs with an odd slice count (13) on random (inexact) inputs: one block running all
          * twelve tiles, so that the consumers' parities swap from tile to tile, then a block a
          * tile (every tile starting at an even ring position): the same bits */
@@ -1842,12 +1845,14 @@ int main(void)
             if (deep_shapes[i][3]) CHECK_INT(l.cfg.bn, deep_shapes[i][0] <= 1024 ? 64 : 128);
         }
     }
-    /* stochastic rounding's words made at the item's start where each block has one item of
-     * the cooperative tiles (bench/NOTES.md step 42): fc9216 bprop (128 x 128 tiles on 72
-     * blocks); not on 64-row tiles (fc9216 fprop), a square (several items a block), a split
-     * launch (fc1000 fprop), 256-wide tiles (fc25088 bprop) or without SR */
+    /* stochastic rounding's words made at the item's start where each block has one item
+     * (bench/NOTES.md steps 42-43): fc9216 bprop (cooperative 128 x 128 tiles on 72 blocks),
+     * fc9216 and fc4096 fprop (one consumer's 64 x 64 tiles on 128), fc1000 bprop (64 x 128 on
+     * 64); not on a square (several items a block), a split launch (fc1000 fprop), 256-wide
+     * tiles (fc25088 bprop) or without SR */
     {
-        static const int64_t es_shapes[][6] = {{128, 4096, 9216, 0, 1, 0}, {128, 9216, 4096, 1, 1, 1},
+        static const int64_t es_shapes[][6] = {{128, 4096, 9216, 0, 1, 1}, {128, 9216, 4096, 1, 1, 1},
+                                               {128, 4096, 4096, 1, 1, 1}, {128, 4096, 1000, 0, 1, 1},
                                                {4096, 4096, 4096, 0, 1, 0}, {128, 1000, 4096, 0, 0, 0},
                                                {128, 25088, 4096, 0, 1, 0}};
         for (size_t i = 0; i < sizeof es_shapes / sizeof es_shapes[0]; i++) {

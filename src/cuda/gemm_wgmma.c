@@ -869,17 +869,17 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     }
     forced_grid(l, items, sm_count, opts ? opts->grid : 0);
     l->cooperative = c->slice_sum;
-    /* The SR words at the item's start where each block has one item on the cooperative tiles
-     * (fc bprop): there the epilogue is the launch's tail, and the words made while the first
-     * stage lands leave it (H100, bench/NOTES.md step 42: fc9216 bprop's full epilogue 5.7-6.9 %
-     * -> 3.6-4.5 %). Not on 64-row tiles (fc fprop): with the bias in registers there
-     * (BIAS_EARLY) the words early made the full epilogue 7-15 % against 4-7 %, and without it
-     * 2-5 %; not where blocks have several items (the squares, the updates: there v19c's words
-     * under the mainloop cost more than they saved) */
+    /* The SR words at the item's start where each block has one item, on the cooperative tiles
+     * (fc bprop) and one consumer's 64-row tiles (fc fprop): there the epilogue is the launch's
+     * tail, and the words made while the first stage lands leave it (H100, bench/NOTES.md steps
+     * 42-43: fc9216 bprop's full epilogue 5.7-6.9 % -> 3.6-4.5 %; on one consumer's tiles, once
+     * the kernel kept the split check out of these mainloops, fc4096 fprop / bprop 6-7 % faster,
+     * fc9216 fprop level to 2 %, fc1000 bprop level); not where blocks have several items (the
+     * squares, the updates: there v19c's words under the mainloop cost more than they saved) */
     const int early_fits = c->sr && c->tma_store && !c->pingpong && !c->mcast && !c->cluster && !c->slice_sum &&
                            c->kpair != 1 && splits == 1 && c->bn <= 128;
     const int early_asked = opts ? opts->early_sr : 0; /* KILN_WGMMA_EARLY_SR: 1 off, 2 on where it fits */
-    c->early_sr = early_fits && (early_asked ? early_asked == 2 : c->kpair == 0 && l->tiles <= (int64_t)l->grid);
+    c->early_sr = early_fits && (early_asked ? early_asked == 2 : l->tiles <= (int64_t)l->grid);
     l->threads = THREADS;
     l->smem = smem_for(c);
     item_divisors(l);

@@ -74,7 +74,7 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
  * needs), KILN_WGMMA_EARLY_SR=0|1 (stochastic rounding's Philox words of a tile made at its
  * item's start instead of in the epilogue: off, or on wherever the epilogue stages C unsplit
  * on tiles of at most 128 columns, not ping-pong, multicast or k pairs; unset, the rule's: on
- * the cooperative tiles where every block has one item, bench/NOTES.md step 42).
+ * where every block has one item, bench/NOTES.md steps 42-43).
  * A value that is none of these is an error naming the variable. */
 /* A count from 1 to most in the environment variable name into *out (unset: unchanged). */
 static kiln_status env_count(kiln_ctx *ctx, const char *name, long most, int *out)
