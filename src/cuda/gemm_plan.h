@@ -87,7 +87,7 @@ typedef struct kiln_gemm_wgmma_cfg {
     int chint;      /* C's TMA stores carry an L2 policy: 0 none, 1 evict_first (the rule's where the tiles go
                      * row by row), 2 evict_last (KILN_WGMMA_CHINT) */
     int early_sr;   /* stochastic rounding's Philox words of the tile computed at the item's start, before
-                     * its first stage lands (unsplit staged cooperative tiles of 64-128 columns, one item a
+                     * its first stage lands (unsplit staged tiles of 64-128 columns, not k pairs, one item a
                      * block) */
 } kiln_gemm_wgmma_cfg;
 
