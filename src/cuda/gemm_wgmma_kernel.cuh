@@ -990,7 +990,6 @@ extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid
     it = it0 + nsl;
     for (unsigned j = j0; j < nsl; j += STEP) {
       kg_bar_wait(full0 + 8 * s, ph);
-      if (ws_split && ct == 0 && kb + (int)j == k_arrive) arrival = atomicAdd(&counters[tile], 1);
       /* K-major: rows of 128 bytes, 8-row groups 1024 bytes apart, a KSTEP = +32 bytes (+2 in
        * the descriptor) in the row; MN-major: 64-wide chunks CHUNK bytes apart, k rows of 128
        * bytes, k16 = +2048 bytes (+128) */
@@ -1008,6 +1007,9 @@ extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid
         }
       }
       kg_wg_commit();
+      /* the arrival after the slice's wgmma are issued: before them its branch had kept ptxas
+       * from moving the slice's descriptor math above the wait (bench/NOTES.md step 43) */
+      if (ws_split && ct == 0 && kb + (int)j == k_arrive) arrival = atomicAdd(&counters[tile], 1);
       /* one group stays in flight: the previous slice's group is done, release its stage */
       kg_wg_wait<1>();
       if (held && leader) kg_release(empty0 + 8 * prev, rank);
