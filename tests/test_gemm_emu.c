@@ -87,7 +87,7 @@ static struct {
     unsigned long long src_hash; /* of the generated source: the key need not name every structure bit */
     void *so;
     emu_launch_fn fn;
-} built[192];
+} built[256];
 static int nbuilt;
 
 /* Transforms (wgmma: the PTX blocks become their emulations, the dynamic shared memory the
@@ -747,6 +747,9 @@ static void run(const ecase *e)
         CHECK_INT(l.cfg.pingpong, e->pp);
         if (e->split_sum) CHECK_INT(l.cfg.cluster, e->split_sum == 1);
         if (e->split_sum) CHECK_INT(l.cfg.slice_sum, e->split_sum == 3);
+        /* the last block's sum through the workspace is compiled (WS_SPLIT) exactly where the
+         * launch splits k without a cluster or slice sums */
+        CHECK_INT(l.cfg.ws_split, l.w[26] > 1 && !l.cfg.cluster && !l.cfg.slice_sum);
         if (e->mcast) CHECK_INT(l.cfg.mcast, e->mcast == 2);
         if (e->bhint) CHECK_INT(l.cfg.bhint, e->bhint == 2 && !l.cfg.mcast);
         if (e->early_sr) CHECK_INT(l.cfg.early_sr, e->early_sr == 2);

@@ -89,6 +89,10 @@ typedef struct kiln_gemm_wgmma_cfg {
     int early_sr;   /* stochastic rounding's Philox words of the tile computed at the item's start, before
                      * its first stage lands (unsplit staged tiles of 64-128 columns, not k pairs, one item a
                      * block) */
+    int ws_split;   /* split-K summed by the tile's last block through the workspace (splits > 1, neither a
+                     * cluster nor slice sums): only such kernels compile the mainloop's arrival count and the
+                     * last block's sum (in the others ptxas had kept the count's test, a branch, between each
+                     * slice's wait and its first wgmma) */
 } kiln_gemm_wgmma_cfg;
 
 /* 1 when the wgmma kernel takes d on ctx's device: compute capability 9.0 with the tensor-

@@ -191,6 +191,9 @@ void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
     kiln__sbuf_printf(b, "constexpr int CHINT = %d;\n", c->chint);
     /* EARLY_SR: the tile's random words at the item's start (kg: the consumer's item loop) */
     kiln__sbuf_printf(b, "constexpr int EARLY_SR = %d;\n", c->early_sr ? 1 : 0);
+    /* WS_SPLIT: split-K through the workspace, the tile's last block summing (kg: the mainloop's
+     * arrival count, the epilogue's sum) */
+    kiln__sbuf_printf(b, "constexpr int WS_SPLIT = %d;\n", c->ws_split ? 1 : 0);
     kiln__sbuf_printf(b,
                       "constexpr int SR_UNROLL = %d, CBUFS = %d, CLUSTER = %d, SLICE_SUM = %d, MC = %d, KP = %d, KP1 = %d;\n",
                       c->sr_unroll > 1 ? c->sr_unroll : 1, c->cbufs > 1 ? 2 : 1, c->cluster ? 1 : 0,
@@ -854,6 +857,8 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     l->update_order = update_order;
     l->tiles = nb * tm * tn;
     l->ws_bytes = splits > 1 && !c->cluster ? (size_t)l->tiles * (size_t)splits * (size_t)bm * (size_t)c->bn * sizeof(float) : 0;
+    /* (a launch that falls back to one split keeps its kernel: kiln__cuda_gemm_wgmma_unsplit) */
+    c->ws_split = splits > 1 && !c->cluster && !c->slice_sum && !c->pingpong;
     int64_t items = l->tiles * splits;
     l->grid = splits == 1 ? tile_grid(l->tiles, nb * tm, c->pingpong, sm_count)
                           : (unsigned)(items < sm_count ? items : sm_count);

@@ -963,13 +963,13 @@ extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid
      * before the mainloop's end (the atomic's round trip, ~0.7 us, under the last slices'
      * wgmma instead of after them); it only picks the block that sums (the last to arrive,
      * running the others' items: they arrived), the partials are published by their own
-     * count. EARLY_SR launches are never split (the host's rule), and saying so here keeps the
-     * check out of their mainloop: with the Philox keys held in uniform registers across it,
-     * ptxas had recomputed the check's bounds after every slice's wait (some twenty dependent
-     * instructions before the slice's first wgmma; fc9216 fprop's full epilogue 2-7 % slower
-     * with the words early, H100, NOTES step 43) */
+     * count. Only WS_SPLIT kernels compile it: in the others ptxas kept the check (a branch around
+     * the atomic) between each slice's wait and its first wgmma, and with EARLY_SR's Philox keys
+     * held in uniform registers recomputed its bounds there every slice (some twenty dependent
+     * instructions; fc9216 fprop's full epilogue 2-7 % slower with the words early, H100, NOTES
+     * step 43); WS_SPLIT && splits == 1 where a split launch fell back to one split */
     constexpr int ARRIVE_EARLY = 4;
-    const bool ws_split = !EARLY_SR && !PP && !CLUSTER && !SLICE_SUM && splits > 1;
+    const bool ws_split = WS_SPLIT && splits > 1;
     const int k_arrive = ke - ARRIVE_EARLY > kb ? ke - ARRIVE_EARLY : kb;
     int arrival = 0;
     /* k pairs (KP && !KP1): this consumer's slices are those of its parity in the ring's count
@@ -990,7 +990,6 @@ extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid
     it = it0 + nsl;
     for (unsigned j = j0; j < nsl; j += STEP) {
       kg_bar_wait(full0 + 8 * s, ph);
-      if (ws_split && ct == 0 && kb + (int)j == k_arrive) arrival = atomicAdd(&counters[tile], 1);
       /* K-major: rows of 128 bytes, 8-row groups 1024 bytes apart, a KSTEP = +32 bytes (+2 in
        * the descriptor) in the row; MN-major: 64-wide chunks CHUNK bytes apart, k rows of 128
        * bytes, k16 = +2048 bytes (+128) */
@@ -1008,6 +1007,9 @@ extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid
         }
       }
       kg_wg_commit();
+      /* the arrival after the slice's wgmma are issued: before them its branch had kept ptxas
+       * from moving the slice's descriptor math above the wait (bench/NOTES.md step 43) */
+      if (ws_split && ct == 0 && kb + (int)j == k_arrive) arrival = atomicAdd(&counters[tile], 1);
       /* one group stays in flight: the previous slice's group is done, release its stage */
       kg_wg_wait<1>();
       if (held && leader) kg_release(empty0 + 8 * prev, rank);
@@ -1122,7 +1124,7 @@ extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid
       }
       continue;
     }
-    if (!PP && splits > 1) { /* (ping-pong launches are never split) */
+    if (WS_SPLIT && splits > 1) {
       /* split-K through the workspace: the arrival was counted in the mainloop (the low 16
        * bits of the tile's counter, ARRIVE_EARLY slices before its end). A block that is not
        * the last publishes its partial (element i of consumer thread ct at i * 256 + ct) and

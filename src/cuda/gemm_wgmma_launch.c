@@ -210,14 +210,14 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     if (r == KILN_OK && l.map[3].used) r = encode_map(ctx, &args.tae, d->dtype, &l.map[3], "A");
     if (r == KILN_OK && l.map[4].used) r = encode_map(ctx, &args.tbe, d->dtype, &l.map[4], "B");
     /* a tag ("GKWG") and this kernel's version first */
-    const int32_t sig[25] = {0x47574b47,   20,          (int32_t)c->dtype, c->a_kmajor,  c->b_kmajor,  c->bias,
-                             c->beta,      c->sr,       c->c_pair,         c->bn,        c->tma_store, c->pingpong,
-                             c->sr_unroll, c->cbufs,    c->cluster,        c->slice_sum, c->mcast,     c->kpair,
-                             c->alpha1,    c->relu,     c->stages_cap,     c->edge,      c->bhint, c->chint,
-                             c->early_sr};
+    const int32_t sig[26] = {0x47574b47,   21,         (int32_t)c->dtype, c->a_kmajor,  c->b_kmajor,  c->bias,
+                             c->beta,      c->sr,      c->c_pair,         c->bn,        c->tma_store, c->pingpong,
+                             c->sr_unroll, c->cbufs,   c->cluster,        c->slice_sum, c->mcast,     c->kpair,
+                             c->alpha1,    c->relu,    c->stages_cap,     c->edge,      c->bhint,     c->chint,
+                             c->early_sr,  c->ws_split};
     CUfunction fn;
     int refused = 0;
-    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 25, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
+    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 26, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
     if (r == KILN_OK && c->mcast) l.grid = mc_grid(st, fn, &l);
     if (r == KILN_OK) {
         const kiln_cuda_launch_attrs at = {.cluster = l.cluster, .cooperative = l.cooperative, .early = 1};
