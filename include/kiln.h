@@ -508,7 +508,7 @@ KILN_API kiln_status kiln_eval_at(kiln_ctx *ctx, kiln_expr *e, kiln_dtype dtype,
  * ------------------------------------------------------------------------------------- */
 typedef struct kiln_gemm_args {
     int trans_a, trans_b;     /* use A^T / B^T (last two axes) */
-    int relu;                 /* apply max(., 0) after the bias */
+    int relu;                 /* apply maximum(., +0) after the bias (-0 becomes +0, NaN stays) */
     const kiln_tensor *bias;  /* (N,) added to every row before relu, or (M,) added to every
                                  column with bias_rows; NULL = none */
     kiln_round round;         /* rounding of f16/bf16 C; default: the context's */

@@ -841,7 +841,7 @@ static void run(const ecase *e)
                     t += get(e->dt, bias, n);
                     bound += fabs(get(e->dt, bias, n));
                 }
-                if (e->relu && t < 0) t = 0;
+                if (e->relu && t <= 0) t = 0; /* maximum(t, +0): -0 too */
                 const int64_t ci = b * M * cs + m * cs + n;
                 if (e->beta != 0) {
                     t += e->beta * get(e->dt, C0, ci);

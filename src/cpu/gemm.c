@@ -22,11 +22,11 @@
  * tests and benchmarks run both engines in one build).
  *
  * f16 and bf16 are computed in f32, f32 in f32, f64 in f64. The epilogue works in the
- * compute type, in this order: t = alpha*acc; t += bias[n]; t = relu ? max(t, 0) : t
- * (NaN stays NaN); t += beta*C_old (C_old is not read when beta == 0, so garbage there is
- * ignored); store (f16/bf16: nearest-even, or stochastic rounding with the Philox bits of
- * (ctx->seed, d->sr_stream, index), index = row-major linear index of the element over
- * (batch..., M, N)).
+ * compute type, in this order: t = alpha*acc; t += bias[n]; t = relu ? maximum(t, +0) : t
+ * (t <= 0, -0 included, becomes +0; NaN stays NaN); t += beta*C_old (C_old is not read
+ * when beta == 0, so garbage there is ignored); store (f16/bf16: nearest-even, or
+ * stochastic rounding with the Philox bits of (ctx->seed, d->sr_stream, index), index =
+ * row-major linear index of the element over (batch..., M, N)).
  * Every workspace comes from the context's counting allocator and is taken before C is
  * written, so a failure (OOM) leaves C unchanged. The CBLAS engine runs on the calling
  * thread (OpenBLAS has threads of its own).
@@ -160,7 +160,7 @@ static inline double load_one(const char *p, kiln_dtype dt)
                 const int64_t n = n0 + j;                                                                              \
                 T t = alpha * wr[j];                                                                                   \
                 if (d->bias) t += (T)load_one(d->bias + n * d->bias_s * es, dt);                                       \
-                if (d->relu && t < (T)0) t = (T)0;                                                                     \
+                if (d->relu && t <= (T)0) t = (T)0;                                                                    \
                 char *p = c + (m * d->c_sm + n * d->c_sn) * es;                                                        \
                 if (d->beta != 0.0) t += beta * (T)load_one(p, dt);                                                    \
                 switch (dt) {                                                                                          \

@@ -426,7 +426,7 @@ static void emit_epilogue(kiln_sbuf *b, const simple_cfg *c, int f64, const char
 {
     kiln_dtype dt = (kiln_dtype)c->dtype;
     if (c->bias) kiln__sbuf_printf(b, "    v = v + %s(bias[n * bias_s]);\n", load_fn(dt));
-    if (c->relu) kiln__sbuf_puts(b, "    v = v < (CT)0 ? (CT)0 : v;\n");
+    if (c->relu) kiln__sbuf_puts(b, "    v = v <= (CT)0 ? (CT)0 : v;\n");
     if (c->beta) kiln__sbuf_printf(b, "    v = v + beta * %s(C[oc + m * c_sm + n * c_sn]);\n", load_fn(dt));
     kiln__sbuf_puts(b, "    ST *dst = &C[oc + m * c_sm + n * c_sn];\n");
     if (c->sr) {

@@ -132,7 +132,7 @@ extern "C" __global__ void __launch_bounds__(NT, MINB) kiln_gemm_ffma(const __gr
       float v = alpha * s[q];
       if (n < N) {
         if constexpr (HAS_BIAS) v = v + bias[n * bias_s];
-        if (relu) v = v < 0.0f ? 0.0f : v;
+        if (relu) v = v <= 0.0f ? 0.0f : v; /* maximum(v, +0): -0 becomes +0, NaN stays */
         if constexpr (HAS_BETA) v = v + beta * C[m * c_sm + n * c_sn];
       }
       o[q] = v;

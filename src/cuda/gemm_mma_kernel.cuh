@@ -277,7 +277,7 @@ extern "C" __global__ void __launch_bounds__(NT, 2) kiln_gemm_mma(const __grid_c
             if (e == 1 && n + 1 >= N) break;
             float v = alpha * acc[i][q][2 * h + e];
             if constexpr (HAS_BIAS) v = v + kg_f32(bias[(n + e) * bias_s]);
-            if (relu) v = v < 0.0f ? 0.0f : v;
+            if (relu) v = v <= 0.0f ? 0.0f : v; /* maximum(v, +0): -0 becomes +0, NaN stays */
             if constexpr (HAS_BETA) v = v + beta * kg_f32(C[m * c_sm + (n + e) * c_sn]);
             if constexpr (SR) {
               o[e] = kg_round_sr(v, e ? (sr.v[q] & 0xFFFF0000u) : (sr.v[q] << 16));

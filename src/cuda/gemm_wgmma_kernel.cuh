@@ -207,6 +207,15 @@ __device__ __forceinline__ unsigned kg_cvt_bf16x2(float lo, float hi) {
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
+/* ReLU of a word of two f16 / bf16 halves, each read as a 16-bit integer: a half with its sign
+ * set (a negative, -0, -inf) becomes +0, the others (positives, +inf, the canonical NaN
+ * 0x7FFF) pass; one max.s16x2 (sm_90) a word where the f32 form takes a compare and a select
+ * an element (RELU_WORDS) */
+__device__ __forceinline__ unsigned kg_relu_h2(unsigned w) {
+  unsigned r;
+  asm("max.s16x2 %0, %1, %2;" : "=r"(r) : "r"(w), "r"(0u));
+  return r;
+}
 /* clusters (CLUSTER): the blocks of a cluster at one barrier (all threads of each); the
  * address of addr in the shared memory of the cluster's block rank; a load from such an
  * address; an arrival on a block's mbarrier from another block of the cluster (release at
@@ -391,7 +400,7 @@ __device__ __forceinline__ void kg_pair_value(const kiln_args &p, long long bi, 
     if (e == 1 && !two) break;
     float v = ALPHA1 ? (e ? v1 : v0) : alpha * (e ? v1 : v0);
     if constexpr (HAS_BIAS) v = v + (e ? b1 : b0);
-    if constexpr (RELU) v = v < 0.0f ? 0.0f : v;
+    if constexpr (RELU) v = v <= 0.0f ? 0.0f : v; /* maximum(v, +0): -0 too becomes +0, NaN stays */
     if constexpr (HAS_BETA)
       v = v + (float)__longlong_as_double((long long)p.w[17]) * kg_f32(C[m * c_sm + (n + e) * c_sn]);
     if constexpr (SR) {
@@ -401,6 +410,13 @@ __device__ __forceinline__ void kg_pair_value(const kiln_args &p, long long bi, 
     }
   }
 }
+/* ReLU on the rounded words (kg_relu_h2 in kg_stage_words and kg_stage_words_exact) where C
+ * is 16-bit and no beta * C follows it. The same outputs as the f32 form before the rounding:
+ * a value <= 0 rounds to a half with its sign set or to +0, both +0 after it, a positive one
+ * to a positive half, and every NaN here is the FP pipes' canonical, positive one (see
+ * kg_stage_words). Where the rule's plan is epilogue-bound (the K = 128 updates) the f32
+ * form's compare and select were ~2 of its ~17 instructions an element (NOTES step 38) */
+constexpr bool RELU_WORDS = RELU && !HAS_BETA && !TF32;
 /* C[m][n], C[m][n + 1] in f32 for the shared-memory staging (TMA stores): kg_pair_value's
  * arithmetic without its bounds checks (the store clips what lies past M and N; the sums
  * there are zeros, the bias 0), straight-line code with the uniforms of ep; only beta's
@@ -412,7 +428,7 @@ __device__ __forceinline__ void kg_stage_pair(const kiln_args &p, const kg_epi &
 #pragma unroll
   for (int e = 0; e < 2; e++) {
     if constexpr (HAS_BIAS) v[e] = v[e] + (e ? b1 : b0);
-    if constexpr (RELU) v[e] = v[e] < 0.0f ? 0.0f : v[e];
+    if constexpr (RELU && !RELU_WORDS) v[e] = v[e] <= 0.0f ? 0.0f : v[e]; /* as kg_pair_value's */
     if constexpr (HAS_BETA) {
       const long long M = (long long)p.w[2], N = (long long)p.w[3];
       const ST *C = (const ST *)p.w[7] + bi * (long long)p.w[22];
@@ -423,7 +439,8 @@ __device__ __forceinline__ void kg_stage_pair(const kiln_args &p, const kg_epi &
   x1 = v[1];
 }
 /* A thread's 16 values of one 32-column group (x[8 h + 2 jj + e]: row h, pair jj, element
- * e) rounded into its 8 staging words w[4 h + jj], the first element in the low half.
+ * e) rounded into its 8 staging words w[4 h + jj], the first element in the low half, then
+ * their ReLU where RELU_WORDS.
  * Stochastic: half e of word jj of the row's Philox group. Nearest: one cvt.rn.*x2 per
  * word. A NaN here is always the FP pipes' canonical 0x7FFFFFFF (the tensor cores' sums,
  * FMUL, FADD and FFMA give it for any NaN operand), which cvt.rn.bf16x2 and kiln's own
@@ -491,6 +508,10 @@ __device__ __forceinline__ void kg_stage_words(const float (&x)[16], const kiln_
 #pragma unroll
     for (int i = 0; i < 8; i++) w[i] = kg_cvt_f16x2(x[2 * i], x[2 * i + 1]);
   }
+  if constexpr (RELU_WORDS) {
+#pragma unroll
+    for (int i = 0; i < 8; i++) w[i] = kg_relu_h2(w[i]);
+  }
 }
 /* kg_stage_words' stochastic rounding, exact for every value: a rolled loop of one pair a turn,
  * the group's values and words rotated through the first places (constant indices keep them
@@ -519,6 +540,10 @@ __device__ __forceinline__ void kg_stage_words_exact(const float (&x)[16], const
       w[k] = w[k + 1];
     }
     w[7] = word; /* after the eighth turn the first word has moved down to w[0] */
+  }
+  if constexpr (RELU_WORDS) {
+#pragma unroll
+    for (int i = 0; i < 8; i++) w[i] = kg_relu_h2(w[i]);
   }
 }
 __device__ __forceinline__ void kg_out_pair(const kiln_args &p, long long bi, long long m, long long n,
