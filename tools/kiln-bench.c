@@ -790,16 +790,24 @@ done:
     return st;
 }
 
-/* The SM clock and the board power right now, "1980/512" (MHz/W), through nvidia-smi
- * (the GPU machines have it; no NVML link needed); "" when it cannot be read. */
+/* The SM clock (MHz) and the board power (W) right now, through nvidia-smi (the GPU machines
+ * have it; no NVML link needed); 0 when they cannot be read. */
+static int read_gpu_clock_power(double *mhz, double *w)
+{
+    *mhz = *w = 0.0;
+    FILE *f = popen("nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader,nounits 2>/dev/null", "r");
+    if (!f) return 0;
+    const int ok = fscanf(f, "%lf , %lf", mhz, w) == 2;
+    pclose(f);
+    return ok;
+}
+
+/* The same as "1980/512" (MHz/W); "" when it cannot be read. */
 static void read_gpu_state(char *buf, size_t cap)
 {
+    double mhz, w;
     buf[0] = 0;
-    FILE *f = popen("nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader,nounits 2>/dev/null", "r");
-    if (!f) return;
-    double mhz = 0, w = 0;
-    if (fscanf(f, "%lf , %lf", &mhz, &w) == 2) snprintf(buf, cap, "%.0f/%.0f", mhz, w);
-    pclose(f);
+    if (read_gpu_clock_power(&mhz, &w)) snprintf(buf, cap, "%.0f/%.0f", mhz, w);
 }
 
 /* On a GPU: sets KILN_GEMM (read by kiln at every call) for the runs that follow. */
@@ -820,9 +828,11 @@ enum { IL_ROUNDS = 6, IL_MAX_WAYS = 9 };
  * every way alike; timed one after the other, whichever went second ran on a hotter chip
  * (H100, 2026-11-26: one way's rounds of the 4096 square spanned 0.181-0.231 ms). Per way:
  * the median over the rounds in ms[i], the fastest and slowest rounds in lo[i], hi[i], the
- * median host time per call (time_median's last_host_ms) in host[i] (lo, hi, host may be NULL). */
+ * median host time per call (time_median's last_host_ms) in host[i], and the SM clock read
+ * right after its last round in mhz[i] (0 where nvidia-smi cannot tell; one read a way, as the
+ * read takes tens of ms with the GPU idle) (lo, hi, host, mhz may be NULL). */
 static kiln_status il_time(bench *b, gemm_run *g, int rounds, int nway, il_set_fn set, void *arg, double *ms,
-                           double *lo, double *hi, double *host)
+                           double *lo, double *hi, double *host, double *mhz)
 {
     kiln_status st = KILN_OK;
     double t[IL_MAX_WAYS][IL_ROUNDS], th[IL_MAX_WAYS][IL_ROUNDS];
@@ -834,6 +844,8 @@ static kiln_status il_time(bench *b, gemm_run *g, int rounds, int nway, il_set_f
             set(i, arg);
             TRY(time_median(b, gemm_run_once, g, &t[i][r]));
             th[i][r] = b->last_host_ms;
+            double w;
+            if (mhz && r == rounds - 1) read_gpu_clock_power(&mhz[i], &w);
         }
     for (int i = 0; i < nway; i++) {
         qsort(t[i], (size_t)rounds, sizeof t[i][0], cmp_double);
@@ -893,7 +905,7 @@ static kiln_status gemm_one(bench *b, const table *t, kiln_dtype dt, const gemm_
         if (!isnan(r.err) && !(err <= r.err)) r.err = err; /* the worse of the two (a NaN stays) */
         TRY(gemm_rotate_b(b, dt, &g));
         double host[2];
-        TRY(il_time(b, &g, b->quick ? 3 : IL_ROUNDS, 2, il_engine, NULL, ms, NULL, NULL, host));
+        TRY(il_time(b, &g, b->quick ? 3 : IL_ROUNDS, 2, il_engine, NULL, ms, NULL, NULL, host, NULL));
         r.ms = ms[0];
         r.own_ms = ms[1];
         r.host_ms = host[0];
@@ -1300,7 +1312,7 @@ static kiln_status run_gemm_ab(bench *b, const char *spec, int flags)
         TRY(gemm_rotate_b(b, dt, &g));
         ab_ways w = {var, values};
         double ms[IL_MAX_WAYS], lo[IL_MAX_WAYS], hi[IL_MAX_WAYS];
-        TRY(il_time(b, &g, IL_ROUNDS, nv + 1, ab_set, &w, ms, lo, hi, NULL));
+        TRY(il_time(b, &g, IL_ROUNDS, nv + 1, ab_set, &w, ms, lo, hi, NULL, NULL));
         vendor = ms[0];
         printf("%-15s %" PRId64 "x%" PRId64 "x%" PRId64 "%s: vendor %.4f ms  (rounds %.4f-%.4f)\n", gc->name, gc->m, gc->n,
                gc->k, gc->trans_b ? " B^T" : "", vendor, lo[0], hi[0]);
@@ -1403,7 +1415,7 @@ static kiln_status run_gemm_auto(bench *b, int flags)
             }
             if (!(err <= tol)) b->fails++;
             TRY(gemm_rotate_b(b, dt, &g));
-            TRY(il_time(b, &g, quick ? 3 : IL_ROUNDS, 3, auto_set, NULL, ms, NULL, NULL, NULL));
+            TRY(il_time(b, &g, quick ? 3 : IL_ROUNDS, 3, auto_set, NULL, ms, NULL, NULL, NULL, NULL));
             const double best = ms[0] < ms[1] ? ms[0] : ms[1], ratio = ms[2] / best;
             log_vendor += log(ms[0] / ms[2]);
             log_best += log(ratio);
@@ -1473,9 +1485,9 @@ static kiln_status run_gemm_epilogue(bench *b)
         for (int i = 0; i < ndt; i++) dts[i] = b->dtypes[i];
     printf("\ngemm-epilogue: ms of kiln's own kernel plain, the cost of bias, ReLU and stochastic rounding alone "
            "and together (full), cuBLASLt plain and with bias + ReLU; cost = own full / own plain - 1 "
-           "(target <= 3 %%)\n");
-    printf("%-15s %-5s %-20s %10s %7s %7s %7s %10s %7s %10s %10s  %s\n", "case", "dtype", "M x N x K", "own ms",
-           "+bias", "+relu", "+sr", "full ms", "cost", "vendor ms", "v+bias ms", "check");
+           "(target <= 3 %%); MHz p/f: the SM clock read after the plain and the full runs' last rounds\n");
+    printf("%-15s %-5s %-20s %10s %7s %7s %7s %10s %7s %10s %10s  %-9s  %s\n", "case", "dtype", "M x N x K", "own ms",
+           "+bias", "+relu", "+sr", "full ms", "cost", "vendor ms", "v+bias ms", "MHz p/f", "check");
     for (int di = 0; di < ndt && st == KILN_OK; di++) {
         kiln_dtype dt = dts[di];
         if (dt != KILN_DTYPE_F16 && dt != KILN_DTYPE_BF16) continue; /* stochastic rounding: 16-bit C */
@@ -1485,7 +1497,7 @@ static kiln_status run_gemm_epilogue(bench *b)
             gemm_run g = {0};
             kiln_tensor *bias = NULL;
             int64_t ashape[2] = {gc->m, gc->k}, bshape[2] = {gc->k, gc->n}, cshape[2] = {gc->m, gc->n};
-            double t[EPI_RUNS] = {0}, err = 0.0, worst = 0.0;
+            double t[EPI_RUNS] = {0}, mhz[EPI_RUNS] = {0}, err = 0.0, worst = 0.0;
             b->current = "gemm-epilogue";
             TRY(random_tensor(b, dt, 2, ashape, -1.0, 1.0, &g.a));
             TRY(random_tensor(b, dt, 2, bshape, -1.0, 1.0, &g.b));
@@ -1499,14 +1511,16 @@ static kiln_status run_gemm_epilogue(bench *b)
                 if (!(err <= worst)) worst = err; /* keeps NaN */
             }
             TRY(gemm_rotate_b(b, dt, &g));
-            TRY(il_time(b, &g, quick ? 3 : IL_ROUNDS, EPI_RUNS, epi_set, &w, t, NULL, NULL, NULL));
+            TRY(il_time(b, &g, quick ? 3 : IL_ROUNDS, EPI_RUNS, epi_set, &w, t, NULL, NULL, NULL, mhz));
             double tol = dt == KILN_DTYPE_F16 ? 2e-3 : 1e-2;
             if (!(worst <= tol)) b->fails++;
             char shape[32];
             snprintf(shape, sizeof shape, "%" PRId64 "x%" PRId64 "x%" PRId64, gc->m, gc->n, gc->k);
-            printf("%-15s %-5s %-20s %10.4f %6.1f%% %6.1f%% %6.1f%% %10.4f %6.1f%% %10.4f %10.4f  %s %.0e\n", gc->name,
-                   kiln_dtype_name(dt), shape, t[0], (t[1] / t[0] - 1.0) * 100.0, (t[2] / t[0] - 1.0) * 100.0,
-                   (t[3] / t[0] - 1.0) * 100.0, t[4], (t[4] / t[0] - 1.0) * 100.0, t[5], t[6],
+            char clocks[24] = "-"; /* the SM clock during the plain and the full runs */
+            if (mhz[0] > 0 && mhz[4] > 0) snprintf(clocks, sizeof clocks, "%.0f/%.0f", mhz[0], mhz[4]);
+            printf("%-15s %-5s %-20s %10.4f %6.1f%% %6.1f%% %6.1f%% %10.4f %6.1f%% %10.4f %10.4f  %-9s  %s %.0e\n",
+                   gc->name, kiln_dtype_name(dt), shape, t[0], (t[1] / t[0] - 1.0) * 100.0, (t[2] / t[0] - 1.0) * 100.0,
+                   (t[3] / t[0] - 1.0) * 100.0, t[4], (t[4] / t[0] - 1.0) * 100.0, t[5], t[6], clocks,
                    worst <= tol ? "ok" : "FAIL", worst);
         done:
             gemm_run_release(&g);
