@@ -65,7 +65,11 @@ for k in order:
                                                statistics.median(n) / statistics.median(b), statistics.median(v)))
 EOF
 }
-if [ "$1" = --parse ]; then parse "$2"; exit; fi
+if [ "$1" = --parse ]; then
+    [ -f "$2" ] || { echo "gemm-ab-trees: --parse: no log file '$2'" >&2; exit 2; }
+    parse "$2"
+    exit
+fi
 BASE=$(cd "$1" && pwd) || exit 2
 shift
 ROUNDS=3
