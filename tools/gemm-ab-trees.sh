@@ -7,7 +7,8 @@
 # sm_90a side by side, then runs each one's `kiln-bench KILN_BENCH_ARGS` in turn, ROUNDS times
 # (default 3), and prints every case's own-kernel times per round, their medians and
 # new / base: of the gemm table's rows (`gemm ...`), or of gemm-epilogue's plain kernel and
-# full epilogue (`gemm-epilogue --graph ...`, two cases a row). Both binaries meet the same clocks within a few seconds, which a table from an
+# full epilogue (`gemm-epilogue --graph ...`, two cases a row). Both binaries meet the same
+# clocks within a few seconds, which a table from an
 # earlier visit cannot (the H100's clock moves 1 410-1 980 MHz and the tables 5-10 % with it).
 # For a change an environment variable can switch, `kiln-bench gemm-ab VAR=v1,v2` needs one
 # tree. Make BASE_TREE on the machine with the repository, e.g.
@@ -25,6 +26,11 @@ parse() {
 python3 - "$1" <<'EOF'
 import re, statistics, sys
 side, runs, order = None, {}, []
+def case(key):  # a case's times per side, in the order the log first names them
+    if key not in runs:
+        runs[key] = {"base": [], "new": [], "vendor": []}
+        order.append(key)
+    return runs[key]
 for line in open(sys.argv[1]):
     m = re.match(r"^== \d+ (base|new)$", line.strip())
     if m:
@@ -36,24 +42,18 @@ for line in open(sys.argv[1]):
                  r"\s+([\d.]+)", line)
     if e and side:
         for what, ms in (("plain", e.group(4)), ("full", e.group(5))):
-            key = "%s %s %s %s" % (e.group(1), e.group(2), e.group(3), what)
-            if key not in runs:
-                runs[key] = {"base": [], "new": [], "vendor": []}
-                order.append(key)
-            runs[key][side].append(float(ms))
-            runs[key]["vendor"].append(float(e.group(6)))
+            c = case("%s %s %s %s" % (e.group(1), e.group(2), e.group(3), what))
+            c[side].append(float(ms))
+            c["vendor"].append(float(e.group(6)))
         continue
     # a gemm row: name, dtype, M x N x K [B^T], then on a GPU vendor ms, TFLOP/s, own ms,
     # TFLOP/s, the ratio ...; on the CPU ms, GFLOP/s, the check
     m = re.match(r"^(\S.*?)\s+(f16|bf16|f32|f64)\s+(\d+x\d+x\d+(?: B\^T)?)\s+([\d.]+)\s+[\d.]+\s+(\S+)", line)
     if m and side:
-        key = "%s %s %s" % (m.group(1), m.group(2), m.group(3))
-        if key not in runs:
-            runs[key] = {"base": [], "new": [], "vendor": []}
-            order.append(key)
+        c = case("%s %s %s" % (m.group(1), m.group(2), m.group(3)))
         gpu = re.match(r"[\d.]+$", m.group(5)) is not None
-        runs[key][side].append(float(m.group(5) if gpu else m.group(4)))
-        runs[key]["vendor"].append(float(m.group(4)) if gpu else float("nan"))
+        c[side].append(float(m.group(5) if gpu else m.group(4)))
+        c["vendor"].append(float(m.group(4)) if gpu else float("nan"))
 if not order:
     print("gemm-ab-trees: no gemm or gemm-epilogue rows in the log")
     sys.exit(1)
