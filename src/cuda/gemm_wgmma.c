@@ -622,11 +622,12 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
      * +2 %, fc1000's +0-3 %), K of 32 or less (4096 x 4096 x 32 bf16 +7 %), a wide B (1024 x
      * 65536 x 128, B 16 MiB: +25 %, B read again by every tile row), and a bias or stochastic
      * rounding (the epilogue's instructions set the pace: level or slower; with bias, ReLU and SR
-     * level, 0.995-1.018, step 44). ReLU alone goes in row order in 16 bits, where the kernel
-     * applies it to the rounded words (RELU_WORDS, half an instruction an element): f16
-     * fc9216 / fc36864 / fc25088 updates 4.9-6.7 % faster than in groups of 8, and evict_first
-     * stores fc9216 a further 3.9 % (graphed, bench/NOTES.md step 44); tf32 keeps its f32 ReLU
-     * and its groups of 8 (not measured in row order). In tf32
+     * level, 0.995-1.018, step 44). ReLU alone takes the plain updates' plan in 16 bits, where
+     * the kernel applies it to the rounded words (RELU_WORDS, half an instruction an element):
+     * its cost over plain on the fc9216 / fc36864 updates fell from 12.0-12.7 / 6.8-9.0 % to
+     * 0.6-2.4 / 0.0-2.9 % (f16 and bf16, graphed, both trees in one run, step 45), the evict_first
+     * stores 2-4.5 % of it, row order against groups of 8 level (0.92-1.05 by shape, geomean
+     * 0.99); tf32 keeps its f32 ReLU and its groups of 8 (not measured in row order). In tf32
      * (B stored (N, K)) row order with evict_first stores (chint, below) took fc9216 / fc36864 /
      * fc25088's updates 8.7 / 11.3 / 8.8 % and the K = 64-128 updates 3-14 % faster, none slower
      * (tree A/B, three rounds, bench/NOTES.md step 40). */
