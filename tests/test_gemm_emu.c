@@ -269,7 +269,7 @@ static void rule_launch(int64_t M, int64_t N, int64_t K, int sms, int bn, int sp
 /* the schedule rule (KILN_WGMMA_SCHED unset) on a packed f16 (bf16 with bf) M x N x K product with
  * an epilogue of a bias (bias) or stochastic rounding (sr) on 132 SMs, into *l */
 static void rule_sched(int64_t M, int64_t N, int64_t K, int bf, int bias, int sr, kiln_gemm_wgmma_launch *l)
-{
+{ /* sr: 1 stochastic rounding, 2 ReLU alone, 3 both */
     kiln_gemm_desc d;
     memset(&d, 0, sizeof d);
     d.dtype = bf ? KILN_DTYPE_BF16 : KILN_DTYPE_F16;
@@ -277,7 +277,8 @@ static void rule_sched(int64_t M, int64_t N, int64_t K, int bf, int bias, int sr
     d.a = d.b = d.c = (char *)(uintptr_t)4096;
     d.a_sm = K, d.a_sk = 1, d.b_sk = N, d.b_sn = 1, d.c_sm = N, d.c_sn = 1, d.bias_s = 1;
     d.bias = bias ? (const char *)(uintptr_t)4096 : NULL;
-    if (sr) d.round = KILN_ROUND_STOCHASTIC;
+    if (sr & 1) d.round = KILN_ROUND_STOCHASTIC;
+    d.relu = (sr >> 1) & 1;
     d.alpha = 1.0;
     kiln_gemm_batches bt;
     kiln__cuda_gemm_merge_batches(&d, &bt);
@@ -1791,6 +1792,14 @@ int main(void)
         CHECK_INT(rule_chint(M, N, K, 1, 0, 0), rows_order[i]);
         CHECK_INT(rule_chint(M, N, K, 0, 1, 0), 0);
         CHECK_INT(rule_chint(M, N, K, 1, 0, 1), 0);
+        /* ReLU alone as the plain product: in 16 bits its words form costs half an instruction
+         * an element (bench/NOTES.md step 44); with SR it stays grouped */
+        CHECK_INT(rule_group(M, N, K, 0, 0, 2), rows_order[i] ? 1 : 8);
+        CHECK_INT(rule_group(M, N, K, 1, 0, 2), rows_order[i] ? 1 : 8);
+        CHECK_INT(rule_chint(M, N, K, 0, 0, 2), rows_order[i]);
+        CHECK_INT(rule_pp(M, N, K, 0, 0, 2), 0);
+        CHECK_INT(rule_group(M, N, K, 0, 0, 3), 8);
+        CHECK_INT(rule_chint(M, N, K, 1, 0, 3), 0);
         CHECK_INT(rule_pp(M, N, K, 1, 0, 0), 0);
         CHECK_INT(rule_auto(M, N, K), 1);
         CHECK_INT(rule_auto_bf16(M, N, K), 1);

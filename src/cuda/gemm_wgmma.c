@@ -620,13 +620,20 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
      * schedule beat ping-pong by 1-2 %. Left to groups of 8, where row order measured level or
      * slower: fewer than four waves of tiles (2048 x 2048 x 128 +2-7 %, fc4096's update -1 to
      * +2 %, fc1000's +0-3 %), K of 32 or less (4096 x 4096 x 32 bf16 +7 %), a wide B (1024 x
-     * 65536 x 128, B 16 MiB: +25 %, B read again by every tile row), and a bias, ReLU or
-     * stochastic rounding (the epilogue's instructions set the pace: level or slower). In tf32
+     * 65536 x 128, B 16 MiB: +25 %, B read again by every tile row), and a bias or stochastic
+     * rounding (the epilogue's instructions set the pace: level or slower; with bias, ReLU and SR
+     * level, 0.995-1.018, step 44). ReLU alone takes the plain updates' plan in 16 bits, where
+     * the kernel applies it to the rounded words (RELU_WORDS, half an instruction an element):
+     * its cost over plain on the fc9216 / fc36864 updates fell from 12.0-12.7 / 6.8-9.0 % to
+     * 0.6-2.4 / 0.0-2.9 % (f16 and bf16, graphed, both trees in one run, step 45), the evict_first
+     * stores 2-4.5 % of it, row order against groups of 8 level (0.92-1.05 by shape, geomean
+     * 0.99); tf32 keeps its f32 ReLU and its groups of 8 (not measured in row order). In tf32
      * (B stored (N, K)) row order with evict_first stores (chint, below) took fc9216 / fc36864 /
      * fc25088's updates 8.7 / 11.3 / 8.8 % and the K = 64-128 updates 3-14 % faster, none slower
      * (tree A/B, three rounds, bench/NOTES.md step 40). */
     const int64_t tiles_rule = nb * ((d->M + BM - 1) / BM) * ((d->N + c->bn - 1) / c->bn);
-    const int update_order = !c->bias && !c->relu && !c->sr && !c->beta && d->K > 32 && d->K <= 128 && splits == 1 &&
+    const int update_order = !c->bias && !(c->relu && d->dtype == KILN_DTYPE_F32) && !c->sr && !c->beta && d->K > 32 &&
+                             d->K <= 128 && splits == 1 &&
                              tiles_rule >= 4 * (int64_t)sm_count && d->K * d->N * es <= ((int64_t)4 << 20);
     /* Ping-pong (KILN_WGMMA_SCHED=pingpong forces it, =coop keeps the cooperative schedule), the
      * rule's for the other plain f16 K <= 128 weight updates: each consumer's epilogue of a whole

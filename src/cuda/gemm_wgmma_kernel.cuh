@@ -410,13 +410,19 @@ __device__ __forceinline__ void kg_pair_value(const kiln_args &p, long long bi, 
     }
   }
 }
-/* ReLU on the rounded words (kg_relu_h2 in kg_stage_words and kg_stage_words_exact) where C
+/* ReLU on the rounded words (kg_relu_words, in kg_stage_words and kg_stage_words_exact) where C
  * is 16-bit and no beta * C follows it. The same outputs as the f32 form before the rounding:
  * a value <= 0 rounds to a half with its sign set or to +0, both +0 after it, a positive one
  * to a positive half, and every NaN here is the FP pipes' canonical, positive one (see
  * kg_stage_words). Where the rule's plan is epilogue-bound (the K = 128 updates) the f32
  * form's compare and select were ~2 of its ~17 instructions an element (NOTES step 38) */
 constexpr bool RELU_WORDS = RELU && !HAS_BETA && !TF32;
+__device__ __forceinline__ void kg_relu_words(unsigned (&w)[8]) {
+  if constexpr (RELU_WORDS) {
+#pragma unroll
+    for (int i = 0; i < 8; i++) w[i] = kg_relu_h2(w[i]);
+  }
+}
 /* C[m][n], C[m][n + 1] in f32 for the shared-memory staging (TMA stores): kg_pair_value's
  * arithmetic without its bounds checks (the store clips what lies past M and N; the sums
  * there are zeros, the bias 0), straight-line code with the uniforms of ep; only beta's
@@ -508,10 +514,7 @@ __device__ __forceinline__ void kg_stage_words(const float (&x)[16], const kiln_
 #pragma unroll
     for (int i = 0; i < 8; i++) w[i] = kg_cvt_f16x2(x[2 * i], x[2 * i + 1]);
   }
-  if constexpr (RELU_WORDS) {
-#pragma unroll
-    for (int i = 0; i < 8; i++) w[i] = kg_relu_h2(w[i]);
-  }
+  kg_relu_words(w);
 }
 /* kg_stage_words' stochastic rounding, exact for every value: a rolled loop of one pair a turn,
  * the group's values and words rotated through the first places (constant indices keep them
@@ -541,10 +544,7 @@ __device__ __forceinline__ void kg_stage_words_exact(const float (&x)[16], const
     }
     w[7] = word; /* after the eighth turn the first word has moved down to w[0] */
   }
-  if constexpr (RELU_WORDS) {
-#pragma unroll
-    for (int i = 0; i < 8; i++) w[i] = kg_relu_h2(w[i]);
-  }
+  kg_relu_words(w);
 }
 __device__ __forceinline__ void kg_out_pair(const kiln_args &p, long long bi, long long m, long long n,
                                             float v0, float v1, float b0, float b1, const kiln_philox4 &g, int jj) {
