@@ -266,10 +266,12 @@ static void rule_launch(int64_t M, int64_t N, int64_t K, int sms, int bn, int sp
     /* split tiles summed in a cluster or in slices store from the registers */
     CHECK_INT(l->cfg.tma_store, !l->cfg.cluster && !l->cfg.slice_sum);
 }
+/* the epilogue bits of rule_sched's epi (1 alone: stochastic rounding) */
+enum { EPI_SR = 1, EPI_RELU = 2 };
 /* the schedule rule (KILN_WGMMA_SCHED unset) on a packed f16 (bf16 with bf) M x N x K product with
- * an epilogue of a bias (bias) or stochastic rounding (sr) on 132 SMs, into *l */
-static void rule_sched(int64_t M, int64_t N, int64_t K, int bf, int bias, int sr, kiln_gemm_wgmma_launch *l)
-{ /* sr: 1 stochastic rounding, 2 ReLU alone, 3 both */
+ * an epilogue of a bias (bias), stochastic rounding and ReLU (epi's bits) on 132 SMs, into *l */
+static void rule_sched(int64_t M, int64_t N, int64_t K, int bf, int bias, int epi, kiln_gemm_wgmma_launch *l)
+{
     kiln_gemm_desc d;
     memset(&d, 0, sizeof d);
     d.dtype = bf ? KILN_DTYPE_BF16 : KILN_DTYPE_F16;
@@ -277,8 +279,8 @@ static void rule_sched(int64_t M, int64_t N, int64_t K, int bf, int bias, int sr
     d.a = d.b = d.c = (char *)(uintptr_t)4096;
     d.a_sm = K, d.a_sk = 1, d.b_sk = N, d.b_sn = 1, d.c_sm = N, d.c_sn = 1, d.bias_s = 1;
     d.bias = bias ? (const char *)(uintptr_t)4096 : NULL;
-    if (sr & 1) d.round = KILN_ROUND_STOCHASTIC;
-    d.relu = (sr >> 1) & 1;
+    if (epi & EPI_SR) d.round = KILN_ROUND_STOCHASTIC;
+    d.relu = (epi & EPI_RELU) != 0;
     d.alpha = 1.0;
     kiln_gemm_batches bt;
     kiln__cuda_gemm_merge_batches(&d, &bt);
@@ -287,25 +289,25 @@ static void rule_sched(int64_t M, int64_t N, int64_t K, int bf, int bias, int sr
     if (l->cfg.pingpong) CHECK(l->cfg.bn == 128 && l->w[26] == 1 && l->cfg.tma_store);
 }
 /* 1 where that rule picks ping-pong */
-static int rule_pp(int64_t M, int64_t N, int64_t K, int bf, int bias, int sr)
+static int rule_pp(int64_t M, int64_t N, int64_t K, int bf, int bias, int epi)
 {
     kiln_gemm_wgmma_launch l;
-    rule_sched(M, N, K, bf, bias, sr, &l);
+    rule_sched(M, N, K, bf, bias, epi, &l);
     return l.cfg.pingpong;
 }
 /* the tile order's group (tile rows) that rule picks, on more than 8 tile rows */
-static int rule_group(int64_t M, int64_t N, int64_t K, int bf, int bias, int sr)
+static int rule_group(int64_t M, int64_t N, int64_t K, int bf, int bias, int epi)
 {
     kiln_gemm_wgmma_launch l;
-    rule_sched(M, N, K, bf, bias, sr, &l);
+    rule_sched(M, N, K, bf, bias, epi, &l);
     CHECK((int64_t)l.w[19] > 8);
     return (int)l.w[41];
 }
 /* the L2 policy of C's stores that rule picks (1 evict_first) */
-static int rule_chint(int64_t M, int64_t N, int64_t K, int bf, int bias, int sr)
+static int rule_chint(int64_t M, int64_t N, int64_t K, int bf, int bias, int epi)
 {
     kiln_gemm_wgmma_launch l;
-    rule_sched(M, N, K, bf, bias, sr, &l);
+    rule_sched(M, N, K, bf, bias, epi, &l);
     return l.cfg.chint;
 }
 /* its staging buffers per consumer on 132 SMs */
@@ -1791,22 +1793,22 @@ int main(void)
         CHECK_INT(rule_chint(M, N, K, 0, 0, 0), rows_order[i]); /* evict_first stores with row order */
         CHECK_INT(rule_chint(M, N, K, 1, 0, 0), rows_order[i]);
         CHECK_INT(rule_chint(M, N, K, 0, 1, 0), 0);
-        CHECK_INT(rule_chint(M, N, K, 1, 0, 1), 0);
+        CHECK_INT(rule_chint(M, N, K, 1, 0, EPI_SR), 0);
         /* ReLU alone as the plain product: in 16 bits its words form costs half an instruction
          * an element (bench/NOTES.md step 44); with SR it stays grouped */
-        CHECK_INT(rule_group(M, N, K, 0, 0, 2), rows_order[i] ? 1 : 8);
-        CHECK_INT(rule_group(M, N, K, 1, 0, 2), rows_order[i] ? 1 : 8);
-        CHECK_INT(rule_chint(M, N, K, 0, 0, 2), rows_order[i]);
-        CHECK_INT(rule_pp(M, N, K, 0, 0, 2), 0);
-        CHECK_INT(rule_group(M, N, K, 0, 0, 3), 8);
-        CHECK_INT(rule_chint(M, N, K, 1, 0, 3), 0);
+        CHECK_INT(rule_group(M, N, K, 0, 0, EPI_RELU), rows_order[i] ? 1 : 8);
+        CHECK_INT(rule_group(M, N, K, 1, 0, EPI_RELU), rows_order[i] ? 1 : 8);
+        CHECK_INT(rule_chint(M, N, K, 0, 0, EPI_RELU), rows_order[i]);
+        CHECK_INT(rule_pp(M, N, K, 0, 0, EPI_RELU), 0);
+        CHECK_INT(rule_group(M, N, K, 0, 0, EPI_SR | EPI_RELU), 8);
+        CHECK_INT(rule_chint(M, N, K, 1, 0, EPI_SR | EPI_RELU), 0);
         CHECK_INT(rule_pp(M, N, K, 1, 0, 0), 0);
         CHECK_INT(rule_auto(M, N, K), 1);
         CHECK_INT(rule_auto_bf16(M, N, K), 1);
         CHECK_INT(rule_pp(M, N, K, 0, 1, 0), 0);
-        CHECK_INT(rule_pp(M, N, K, 0, 0, 1), 0);
+        CHECK_INT(rule_pp(M, N, K, 0, 0, EPI_SR), 0);
         CHECK_INT(rule_group(M, N, K, 0, 1, 0), 8);
-        CHECK_INT(rule_group(M, N, K, 1, 0, 1), 8);
+        CHECK_INT(rule_group(M, N, K, 1, 0, EPI_SR), 8);
         CHECK_INT(rule_pp(M, N, 2 * K, 0, 0, 0), 0);
         CHECK_INT(rule_group(M, N, 2 * K, 0, 0, 0), 8);
         CHECK_INT(rule_group(M, N, 32, 1, 0, 0), 8);
@@ -1870,7 +1872,7 @@ int main(void)
         for (size_t i = 0; i < sizeof es_shapes / sizeof es_shapes[0]; i++) {
             kiln_gemm_wgmma_launch l;
             const int64_t *e = es_shapes[i];
-            rule_sched(e[0], e[1], e[2], (int)e[3], (int)e[4], 1, &l);
+            rule_sched(e[0], e[1], e[2], (int)e[3], (int)e[4], EPI_SR, &l);
             CHECK_INT(l.cfg.early_sr, (int)e[5]);
             rule_sched(e[0], e[1], e[2], (int)e[3], (int)e[4], 0, &l);
             CHECK_INT(l.cfg.early_sr, 0);
