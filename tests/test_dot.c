@@ -475,12 +475,12 @@ static void test_outputs_and_epilogue(void)
 
 /* ReLU's zeros are +0: maximum(t, +0) for every t <= 0, -0 included. Rows m % 3 == 1 of A are
  * zeros, so there t = alpha * (+0) = -0 with alpha < 0; every element of C that is zero must
- * have its sign bit clear, and those rows must be zeros. The vendor engine's ReLU is
- * cuBLASLt's, whose sign of zero kiln does not set: there only the values are checked. */
+ * have its sign bit clear, and those rows must be zeros. Every engine, the vendor's too
+ * (cuBLASLt's ReLU epilogue gave +0 for t = -0 and t < 0 in f16, bf16 and f32, with and without
+ * a bias, on the H100: bench/NOTES.md step 45). */
 static void relu_zero_sign_case(kiln_dtype dt, int sr)
 {
     const int64_t M = 130, N = 72, K = 40;
-    const int strict = !strstr(engine_name, "KILN_GEMM=vendor");
     int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
     double *ah = malloc(sizeof(double) * M * K), *bh = malloc(sizeof(double) * K * N), *ch = malloc(sizeof(double) * M * N);
     for (int64_t i = 0; i < M * N; i++) ch[i] = NAN; /* poisoned: beta 0 never reads it */
@@ -508,12 +508,10 @@ static void relu_zero_sign_case(kiln_dtype dt, int sr)
         }
     CHECK_INT(bad, 0);
     CHECK(zeros > M * N / 3); /* the zero rows and about half of the others */
-    if (strict) {
-        if (negative_zeros)
-            fprintf(stderr, "    relu zeros %s %s sr=%d: %d zeros of %d are -0\n", engine_name, kiln_dtype_name(dt), sr,
-                    negative_zeros, zeros);
-        CHECK_INT(negative_zeros, 0);
-    }
+    if (negative_zeros)
+        fprintf(stderr, "    relu zeros %s %s sr=%d: %d zeros of %d are -0\n", engine_name, kiln_dtype_name(dt), sr,
+                negative_zeros, zeros);
+    CHECK_INT(negative_zeros, 0);
     free(got);
     free(ah);
     free(bh);
