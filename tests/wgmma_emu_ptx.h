@@ -280,13 +280,13 @@ static inline float kg_mul_rz(float x, float s)
     if (fabs((double)f) > fabs(d)) f = nextafterf(f, 0.0f);
     return f;
 }
-/* cvt.rn.bf16x2.f32: a NaN becomes the canonical 0x7FFF, whatever its payload */
 /* max.s16x2 w, 0: each half read as a signed 16-bit integer, a negative one (sign set) made 0 */
 static inline unsigned kg_relu_h2(unsigned w)
 {
     const unsigned lo = (w & 0x8000u) ? 0u : (w & 0xFFFFu), hi = (w & 0x80000000u) ? 0u : (w >> 16);
     return lo | (hi << 16);
 }
+/* cvt.rn.bf16x2.f32: a NaN becomes the canonical 0x7FFF, whatever its payload */
 static inline unsigned kg_cvt_bf16x2(float lo, float hi)
 {
     const unsigned l = lo != lo ? 0x7FFFu : (unsigned)kiln_f32_to_bf16_rn(lo);

@@ -153,9 +153,11 @@ int main(int argc, char **argv)
     fprintf(
         stderr,
         "gemm-src %s: bn %d, kpair %d, splits %d, grid %u, tiles %lld, smem %u, workspace %zu bytes; pingpong %d, "
-        "cluster %d, slice_sum %d, mcast %d, tma_store %d, cbufs %d, stages_cap %d, bhint %d, chint %d, early_sr %d\n",
+        "cluster %d, slice_sum %d, mcast %d, tma_store %d, cbufs %d, stages_cap %d, bhint %d, chint %d, early_sr %d, "
+        "group_m %d, ws_split %d\n",
         argv[1], c->bn, c->kpair, (int)l.w[26], l.grid, (long long)l.tiles, (unsigned)l.smem, l.ws_bytes, c->pingpong,
-        c->cluster, c->slice_sum, c->mcast, c->tma_store, c->cbufs, c->stages_cap, c->bhint, c->chint, c->early_sr);
+        c->cluster, c->slice_sum, c->mcast, c->tma_store, c->cbufs, c->stages_cap, c->bhint, c->chint, c->early_sr,
+        (int)l.w[41], c->ws_split);
     char *src = kiln__cuda_gemm_wgmma_source_text(c);
     if (!src) {
         fprintf(stderr, "gemm-src: out of memory\n");

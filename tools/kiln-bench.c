@@ -1516,7 +1516,7 @@ static kiln_status run_gemm_epilogue(bench *b)
             if (!(worst <= tol)) b->fails++;
             char shape[32];
             snprintf(shape, sizeof shape, "%" PRId64 "x%" PRId64 "x%" PRId64, gc->m, gc->n, gc->k);
-            char clocks[24] = "-"; /* the SM clock during the plain and the full runs */
+            char clocks[24] = "-"; /* the SM clock read after the plain and the full runs */
             if (mhz[0] > 0 && mhz[4] > 0) snprintf(clocks, sizeof clocks, "%.0f/%.0f", mhz[0], mhz[4]);
             printf("%-15s %-5s %-20s %10.4f %6.1f%% %6.1f%% %6.1f%% %10.4f %6.1f%% %10.4f %10.4f  %-9s  %s %.0e\n",
                    gc->name, kiln_dtype_name(dt), shape, t[0], (t[1] / t[0] - 1.0) * 100.0, (t[2] / t[0] - 1.0) * 100.0,
