@@ -775,8 +775,9 @@ static void test_sr_bits(void);
 static void test_sr_tiles(void);
 static void test_sr_nonfinite(void);
 static void test_sr_small(void);
+static void test_bias_nonfinite(void);
 /* Stochastic rounding: unbiased, exact bits, bits across tiles, non-finite sums, f16's
- * subnormal range (section "sr") */
+ * subnormal range, a bias with infs and a NaN (section "sr") */
 static void run_sr_suite(void)
 {
     if (!section_on("sr")) return;
@@ -785,6 +786,7 @@ static void run_sr_suite(void)
     test_sr_tiles();
     test_sr_nonfinite();
     test_sr_small();
+    test_bias_nonfinite();
     sections_run++;
 }
 
@@ -1089,6 +1091,80 @@ static void test_sr_nonfinite(void)
     }
     free(ah);
     free(bh);
+    free(got);
+}
+
+/* A bias holding +inf (column 5), NaN (column 70) and -inf (column N - 3) beside finite integer
+ * values, alpha 1, with integer operands (exact sums): those columns of C come out +inf, a NaN
+ * and -inf (+0 under ReLU), every other value the rounding (nearest or stochastic) of its exact
+ * value; nothing of a non-finite bias value may reach another column (a bias added through
+ * the tensor cores, bench/NOTES.md step 46, would multiply its neighbours by zero: 0 x inf is
+ * NaN). N = 600: 256-wide tile columns with and without a non-finite value; C's rows 16-byte
+ * multiples (the wgmma kernel's staged TMA-store epilogue, its staged bias, the rare-value
+ * path of stochastic rounding). */
+static void test_bias_nonfinite(void)
+{
+    const int M = 130, N = 600, K = 64;
+    double *ah = malloc(sizeof(double) * M * K), *bh = malloc(sizeof(double) * K * N),
+           *biash = malloc(sizeof(double) * N);
+    uint16_t *got = malloc(sizeof(uint16_t) * M * N);
+    for (int i = 0; i < M * K; i++) ah[i] = (double)((int)(check_rand_u64(&rng) % 61) - 30);
+    for (int i = 0; i < K * N; i++) bh[i] = (double)((int)(check_rand_u64(&rng) % 61) - 30);
+    for (int i = 0; i < N; i++) biash[i] = (double)((int)(check_rand_u64(&rng) % 61) - 30);
+    biash[5] = INFINITY;
+    biash[70] = NAN;
+    biash[N - 3] = -INFINITY;
+    for (int d = 0; d < 2; d++)
+        for (int sr = 0; sr < 2; sr++)
+            for (int relu = 0; relu < 2; relu++) {
+                kiln_dtype dt = d ? KILN_DTYPE_BF16 : KILN_DTYPE_F16;
+                int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N}, sbias[1] = {N};
+                kiln_tensor *A = NULL, *B = NULL, *C = NULL, *bias = NULL;
+                CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, 2, sa, ah, KILN_DTYPE_F64, &A));
+                CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, 2, sb, bh, KILN_DTYPE_F64, &B));
+                CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, 1, sbias, biash, KILN_DTYPE_F64, &bias));
+                CHECK_OK(ctx, kiln_tensor_full(ctx, dt, 2, sc, NAN, &C)); /* poisoned: beta 0 never reads it */
+                CHECK_OK(ctx, kiln_ctx_set_seed(ctx, 0xb1a5ULL + (uint64_t)d));
+                const kiln_gemm_args args = {
+                    .bias = bias, .relu = relu, .round = sr ? KILN_ROUND_STOCHASTIC : KILN_ROUND_NEAREST};
+                CHECK_OK(ctx, kiln_dot(C, A, B, 1.0, 0.0, &args));
+                CHECK_OK(ctx, kiln_tensor_read(C, got, dt));
+                const uint16_t expo = d ? 0x7F80u : 0x7C00u, mant = d ? 0x007Fu : 0x03FFu;
+                int bad = 0, odd = 0;
+                for (int m = 0; m < M; m++)
+                    for (int n = 0; n < N; n++) {
+                        double v = biash[n];
+                        for (int k = 0; k < K; k++) v += ah[m * K + k] * bh[k * N + n];
+                        if (relu && v <= 0) v = 0; /* NaN stays */
+                        const uint16_t h = got[m * N + n];
+                        uint16_t want;
+                        int ok;
+                        if (isnan(v)) {
+                            ok = (h & expo) == expo && (h & mant) != 0;
+                            odd++;
+                        } else {
+                            const float t = (float)v; /* exact, or an inf */
+                            const uint32_t bits =
+                                kiln_gemm_sr_bits(0xb1a5ULL + (uint64_t)d, 0, (uint64_t)m, (uint64_t)n, N);
+                            want = sr ? (d ? kiln_f32_to_bf16_sr(t, bits) : kiln_f32_to_f16_sr13(t, bits))
+                                      : (d ? kiln_f32_to_bf16_rn(t) : kiln_f32_to_f16_rn(t));
+                            ok = h == want;
+                            odd += isinf(t) != 0;
+                        }
+                        if (!ok && bad++ < 3)
+                            fprintf(stderr, "  bias non-finite %s sr=%d relu=%d [%d,%d]: got %04x for %g\n",
+                                    kiln_dtype_name(dt), sr, relu, m, n, h, v);
+                    }
+                CHECK_INT(bad, 0);
+                CHECK_INT(odd, M * (relu ? 2 : 3)); /* every row's +inf and NaN, and -inf without ReLU */
+                kiln_tensor_release(A);
+                kiln_tensor_release(B);
+                kiln_tensor_release(C);
+                kiln_tensor_release(bias);
+            }
+    free(ah);
+    free(bh);
+    free(biash);
     free(got);
 }
 

@@ -211,6 +211,8 @@ typedef struct ecase {
                          * (checked it is, unless multicast) */
     int early_sr;       /* wgmma: stochastic rounding's words at the item's start: 0 the rule's, 1 off,
                          * 2 on (checked it is: the case must be one where it applies) */
+    int bias_odd;       /* the bias holds +inf at column 5, NaN at column 70 and -inf at column N - 3:
+                         * their columns of C inf or NaN (or +0: -inf under ReLU), the others as usual */
 } ecase;
 
 /* the context seed of every launch (both halves of Philox's key nonzero) */
@@ -636,6 +638,11 @@ static void run(const ecase *e)
     for (int64_t i = 0; i < csz; i++) put(e->dt, C, i, e->beta != 0 ? h[i] : NAN);
     check_fill(&rng, h, N, -1, 1);
     for (int64_t i = 0; i < N; i++) put(e->dt, bias, i, h[i]);
+    if (e->bias_odd) {
+        put(e->dt, bias, 5, INFINITY);
+        put(e->dt, bias, 70, NAN);
+        put(e->dt, bias, N - 3, -INFINITY);
+    }
     if (e->exact) {
         const int64_t jb = e->dt == 1 ? 255 : 2047;
         for (int64_t i = 0; i < asz; i++) put(e->dt, A, i, (double)((int64_t)(check_rand_u64(&rng) % 17) - 8) / 8.0);
@@ -851,9 +858,16 @@ static void run(const ecase *e)
                     bound += fabs(e->beta * get(e->dt, C0, ci));
                 }
                 double got = get(e->dt, C, ci);
-                if (e->exact) { /* t is an f32 (or beyond f32's range: inf, as the kernel's one
-                                 * rounding of the exact product gives): the output's bits are
-                                 * its rounding */
+                if (isnan(t) || isinf(t)) { /* a bias of inf or NaN (bias_odd): the same, whatever else */
+                    if (!(isnan(t) ? isnan(got) : got == t)) {
+                        if (bad < 4)
+                            fprintf(stderr, "    [%lld, %lld, %lld]: got %.8g want %.8g\n", (long long)b, (long long)m,
+                                    (long long)n, got, t);
+                        bad++;
+                    }
+                } else if (e->exact) { /* t is an f32 (or beyond f32's range: inf, as the kernel's one
+                                        * rounding of the exact product gives): the output's bits are
+                                        * its rounding */
                     const float tf = (float)t;
                     const uint32_t sb = kiln_gemm_sr_bits(EMU_SEED, 3, (uint64_t)(b * M + m), (uint64_t)n, (uint64_t)N);
                     const unsigned short want = e->sr ? (e->dt ? kiln_f32_to_bf16_sr(tf, sb) : kiln_f32_to_f16_sr13(tf, sb))
@@ -992,6 +1006,15 @@ int main(void)
          * (the rule's even rounds), f16 with a bias and SR */
         {.dt = 0, .M = 100, .N = 1536, .K = 192, .nb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 5, .tma_store = 2,
          .want_bn = 192, .want_grid = 4},
+        /* a bias with +inf, NaN and -inf over 256-wide tile columns with and without one (the
+         * staged bias's tiles): staged with beta and ReLU, staged with SR (its rare path), from
+         * the registers with ReLU and SR */
+        {.dt = 1, .M = 200, .N = 600, .K = 200, .nb = 1, .ta = 1, .alpha = 1.0, .beta = 0.5, .bias = 1, .relu = 1,
+         .sms = 3, .tma_store = 1, .bn = 256, .bias_odd = 1},
+        {.dt = 0, .M = 130, .N = 600, .K = 64, .nb = 2, .tb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 4,
+         .tma_store = 1, .bn = 256, .bias_odd = 1},
+        {.dt = 0, .M = 130, .N = 600, .K = 64, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 4,
+         .bn = 256, .bias_odd = 1},
         {.dt = 2, .M = 200, .N = 300, .K = 100, .nb = 1, .tb = 1, .pad = 4, .alpha = 1.0, .sms = 3, .tma_store = 2},
         {.dt = 2, .M = 130, .N = 100, .K = 70, .nb = 2, .tb = 1, .b_bcast = 1, .alpha = -0.75, .beta = 0.5, .bias = 1,
          .relu = 1, .sms = 2, .tma_store = 2},
