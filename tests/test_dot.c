@@ -1137,7 +1137,6 @@ static void test_bias_nonfinite(void)
                         for (int k = 0; k < K; k++) v += ah[m * K + k] * bh[k * N + n];
                         if (relu && v <= 0) v = 0; /* NaN stays */
                         const uint16_t h = got[m * N + n];
-                        uint16_t want;
                         int ok;
                         if (isnan(v)) {
                             ok = (h & expo) == expo && (h & mant) != 0;
@@ -1146,8 +1145,8 @@ static void test_bias_nonfinite(void)
                             const float t = (float)v; /* exact, or an inf */
                             const uint32_t bits =
                                 kiln_gemm_sr_bits(0xb1a5ULL + (uint64_t)d, 0, (uint64_t)m, (uint64_t)n, N);
-                            want = sr ? (d ? kiln_f32_to_bf16_sr(t, bits) : kiln_f32_to_f16_sr13(t, bits))
-                                      : (d ? kiln_f32_to_bf16_rn(t) : kiln_f32_to_f16_rn(t));
+                            const uint16_t want = sr ? (d ? kiln_f32_to_bf16_sr(t, bits) : kiln_f32_to_f16_sr13(t, bits))
+                                                     : (d ? kiln_f32_to_bf16_rn(t) : kiln_f32_to_f16_rn(t));
                             ok = h == want;
                             odd += isinf(t) != 0;
                         }
