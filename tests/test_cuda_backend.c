@@ -12,6 +12,7 @@
  * Needs a CUDA device: exits 77 (skipped) without one.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1475,22 +1476,27 @@ static kiln_status graph_dot(void *arg)
 }
 
 /* Four calls of C += A B captured for each engine: the capture runs nothing (C unchanged),
- * each timed launch adds 4 A B (integers, exact in f16); a call that fails during the
- * capture gives its own error, and the stream works afterwards. */
-static void test_graph(void)
+ * each timed launch adds 4 A B (integers, exact in f16 and f32); a call that fails during the
+ * capture gives its own error, and the stream works afterwards. Two products: a small f16 one,
+ * and an f32 one of one tile row and a deep K, which kiln's FFMA kernel splits over k and sums
+ * in slices (a cooperative launch: given its words through `extra`, the driver refused it in a
+ * capture with CUDA_ERROR_INVALID_VALUE, H200, 2026-12-05) */
+static void test_graph_case(kiln_dtype dt, int64_t M, int64_t N, int64_t K)
 {
-    const int64_t M = 130, N = 72, K = 64;
     int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
     double *ha = malloc((size_t)(M * K) * sizeof(double)), *hb = malloc((size_t)(K * N) * sizeof(double));
-    double *hc = malloc((size_t)(M * N) * sizeof(double));
+    double *hc = malloc((size_t)(M * N) * sizeof(double)), *ab = calloc((size_t)(M * N), sizeof(double));
     for (int64_t i = 0; i < M * K; i++) ha[i] = (double)((int)(check_rand_u64(&rng) % 3) - 1);
     for (int64_t i = 0; i < K * N; i++) hb[i] = (double)((int)(check_rand_u64(&rng) % 3) - 1);
     for (int64_t i = 0; i < M * N; i++) hc[i] = (double)((int)(check_rand_u64(&rng) % 64) - 32);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t k = 0; k < K; k++)
+            if (ha[i * K + k] != 0.0)
+                for (int64_t j = 0; j < N; j++) ab[i * N + j] += ha[i * K + k] * hb[k * N + j];
     static const char *const engines[] = {"own", "vendor"};
     for (int e = 0; e < 2; e++) {
         setenv("KILN_GEMM", engines[e], 1);
-        graph_call g = {from_f64(gpu, KILN_DTYPE_F16, 2, sc, hc), from_f64(gpu, KILN_DTYPE_F16, 2, sa, ha),
-                        from_f64(gpu, KILN_DTYPE_F16, 2, sb, hb)};
+        graph_call g = {from_f64(gpu, dt, 2, sc, hc), from_f64(gpu, dt, 2, sa, ha), from_f64(gpu, dt, 2, sb, hb)};
         CHECK_OK(gpu, graph_dot(&g)); /* warm: kernels built, plans cached; C = C0 + A B */
         void *graph = NULL;
         CHECK_OK(gpu, kiln__cuda_graph_capture(gpu, graph_dot, &g, 4, &graph));
@@ -1500,15 +1506,14 @@ static void test_graph(void)
         CHECK(ms > 0.0);
         double *c2 = read_f64(g.c);
         int bad1 = 0, bad2 = 0;
-        for (int64_t i = 0; i < M; i++)
-            for (int64_t j = 0; j < N; j++) {
-                double ab = 0.0;
-                for (int64_t k = 0; k < K; k++) ab += ha[i * K + k] * hb[k * N + j];
-                bad1 += c1[i * N + j] != hc[i * N + j] + ab;
-                bad2 += c2[i * N + j] != hc[i * N + j] + 5.0 * ab;
-            }
-        if (bad1 || bad2) fprintf(stderr, "  graph (%s): %d entries changed by the capture, %d wrong after the launch\n",
-                                  engines[e], bad1, bad2);
+        for (int64_t i = 0; i < M * N; i++) {
+            bad1 += c1[i] != hc[i] + ab[i];
+            bad2 += c2[i] != hc[i] + 5.0 * ab[i];
+        }
+        if (bad1 || bad2)
+            fprintf(stderr, "  graph (%s, %s %" PRId64 "x%" PRId64 "x%" PRId64 "): %d entries changed by the capture, "
+                            "%d wrong after the launch\n",
+                    engines[e], kiln_dtype_name(dt), M, N, K, bad1, bad2);
         CHECK(bad1 == 0 && bad2 == 0);
         free(c1);
         free(c2);
@@ -1529,6 +1534,13 @@ static void test_graph(void)
     free(ha);
     free(hb);
     free(hc);
+    free(ab);
+}
+
+static void test_graph(void)
+{
+    test_graph_case(KILN_DTYPE_F16, 130, 72, 64);
+    test_graph_case(KILN_DTYPE_F32, 128, 256, 4096);
 }
 
 int main(void)

@@ -686,13 +686,15 @@ kiln_status kiln__cuda_gemm_launch(kiln_ctx *ctx, CUfunction fn, unsigned gx, un
 }
 
 kiln_status kiln__cuda_gemm_launch_words(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx,
-                                         const uint64_t *words, int nwords, int cooperative, int *refused)
+                                         const uint64_t *words, int cooperative, int *refused)
 {
-    size_t size = (size_t)nwords * 8;
-    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)words, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
-                     CU_LAUNCH_PARAM_END};
+    /* the words are the kernel's one parameter (its kiln_args struct), given as such
+     * rather than through `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER): a cooperative launch so
+     * given ran eagerly but the driver refused it inside a graph capture
+     * (CUDA_ERROR_INVALID_VALUE, the FFMA kernel's slice sums, H200, 2026-12-05) */
+    void *params[1] = {(void *)words};
     const kiln_cuda_launch_attrs at = {.cooperative = cooperative, .early = 1};
-    return kiln__cuda_gemm_launch(ctx, fn, gx, gy, bx, 0, at, NULL, extra, refused);
+    return kiln__cuda_gemm_launch(ctx, fn, gx, gy, bx, 0, at, params, NULL, refused);
 }
 
 kiln_status kiln__cuda_gemm_kernel(kiln_ctx *ctx, const int32_t *sig, size_t n, void (*gen)(const void *, kiln_sbuf *),

@@ -72,7 +72,7 @@ kiln_status kiln__cuda_gemm_ffma(kiln_ctx *ctx, const kiln_gemm_desc *d, const k
     CUfunction fn;
     r = kiln__cuda_gemm_kernel(ctx, sig, 19, gen_source, c, "kiln_gemm_ffma", 0, &fn);
     int refused = 0;
-    if (r == KILN_OK) r = kiln__cuda_gemm_launch_words(ctx, fn, l.gx, l.gy, l.threads, l.w, l.nw, c->slices, &refused);
+    if (r == KILN_OK) r = kiln__cuda_gemm_launch_words(ctx, fn, l.gx, l.gy, l.threads, l.w, c->slices, &refused);
     kiln__mem_free(ctx, ws);
     /* the driver would not have every block resident: slice sums are off for this context,
      * and the GEMM runs again without */

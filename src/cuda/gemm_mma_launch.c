@@ -21,5 +21,5 @@ kiln_status kiln__cuda_gemm_mma(kiln_ctx *ctx, const kiln_gemm_desc *d, const ki
     CUfunction fn;
     KILN_TRY(kiln__cuda_gemm_kernel(ctx, sig, 11, gen_source, c, "kiln_gemm_mma", 0, &fn));
     int refused;
-    return kiln__cuda_gemm_launch_words(ctx, fn, l.gx, l.gy, l.threads, l.w, l.nw, 0, &refused);
+    return kiln__cuda_gemm_launch_words(ctx, fn, l.gx, l.gy, l.threads, l.w, 0, &refused);
 }

@@ -36,11 +36,12 @@ kiln_status kiln__cuda_gemm_counters(kiln_ctx *ctx);
  * (gemm.c) */
 kiln_status kiln__cuda_gemm_launch(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned smem,
                                    kiln_cuda_launch_attrs at, void **params, void **extra, int *refused);
-/* The same for a kernel of flat argument words (mma.sync, FFMA): no cluster, no dynamic shared
+/* The same for a kernel of flat argument words (mma.sync, FFMA: `words` holds the whole of its
+ * kiln_args struct, KILN_GEMM_MMA_WORDS / KILN_GEMM_FFMA_WORDS): no cluster, no dynamic shared
  * memory, cooperative where asked (FFMA slice sums; *refused as kiln__cuda_gemm_launch), else
  * early where kiln__cuda_gemm_launch allows it. */
 kiln_status kiln__cuda_gemm_launch_words(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx,
-                                         const uint64_t *words, int nwords, int cooperative, int *refused);
+                                         const uint64_t *words, int cooperative, int *refused);
 
 /* ---- mma.sync kernel (gemm_mma.c) ------------------------------------------------------- */
 
