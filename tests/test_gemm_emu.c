@@ -213,6 +213,8 @@ typedef struct ecase {
                          * 2 on (checked it is: the case must be one where it applies) */
     int bias_odd;       /* the bias holds +inf at column 5, NaN at column 70 and -inf at column N - 3:
                          * their columns of C inf or NaN (or +0: -inf under ReLU), the others as usual */
+    int fast_dram;      /* wgmma: the rule for a device whose DRAM peaks at 4 TB/s or more (the H200) */
+    int want_splits;    /* wgmma: the k splits the rule must pick (0 = not checked) */
 } ecase;
 
 /* the context seed of every launch (both halves of Philox's key nonzero) */
@@ -753,7 +755,8 @@ static void run(const ecase *e)
                                   .group_m = e->group_m,
                                   .stages = e->stages,
                                   .bhint = e->bhint,
-                                  .early_sr = e->early_sr};
+                                  .early_sr = e->early_sr,
+                                  .fast_dram = e->fast_dram};
         kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, EMU_SEED, &o, &l);
         CHECK(l.smem <= 227 * 1024); /* what a block may have on 9.0 (the launch fails past it) */
         { /* the tile order's group: the asked or the rule's, at most the tile rows */
@@ -762,6 +765,7 @@ static void run(const ecase *e)
         }
         if (e->splits && !e->pp) CHECK_INT((int)l.w[26], e->splits);
         if (e->want_bn) CHECK_INT(l.cfg.bn, e->want_bn);
+        if (e->want_splits) CHECK_INT((int)l.w[26], e->want_splits);
         if (e->want_grid) CHECK_INT((int)l.grid, e->want_grid);
         CHECK_INT(l.cfg.pingpong, e->pp);
         if (e->split_sum) CHECK_INT(l.cfg.cluster, e->split_sum == 1);
@@ -1242,6 +1246,15 @@ int main(void)
          .tma_store = 1, .bn = 128, .splits = 2, .split_sum = 2, .exact = 1},
         {.dt = 1, .M = 100, .N = 136, .K = 3200, .nb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 8,
          .tma_store = 1, .bn = 128, .splits = 3, .split_sum = 3, .exact = 1},
+        /* the rule on a device whose DRAM peaks at 4 TB/s or more (fast_dram: the H200,
+         * bench/NOTES.md step 47), one tile row whose 64-wide split plan leaves a quarter of the
+         * SMs idle: short K in splits of 8 slices summed in slices (4 tiles of 64 on 16 SMs in 4
+         * splits, not 2), long K on 128-wide tiles (7 tiles of 64 in 2 splits on 20 SMs -> 4 of
+         * 128 in 3) */
+        {.dt = 0, .M = 120, .N = 250, .K = 2048, .nb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 16,
+         .tma_store = 1, .exact = 1, .fast_dram = 1, .want_bn = 64, .want_splits = 4},
+        {.dt = 1, .M = 100, .N = 400, .K = 8192, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 20,
+         .tma_store = 1, .exact = 1, .fast_dram = 1, .want_bn = 128, .want_splits = 3},
         {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 1, .alpha = 0x1p-20, .sr = 1, .sms = 3, .tma_store = 1,
          .exact = 1},
         {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 1, .alpha = 2048.0, .relu = 1, .sr = 1, .sms = 3, .tma_store = 1,
@@ -1908,6 +1921,47 @@ int main(void)
             CHECK_INT(l.cfg.early_sr, (int)e[5]);
             rule_sched(e[0], e[1], e[2], (int)e[3], (int)e[4], 0, &l);
             CHECK_INT(l.cfg.early_sr, 0);
+        }
+    }
+    /* the rule on a device whose DRAM peaks at 4 TB/s or more (fast_dram, the H200; bench/NOTES.md
+     * step 47), on 132 SMs: fc36864 fprop on 128-wide tiles in 3 splits through the workspace (the
+     * H100's 64 wide in 2), fc1000 fprop in 8 splits summed in slices (the H100's 4 through the
+     * workspace); every other shape as on the H100: the fprop shapes whose 64-wide plans fill the
+     * SMs (fc25088, fc9216, fc4096), bprop, the updates, two tile rows, tf32 */
+    {
+        static const int64_t fd[][7] = {/* M, N, K, dtype (0 f16, 1 bf16, 2 f32), then on the H200:
+                                         * width, splits, slice sums (0 0 0: the H100's plan) */
+                                        {128, 3072, 36864, 0, 128, 3, 0}, {128, 3072, 36864, 1, 128, 3, 0},
+                                        {128, 1000, 4096, 0, 64, 8, 1},   {128, 1000, 4096, 1, 64, 8, 1},
+                                        {128, 4096, 25088, 0, 0, 0, 0},   {128, 4096, 9216, 0, 0, 0, 0},
+                                        {128, 4096, 4096, 1, 0, 0, 0},    {128, 4096, 1000, 0, 0, 0, 0},
+                                        {128, 36864, 3072, 0, 0, 0, 0},   {128, 9216, 4096, 1, 0, 0, 0},
+                                        {9216, 4096, 128, 0, 0, 0, 0},    {256, 3072, 36864, 0, 0, 0, 0},
+                                        {128, 3072, 36864, 2, 0, 0, 0},   {128, 1000, 4096, 2, 0, 0, 0}};
+        for (size_t i = 0; i < sizeof fd / sizeof fd[0]; i++) {
+            const int64_t *f = fd[i];
+            kiln_gemm_desc d = auto_desc(f[0], f[1], f[2], f[3] == 2);
+            d.dtype = f[3] == 0 ? KILN_DTYPE_F16 : f[3] == 1 ? KILN_DTYPE_BF16 : KILN_DTYPE_F32;
+            kiln_gemm_batches bt;
+            kiln__cuda_gemm_merge_batches(&d, &bt);
+            kiln_gemm_wgmma_opts o = {.tma_store = 1};
+            kiln_gemm_wgmma_launch h100, h200;
+            kiln__cuda_gemm_wgmma_prepare(&d, &bt, 132, 1, &o, &h100);
+            o.fast_dram = 1;
+            kiln__cuda_gemm_wgmma_prepare(&d, &bt, 132, 1, &o, &h200);
+            if (f[4]) {
+                CHECK_INT(h200.cfg.bn, (int)f[4]);
+                CHECK_INT((int)h200.w[26], (int)f[5]);
+                CHECK_INT(h200.cfg.slice_sum, (int)f[6]);
+                CHECK_INT(h200.cfg.kpair, 0);
+                CHECK(h200.cfg.bn != h100.cfg.bn || h200.w[26] != h100.w[26]);
+                CHECK(h200.smem <= 227 * 1024);
+            } else {
+                CHECK_INT(h200.cfg.bn, h100.cfg.bn);
+                CHECK_INT((int)h200.w[26], (int)h100.w[26]);
+                CHECK_INT(h200.cfg.slice_sum, h100.cfg.slice_sum);
+                CHECK_INT(h200.cfg.kpair, h100.cfg.kpair);
+            }
         }
     }
     /* every plan fits a block's 227 KiB of shared memory: f16, bf16 and tf32 (K-major A and B),

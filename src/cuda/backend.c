@@ -112,6 +112,15 @@ static kiln_status cuda_init(kiln_ctx *ctx, void **state)
     INIT_CK(rt, cudaDeviceGetAttribute(&st->cc_minor, cudaDevAttrComputeCapabilityMinor, st->device));
     INIT_CK(rt, cudaDeviceGetAttribute(&st->sm_count, cudaDevAttrMultiProcessorCount, st->device));
     INIT_CK(rt, cudaDeviceGetAttribute(&st->max_threads, cudaDevAttrMaxThreadsPerBlock, st->device));
+    { /* double data rate: two transfers a clock (kHz) over the bus (bits); not fatal */
+        int khz = 0, bits = 0;
+        if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, st->device) != cudaSuccess ||
+            cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, st->device) != cudaSuccess) {
+            (void)cudaGetLastError();
+            khz = bits = 0;
+        }
+        st->dram_bps = 2.0 * (double)khz * 1e3 * (double)bits / 8.0;
+    }
     INIT_CK(rt, cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     INIT_CK(lt, cublasLtCreate(&st->lt));
     INIT_CK(nvrtc, nvrtcVersion(&st->nvrtc_major, &st->nvrtc_minor));

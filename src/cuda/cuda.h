@@ -107,6 +107,8 @@ typedef struct kiln_cuda_state {
     int device;
     int cc_major, cc_minor;
     int sm_count;
+    double dram_bps; /* the DRAM's peak bytes a second from its clock and bus width (0 where the
+                      * driver does not say): the tile rule's fast_dram */
     int max_threads;
     cudaStream_t stream;
     cublasLtHandle_t lt;

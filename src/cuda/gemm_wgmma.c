@@ -470,7 +470,7 @@ static int split64(int64_t tiles, int64_t kt, int sms)
  *    makes 4 splits or more (slices: every block of a tile then sums a part of it, where the
  *    last block's serial sum grows with the splits: fc1000 fprop 0.99x at 8 splits in
  *    slices, 0.72x through the last block). */
-static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int slices, int *splits_out)
+static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int slices, int fast, int *splits_out)
 {
     *splits_out = 1;
     if (N <= 128) return 128;
@@ -478,6 +478,30 @@ static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int
     const int64_t tiles64 = tm * ((N + 63) / 64);
     if (tiles64 <= sms) {
         *splits_out = split64(tiles64, kt, sms);
+        /* fast: 16-bit operands on a device whose DRAM peaks at 4 TB/s or more (the H200), one
+         * tile row whose 64-wide split plan leaves a quarter of the SMs idle or more. There the
+         * H100's plan streams B too slowly: on the H200 (gemm-sweep, graphed, f16, own / cuBLASLt;
+         * bench/NOTES.md step 47) fc36864 fprop's 48 tiles in 2 splits ran 0.89x, 128-wide tiles
+         * in 3 splits 0.97x (summed through the workspace or in slices alike), in 4 0.96x
+         * through the workspace and 0.92x in slices (the rule's sum from 4 splits up); fc1000
+         * fprop's 16 tiles in 4 splits 0.80-0.81x, in 8 splits of 8 slices summed in slices
+         * 0.90x (through the workspace 0.82x; 128 wide in 8 slice-summed splits 0.80x). Plans that
+         * fill the SMs (fc4096, fc9216 and fc25088 fprop: 128 blocks) stay, 1.05-1.17x there */
+        const int64_t blocks64 = tiles64 * *splits_out;
+        if (fast && tm == 1 && 4 * blocks64 <= 3 * (int64_t)sms) {
+            const int64_t tiles128 = (N + 127) / 128;
+            int64_t s128 = blocks64 / tiles128, s8 = sms / tiles64;
+            if (s128 > 3) s128 = 3;
+            if (s8 > kt / 8) s8 = kt / 8;
+            if (kt >= 128 && s128 >= 2 && s128 <= kt / 16 && tiles128 < KILN_CUDA_COUNTERS) {
+                *splits_out = (int)s128; /* long K: strips twice as wide, at most as many blocks */
+                return 128;
+            }
+            if (kt < 128 && slices && s8 >= 4 && s8 > *splits_out && tiles64 < KILN_CUDA_COUNTERS) {
+                *splits_out = (int)s8; /* short K: 8 slices a split, summed in slices (prepare) */
+                return 64;
+            }
+        }
         /* but two tile rows or more whose 64-wide tiles make more than half a wave unsplit,
          * of at least 128 slices: 128-wide tiles in two splits, as many work items with a
          * third less to load a flop. H100 (bench/NOTES.md step 28; f16 / bf16, ms, two rounds):
@@ -604,7 +628,8 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     int splits = 1;
     /* slice sums where they may apply: not turned off, not a cluster's or the workspace's */
     const int slices_ok = !(opts && (opts->no_coop || opts->split_sum == 1 || opts->split_sum == 2));
-    c->bn = pick_tiles(d->M, d->N, kt, nb, sm_count, slices_ok, &splits);
+    const int fast = opts && opts->fast_dram && es == 2; /* (tf32 not measured that way) */
+    c->bn = pick_tiles(d->M, d->N, kt, nb, sm_count, slices_ok, fast, &splits);
     if (opts && (opts->bn == 64 || opts->bn == 128 || opts->bn == 192 || opts->bn == 256) && opts->bn != c->bn) {
         /* a forced width: the splits its own tile count asks for */
         const int64_t tiles = nb * ((d->M + BM - 1) / BM) * ((d->N + opts->bn - 1) / opts->bn);
@@ -799,7 +824,8 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
      * leaving a block waiting for one that cannot start). As with clusters every tile is
      * split, so C goes out from the registers. */
     c->slice_sum = splits > 1 && !c->cluster && !c->pingpong && ntiles * splits <= sm_count && slices_ok &&
-                   ((splits >= 4 && c->bn != 64) || (opts && opts->split_sum == 3));
+                   ((splits >= 4 && (c->bn != 64 || (fast && kt < 16 * (int64_t)splits))) ||
+                    (opts && opts->split_sum == 3));
     if (c->cluster || c->slice_sum) {
         c->tma_store = 0;
         l->map[2].used = 0;

@@ -185,6 +185,7 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     KILN_TRY(read_opts(ctx, &o));
     o.no_cluster = !st->cu.LaunchKernelEx;
     o.no_coop = !st->cu.LaunchKernelEx || st->gemm_no_coop;
+    o.fast_dram = st->dram_bps >= 4e12;
     kiln_gemm_wgmma_launch l;
     kiln__cuda_gemm_wgmma_prepare(d, bt, st->sm_count, ctx->seed, &o, &l);
     const kiln_gemm_wgmma_cfg *c = &l.cfg;
