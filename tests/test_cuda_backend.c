@@ -764,6 +764,7 @@ static void gemm_dispatch(void)
                    {"KILN_WGMMA_BHINT", "first", "KILN_WGMMA_BHINT='first'"},
                    {"KILN_WGMMA_CHINT", "1", "KILN_WGMMA_CHINT='1'"},
                    {"KILN_WGMMA_EARLY_SR", "on", "KILN_WGMMA_EARLY_SR='on'"},
+                   {"KILN_WGMMA_FAST_DRAM", "yes", "KILN_WGMMA_FAST_DRAM='yes'"},
                    {"KILN_WGMMA_KPAIR", "on", "KILN_WGMMA_KPAIR='on'"},
                    {"KILN_WGMMA_KPAIR", "2", "KILN_WGMMA_KPAIR='2'"},
                    {"KILN_WGMMA_GROUP_M", "0", "KILN_WGMMA_GROUP_M='0'"},

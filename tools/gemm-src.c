@@ -17,7 +17,8 @@
  * A (M, K) @ B (K, N) = C (M, N), all row-major (--bt: B stored (N, K), K-major). --opt sets a
  * field of kiln_gemm_wgmma_opts (src/cuda/gemm_plan.h) with its encoding there, 0 = the
  * rule's, as the KILN_WGMMA_* variables do: bn, splits, pingpong, cbufs, split_sum, mcast,
- * kpair, group_m, grid, stages, bhint, chint, early_sr, tma_store (default 1), stage_deep.
+ * kpair, group_m, grid, stages, bhint, chint, early_sr, tma_store (default 1), stage_deep,
+ * fast_dram (1: the rule for a device whose DRAM peaks at 4 TB/s or more).
  * A bad argument is an error naming it (exit 2).
  */
 #define _POSIX_C_SOURCE 200809L
@@ -70,6 +71,7 @@ static int set_opt(kiln_gemm_wgmma_opts *o, const char *spec)
         {"early_sr", offsetof(kiln_gemm_wgmma_opts, early_sr), 2},
         {"tma_store", offsetof(kiln_gemm_wgmma_opts, tma_store), 1},
         {"stage_deep", offsetof(kiln_gemm_wgmma_opts, stage_deep), 1},
+        {"fast_dram", offsetof(kiln_gemm_wgmma_opts, fast_dram), 1},
     };
     const char *eq = strchr(spec, '=');
     if (!eq) return 0;

@@ -139,9 +139,9 @@ static kiln_status cuda_init(kiln_ctx *ctx, void **state)
             st->cu.DeviceGetName(name, (int)sizeof name, dev);
             st->cu.DeviceTotalMem(&total, dev);
         }
-        snprintf(ctx->description, sizeof ctx->description, "cuda: %s (%s, %d SMs, %.1f GiB), NVRTC %d.%d", name,
-                 st->arch, st->sm_count, (double)total / (1024.0 * 1024.0 * 1024.0), st->nvrtc_major,
-                 st->nvrtc_minor);
+        snprintf(ctx->description, sizeof ctx->description,
+                 "cuda: %s (%s, %d SMs, %.1f GiB at %.2f TB/s peak), NVRTC %d.%d", name, st->arch, st->sm_count,
+                 (double)total / (1024.0 * 1024.0 * 1024.0), st->dram_bps * 1e-12, st->nvrtc_major, st->nvrtc_minor);
     }
     ctx->backend_state = saved;
     *state = st;

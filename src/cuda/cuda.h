@@ -108,7 +108,7 @@ typedef struct kiln_cuda_state {
     int cc_major, cc_minor;
     int sm_count;
     double dram_bps; /* the DRAM's peak bytes a second from its clock and bus width (0 where the
-                      * driver does not say): the tile rule's fast_dram */
+                      * driver does not say), in the device description */
     int max_threads;
     cudaStream_t stream;
     cublasLtHandle_t lt;

@@ -176,8 +176,9 @@ typedef struct kiln_gemm_wgmma_opts {
     int bhint;      /* 0 = the rule's, 1 off, 2 on (KILN_WGMMA_BHINT) */
     int chint;      /* 0 = the rule's, 1 none, 2 evict_first, 3 evict_last (KILN_WGMMA_CHINT) */
     int early_sr;   /* 0 = the rule's, 1 off, 2 on where it applies (KILN_WGMMA_EARLY_SR) */
-    int fast_dram;  /* the device's DRAM peak is 4 TB/s or more (the H200's 4.8, not the H100's 3.35):
-                     * the one-tile-row plans of pick_tiles for such a device (bench/NOTES.md step 47) */
+    int fast_dram;  /* the one-tile-row plans of pick_tiles for a device whose DRAM peaks at 4 TB/s or
+                     * more (the H200's 4.8, not the H100's 3.35; bench/NOTES.md step 47); kiln_dot:
+                     * KILN_WGMMA_FAST_DRAM=1 (not yet the default: see the README) */
 } kiln_gemm_wgmma_opts;
 
 /* Words 30-40 from the seed (w[0]) and stream (w[1]): what the kernel's Philox takes from

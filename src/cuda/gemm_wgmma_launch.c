@@ -74,7 +74,9 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
  * needs), KILN_WGMMA_EARLY_SR=0|1 (stochastic rounding's Philox words of a tile made at its
  * item's start instead of in the epilogue: off, or on wherever the epilogue stages C unsplit
  * on tiles of at most 128 columns, not ping-pong, multicast or k pairs; unset, the rule's: on
- * where every block has one item, bench/NOTES.md steps 42-43).
+ * where every block has one item, bench/NOTES.md steps 42-43), KILN_WGMMA_FAST_DRAM=0|1 (the
+ * tile rule's one-row plans for a device whose DRAM peaks at 4 TB/s or more: on, or the H100's;
+ * unset: off, until the rule's own plans are measured in the kernel on the H200, step 47).
  * A value that is none of these is an error naming the variable. */
 /* A count from 1 to most in the environment variable name into *out (unset: unchanged). */
 static kiln_status env_count(kiln_ctx *ctx, const char *name, long most, int *out)
@@ -123,6 +125,8 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
     o->chint = i + 1; /* 0 = the rule's, 1 none, 2 evict_first, 3 evict_last */
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_EARLY_SR", off_on, 2, &i));
     o->early_sr = i + 1; /* 0 = the rule's, 1 off, 2 on where it applies */
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_FAST_DRAM", off_on, 2, &i));
+    o->fast_dram = i == 1;
     KILN_TRY(env_count(ctx, "KILN_WGMMA_SPLITS", 64, &o->splits));
     KILN_TRY(env_count(ctx, "KILN_WGMMA_GROUP_M", 1024, &o->group_m));
     KILN_TRY(env_count(ctx, "KILN_WGMMA_GRID", 65536, &o->grid));
@@ -185,7 +189,6 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
     KILN_TRY(read_opts(ctx, &o));
     o.no_cluster = !st->cu.LaunchKernelEx;
     o.no_coop = !st->cu.LaunchKernelEx || st->gemm_no_coop;
-    o.fast_dram = st->dram_bps >= 4e12;
     kiln_gemm_wgmma_launch l;
     kiln__cuda_gemm_wgmma_prepare(d, bt, st->sm_count, ctx->seed, &o, &l);
     const kiln_gemm_wgmma_cfg *c = &l.cfg;
