@@ -470,9 +470,11 @@ static int split64(int64_t tiles, int64_t kt, int sms)
  *    makes 4 splits or more (slices: every block of a tile then sums a part of it, where the
  *    last block's serial sum grows with the splits: fc1000 fprop 0.99x at 8 splits in
  *    slices, 0.72x through the last block). */
-static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int slices, int fast, int *splits_out)
+static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int slices, int fast, int *splits_out,
+                      int *sum_slices)
 {
     *splits_out = 1;
+    *sum_slices = 0;
     if (N <= 128) return 128;
     int64_t tm = nb * ((M + BM - 1) / BM);
     const int64_t tiles64 = tm * ((N + 63) / 64);
@@ -498,7 +500,8 @@ static int pick_tiles(int64_t M, int64_t N, int64_t kt, int64_t nb, int sms, int
                 return 128;
             }
             if (kt < 128 && slices && s8 >= 4 && s8 > *splits_out && tiles64 < KILN_CUDA_COUNTERS) {
-                *splits_out = (int)s8; /* short K: 8 slices a split, summed in slices (prepare) */
+                *splits_out = (int)s8; /* short K: 8 slices a split, summed in slices */
+                *sum_slices = 1;
                 return 64;
             }
         }
@@ -629,12 +632,14 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     /* slice sums where they may apply: not turned off, not a cluster's or the workspace's */
     const int slices_ok = !(opts && (opts->no_coop || opts->split_sum == 1 || opts->split_sum == 2));
     const int fast = opts && opts->fast_dram && es == 2; /* (tf32 not measured that way) */
-    c->bn = pick_tiles(d->M, d->N, kt, nb, sm_count, slices_ok, fast, &splits);
+    int sum_slices = 0; /* the rule's 64-wide splits that it sums in slices (fast, short K) */
+    c->bn = pick_tiles(d->M, d->N, kt, nb, sm_count, slices_ok, fast, &splits, &sum_slices);
     if (opts && (opts->bn == 64 || opts->bn == 128 || opts->bn == 192 || opts->bn == 256) && opts->bn != c->bn) {
         /* a forced width: the splits its own tile count asks for */
         const int64_t tiles = nb * ((d->M + BM - 1) / BM) * ((d->N + opts->bn - 1) / opts->bn);
         c->bn = opts->bn;
         splits = c->bn == 64 && tiles <= sm_count ? split64(tiles, kt, sm_count) : pick_splits(tiles, kt, slices_ok);
+        sum_slices = 0;
     }
     /* The plain weight updates (C = alpha A B, K from 33 to 128: one or two k slices in 16 bits,
      * up to four in tf32; unsplit, four waves of tiles or more, B at most 4 MiB) walk their
@@ -731,6 +736,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     if (opts && opts->splits > 0 && !c->pingpong && !c->kpair) {
         int64_t tiles = nb * ((d->M + bm - 1) / bm) * ((d->N + c->bn - 1) / c->bn);
         splits = opts->splits;
+        sum_slices = 0;
         if (splits > kt) splits = (int)kt;
         if (tiles >= KILN_CUDA_COUNTERS) splits = 1;
     }
@@ -817,15 +823,14 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     int64_t ntiles = nb * ((d->M + bm - 1) / bm) * ((d->N + c->bn - 1) / c->bn);
     c->cluster = splits > 1 && splits <= 8 && c->bn <= 128 && !c->pingpong && ntiles <= sm_count / splits &&
                  opts && opts->split_sum == 1 && !opts->no_cluster;
-    /* Slice sums (the rule's choice from 4 splits up but on 64-wide tiles, or
-     * KILN_WGMMA_SPLIT_SUM=slices) where every work item is in the first wave: one block per
+    /* Slice sums (the rule's choice from 4 splits up but on 64-wide tiles, there only for its
+     * fast-memory splits of 8 slices (pick_tiles), or KILN_WGMMA_SPLIT_SUM=slices) where every work item is in the first wave: one block per
      * split of every tile, all resident together (at most
      * one block fits an SM; the launch is cooperative, so the driver refuses it rather than
      * leaving a block waiting for one that cannot start). As with clusters every tile is
      * split, so C goes out from the registers. */
     c->slice_sum = splits > 1 && !c->cluster && !c->pingpong && ntiles * splits <= sm_count && slices_ok &&
-                   ((splits >= 4 && (c->bn != 64 || (fast && kt < 16 * (int64_t)splits))) ||
-                    (opts && opts->split_sum == 3));
+                   ((splits >= 4 && (c->bn != 64 || sum_slices)) || (opts && opts->split_sum == 3));
     if (c->cluster || c->slice_sum) {
         c->tma_store = 0;
         l->map[2].used = 0;
