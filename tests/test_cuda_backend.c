@@ -21,6 +21,7 @@
 #include "check.h"
 #include "core/numeric.h"
 #include "cuda/cuda_hooks.h"
+#include "cuda/gemm_plan.h"
 
 /* Weak: absent when kiln is built without CUDA (then no CUDA context can exist either). */
 #pragma weak kiln__cuda_cache_stats
@@ -1229,6 +1230,109 @@ static void gemm_tf32_staging(void)
     CHECK_OK(gpu, kiln_ctx_set_allow_tf32(gpu, 0));
 }
 
+/* A 16-bit value's place on the number line in units in the last place (-0 and +0 both 0) */
+static int ulp_index(uint16_t x)
+{
+    return (x & 0x8000u) ? -(int)(x & 0x7fffu) : (int)x;
+}
+
+/* The tile rule's plans for fast memory (KILN_WGMMA_FAST_DRAM=1, the default where the DRAM
+ * peaks at 4 TB/s or more) and the H100's (=0) through the wgmma kernel, f16 and bf16, against
+ * the f64 CPU reference: on 132 SMs, long K (128 x 3072 x 8192, with a bias and ReLU: 128-wide
+ * tiles in 3 splits through the workspace, against 64-wide ones in 2) and short K (fc1000
+ * fprop, 128 x 1000 x 4096, alpha 0.5 and beta 0.25: 64-wide tiles in 8 splits summed in
+ * slices, against 4). Then both plans with stochastic rounding from one seed: each element
+ * rounds with the same random bits whatever the plan, so the two differ only where the plans'
+ * f32 sums straddle a rounding threshold, by one unit in the last place at most. */
+static void gemm_fast_dram(void)
+{
+    static const struct {
+        int64_t M, N, K;
+        int bias;
+        double alpha, beta;
+    } shapes[] = {{128, 3072, 8192, 1, 1.0, 0.0}, {128, 1000, 4096, 0, 0.5, 0.25}};
+    static const kiln_dtype dts[] = {KILN_DTYPE_F16, KILN_DTYPE_BF16};
+    static const double tols[] = {4e-3, 3e-2};
+    setenv("KILN_GEMM", "wgmma", 1);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        for (int d = 0; d < 2; d++) {
+            const int64_t M = shapes[s].M, N = shapes[s].N, K = shapes[s].K;
+            const int64_t as[2] = {M, K}, bs[2] = {K, N}, cs[2] = {M, N};
+            kiln_tensor *ac, *ag, *bc, *bg, *c0c, *c0g, *cc, *cg = NULL, *biasc = NULL, *biasg = NULL;
+            make_pair(dts[d], 2, as, V_PLAIN, -1, 1, &ac, &ag);
+            make_pair(dts[d], 2, bs, V_PLAIN, -1, 1, &bc, &bg);
+            make_pair(dts[d], 2, cs, V_PLAIN, -1, 1, &c0c, &c0g); /* C's first values, for beta */
+            if (shapes[s].bias) make_pair(dts[d], 1, &N, V_PLAIN, -1, 1, &biasc, &biasg);
+            CHECK_OK(cpu, kiln_tensor_empty(cpu, dts[d], 2, cs, &cc));
+            CHECK_OK(gpu, kiln_tensor_empty(gpu, dts[d], 2, cs, &cg));
+            const kiln_gemm_args gc = {.bias = biasc, .relu = shapes[s].bias},
+                                 gg = {.bias = biasg, .relu = shapes[s].bias};
+            CHECK_OK(cpu, kiln_assign(cc, kiln_t(c0c)));
+            CHECK_OK(cpu, kiln_dot(cc, ac, bc, shapes[s].alpha, shapes[s].beta, &gc));
+            const size_t bytes = (size_t)(M * N * 2);
+            uint16_t *sr[2] = {malloc(bytes), malloc(bytes)};
+            CHECK(sr[0] && sr[1]);
+            for (int fast = 0; fast < 2; fast++) {
+                setenv("KILN_WGMMA_FAST_DRAM", fast ? "1" : "0", 1);
+                CHECK_OK(gpu, kiln_assign(cg, kiln_t(c0g)));
+                CHECK_OK(gpu, kiln_dot(cg, ag, bg, shapes[s].alpha, shapes[s].beta, &gg));
+                const double rel = gemm_rel_err(cg, cc);
+                if (!(rel <= tols[d]))
+                    fprintf(stderr, "  KILN_WGMMA_FAST_DRAM=%d %s %lld x %lld x %lld: rel err %g > %g\n", fast,
+                            kiln_dtype_name(dts[d]), (long long)M, (long long)N, (long long)K, rel, tols[d]);
+                CHECK(rel <= tols[d]);
+                /* stochastically rounded, from one seed; C poisoned, beta 0 */
+                kiln_gemm_args gsr = gg;
+                gsr.round = KILN_ROUND_STOCHASTIC;
+                CHECK_OK(gpu, kiln_assign(cg, kiln_scalar(NAN)));
+                CHECK_OK(gpu, kiln_ctx_set_seed(gpu, 42));
+                CHECK_OK(gpu, kiln_dot(cg, ag, bg, shapes[s].alpha, 0.0, &gsr));
+                if (sr[fast]) CHECK_OK(gpu, kiln_tensor_read(cg, sr[fast], dts[d]));
+            }
+            unsetenv("KILN_WGMMA_FAST_DRAM");
+            if (sr[0] && sr[1]) {
+                int64_t apart = 0, nan = 0, first = -1;
+                for (int64_t i = 0; i < M * N; i++) {
+                    const float v = dts[d] == KILN_DTYPE_F16 ? kiln_f16_to_f32(sr[1][i]) : kiln_bf16_to_f32(sr[1][i]);
+                    nan += isnan(v);
+                    const int gap = ulp_index(sr[1][i]) - ulp_index(sr[0][i]);
+                    if (gap > 1 || gap < -1) {
+                        apart++;
+                        if (first < 0) first = i;
+                    }
+                }
+                if (apart || nan)
+                    fprintf(stderr,
+                            "  %s %lld x %lld x %lld rounded stochastically: %lld elements more than a unit in the "
+                            "last place apart between KILN_WGMMA_FAST_DRAM=1 and =0 (the first at %lld: %04x against "
+                            "%04x), %lld NaN\n",
+                            kiln_dtype_name(dts[d]), (long long)M, (long long)N, (long long)K, (long long)apart,
+                            (long long)first, first >= 0 ? sr[1][first] : 0, first >= 0 ? sr[0][first] : 0,
+                            (long long)nan);
+                CHECK_INT(apart, 0);
+                CHECK_INT(nan, 0);
+            }
+            free(sr[0]);
+            free(sr[1]);
+            kiln_tensor *all[] = {ac, ag, bc, bg, c0c, c0g, cc, cg, biasc, biasg};
+            for (int i = 0; i < 10; i++) kiln_tensor_release(all[i]);
+        }
+    }
+    /* unset: the plans the device's DRAM peak asks for (kiln_ctx_device_description gives it) */
+    const char *desc = kiln_ctx_device_description(gpu), *tb = strstr(desc, " TB/s peak");
+    CHECK(tb != NULL);
+    if (tb) {
+        const char *p = tb;
+        while (p > desc && p[-1] != ' ') p--;
+        const double peak = strtod(p, NULL) * 1e12;
+        const int fast = peak >= KILN_GEMM_FAST_DRAM_BPS;
+        printf("DRAM peak %.2f TB/s: the fast-memory plans %s by default\n", peak * 1e-12, fast ? "on" : "off");
+        knob_same_bits(128, 3072, 8192, "KILN_WGMMA_FAST_DRAM", NULL, fast ? "1" : "0",
+                       "the device's fast-memory default");
+    }
+    unsetenv("KILN_GEMM");
+}
+
 static void gemm_nan_canonical(void)
 {
     gemm_nan_dtype(KILN_DTYPE_BF16);
@@ -1259,6 +1363,7 @@ static void test_gemm(void)
     gemm_lt_cache();
     gemm_nan_canonical();
     gemm_tf32_staging();
+    gemm_fast_dram();
 }
 
 /* ---- kernel cache ----------------------------------------------------------------------------- */

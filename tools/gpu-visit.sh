@@ -7,7 +7,8 @@
 #      bench/rbm.py, bench/overhead.py, and the Python examples on the GPU; steps gemm-regs,
 #      gemm-tf32, gemm-sweep and gemm-epilogue (not in the default STEPS) time the wgmma GEMM
 #      with KILN_WGMMA_STORE=regs, in tf32, over forced tile widths / k splits / stores, and
-#      the cost of the full epilogue (bias + ReLU + stochastic rounding); step gemm-ncu runs
+#      the cost of the full epilogue (bias + ReLU + stochastic rounding); step gemm-fast-dram
+#      times the tile rule's fast-memory plans against the H100's; step gemm-ncu runs
 #      Nsight Compute on one call of kiln's kernel and of cuBLASLt's per shape (NCU_SHAPES)
 #   3. the suite under compute-sanitizer (MODES="memcheck racecheck"; $OUT/table-san.txt)
 # Each step gets what is left of VISIT_SECONDS (default 540) and is cut off at the deadline,
@@ -64,6 +65,12 @@ for s in $STEPS; do
             step gemm-epilogue 150 "$BUILD_GPU/kiln-bench" gemm-epilogue ;;
         gemm-tf32) # f32 with TF32 allowed: cuBLASLt's TF32 and kiln's tf32 kernel (the B^T rows)
             step gemm-tf32 150 "$BUILD_GPU/kiln-bench" gemm --tf32 --dtype f32 ;;
+        gemm-fast-dram) # the tile rule's fast-memory plans against the H100's on the fprop shapes
+            # (KILN_WGMMA_FAST_DRAM=0,1, interleaved, graphed; 16-bit only: tf32 keeps its plans)
+            for dt in f16 bf16; do
+                step "gemm-fast-dram-$dt" 150 "$BUILD_GPU/kiln-bench" gemm-ab KILN_WGMMA_FAST_DRAM=0,1 --graph \
+                    --dtype "$dt" --only fprop
+            done ;;
         gemm-sweep) # tile width x k splits x epilogue store per shape: the data for the tile rule
             step gemm-sweep 300 "$BUILD_GPU/kiln-bench" gemm-sweep --dtype f16 ;;
         gemm-ncu) # Nsight Compute on one timed call of kiln's kernel and of cuBLASLt's, per shape in

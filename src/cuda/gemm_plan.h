@@ -177,9 +177,14 @@ typedef struct kiln_gemm_wgmma_opts {
     int chint;      /* 0 = the rule's, 1 none, 2 evict_first, 3 evict_last (KILN_WGMMA_CHINT) */
     int early_sr;   /* 0 = the rule's, 1 off, 2 on where it applies (KILN_WGMMA_EARLY_SR) */
     int fast_dram;  /* the one-tile-row plans of pick_tiles for a device whose DRAM peaks at 4 TB/s or
-                     * more (the H200's 4.8, not the H100's 3.35; bench/NOTES.md step 47); kiln_dot:
-                     * KILN_WGMMA_FAST_DRAM=1 (not yet the default: see the README) */
+                     * more (the H200's 4.8, not the H100's 3.35; bench/NOTES.md steps 47-48); kiln_dot:
+                     * KILN_WGMMA_FAST_DRAM=0|1, unset where the context's peak is KILN_GEMM_FAST_DRAM_BPS
+                     * or more */
 } kiln_gemm_wgmma_opts;
+
+/* The DRAM peak (bytes a second, kiln_cuda_state.dram_bps) from which kiln_dot's wgmma tile rule
+ * takes its fast-memory plans (fast_dram) unless KILN_WGMMA_FAST_DRAM says otherwise */
+#define KILN_GEMM_FAST_DRAM_BPS 4.0e12
 
 /* Words 30-40 from the seed (w[0]) and stream (w[1]): what the kernel's Philox takes from
  * them alone (round 0's product of the stream, the keys of rounds 1 to KILN_GEMM_SR_ROUNDS - 1;

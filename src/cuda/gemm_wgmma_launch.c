@@ -76,7 +76,9 @@ static void gen_source(const void *cfg, kiln_sbuf *b) { kiln__cuda_gemm_wgmma_so
  * on tiles of at most 128 columns, not ping-pong, multicast or k pairs; unset, the rule's: on
  * where every block has one item, bench/NOTES.md steps 42-43), KILN_WGMMA_FAST_DRAM=0|1 (the
  * tile rule's one-row plans for a device whose DRAM peaks at 4 TB/s or more: on, or the H100's;
- * unset: off, until the rule's own plans are measured in the kernel on the H200, step 47).
+ * unset: on where the context's peak, st->dram_bps, is KILN_GEMM_FAST_DRAM_BPS or more: the H200,
+ * whose kernels for these plans are byte for byte the ones gemm-sweep measured forced there,
+ * bench/NOTES.md steps 47-48).
  * A value that is none of these is an error naming the variable. */
 /* A count from 1 to most in the environment variable name into *out (unset: unchanged). */
 static kiln_status env_count(kiln_ctx *ctx, const char *name, long most, int *out)
@@ -92,7 +94,7 @@ static kiln_status env_count(kiln_ctx *ctx, const char *name, long most, int *ou
     return KILN_OK;
 }
 
-static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
+static kiln_status read_opts(kiln_ctx *ctx, double dram_bps, kiln_gemm_wgmma_opts *o)
 {
     static const char *const stores[] = {"tma", "regs", "tma-deep"}, *const scheds[] = {"coop", "pingpong"},
                              *const widths[] = {"64", "128", "192", "256"}, *const unrolls[] = {"1", "2", "4"},
@@ -126,7 +128,7 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_wgmma_opts *o)
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_EARLY_SR", off_on, 2, &i));
     o->early_sr = i + 1; /* 0 = the rule's, 1 off, 2 on where it applies */
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_WGMMA_FAST_DRAM", off_on, 2, &i));
-    o->fast_dram = i == 1;
+    o->fast_dram = i < 0 ? dram_bps >= KILN_GEMM_FAST_DRAM_BPS : i == 1;
     KILN_TRY(env_count(ctx, "KILN_WGMMA_SPLITS", 64, &o->splits));
     KILN_TRY(env_count(ctx, "KILN_WGMMA_GROUP_M", 1024, &o->group_m));
     KILN_TRY(env_count(ctx, "KILN_WGMMA_GRID", 65536, &o->grid));
@@ -186,7 +188,7 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
     kiln_gemm_wgmma_opts o;
-    KILN_TRY(read_opts(ctx, &o));
+    KILN_TRY(read_opts(ctx, st->dram_bps, &o));
     o.no_cluster = !st->cu.LaunchKernelEx;
     o.no_coop = !st->cu.LaunchKernelEx || st->gemm_no_coop;
     kiln_gemm_wgmma_launch l;
