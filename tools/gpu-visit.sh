@@ -8,7 +8,8 @@
 #      gemm-tf32, gemm-sweep and gemm-epilogue (not in the default STEPS) time the wgmma GEMM
 #      with KILN_WGMMA_STORE=regs, in tf32, over forced tile widths / k splits / stores, and
 #      the cost of the full epilogue (bias + ReLU + stochastic rounding); step gemm-fast-dram
-#      times the tile rule's fast-memory plans against the H100's; step gemm-ncu runs
+#      times the tile rule's fast-memory plans against the H100's, gemm-sweep-tf32 sweeps tf32
+#      on SWEEP_ONLY's cases; step gemm-ncu runs
 #      Nsight Compute on one call of kiln's kernel and of cuBLASLt's per shape (NCU_SHAPES)
 #   3. the suite under compute-sanitizer (MODES="memcheck racecheck"; $OUT/table-san.txt)
 # Each step gets what is left of VISIT_SECONDS (default 540) and is cut off at the deadline,
@@ -71,6 +72,10 @@ for s in $STEPS; do
                 step "gemm-fast-dram-$dt" 150 "$BUILD_GPU/kiln-bench" gemm-ab KILN_WGMMA_FAST_DRAM=0,1 --graph \
                     --dtype "$dt" --only fprop
             done ;;
+        gemm-sweep-tf32) # the sweep in tf32 (B stored (N, K)) on SWEEP_ONLY's cases (default fc36864
+            # fprop, whose one-row plan the fast-memory rule leaves to 16-bit operands)
+            step gemm-sweep-tf32 300 "$BUILD_GPU/kiln-bench" gemm-sweep --graph --dtype f32 --tf32 \
+                --only "${SWEEP_ONLY:-fc36864 fprop}" ;;
         gemm-sweep) # tile width x k splits x epilogue store per shape: the data for the tile rule
             step gemm-sweep 300 "$BUILD_GPU/kiln-bench" gemm-sweep --dtype f16 ;;
         gemm-ncu) # Nsight Compute on one timed call of kiln's kernel and of cuBLASLt's, per shape in
