@@ -9,7 +9,8 @@
 #      with KILN_WGMMA_STORE=regs, in tf32, over forced tile widths / k splits / stores, and
 #      the cost of the full epilogue (bias + ReLU + stochastic rounding); step gemm-fast-dram
 #      times the tile rule's fast-memory plans against the H100's, gemm-sweep-tf32 sweeps tf32
-#      on SWEEP_ONLY's cases; step gemm-ncu runs
+#      on SWEEP_ONLY's cases, dram-read-a streams fc36864 fprop's B with and without A's L2
+#      re-reads (tools/dram-read); step gemm-ncu runs
 #      Nsight Compute on one call of kiln's kernel and of cuBLASLt's per shape (NCU_SHAPES)
 #   3. the suite under compute-sanitizer (MODES="memcheck racecheck"; $OUT/table-san.txt)
 # Each step gets what is left of VISIT_SECONDS (default 540) and is cut off at the deadline,
@@ -76,6 +77,13 @@ for s in $STEPS; do
             # fprop, whose one-row plan the fast-memory rule leaves to 16-bit operands)
             step gemm-sweep-tf32 300 "$BUILD_GPU/kiln-bench" gemm-sweep --graph --dtype f32 --tf32 \
                 --only "${SWEEP_ONLY:-fc36864 fprop}" ;;
+        dram-read-a) # B's stream in fc36864 fprop's 128- and 256-wide split plans (72-120 blocks) with
+            # A's L2 re-reads beside it and without (tools/dram-read; bench/NOTES.md step 48, Next 2)
+            nvcc -gencode arch=compute_90a,code=sm_90a -O3 -std=c++17 -o "$BUILD_GPU/dram-read" \
+                "$ROOT/tools/dram-read.cu" -lcuda >"$OUT/dram-read-build.txt" 2>&1
+            step dram-read-a 150 bash -c 'for p in "128 3" "128 4" "128 5" "256 8" "256 10"; do
+                    set -- $p; for a in 128 0; do "$0" --K 36864 --N 3072 --W "$1" --splits "$2" --a-rows "$a"; done
+                done' "$BUILD_GPU/dram-read" ;;
         gemm-sweep) # tile width x k splits x epilogue store per shape: the data for the tile rule
             step gemm-sweep 300 "$BUILD_GPU/kiln-bench" gemm-sweep --dtype f16 ;;
         gemm-ncu) # Nsight Compute on one timed call of kiln's kernel and of cuBLASLt's, per shape in
