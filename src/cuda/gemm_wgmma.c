@@ -824,10 +824,10 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     c->cluster = splits > 1 && splits <= 8 && c->bn <= 128 && !c->pingpong && ntiles <= sm_count / splits &&
                  opts && opts->split_sum == 1 && !opts->no_cluster;
     /* Slice sums (the rule's choice from 4 splits up but on 64-wide tiles, there only for its
-     * fast-memory splits of 8 slices (pick_tiles), or KILN_WGMMA_SPLIT_SUM=slices) where every work item is in the first wave: one block per
-     * split of every tile, all resident together (at most
-     * one block fits an SM; the launch is cooperative, so the driver refuses it rather than
-     * leaving a block waiting for one that cannot start). As with clusters every tile is
+     * fast-memory splits of 8 slices (pick_tiles), or KILN_WGMMA_SPLIT_SUM=slices) where every
+     * work item is in the first wave: one block per split of every tile, all resident together
+     * (at most one block fits an SM; the launch is cooperative, so the driver refuses it rather
+     * than leaving a block waiting for one that cannot start). As with clusters every tile is
      * split, so C goes out from the registers. */
     c->slice_sum = splits > 1 && !c->cluster && !c->pingpong && ntiles * splits <= sm_count && slices_ok &&
                    ((splits >= 4 && (c->bn != 64 || sum_slices)) || (opts && opts->split_sum == 3));
