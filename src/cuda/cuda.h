@@ -108,7 +108,8 @@ typedef struct kiln_cuda_state {
     int cc_major, cc_minor;
     int sm_count;
     double dram_bps; /* the DRAM's peak bytes a second from its clock and bus width (0 where the
-                      * driver does not say), in the device description */
+                      * driver does not say), in the device description; the wgmma tile rule's
+                      * fast-memory default from KILN_GEMM_FAST_DRAM_BPS up (gemm_plan.h) */
     int max_threads;
     cudaStream_t stream;
     cublasLtHandle_t lt;
