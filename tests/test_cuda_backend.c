@@ -4,7 +4,8 @@
  * one block included) on random data and views, casts, the batch-norm expression in place,
  * bit identity of rand / randn / bernoulli / dropout / stochastic rounding, GEMM through
  * cuBLASLt and the fallback kernel (KILN_GEMM=vendor) and kiln's own kernel (=own), which
- * path KILN_GEMM picks, the disk kernel cache (hit from a fresh context,
+ * path KILN_GEMM picks, random GEMM shapes, views and epilogues through kiln's own kernels
+ * (=own, the tile rule's plans), the disk kernel cache (hit from a fresh context,
  * corrupt-entry recovery), no recompilation for a new shape or eps, the memory cap, an
  * NVRTC failure carrying the log and source, and device memory wrapped by kiln_tensor_wrap
  * (kiln's own, through a second handle: expressions, GEMM into it, the release callback),
@@ -1331,6 +1332,128 @@ static void gemm_fast_dram(void)
     unsetenv("KILN_GEMM");
 }
 
+/* Random GEMM cases through kiln's own kernels (KILN_GEMM=own: wgmma for 16-bit and, with
+ * TF32 allowed, f32 operands TMA can read; mma.sync for other 16-bit strides; FFMA for f32
+ * without TF32), every plan the tile rule's on this device, with KILN_WGMMA_FAST_DRAM unset,
+ * 0 or 1: sizes ragged or not (one tile row over a deep K: the split plans; the short-K
+ * updates; small anything), transposes, a row-stepped or column-offset view of an operand,
+ * batches with one operand shared, alpha, beta, a bias per column or per row, ReLU,
+ * stochastic rounding and the output statistics, against the CPU backend on the same inputs
+ * (the rounding's bits come from the same (seed, row, column) keys there). The shapes come
+ * from the test's seed (KILN_TEST_SEED), and a failing case is printed whole. */
+static void gemm_random_cases(int count)
+{
+    static const int64_t odd[] = {1, 7, 8, 63, 64, 65, 127, 128, 129, 200, 255, 256, 257, 1000};
+    static const double alphas[] = {1.0, 0.5, -1.25, 2.0}, betas[] = {0.0, 0.0, 0.5, -1.0};
+    static const char *const fast[] = {NULL, "0", "1"};
+    static const kiln_dtype dts[] = {KILN_DTYPE_F16, KILN_DTYPE_BF16, KILN_DTYPE_F32};
+    static const double tols[] = {4e-3, 3e-2, 2e-5};
+    setenv("KILN_GEMM", "own", 1);
+    printf("gemm: %d random cases with KILN_GEMM=own\n", count);
+    for (int i = 0; i < count; i++) {
+        const int d = (int)(check_rand_u64(&rng) % 3), tf32 = d == 2 && check_rand_u64(&rng) % 2;
+        const int region = (int)(check_rand_u64(&rng) % 3);
+        int64_t M, N, K, nb;
+#define R(lo, hi) ((lo) + (int64_t)(check_rand_u64(&rng) % (uint64_t)((hi) - (lo) + 1)))
+        do { /* at most 2e8 multiply-adds: the CPU reference has no BLAS on the GPU machine */
+            if (region == 0) { /* anything small */
+                M = check_rand_u64(&rng) % 2 ? odd[check_rand_u64(&rng) % 14] : R(1, 400);
+                N = check_rand_u64(&rng) % 2 ? odd[check_rand_u64(&rng) % 14] : R(1, 600);
+                K = check_rand_u64(&rng) % 2 ? odd[check_rand_u64(&rng) % 14] : R(1, 700);
+            } else if (region == 1) { /* one tile row over a deep K: split-K */
+                M = R(1, 128), N = R(8, 1100), K = R(1500, 9000);
+            } else { /* the short-K updates over many tiles */
+                M = R(200, 2100), N = R(64, 1100), K = R(16, 160);
+            }
+            nb = check_rand_u64(&rng) % 4 ? 0 : R(2, 3);
+        } while ((double)(nb ? nb : 1) * (double)M * (double)N * (double)K > 2e8);
+#undef R
+        if (check_rand_u64(&rng) % 2) N = (N + 7) / 8 * 8;
+        const int ta = (int)(check_rand_u64(&rng) % 2), tb = (int)(check_rand_u64(&rng) % 2);
+        const int shared = nb ? (int)(check_rand_u64(&rng) % 3) : 0; /* 1: A, 2: B for every batch */
+        const int view = (int)(check_rand_u64(&rng) % 6);            /* 1 A stepped, 2 B stepped, 3 A offset */
+        const double alpha = alphas[check_rand_u64(&rng) % 4], beta = betas[check_rand_u64(&rng) % 4];
+        const int bias = (int)(check_rand_u64(&rng) % 3), relu = (int)(check_rand_u64(&rng) % 3 == 0);
+        const int sr = d < 2 && check_rand_u64(&rng) % 2, stats = check_rand_u64(&rng) % 4 == 0;
+        const char *fd = fast[check_rand_u64(&rng) % 3];
+        int64_t as[3], bs[3], csh[3];
+        const int an = nb && shared != 1 ? 3 : 2, bn = nb && shared != 2 ? 3 : 2, cn = nb ? 3 : 2;
+        as[0] = bs[0] = csh[0] = nb;
+        as[an - 2] = ta ? K : M, as[an - 1] = ta ? M : K;
+        bs[bn - 2] = tb ? N : K, bs[bn - 1] = tb ? K : N;
+        csh[cn - 2] = M, csh[cn - 1] = N;
+        kiln_tensor *ac, *ag, *bc, *bg, *cc, *c0g, *cg = NULL, *biasc = NULL, *biasg = NULL, *stc = NULL, *stg = NULL;
+        make_pair(dts[d], an, as, view == 1 ? V_STEP : view == 3 ? V_OFF : V_PLAIN, -1, 1, &ac, &ag);
+        make_pair(dts[d], bn, bs, view == 2 ? V_STEP : V_PLAIN, -1, 1, &bc, &bg);
+        make_pair(dts[d], cn, csh, V_PLAIN, -1, 1, &cc, &c0g); /* C's first values, for beta */
+        if (bias) make_pair(dts[d], 1, bias == 2 ? &M : &N, V_PLAIN, -1, 1, &biasc, &biasg);
+        if (stats) {
+            const int64_t two = 2;
+            CHECK_OK(cpu, kiln_tensor_empty(cpu, KILN_DTYPE_F64, 1, &two, &stc));
+            CHECK_OK(gpu, kiln_tensor_empty(gpu, KILN_DTYPE_F64, 1, &two, &stg));
+        }
+        CHECK_OK(gpu, kiln_tensor_empty(gpu, dts[d], cn, csh, &cg));
+        CHECK_OK(gpu, kiln_assign(cg, beta != 0 ? kiln_t(c0g) : kiln_scalar(NAN))); /* poisoned where unread */
+        const kiln_round round = sr ? KILN_ROUND_STOCHASTIC : KILN_ROUND_NEAREST;
+        const kiln_gemm_args gc = {.trans_a = ta, .trans_b = tb, .relu = relu, .bias = biasc, .round = round,
+                                   .bias_rows = bias == 2, .stats = stc},
+                             gg = {.trans_a = ta, .trans_b = tb, .relu = relu, .bias = biasg, .round = round,
+                                   .bias_rows = bias == 2, .stats = stg};
+        CHECK_OK(cpu, kiln_ctx_set_seed(cpu, 1000 + (uint64_t)i));
+        CHECK_OK(gpu, kiln_ctx_set_seed(gpu, 1000 + (uint64_t)i));
+        CHECK_OK(gpu, kiln_ctx_set_allow_tf32(gpu, tf32));
+        if (fd)
+            setenv("KILN_WGMMA_FAST_DRAM", fd, 1);
+        else
+            unsetenv("KILN_WGMMA_FAST_DRAM");
+        CHECK_OK(cpu, kiln_dot(cc, ac, bc, alpha, beta, &gc));
+        CHECK_OK(gpu, kiln_dot(cg, ag, bg, alpha, beta, &gg));
+        /* SR's one rounding more, and bf16's units of 2^-8 either way */
+        const double tol = tf32 ? 4e-3 : tols[d] * (sr ? 2 : 1);
+        const double rel = gemm_rel_err(cg, cc);
+        double st_err = 0;
+        if (stats) {
+            double *x = read_f64(stg), *y = read_f64(stc);
+            if (x && y) st_err = x[1] != y[1] ? INFINITY : fabs(x[0] - y[0]) / (y[0] > 1 ? y[0] : 1);
+            free(x);
+            free(y);
+        }
+        /* 16-bit C: the same bits but where the two sums straddle a rounding threshold (a few
+         * in a thousand; stochastic rounding from other keys would differ in about a third) */
+        double differ = 0;
+        if (d < 2) {
+            const int64_t n = kiln_tensor_numel(cc);
+            uint16_t *x = malloc((size_t)n * 2), *y = malloc((size_t)n * 2);
+            CHECK(x && y);
+            if (x && y) {
+                CHECK_OK(gpu, kiln_tensor_read(cg, x, dts[d]));
+                CHECK_OK(cpu, kiln_tensor_read(cc, y, dts[d]));
+                int64_t k = 0;
+                for (int64_t j = 0; j < n; j++) k += x[j] != y[j];
+                differ = (double)k / (double)(n > 0 ? n : 1);
+            }
+            free(x);
+            free(y);
+        }
+        if (!(rel <= tol) || !(st_err <= tol) || !(differ <= 0.05))
+            fprintf(stderr,
+                    "  random gemm case %d: %s%s M=%lld N=%lld K=%lld batch=%lld (shared %d) ta=%d tb=%d view=%d "
+                    "alpha=%g beta=%g bias=%d relu=%d sr=%d stats=%d KILN_WGMMA_FAST_DRAM=%s: rel err %g, stats %g "
+                    "(tol %g), %.2f %% of the bits differ\n",
+                    i, kiln_dtype_name(dts[d]), tf32 ? " (tf32)" : "", (long long)M, (long long)N, (long long)K,
+                    (long long)nb, shared, ta, tb, view, alpha, beta, bias, relu, sr, stats, fd ? fd : "unset", rel,
+                    st_err, tol, 100 * differ);
+        CHECK(rel <= tol);
+        CHECK(st_err <= tol);
+        CHECK(differ <= 0.05);
+        kiln_tensor *all[] = {ac, ag, bc, bg, cc, c0g, cg, biasc, biasg, stc, stg};
+        for (int j = 0; j < 11; j++) kiln_tensor_release(all[j]);
+    }
+    unsetenv("KILN_WGMMA_FAST_DRAM");
+    CHECK_OK(gpu, kiln_ctx_set_allow_tf32(gpu, 0));
+    unsetenv("KILN_GEMM");
+}
+
 static void gemm_nan_canonical(void)
 {
     gemm_nan_dtype(KILN_DTYPE_BF16);
@@ -1362,6 +1485,7 @@ static void test_gemm(void)
     gemm_nan_canonical();
     gemm_tf32_staging();
     gemm_fast_dram();
+    gemm_random_cases(24);
 }
 
 /* ---- kernel cache ----------------------------------------------------------------------------- */

@@ -10,8 +10,10 @@
  * across items), batches with a broadcast operand, alpha / bias / ReLU / beta, stochastic
  * rounding, split-K with a short last split, the TMA-store epilogue (KILN_WGMMA_STORE=
  * tma) on the same shapes, forced tile widths and split counts, and f32 inputs read as
- * tf32 (K-major A and B). The FFMA kernel (src/cuda/gemm_ffma.c) and the mma.sync kernel
- * (src/cuda/gemm_mma.c, its ldmatrix / mma.sync / cp.async emulated in
+ * tf32 (K-major A and B); then random cases (KILN_EMU_FUZZ of them, 40 unless set), every
+ * plan choice the tile rule's on the H100's rule and the H200's (fast_dram), in the regions
+ * of shapes where the rule has choices. The FFMA kernel (src/cuda/gemm_ffma.c) and the
+ * mma.sync kernel (src/cuda/gemm_mma.c, its ldmatrix / mma.sync / cp.async emulated in
  * tests/mma_emu_ptx.h) run on the same emulator and cases of their own.
  * The generators and launch descriptions are built into every libkiln (CUDA or not), so this
  * runs on machines without the toolkit too (CI). Skipped (exit 77) where no C++ compiler
@@ -87,7 +89,7 @@ static struct {
     unsigned long long src_hash; /* of the generated source: the key need not name every structure bit */
     void *so;
     emu_launch_fn fn;
-} built[256];
+} built[512];
 static int nbuilt;
 
 /* Transforms (wgmma: the PTX blocks become their emulations, the dynamic shared memory the
@@ -215,7 +217,11 @@ typedef struct ecase {
                          * their columns of C inf or NaN (or +0: -inf under ReLU), the others as usual */
     int fast_dram;      /* wgmma: the rule for a device whose DRAM peaks at 4 TB/s or more (the H200) */
     int want_splits;    /* wgmma: the k splits the rule must pick (0 = not checked) */
+    int fuzz;           /* a random case (fuzz_cases): the schedule the rule's too, not checked */
 } ecase;
+
+/* the last wgmma launch's plan (the random cases' tally of what the rule picked) */
+static kiln_gemm_wgmma_launch last_wgmma;
 
 /* the context seed of every launch (both halves of Philox's key nonzero) */
 #define EMU_SEED 0x9E3779B97F4A7C15ull
@@ -746,7 +752,7 @@ static void run(const ecase *e)
         kiln_gemm_wgmma_opts o = {.tma_store = e->tma_store,
                                   .bn = e->bn,
                                   .splits = e->splits,
-                                  .pingpong = e->sched_rule ? 0 : e->pp ? 2 : 1,
+                                  .pingpong = e->sched_rule || e->fuzz ? 0 : e->pp ? 2 : 1,
                                   .cbufs = e->cbufs,
                                   .split_sum = e->split_sum,
                                   .mcast = e->mcast,
@@ -758,16 +764,19 @@ static void run(const ecase *e)
                                   .early_sr = e->early_sr,
                                   .fast_dram = e->fast_dram};
         kiln__cuda_gemm_wgmma_prepare(&d, &bt, e->sms, EMU_SEED, &o, &l);
+        last_wgmma = l;
         CHECK(l.smem <= 227 * 1024); /* what a block may have on 9.0 (the launch fails past it) */
         { /* the tile order's group: the asked or the rule's, at most the tile rows */
             const int64_t g = e->group_m ? e->group_m : e->want_group ? e->want_group : 8;
-            CHECK_INT((int64_t)l.w[41], g < (int64_t)l.w[19] ? g : (int64_t)l.w[19]);
+            /* (a random case: 8, or rows one by one where the rule walks the updates so) */
+            if (!(e->fuzz && l.update_order && l.w[41] == 1))
+                CHECK_INT((int64_t)l.w[41], g < (int64_t)l.w[19] ? g : (int64_t)l.w[19]);
         }
         if (e->splits && !e->pp) CHECK_INT((int)l.w[26], e->splits);
         if (e->want_bn) CHECK_INT(l.cfg.bn, e->want_bn);
         if (e->want_splits) CHECK_INT((int)l.w[26], e->want_splits);
         if (e->want_grid) CHECK_INT((int)l.grid, e->want_grid);
-        CHECK_INT(l.cfg.pingpong, e->pp);
+        if (!e->fuzz) CHECK_INT(l.cfg.pingpong, e->pp);
         if (e->split_sum) CHECK_INT(l.cfg.cluster, e->split_sum == 1);
         if (e->split_sum) CHECK_INT(l.cfg.slice_sum, e->split_sum == 3);
         /* the last block's sum through the workspace is compiled (WS_SPLIT) exactly where the
@@ -937,6 +946,134 @@ static void run(const ecase *e)
     free(h);
     free(ws);
     free(counters);
+}
+
+/* ---- random cases ------------------------------------------------------------------------ */
+
+/* a draw from lo to hi, both included */
+static int64_t fz_in(uint64_t *s, int64_t lo, int64_t hi)
+{
+    return lo + (int64_t)(check_rand_u64(s) % (uint64_t)(hi - lo + 1));
+}
+/* one of n values */
+#define FZ_PICK(s, arr) ((arr)[check_rand_u64(s) % (sizeof(arr) / sizeof((arr)[0]))])
+
+/* A random wgmma case, every plan choice the tile rule's (on the H100's rule or, with
+ * fast_dram, the H200's), in one of five regions of shapes, each where the rule has choices of
+ * its own on a small "device": any shape; one tile row over a deep K (split-K: through the
+ * workspace, a cluster or slices; 64- or 128-wide tiles); the short-K updates over many tiles
+ * (row order, ping-pong); tall A over eight tile rows or more (B shared by multicast); and
+ * two tile rows or less with the SMs to spare (64-row tiles, one consumer). Sizes ragged or
+ * not, any transposes in 16 bits (tf32 reads K-major A and B only), batches with an operand
+ * shared, padded rows, every epilogue; exact inputs (the output's bits checked, stochastic
+ * rounding's too) where alpha is a power of two and beta 0. The emulated work is kept under
+ * about 6e7 multiply-adds a case (1.2e8 for the deep K). */
+static ecase fuzz_case(uint64_t *s)
+{
+    static const double alphas[] = {1.0, 1.0, 0.5, 2.0, -1.25, 0.75};
+    static const int64_t odd[] = {1, 7, 8, 63, 64, 65, 127, 128, 129, 136, 200, 255, 256, 257};
+    ecase e;
+    memset(&e, 0, sizeof e);
+    e.fuzz = 1;
+    e.kernel = K_WGMMA;
+    e.dt = (int)fz_in(s, 0, 4) % 3; /* f16 and bf16 twice as often as tf32 */
+    const int region = (int)fz_in(s, 0, 4);
+    for (;;) {
+        switch (region) {
+        case 0: /* anything small */
+            e.M = check_rand_u64(s) % 2 ? FZ_PICK(s, odd) : fz_in(s, 1, 300);
+            e.N = check_rand_u64(s) % 2 ? FZ_PICK(s, odd) : fz_in(s, 1, 520);
+            e.K = check_rand_u64(s) % 2 ? FZ_PICK(s, odd) : fz_in(s, 1, 700);
+            e.sms = (int)fz_in(s, 1, 12);
+            break;
+        case 1: /* one tile row, deep K: the split plans (32 k slices or more) */
+            e.M = fz_in(s, 1, 128);
+            e.N = fz_in(s, 8, 400);
+            e.K = fz_in(s, 1500, 9000);
+            e.sms = (int)fz_in(s, 2, 40);
+            break;
+        case 2: /* the updates' short K over several waves of tiles */
+            e.M = fz_in(s, 129, 1300);
+            e.N = fz_in(s, 64, 700);
+            e.K = fz_in(s, 16, 160);
+            e.sms = (int)fz_in(s, 1, 20);
+            break;
+        case 3: /* eight tile rows or more over a K of eight slices or more */
+            e.M = fz_in(s, 900, 1400);
+            e.N = fz_in(s, 60, 260);
+            e.K = fz_in(s, 480, 1100);
+            e.sms = (int)fz_in(s, 2, 20);
+            break;
+        default: /* one or two tile rows, the SMs to spare */
+            e.M = fz_in(s, 33, 256);
+            e.N = fz_in(s, 32, 600);
+            e.K = fz_in(s, 64, 2200);
+            e.sms = (int)fz_in(s, 8, 60);
+            break;
+        }
+        if (check_rand_u64(s) % 2) e.N = (e.N + 7) / 8 * 8; /* whole 16-byte rows of C: TMA stores */
+        e.nb = check_rand_u64(s) % 4 ? 1 : fz_in(s, 2, 3);
+        const double macs =
+            (double)e.nb * (double)((e.M + 63) / 64 * 64) * (double)((e.N + 63) / 64 * 64) * (double)e.K;
+        if (macs <= (region == 1 ? 1.2e8 : 6e7)) break;
+    }
+    if (e.nb > 1) {
+        const int b = (int)fz_in(s, 0, 3);
+        e.a_bcast = b == 1;
+        e.b_bcast = b == 2;
+    }
+    if (e.dt == 2) {
+        e.ta = 0, e.tb = 1; /* K-major A and B: what tf32 reads */
+    } else {
+        e.ta = (int)fz_in(s, 0, 1);
+        e.tb = (int)fz_in(s, 0, 1);
+    }
+    e.pad = check_rand_u64(s) % 3 ? 0 : 8 * fz_in(s, 1, 3);
+    e.alpha = FZ_PICK(s, alphas);
+    if (check_rand_u64(s) % 3) { /* else C = alpha A B, the plain plans' (ping-pong, row order) */
+        e.beta = check_rand_u64(s) % 3 ? 0.0 : check_rand_u64(s) % 2 ? 0.5 : -1.0;
+        e.bias = (int)fz_in(s, 0, 1);
+        e.relu = (int)fz_in(s, 0, 2) == 0;
+        e.sr = e.dt != 2 && fz_in(s, 0, 1);
+    }
+    e.tma_store = check_rand_u64(s) % 5 != 0;
+    e.fast_dram = (int)fz_in(s, 0, 1);
+    e.exact = e.dt != 2 && e.beta == 0 && (e.alpha == 1.0 || e.alpha == 0.5 || e.alpha == 2.0) && fz_in(s, 0, 1);
+    return e;
+}
+
+/* count random cases from seed: each on the emulator against the f64 reference (run), the
+ * case printed where it failed */
+static void fuzz_cases(uint64_t seed, int count, int verbose)
+{
+    uint64_t s = seed ? seed : 1;
+    printf("random cases: %d from KILN_EMU_FUZZ_SEED=%llu\n", count, (unsigned long long)seed);
+    /* what the rule picked: tile widths 64-256, splits through the workspace, a cluster or
+     * slices, ping-pong, multicast, 64-row tiles, stochastic rounding's words early */
+    int width[4] = {0, 0, 0, 0}, ws = 0, cluster = 0, slices = 0, pp = 0, mcast = 0, rows64 = 0, early = 0;
+    for (int i = 0; i < count; i++) {
+        const ecase e = fuzz_case(&s);
+        const int failed = check_failed_;
+        run(&e);
+        const kiln_gemm_wgmma_cfg *c = &last_wgmma.cfg;
+        if (c->bn >= 64 && c->bn <= 256) width[c->bn / 64 - 1]++;
+        ws += c->ws_split, cluster += c->cluster, slices += c->slice_sum, pp += c->pingpong, mcast += c->mcast;
+        rows64 += c->kpair != 0, early += c->early_sr;
+        if (check_failed_ != failed || verbose)
+            fprintf(check_failed_ != failed ? stderr : stdout,
+                    "  random case %d%s: %s M=%lld N=%lld K=%lld nb=%lld ta=%d tb=%d bcast=%d%d pad=%lld alpha=%g "
+                    "beta=%g bias=%d relu=%d sr=%d sms=%d tma_store=%d fast_dram=%d exact=%d | bn %d splits %d "
+                    "grid %u ws %d cluster %d slices %d pp %d mcast %d kpair %d early %d\n",
+                    i, check_failed_ != failed ? " failed" : "", e.dt == 2 ? "tf32" : e.dt ? "bf16" : "f16",
+                    (long long)e.M, (long long)e.N, (long long)e.K,
+                    (long long)e.nb, e.ta, e.tb, e.a_bcast, e.b_bcast, (long long)e.pad, e.alpha, e.beta, e.bias,
+                    e.relu, e.sr, e.sms, e.tma_store, e.fast_dram, e.exact, c->bn, (int)last_wgmma.w[26],
+                    last_wgmma.grid, c->ws_split, c->cluster, c->slice_sum, c->pingpong, c->mcast, c->kpair,
+                    c->early_sr);
+    }
+    printf("  widths 64 / 128 / 192 / 256: %d / %d / %d / %d; split-K through the workspace %d, a cluster %d, "
+           "slices %d; ping-pong %d; multicast %d; 64-row tiles %d; early SR words %d\n",
+           width[0], width[1], width[2], width[3], ws, cluster, slices, pp, mcast, rows64, early);
 }
 
 int main(void)
@@ -2060,7 +2197,16 @@ int main(void)
     CHECK_INT(ffma_wide(1024, 1024, 1024), 0);
     f16_sr13_identity();
     div_words();
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(&cases[i]);
+    /* KILN_EMU_FUZZ: the count of random cases after the listed ones (40 unless set);
+     * KILN_EMU_FUZZ_SEED: those cases' seed, and then only they run (to replay a failure) */
+    const char *fz_count = getenv("KILN_EMU_FUZZ"), *fz_seed = getenv("KILN_EMU_FUZZ_SEED");
+    char *fz_end = NULL;
+    const long fuzz_count = fz_count && fz_count[0] ? strtol(fz_count, &fz_end, 10) : 40;
+    CHECK(!fz_end || (*fz_end == 0 && fuzz_count >= 0)); /* a bad KILN_EMU_FUZZ fails the test */
+    const uint64_t fuzz_seed = fz_seed && fz_seed[0] ? strtoull(fz_seed, NULL, 0) : check_rand_u64(&rng);
+    if (!(fz_seed && fz_seed[0]))
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(&cases[i]);
+    fuzz_cases(fuzz_seed, fuzz_count > 0 ? (int)fuzz_count : 0, fz_seed && fz_seed[0]);
     free(prev_c);
     for (int i = 0; i < nbuilt; i++) dlclose(built[i].so);
     char cmd[128];
