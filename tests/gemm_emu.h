@@ -47,7 +47,10 @@
 #define __launch_bounds__(a, b)
 #define __grid_constant__
 #define __align__(n) __attribute__((aligned(n)))
-#define __shared__ static
+/* a kernel's static shared variables: one copy in the section emu_shared, which the launch
+ * (gemm_emu_launch.h) gives each block that runs together a copy of, swapped in and out
+ * around the block's turn in every sweep */
+#define __shared__ static __attribute__((section("emu_shared")))
 
 typedef unsigned long long kiln_w64;
 
@@ -80,6 +83,7 @@ struct emu_mbar {
 
 struct emu_state {
     unsigned char *smem; /* dynamic shared memory: address a is smem[a - EMU_SMEM_ORIGIN] */
+    unsigned char *sshared; /* the block's copy of the static shared variables (section emu_shared) */
     size_t smem_bytes;
     emu_mbar bars[64];
     int nbars;

@@ -18,6 +18,15 @@
 
 static kiln_args emu_args;
 
+/* the section of the kernel's static shared variables (absent where it has none: the wgmma
+ * kernel's shared memory is all dynamic); the linker names its bounds */
+extern "C" unsigned char __start_emu_shared[] __attribute__((weak, visibility("hidden")));
+extern "C" unsigned char __stop_emu_shared[] __attribute__((weak, visibility("hidden")));
+static size_t emu_sshared_bytes(void)
+{
+    return __start_emu_shared && __stop_emu_shared ? (size_t)(__stop_emu_shared - __start_emu_shared) : 0;
+}
+
 static void emu_thread_main(void)
 {
 #ifdef EMU_THREAD_START
@@ -55,6 +64,7 @@ extern "C" int emu_launch(const unsigned long long *words, int nwords, const uns
         b->nthreads = (int)threads;
         b->smem_bytes = smem ? smem : 16;
         b->smem = (unsigned char *)malloc(b->smem_bytes);
+        b->sshared = (unsigned char *)malloc(emu_sshared_bytes() + 1);
         b->stacks = (char *)malloc((size_t)threads * EMU_STACK);
         /* poison the stacks' tops (they grow down): a local read before it is written (the
          * accumulators of a consumer that multiplied nothing) reads NaNs in the first block, the
@@ -70,6 +80,7 @@ extern "C" int emu_launch(const unsigned long long *words, int nwords, const uns
             emu_state *b = &emu_blocks[r];
             const unsigned blk = c0 + r;
             memset(b->smem, 0xA5, b->smem_bytes); /* poison: what a kernel reads before writing shows */
+            memset(b->sshared, 0xA5, emu_sshared_bytes());
             b->nbars = 0;
             memset(b->bar_arrived, 0, sizeof b->bar_arrived);
             memset(b->bar_gen, 0, sizeof b->bar_gen);
@@ -101,6 +112,8 @@ extern "C" int emu_launch(const unsigned long long *words, int nwords, const uns
                     continue;
                 }
                 emu_cur = &emu_blocks[r];
+                /* the block's own static shared variables in place for its turn */
+                if (emu_sshared_bytes()) memcpy(__start_emu_shared, emu.sshared, emu_sshared_bytes());
                 for (int t = 0; t < (int)threads && !emu_g.deadlock; t++) {
                     if (emu.done[t]) continue;
                     emu.cur = t;
@@ -108,6 +121,7 @@ extern "C" int emu_launch(const unsigned long long *words, int nwords, const uns
                     swapcontext(&emu.sched, &emu.ctx[t]);
                     if (!emu.done[t]) left++;
                 }
+                if (emu_sshared_bytes()) memcpy(emu.sshared, __start_emu_shared, emu_sshared_bytes());
             }
         }
         if (emu_g.deadlock || emu_g.error[0]) rc = 1;
@@ -115,8 +129,10 @@ extern "C" int emu_launch(const unsigned long long *words, int nwords, const uns
     if (rc) snprintf(error, error_cap, "%s", emu_g.error[0] ? emu_g.error : "failed");
     for (unsigned r = 0; r < cluster; r++) {
         free(emu_blocks[r].smem);
+        free(emu_blocks[r].sshared);
         free(emu_blocks[r].stacks);
         emu_blocks[r].smem = NULL;
+        emu_blocks[r].sshared = NULL;
         emu_blocks[r].stacks = NULL;
     }
     emu_cur = &emu_blocks[0];

@@ -958,9 +958,10 @@ static int64_t fz_in(uint64_t *s, int64_t lo, int64_t hi)
 /* one of n values */
 #define FZ_PICK(s, arr) ((arr)[check_rand_u64(s) % (sizeof(arr) / sizeof((arr)[0]))])
 
-/* A random wgmma case, every plan choice the tile rule's (on the H100's rule or, with
- * fast_dram, the H200's), in one of five regions of shapes, each where the rule has choices of
- * its own on a small "device": any shape; one tile row over a deep K (split-K: through the
+/* A random case: the wgmma kernel seven times in ten, else the FFMA kernel (f32) or the
+ * mma.sync kernel (16-bit, rows of any length); every plan choice the rules' (the wgmma tile
+ * rule the H100's or, with fast_dram, the H200's), in one of five regions of shapes, each
+ * where the wgmma rule has choices of its own on a small "device": any shape; one tile row over a deep K (split-K: through the
  * workspace, a cluster or slices; 64- or 128-wide tiles); the short-K updates over many tiles
  * (row order, ping-pong); tall A over eight tile rows or more (B shared by multicast); and
  * two tile rows or less with the SMs to spare (64-row tiles, one consumer). Sizes ragged or
@@ -975,8 +976,10 @@ static ecase fuzz_case(uint64_t *s)
     ecase e;
     memset(&e, 0, sizeof e);
     e.fuzz = 1;
-    e.kernel = K_WGMMA;
-    e.dt = (int)fz_in(s, 0, 4) % 3; /* f16 and bf16 twice as often as tf32 */
+    /* the wgmma kernel seven cases in ten, the FFMA (f32) and mma.sync (16-bit) kernels the rest */
+    const int which = (int)fz_in(s, 0, 19);
+    e.kernel = which < 14 ? K_WGMMA : which < 17 ? K_FFMA : K_MMA;
+    e.dt = e.kernel == K_FFMA ? 2 : e.kernel == K_MMA ? (int)fz_in(s, 0, 1) : (int)fz_in(s, 0, 4) % 3;
     const int region = (int)fz_in(s, 0, 4);
     for (;;) {
         switch (region) {
@@ -1022,13 +1025,17 @@ static ecase fuzz_case(uint64_t *s)
         e.a_bcast = b == 1;
         e.b_bcast = b == 2;
     }
-    if (e.dt == 2) {
+    if (e.kernel == K_FFMA) /* slice sums only where every block runs at once: 16 in the emulator */
+        e.sms = e.sms < 16 ? e.sms : 16;
+    if (e.dt == 2 && e.kernel == K_WGMMA) {
         e.ta = 0, e.tb = 1; /* K-major A and B: what tf32 reads */
     } else {
         e.ta = (int)fz_in(s, 0, 1);
         e.tb = (int)fz_in(s, 0, 1);
     }
-    e.pad = check_rand_u64(s) % 3 ? 0 : 8 * fz_in(s, 1, 3);
+    /* (rows padded to 16 bytes and on for the wgmma kernel's TMA; any for the others: their
+     * element-by-element loads where the rows are odd) */
+    e.pad = check_rand_u64(s) % 3 ? 0 : e.kernel == K_WGMMA ? 8 * fz_in(s, 1, 3) : fz_in(s, 1, 9);
     e.alpha = FZ_PICK(s, alphas);
     if (check_rand_u64(s) % 3) { /* else C = alpha A B, the plain plans' (ping-pong, row order) */
         e.beta = check_rand_u64(s) % 3 ? 0.0 : check_rand_u64(s) % 2 ? 0.5 : -1.0;
@@ -1051,29 +1058,35 @@ static void fuzz_cases(uint64_t seed, int count, int verbose)
     /* what the rule picked: tile widths 64-256, splits through the workspace, a cluster or
      * slices, ping-pong, multicast, 64-row tiles, stochastic rounding's words early */
     int width[4] = {0, 0, 0, 0}, ws = 0, cluster = 0, slices = 0, pp = 0, mcast = 0, rows64 = 0, early = 0;
+    int others[3] = {0, 0, 0};
     for (int i = 0; i < count; i++) {
         const ecase e = fuzz_case(&s);
         const int failed = check_failed_;
+        memset(&last_wgmma, 0, sizeof last_wgmma);
         run(&e);
+        others[e.kernel]++;
         const kiln_gemm_wgmma_cfg *c = &last_wgmma.cfg;
         if (c->bn >= 64 && c->bn <= 256) width[c->bn / 64 - 1]++;
         ws += c->ws_split, cluster += c->cluster, slices += c->slice_sum, pp += c->pingpong, mcast += c->mcast;
         rows64 += c->kpair != 0, early += c->early_sr;
         if (check_failed_ != failed || verbose)
             fprintf(check_failed_ != failed ? stderr : stdout,
-                    "  random case %d%s: %s M=%lld N=%lld K=%lld nb=%lld ta=%d tb=%d bcast=%d%d pad=%lld alpha=%g "
+                    "  random case %d%s: %s %s M=%lld N=%lld K=%lld nb=%lld ta=%d tb=%d bcast=%d%d pad=%lld alpha=%g "
                     "beta=%g bias=%d relu=%d sr=%d sms=%d tma_store=%d fast_dram=%d exact=%d | bn %d splits %d "
                     "grid %u ws %d cluster %d slices %d pp %d mcast %d kpair %d early %d\n",
-                    i, check_failed_ != failed ? " failed" : "", e.dt == 2 ? "tf32" : e.dt ? "bf16" : "f16",
+                    i, check_failed_ != failed ? " failed" : "", kernel_name[e.kernel],
+                    e.dt == 2 ? (e.kernel == K_WGMMA ? "tf32" : "f32") : e.dt ? "bf16" : "f16",
                     (long long)e.M, (long long)e.N, (long long)e.K,
                     (long long)e.nb, e.ta, e.tb, e.a_bcast, e.b_bcast, (long long)e.pad, e.alpha, e.beta, e.bias,
                     e.relu, e.sr, e.sms, e.tma_store, e.fast_dram, e.exact, c->bn, (int)last_wgmma.w[26],
                     last_wgmma.grid, c->ws_split, c->cluster, c->slice_sum, c->pingpong, c->mcast, c->kpair,
                     c->early_sr);
     }
-    printf("  widths 64 / 128 / 192 / 256: %d / %d / %d / %d; split-K through the workspace %d, a cluster %d, "
-           "slices %d; ping-pong %d; multicast %d; 64-row tiles %d; early SR words %d\n",
-           width[0], width[1], width[2], width[3], ws, cluster, slices, pp, mcast, rows64, early);
+    printf("  wgmma %d (widths 64 / 128 / 192 / 256: %d / %d / %d / %d; split-K through the workspace %d, a "
+           "cluster %d, slices %d; ping-pong %d; multicast %d; 64-row tiles %d; early SR words %d), FFMA %d, "
+           "mma.sync %d\n",
+           others[K_WGMMA], width[0], width[1], width[2], width[3], ws, cluster, slices, pp, mcast, rows64, early,
+           others[K_FFMA], others[K_MMA]);
 }
 
 int main(void)
