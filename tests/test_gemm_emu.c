@@ -961,14 +961,14 @@ static int64_t fz_in(uint64_t *s, int64_t lo, int64_t hi)
 /* A random case: the wgmma kernel seven times in ten, else the FFMA kernel (f32) or the
  * mma.sync kernel (16-bit, rows of any length); every plan choice the rules' (the wgmma tile
  * rule the H100's or, with fast_dram, the H200's), in one of five regions of shapes, each
- * where the wgmma rule has choices of its own on a small "device": any shape; one tile row over a deep K (split-K: through the
- * workspace, a cluster or slices; 64- or 128-wide tiles); the short-K updates over many tiles
- * (row order, ping-pong); tall A over eight tile rows or more (B shared by multicast); and
- * two tile rows or less with the SMs to spare (64-row tiles, one consumer). Sizes ragged or
- * not, any transposes in 16 bits (tf32 reads K-major A and B only), batches with an operand
- * shared, padded rows, every epilogue; exact inputs (the output's bits checked, stochastic
- * rounding's too) where alpha is a power of two and beta 0. The emulated work is kept under
- * about 6e7 multiply-adds a case (1.2e8 for the deep K). */
+ * where the wgmma rule has choices of its own on a small "device": any shape; one tile row
+ * over a deep K (split-K: through the workspace or slices; 64- or 128-wide tiles); the
+ * short-K updates over many tiles (row order, ping-pong); tall A over eight tile rows or more
+ * (B shared by multicast); and two tile rows or less with the SMs to spare (64-row tiles,
+ * one consumer). Sizes ragged or not, any transposes in 16 bits (tf32 reads K-major A and B
+ * only), batches with an operand shared, padded rows, every epilogue; exact inputs (the
+ * output's bits checked, stochastic rounding's too) where alpha is a power of two and beta 0.
+ * The emulated work is kept under about 6e7 multiply-adds a case (1.2e8 for the deep K). */
 static ecase fuzz_case(uint64_t *s)
 {
     static const double alphas[] = {1.0, 1.0, 0.5, 2.0, -1.25, 0.75};
