@@ -1485,7 +1485,17 @@ static void test_gemm(void)
     gemm_nan_canonical();
     gemm_tf32_staging();
     gemm_fast_dram();
-    gemm_random_cases(24);
+}
+
+/* the random GEMM cases: KILN_TEST_GEMM_RANDOM of them (24 unless set; a visit's gpu-visit.sh
+ * step gemm-random runs this section alone with more) */
+static void test_gemm_random(void)
+{
+    const char *e = getenv("KILN_TEST_GEMM_RANDOM");
+    char *end = NULL;
+    const long n = e && e[0] ? strtol(e, &end, 10) : 24;
+    CHECK(!end || (*end == 0 && n >= 0 && n <= 100000)); /* a bad count fails the run */
+    gemm_random_cases(n > 0 && n <= 100000 ? (int)n : 0);
 }
 
 /* ---- kernel cache ----------------------------------------------------------------------------- */
@@ -1789,7 +1799,8 @@ int main(void)
     } sections[] = {{"copies", test_copies},       {"elementwise", test_elementwise},
                     {"chains", test_chains},       {"reductions", test_reductions},
                     {"batchnorm", test_batchnorm}, {"rng", test_rng_bits},
-                    {"gemm", test_gemm},           {"pdl", gemm_chain_pdl},
+                    {"gemm", test_gemm},           {"random", test_gemm_random},
+                    {"pdl", gemm_chain_pdl},
                     {"cache", test_cache},
                     {"memory", test_memory},       {"wrap", test_wrap},
                     {"graph", test_graph}};

@@ -10,7 +10,8 @@
 #      the cost of the full epilogue (bias + ReLU + stochastic rounding); step gemm-fast-dram
 #      times the tile rule's fast-memory plans against the H100's, gemm-sweep-tf32 sweeps tf32
 #      on SWEEP_ONLY's cases, dram-read-a streams fc36864 fprop's B with and without A's L2
-#      re-reads (tools/dram-read); step gemm-ncu runs
+#      re-reads (tools/dram-read), gemm-random runs GEMM_RANDOM random GEMM cases (default 400)
+#      against the CPU backend, then 100 under memcheck; step gemm-ncu runs
 #      Nsight Compute on one call of kiln's kernel and of cuBLASLt's per shape (NCU_SHAPES)
 #   3. the suite under compute-sanitizer (MODES="memcheck racecheck"; $OUT/table-san.txt)
 # Each step gets what is left of VISIT_SECONDS (default 540) and is cut off at the deadline,
@@ -84,6 +85,15 @@ for s in $STEPS; do
             step dram-read-a 150 bash -c 'for p in "128 3" "128 4" "128 5" "256 8" "256 10"; do
                     set -- $p; for a in 128 0; do "$0" --K 36864 --N 3072 --W "$1" --splits "$2" --a-rows "$a"; done
                 done' "$BUILD_GPU/dram-read" ;;
+        gemm-random) # random GEMM shapes, views and epilogues through kiln's own kernels against the CPU
+            # backend (test_cuda_backend's section random), GEMM_RANDOM of them (default 400), then
+            # 100 under compute-sanitizer memcheck
+            step gemm-random 240 env KILN_DEVICE=cuda KILN_CACHE_DIR="$BUILD_GPU/kernel-cache" KILN_CUDA_TEST=random \
+                KILN_TEST_GEMM_RANDOM="${GEMM_RANDOM:-400}" "$BUILD_GPU/test_cuda_backend"
+            step gemm-random-memcheck 240 env KILN_DEVICE=cuda KILN_CACHE_DIR="$BUILD_GPU/kernel-cache" \
+                KILN_CUDA_TEST=random KILN_TEST_GEMM_RANDOM=100 "$(command -v compute-sanitizer ||
+                    echo /usr/local/cuda/bin/compute-sanitizer)" --tool memcheck --error-exitcode 99 \
+                "$BUILD_GPU/test_cuda_backend" ;;
         gemm-sweep) # tile width x k splits x epilogue store per shape: the data for the tile rule
             step gemm-sweep 300 "$BUILD_GPU/kiln-bench" gemm-sweep --dtype f16 ;;
         gemm-ncu) # Nsight Compute on one timed call of kiln's kernel and of cuBLASLt's, per shape in
