@@ -1451,6 +1451,8 @@ static void gemm_random_cases(int count)
     }
     unsetenv("KILN_WGMMA_FAST_DRAM");
     CHECK_OK(gpu, kiln_ctx_set_allow_tf32(gpu, 0));
+    CHECK_OK(cpu, kiln_ctx_set_seed(cpu, 42)); /* the contexts' seeds as main made them */
+    CHECK_OK(gpu, kiln_ctx_set_seed(gpu, 42));
     unsetenv("KILN_GEMM");
 }
 

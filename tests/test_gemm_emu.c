@@ -960,15 +960,16 @@ static int64_t fz_in(uint64_t *s, int64_t lo, int64_t hi)
 
 /* A random case: the wgmma kernel seven times in ten, else the FFMA kernel (f32) or the
  * mma.sync kernel (16-bit, rows of any length); every plan choice the rules' (the wgmma tile
- * rule the H100's or, with fast_dram, the H200's), in one of five regions of shapes, each
+ * rule the H100's or, with fast_dram, the H200's), in one of six regions of shapes, each
  * where the wgmma rule has choices of its own on a small "device": any shape; one tile row
  * over a deep K (split-K: through the workspace or slices; 64- or 128-wide tiles); the
- * short-K updates over many tiles (row order, ping-pong); tall A over eight tile rows or more
- * (B shared by multicast); and two tile rows or less with the SMs to spare (64-row tiles,
- * one consumer). Sizes ragged or not, any transposes in 16 bits (tf32 reads K-major A and B
- * only), batches with an operand shared, padded rows, every epilogue; exact inputs (the
- * output's bits checked, stochastic rounding's too) where alpha is a power of two and beta 0.
- * The emulated work is kept under about 6e7 multiply-adds a case (1.2e8 for the deep K). */
+ * short-K updates over many tiles; tall A over eight tile rows or more (B shared by
+ * multicast); two tile rows or less with the SMs to spare (64-row tiles, one consumer); and
+ * (wgmma only) the plain f16 updates (ping-pong, row order). Sizes ragged or not, any
+ * transposes in 16 bits (tf32 reads K-major A and B only), batches with an operand shared,
+ * padded rows, every epilogue; exact inputs (the output's bits checked, stochastic
+ * rounding's too) where alpha is a power of two and beta 0. The emulated work is kept under
+ * about 6e7 multiply-adds a case (1.2e8 for the deep K). */
 static ecase fuzz_case(uint64_t *s)
 {
     static const double alphas[] = {1.0, 1.0, 0.5, 2.0, -1.25, 0.75};
@@ -980,7 +981,8 @@ static ecase fuzz_case(uint64_t *s)
     const int which = (int)fz_in(s, 0, 19);
     e.kernel = which < 14 ? K_WGMMA : which < 17 ? K_FFMA : K_MMA;
     e.dt = e.kernel == K_FFMA ? 2 : e.kernel == K_MMA ? (int)fz_in(s, 0, 1) : (int)fz_in(s, 0, 4) % 3;
-    const int region = (int)fz_in(s, 0, 4);
+    const int region = e.kernel == K_WGMMA ? (int)fz_in(s, 0, 5) : (int)fz_in(s, 0, 4);
+    if (region == 5) e.dt = 0; /* the plain f16 updates */
     for (;;) {
         switch (region) {
         case 0: /* anything small */
@@ -1005,7 +1007,13 @@ static ecase fuzz_case(uint64_t *s)
             e.M = fz_in(s, 900, 1400);
             e.N = fz_in(s, 60, 260);
             e.K = fz_in(s, 480, 1100);
-            e.sms = (int)fz_in(s, 2, 20);
+            e.sms = (int)fz_in(s, 2, 24);
+            break;
+        case 5: /* plain f16 updates, C = alpha A B: ping-pong or row order by the tile count */
+            e.M = fz_in(s, 129, 1300);
+            e.N = fz_in(s, 16, 88) * 8;
+            e.K = fz_in(s, 16, 128);
+            e.sms = (int)fz_in(s, 2, 24);
             break;
         default: /* one or two tile rows, the SMs to spare */
             e.M = fz_in(s, 33, 256);
@@ -1031,19 +1039,19 @@ static ecase fuzz_case(uint64_t *s)
         e.ta = 0, e.tb = 1; /* K-major A and B: what tf32 reads */
     } else {
         e.ta = (int)fz_in(s, 0, 1);
-        e.tb = (int)fz_in(s, 0, 1);
+        e.tb = region == 3 && fz_in(s, 0, 3) ? 0 : (int)fz_in(s, 0, 1); /* (multicast takes N-major B) */
     }
     /* (rows padded to 16 bytes and on for the wgmma kernel's TMA; any for the others: their
      * element-by-element loads where the rows are odd) */
     e.pad = check_rand_u64(s) % 3 ? 0 : e.kernel == K_WGMMA ? 8 * fz_in(s, 1, 3) : fz_in(s, 1, 9);
     e.alpha = FZ_PICK(s, alphas);
-    if (check_rand_u64(s) % 3) { /* else C = alpha A B, the plain plans' (ping-pong, row order) */
+    if (region != 5 && check_rand_u64(s) % 3) { /* else C = alpha A B, the plain plans' (ping-pong, row order) */
         e.beta = check_rand_u64(s) % 3 ? 0.0 : check_rand_u64(s) % 2 ? 0.5 : -1.0;
         e.bias = (int)fz_in(s, 0, 1);
         e.relu = (int)fz_in(s, 0, 2) == 0;
         e.sr = e.dt != 2 && fz_in(s, 0, 1);
     }
-    e.tma_store = check_rand_u64(s) % 5 != 0;
+    e.tma_store = region == 5 || check_rand_u64(s) % 5 != 0;
     e.fast_dram = (int)fz_in(s, 0, 1);
     e.exact = e.dt != 2 && e.beta == 0 && (e.alpha == 1.0 || e.alpha == 0.5 || e.alpha == 2.0) && fz_in(s, 0, 1);
     return e;
