@@ -13,8 +13,9 @@
  * wgmma, 256 for FFMA) are coroutines (ucontext) that switch only where the kernel waits
  * (mbarrier waits, named and cluster barriers), so every interleaving the kernel's
  * synchronization allows is one it may get here, and a missing wait shows as a wrong
- * result or a deadlock report. Each block has its own shared memory and barriers; a
- * cluster address (mapa) carries the block's rank + 1 in bits 24-27. TMA loads complete
+ * result or a deadlock report. Each block has its own shared memory (the dynamic, and the
+ * static __shared__ variables swapped in around its turn) and barriers; a cluster address
+ * (mapa) carries the block's rank + 1 in bits 24-27. TMA loads complete
  * when issued (as early as they can: the mbarrier transaction count still runs, expect_tx
  * then the boxes, a multicast's on every block of its mask); what reads shared memory
  * asynchronously reads it as late as it may: wgmma in the wgmma.wait_group that covers its

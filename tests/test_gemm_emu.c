@@ -1003,11 +1003,12 @@ static ecase fuzz_case(uint64_t *s)
             e.K = fz_in(s, 16, 160);
             e.sms = (int)fz_in(s, 1, 20);
             break;
-        case 3: /* eight tile rows or more over a K of eight slices or more */
+        case 3: /* eight tile rows or more over a K of eight slices or more; B's rows mostly 16 bytes
+                 * off a 32-byte sector (N rounds up to 8 mod 16): the rule's multicast */
             e.M = fz_in(s, 900, 1400);
-            e.N = fz_in(s, 60, 260);
+            e.N = fz_in(s, 3, 15) * 16 + 8 - fz_in(s, 0, 7);
             e.K = fz_in(s, 480, 1100);
-            e.sms = (int)fz_in(s, 2, 24);
+            e.sms = (int)fz_in(s, 8, 28);
             break;
         case 5: /* plain f16 updates, C = alpha A B: ping-pong or row order by the tile count */
             e.M = fz_in(s, 129, 1300);
