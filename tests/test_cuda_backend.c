@@ -1332,12 +1332,33 @@ static void gemm_fast_dram(void)
     unsetenv("KILN_GEMM");
 }
 
+/* An uninitialised GPU tensor of `shape` that is a view of a larger one: view 1 its rows every
+ * other row of the base (a row stride of twice the width), 2 its columns from the base's
+ * second on (a start one element off the base's alignment), else a plain tensor. */
+static kiln_tensor *gpu_view_empty(kiln_dtype dt, int nd, const int64_t *shape, int view)
+{
+    int64_t bshape[KILN_MAX_DIMS];
+    for (int i = 0; i < nd; i++) bshape[i] = shape[i];
+    if (view == 1) bshape[nd - 2] *= 2;
+    if (view == 2) bshape[nd - 1] += 1;
+    kiln_tensor *base = NULL, *out = NULL;
+    CHECK_OK(gpu, kiln_tensor_empty(gpu, dt, nd, bshape, &base));
+    if (!base) return NULL;
+    kiln_slice sl[KILN_MAX_DIMS];
+    for (int i = 0; i < nd; i++) sl[i] = KILN_SLICE_ALL;
+    if (view == 1) sl[nd - 2] = KILN_SLICE_STEP(KILN_NONE, KILN_NONE, 2);
+    if (view == 2) sl[nd - 1] = KILN_SLICE(1, KILN_NONE);
+    CHECK_OK(gpu, kiln_tensor_slice(base, nd, sl, &out));
+    kiln_tensor_release(base);
+    return out;
+}
+
 /* Random GEMM cases through kiln's own kernels (KILN_GEMM=own: wgmma for 16-bit and, with
  * TF32 allowed, f32 operands TMA can read; mma.sync for other 16-bit strides; FFMA for f32
  * without TF32), every plan the tile rule's on this device, with KILN_WGMMA_FAST_DRAM unset,
  * 0 or 1: sizes ragged or not (one tile row over a deep K: the split plans; the short-K
- * updates; small anything), transposes, a row-stepped or column-offset view of an operand,
- * batches with one operand shared, alpha, beta, a bias per column or per row, ReLU,
+ * updates; small anything), transposes, a row-stepped or column-offset view of an operand
+ * and of C, batches with one operand shared, alpha, beta, a bias per column or per row, ReLU,
  * stochastic rounding and the output statistics, against the CPU backend on the same inputs
  * (the rounding's bits come from the same (seed, row, column) keys there). The shapes come
  * from the test's seed (KILN_TEST_SEED), and a failing case is printed whole. */
@@ -1392,7 +1413,8 @@ static void gemm_random_cases(int count)
             CHECK_OK(cpu, kiln_tensor_empty(cpu, KILN_DTYPE_F64, 1, &two, &stc));
             CHECK_OK(gpu, kiln_tensor_empty(gpu, KILN_DTYPE_F64, 1, &two, &stg));
         }
-        CHECK_OK(gpu, kiln_tensor_empty(gpu, dts[d], cn, csh, &cg));
+        const int cview = (int)(check_rand_u64(&rng) % 4); /* C a view: 1 rows stepped, 2 columns offset */
+        cg = gpu_view_empty(dts[d], cn, csh, cview);
         CHECK_OK(gpu, kiln_assign(cg, beta != 0 ? kiln_t(c0g) : kiln_scalar(NAN))); /* poisoned where unread */
         const kiln_round round = sr ? KILN_ROUND_STOCHASTIC : KILN_ROUND_NEAREST;
         const kiln_gemm_args gc = {.trans_a = ta, .trans_b = tb, .relu = relu, .bias = biasc, .round = round,
@@ -1438,11 +1460,11 @@ static void gemm_random_cases(int count)
         if (!(rel <= tol) || !(st_err <= tol) || !(differ <= 0.05))
             fprintf(stderr,
                     "  random gemm case %d: %s%s M=%lld N=%lld K=%lld batch=%lld (shared %d) ta=%d tb=%d view=%d "
-                    "alpha=%g beta=%g bias=%d relu=%d sr=%d stats=%d KILN_WGMMA_FAST_DRAM=%s: rel err %g, stats %g "
-                    "(tol %g), %.2f %% of the bits differ\n",
+                    "C view=%d alpha=%g beta=%g bias=%d relu=%d sr=%d stats=%d KILN_WGMMA_FAST_DRAM=%s: rel err %g, "
+                    "stats %g (tol %g), %.2f %% of the bits differ\n",
                     i, kiln_dtype_name(dts[d]), tf32 ? " (tf32)" : "", (long long)M, (long long)N, (long long)K,
-                    (long long)nb, shared, ta, tb, view, alpha, beta, bias, relu, sr, stats, fd ? fd : "unset", rel,
-                    st_err, tol, 100 * differ);
+                    (long long)nb, shared, ta, tb, view, cview, alpha, beta, bias, relu, sr, stats, fd ? fd : "unset",
+                    rel, st_err, tol, 100 * differ);
         CHECK(rel <= tol);
         CHECK(st_err <= tol);
         CHECK(differ <= 0.05);
