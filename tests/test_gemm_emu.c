@@ -955,7 +955,7 @@ static int64_t fz_in(uint64_t *s, int64_t lo, int64_t hi)
 {
     return lo + (int64_t)(check_rand_u64(s) % (uint64_t)(hi - lo + 1));
 }
-/* one of n values */
+/* one of an array's values */
 #define FZ_PICK(s, arr) ((arr)[check_rand_u64(s) % (sizeof(arr) / sizeof((arr)[0]))])
 
 /* A random case: the wgmma kernel seven times in ten, else the FFMA kernel (f32) or the
