@@ -87,12 +87,13 @@ for s in $STEPS; do
                 done' "$BUILD_GPU/dram-read" ;;
         gemm-random) # random GEMM shapes, views and epilogues through kiln's own kernels against the CPU
             # backend (test_cuda_backend's section random), GEMM_RANDOM of them (default 400), then
-            # 100 under compute-sanitizer memcheck
+            # 100 under compute-sanitizer memcheck with test-gpu.sh's flags
             step gemm-random 240 env KILN_DEVICE=cuda KILN_CACHE_DIR="$BUILD_GPU/kernel-cache" KILN_CUDA_TEST=random \
                 KILN_TEST_GEMM_RANDOM="${GEMM_RANDOM:-400}" "$BUILD_GPU/test_cuda_backend"
             step gemm-random-memcheck 240 env KILN_DEVICE=cuda KILN_CACHE_DIR="$BUILD_GPU/kernel-cache" \
                 KILN_CUDA_TEST=random KILN_TEST_GEMM_RANDOM=100 "$(command -v compute-sanitizer ||
-                    echo /usr/local/cuda/bin/compute-sanitizer)" --tool memcheck --error-exitcode 99 \
+                    echo /usr/local/cuda/bin/compute-sanitizer)" --tool memcheck --target-processes application-only \
+                --report-api-errors no --leak-check no --error-exitcode 99 \
                 "$BUILD_GPU/test_cuda_backend" ;;
         gemm-sweep) # tile width x k splits x epilogue store per shape: the data for the tile rule
             step gemm-sweep 300 "$BUILD_GPU/kiln-bench" gemm-sweep --dtype f16 ;;
