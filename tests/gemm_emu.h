@@ -228,10 +228,32 @@ static inline int atomicAdd(int *p, int v)
     emu_progress();
     return o;
 }
+static inline unsigned atomicAdd(unsigned *p, unsigned v)
+{
+    unsigned o = *p;
+    *p = o + v;
+    emu_progress();
+    return o;
+}
+static inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v)
+{
+    unsigned long long o = *p;
+    *p = o + v;
+    emu_progress();
+    return o;
+}
+static inline unsigned atomicMax(unsigned *p, unsigned v)
+{
+    unsigned o = *p;
+    *p = o > v ? o : v;
+    emu_progress();
+    return o;
+}
 static inline float __ldcg(const float *p) { return *p; }
 static inline int __ldcg(const int *p) { return *p; }
 /* a spinning thread's pause: back to the scheduler (another block's thread runs) */
 static inline void __nanosleep(unsigned) { emu_yield(); }
+static inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
 static inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
 /* PTX prmt.b32 (default mode): byte i of the result is byte (s >> 4 i) & 7 of {b, a} (a the
  * low word), or that byte's sign bit replicated where bit 3 of the nibble is set */

@@ -48,6 +48,11 @@ extern "C" int emu_launch(const unsigned long long *words, int nwords, const uns
                           unsigned gy, unsigned threads, unsigned smem, unsigned cluster, char *error, size_t error_cap)
 {
     memset(&emu_args, 0, sizeof emu_args);
+#ifdef EMU_TMAPS
+    /* the wgmma kernel: one word past its words is the address of the statistics' words
+     * (kiln_args.stats) */
+    if (nwords == (int)(sizeof emu_args.w / 8) + 1) emu_args.stats = words[--nwords];
+#endif
     if (nwords > (int)(sizeof emu_args.w / 8) || threads > EMU_MAX_THREADS) return 2;
     if (cluster < 1 || cluster > EMU_MAX_CLUSTER) return 2;
     memcpy(emu_args.w, words, (size_t)nwords * 8);

@@ -218,6 +218,9 @@ typedef struct ecase {
     int fast_dram;      /* wgmma: the rule for a device whose DRAM peaks at 4 TB/s or more (the H200) */
     int want_splits;    /* wgmma: the k splits the rule must pick (0 = not checked) */
     int fuzz;           /* a random case (fuzz_cases): the schedule the rule's too, not checked */
+    int stats;          /* the output statistics in the epilogue (kiln_gemm_desc.stats): the largest
+                         * finite magnitude and the non-finite count of C from the kernel's words, checked
+                         * against C as it came out */
 } ecase;
 
 /* the last wgmma launch's plan (the random cases' tally of what the rule picked) */
@@ -695,6 +698,10 @@ static void run(const ecase *e)
     d.relu = e->relu;
     d.round = e->sr ? KILN_ROUND_STOCHASTIC : KILN_ROUND_NEAREST;
     d.sr_stream = 3;
+    /* the statistics: a place for the prepare functions to see (the kernels write the words) */
+    double stats_place[2];
+    unsigned long long stats_words[2] = {0, 0};
+    if (e->stats) d.stats = (char *)stats_place;
     kiln_gemm_batches bt;
     kiln__cuda_gemm_merge_batches(&d, &bt);
     kiln_gemm_wgmma_launch l;
@@ -730,9 +737,11 @@ static void run(const ecase *e)
         ws = lf.ws_bytes ? calloc(1, lf.ws_bytes) : NULL;
         lf.w[KILN_GEMM_FFMA_W_WS] = (uint64_t)(uintptr_t)ws;
         lf.w[KILN_GEMM_FFMA_W_COUNTERS] = (uint64_t)(uintptr_t)counters;
-        snprintf(key, sizeof key, "ffma-%d%d%d%d-%d%d%d%d-%d%d%d%d%d%d%d%d%d", c->a_kmajor, c->a_vec, c->b_kmajor,
+        lf.w[KILN_GEMM_FFMA_W_STATS] = (uint64_t)(uintptr_t)stats_words;
+        CHECK_INT(c->stats, e->stats);
+        snprintf(key, sizeof key, "ffma-%d%d%d%d-%d%d%d%d-%d%d%d%d%d%d%d%d%d-%d", c->a_kmajor, c->a_vec, c->b_kmajor,
                  c->b_vec, c->bias, c->beta, c->c_vec, c->split, c->bk, c->minb, c->warps, c->wide, c->order, c->early,
-                 c->walk, c->slices, c->edge_walk);
+                 c->walk, c->slices, c->edge_walk, c->stats);
         fn = kernel_for(key, kiln__cuda_gemm_ffma_source_text(c), K_FFMA);
         CHECK(fn != NULL);
         /* slice sums: every block of the launch at once (a tile's splits are gx apart) */
@@ -743,8 +752,10 @@ static void run(const ecase *e)
     } else if (e->kernel == K_MMA) {
         kiln__cuda_gemm_mma_prepare(&d, &bt, EMU_SEED, &lm);
         const kiln_gemm_mma_cfg *c = &lm.cfg;
-        snprintf(key, sizeof key, "mma-%d-%d%d%d%d-%d%d%d%d", (int)c->dtype, c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec,
-                 c->bias, c->beta, c->sr, c->c_pair);
+        lm.w[KILN_GEMM_MMA_W_STATS] = (uint64_t)(uintptr_t)stats_words;
+        CHECK_INT(c->stats, e->stats);
+        snprintf(key, sizeof key, "mma-%d-%d%d%d%d-%d%d%d%d-%d", (int)c->dtype, c->a_kmajor, c->a_vec, c->b_kmajor,
+                 c->b_vec, c->bias, c->beta, c->sr, c->c_pair, c->stats);
         fn = kernel_for(key, kiln__cuda_gemm_mma_source_text(c), K_MMA);
         CHECK(fn != NULL);
         if (fn) rc = fn((const unsigned long long *)lm.w, lm.nw, NULL, lm.gx, lm.gy, lm.threads, 0, 1, err, sizeof err);
@@ -830,12 +841,17 @@ static void run(const ecase *e)
             m[7] = l.map[i].box[1];
         }
         const kiln_gemm_wgmma_cfg *c = &l.cfg;
-        snprintf(key, sizeof key, "wgmma-%d-%d%d-%d%d%d%d%d%d-%d-%d%d-%d-%d-%d%d%d%d", (int)c->dtype, c->a_kmajor,
+        snprintf(key, sizeof key, "wgmma-%d-%d%d-%d%d%d%d%d%d-%d-%d%d-%d-%d-%d%d%d%d-%d", (int)c->dtype, c->a_kmajor,
                  c->b_kmajor, c->bias, c->beta, c->sr, c->c_pair, c->alpha1, c->relu, c->bn, c->tma_store, c->pingpong,
-                 c->sr_unroll, c->cbufs, c->cluster, c->slice_sum, c->mcast, c->kpair);
+                 c->sr_unroll, c->cbufs, c->cluster, c->slice_sum, c->mcast, c->kpair, c->stats);
+        CHECK_INT(c->stats, e->stats);
         fn = kernel_for(key, kiln__cuda_gemm_wgmma_source_text(c), K_WGMMA);
         CHECK(fn != NULL);
-        if (fn) rc = fn((const unsigned long long *)l.w, KILN_GEMM_WGMMA_WORDS, maps, l.grid, 1, l.threads, l.smem,
+        /* the words, then the statistics' address (kiln_args.stats) */
+        unsigned long long words[KILN_GEMM_WGMMA_WORDS + 1];
+        memcpy(words, l.w, sizeof l.w);
+        words[KILN_GEMM_WGMMA_WORDS] = (unsigned long long)(uintptr_t)stats_words;
+        if (fn) rc = fn(words, KILN_GEMM_WGMMA_WORDS + 1, maps, l.grid, 1, l.threads, l.smem,
                         /* the blocks that run together: a cluster, a slice-summed tile's
                          * splits; up to 16 where the last block waits for the others' partials */
                         l.cluster       ? l.cluster
@@ -908,6 +924,32 @@ static void run(const ecase *e)
                     bad++;
                 }
             }
+    /* the statistics: the largest finite magnitude (as f32 bits) and the non-finite count of C as
+     * it came out */
+    if (e->stats && fn) {
+        double mag = 0.0;
+        unsigned long long nonfinite = 0;
+        for (int64_t b = 0; b < nb; b++)
+            for (int64_t m = 0; m < M; m++)
+                for (int64_t n = 0; n < N; n++) {
+                    const double x = get(e->dt, C, b * M * cs + m * cs + n);
+                    if (isfinite(x))
+                        mag = fabs(x) > mag ? fabs(x) : mag;
+                    else
+                        nonfinite++;
+                }
+        const float magf = (float)mag;
+        uint32_t want_bits;
+        memcpy(&want_bits, &magf, 4);
+        if ((uint32_t)stats_words[0] != want_bits || stats_words[0] >> 32 || stats_words[1] != nonfinite) {
+            float got;
+            const uint32_t got_bits = (uint32_t)stats_words[0];
+            memcpy(&got, &got_bits, 4);
+            fprintf(stderr, "    statistics: max %.9g count %llu (word 0 %016llx), want %.9g %llu\n", (double)got,
+                    stats_words[1], stats_words[0], mag, nonfinite);
+            bad++;
+        }
+    }
     /* the pad columns of C are untouched */
     int64_t touched = 0;
     for (int64_t i = 0; i < csz; i++)
@@ -1055,6 +1097,9 @@ static ecase fuzz_case(uint64_t *s)
     e.tma_store = region == 5 || check_rand_u64(s) % 5 != 0;
     e.fast_dram = (int)fz_in(s, 0, 1);
     e.exact = e.dt != 2 && e.beta == 0 && (e.alpha == 1.0 || e.alpha == 0.5 || e.alpha == 2.0) && fz_in(s, 0, 1);
+    /* the output statistics one case in three, with a bias of inf and NaN where there is one */
+    e.stats = fz_in(s, 0, 2) == 0;
+    e.bias_odd = e.stats && e.bias && !e.exact && e.N >= 72;
     return e;
 }
 
@@ -1081,13 +1126,13 @@ static void fuzz_cases(uint64_t seed, int count, int verbose)
         if (check_failed_ != failed || verbose)
             fprintf(check_failed_ != failed ? stderr : stdout,
                     "  random case %d%s: %s %s M=%lld N=%lld K=%lld nb=%lld ta=%d tb=%d bcast=%d%d pad=%lld alpha=%g "
-                    "beta=%g bias=%d relu=%d sr=%d sms=%d tma_store=%d fast_dram=%d exact=%d | bn %d splits %d "
-                    "grid %u ws %d cluster %d slices %d pp %d mcast %d kpair %d early %d\n",
+                    "beta=%g bias=%d relu=%d sr=%d sms=%d tma_store=%d fast_dram=%d exact=%d stats=%d | bn %d "
+                    "splits %d grid %u ws %d cluster %d slices %d pp %d mcast %d kpair %d early %d\n",
                     i, check_failed_ != failed ? " failed" : "", kernel_name[e.kernel],
                     e.dt == 2 ? (e.kernel == K_WGMMA ? "tf32" : "f32") : e.dt ? "bf16" : "f16",
                     (long long)e.M, (long long)e.N, (long long)e.K,
                     (long long)e.nb, e.ta, e.tb, e.a_bcast, e.b_bcast, (long long)e.pad, e.alpha, e.beta, e.bias,
-                    e.relu, e.sr, e.sms, e.tma_store, e.fast_dram, e.exact, c->bn, (int)last_wgmma.w[26],
+                    e.relu, e.sr, e.sms, e.tma_store, e.fast_dram, e.exact, e.stats, c->bn, (int)last_wgmma.w[26],
                     last_wgmma.grid, c->ws_split, c->cluster, c->slice_sum, c->pingpong, c->mcast, c->kpair,
                     c->early_sr);
     }
@@ -1159,7 +1204,7 @@ int main(void)
         {.dt = 0, .M = 150, .N = 260, .K = 700, .nb = 2, .tb = 1, .alpha = 0.5, .beta = 1.0, .bias = 1, .relu = 1,
          .sms = 5, .bn = 256, .splits = 3},
         {.dt = 1, .M = 150, .N = 264, .K = 700, .nb = 1, .ta = 1, .pad = 8, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 7,
-         .tma_store = 1, .bn = 128, .splits = 6, .split_sum = 2},
+         .tma_store = 1, .bn = 128, .splits = 6, .split_sum = 2, .stats = 1},
         /* split tiles through the staged TMA epilogue: 256-wide, 4 splits, beta and ReLU */
         {.dt = 0, .M = 130, .N = 296, .K = 1500, .nb = 1, .tb = 1, .alpha = -0.75, .beta = 0.5, .bias = 1, .relu = 1,
          .sms = 5, .tma_store = 1, .bn = 256, .splits = 4},
@@ -1182,12 +1227,13 @@ int main(void)
          * staged bias's tiles): staged with beta and ReLU, staged with SR (its rare path), from
          * the registers with ReLU and SR */
         {.dt = 1, .M = 200, .N = 600, .K = 200, .nb = 1, .ta = 1, .alpha = 1.0, .beta = 0.5, .bias = 1, .relu = 1,
-         .sms = 3, .tma_store = 1, .bn = 256, .bias_odd = 1},
+         .sms = 3, .tma_store = 1, .bn = 256, .bias_odd = 1, .stats = 1},
         {.dt = 0, .M = 130, .N = 600, .K = 64, .nb = 2, .tb = 1, .alpha = 1.0, .bias = 1, .sr = 1, .sms = 4,
-         .tma_store = 1, .bn = 256, .bias_odd = 1},
+         .tma_store = 1, .bn = 256, .bias_odd = 1, .stats = 1},
         {.dt = 0, .M = 130, .N = 600, .K = 64, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 4,
-         .bn = 256, .bias_odd = 1},
-        {.dt = 2, .M = 200, .N = 300, .K = 100, .nb = 1, .tb = 1, .pad = 4, .alpha = 1.0, .sms = 3, .tma_store = 2},
+         .bn = 256, .bias_odd = 1, .stats = 1},
+        {.dt = 2, .M = 200, .N = 300, .K = 100, .nb = 1, .tb = 1, .pad = 4, .alpha = 1.0, .sms = 3, .tma_store = 2,
+         .stats = 1},
         {.dt = 2, .M = 130, .N = 100, .K = 70, .nb = 2, .tb = 1, .b_bcast = 1, .alpha = -0.75, .beta = 0.5, .bias = 1,
          .relu = 1, .sms = 2, .tma_store = 2},
         {.dt = 2, .M = 130, .N = 296, .K = 300, .nb = 1, .tb = 1, .alpha = -0.75, .beta = 0.5, .bias = 1, .relu = 1,
@@ -1217,7 +1263,7 @@ int main(void)
          .want_bn = 256},
         /* the FFMA kernel (f32): the four transposes, float4 and element-by-element operands
          * (odd pads), ragged edges, batches with a shared operand, the whole epilogue */
-        {.dt = 2, .M = 200, .N = 300, .K = 70, .nb = 1, .alpha = 1.0, .kernel = 1},
+        {.dt = 2, .M = 200, .N = 300, .K = 70, .nb = 1, .alpha = 1.0, .kernel = 1, .stats = 1},
         {.dt = 2, .M = 130, .N = 100, .K = 37, .nb = 2, .ta = 1, .tb = 1, .b_bcast = 1, .pad = 3, .alpha = -0.75,
          .beta = 0.5, .bias = 1, .relu = 1, .kernel = 1},
         {.dt = 2, .M = 129, .N = 257, .K = 50, .nb = 1, .ta = 1, .pad = 4, .alpha = 2.0, .beta = 1.0, .bias = 1,
@@ -1238,11 +1284,12 @@ int main(void)
          * of one tile (two partials a step in the last block's sum elsewhere), 128 x 256 with
          * K-major B; the same shape summed by the last block (KILN_FFMA_SLICES=0) */
         {.dt = 2, .M = 130, .N = 200, .K = 1500, .nb = 1, .pad = 2, .alpha = -0.75, .beta = 0.5, .bias = 1,
-         .relu = 1, .sms = 12, .kernel = 1, .ffma = 512},
+         .relu = 1, .sms = 12, .kernel = 1, .ffma = 512, .stats = 1},
         {.dt = 2, .M = 64, .N = 120, .K = 5000, .nb = 1, .ta = 1, .alpha = 1.0, .sms = 16, .kernel = 1, .ffma = 512},
         {.dt = 2, .M = 129, .N = 129, .K = 4000, .nb = 1, .tb = 1, .alpha = 2.0, .bias = 1, .sms = 16, .kernel = 1,
          .ffma = 512},
-        {.dt = 2, .M = 64, .N = 120, .K = 5000, .nb = 1, .ta = 1, .alpha = 1.0, .sms = 16, .kernel = 1, .ffma = 256},
+        {.dt = 2, .M = 64, .N = 120, .K = 5000, .nb = 1, .ta = 1, .alpha = 1.0, .sms = 16, .kernel = 1, .ffma = 256,
+         .stats = 1},
         /* the FFMA block row by row (KILN_FFMA_ORDER=rows): 128 x 128 ragged and transposed
          * with the whole epilogue, 128 x 256 split by the rule; the barrier after the last k
          * step (KILN_FFMA_EARLY=0) and no pointer walk (KILN_FFMA_WALK=0) on interior tiles
@@ -1301,9 +1348,9 @@ int main(void)
          * pads), the four transposes, batches, the whole epilogue, stochastic rounding */
         {.dt = 0, .M = 200, .N = 150, .K = 70, .nb = 1, .alpha = 1.0, .kernel = 2},
         {.dt = 1, .M = 130, .N = 100, .K = 37, .nb = 2, .ta = 1, .tb = 1, .b_bcast = 1, .pad = 3, .alpha = -0.75,
-         .beta = 0.5, .bias = 1, .relu = 1, .kernel = 2},
+         .beta = 0.5, .bias = 1, .relu = 1, .kernel = 2, .stats = 1},
         {.dt = 0, .M = 129, .N = 140, .K = 50, .nb = 1, .ta = 1, .pad = 8, .alpha = 2.0, .beta = 1.0, .bias = 1,
-         .sr = 1, .kernel = 2},
+         .sr = 1, .kernel = 2, .stats = 1},
         {.dt = 1, .M = 64, .N = 72, .K = 33, .nb = 3, .tb = 1, .a_bcast = 1, .pad = 1, .alpha = 1.0, .relu = 1,
          .kernel = 2},
         /* wgmma ping-pong: the consumers alternate items (odd and even counts per block),
@@ -1312,8 +1359,9 @@ int main(void)
         {.dt = 1, .M = 260, .N = 200, .K = 130, .nb = 2, .ta = 1, .tb = 1, .alpha = -0.75, .beta = 0.5, .bias = 1,
          .relu = 1, .sms = 4, .tma_store = 1, .pp = 1},
         {.dt = 0, .M = 140, .N = 300, .K = 70, .nb = 3, .ta = 1, .b_bcast = 1, .pad = 16, .alpha = 2.0, .bias = 1,
-         .sr = 1, .sms = 5, .tma_store = 1, .pp = 1},
-        {.dt = 2, .M = 200, .N = 250, .K = 100, .nb = 1, .tb = 1, .pad = 4, .alpha = 1.0, .bias = 1, .sms = 3, .pp = 1},
+         .sr = 1, .sms = 5, .tma_store = 1, .pp = 1, .stats = 1},
+        {.dt = 2, .M = 200, .N = 250, .K = 100, .nb = 1, .tb = 1, .pad = 4, .alpha = 1.0, .bias = 1, .sms = 3, .pp = 1,
+         .stats = 1},
         /* ping-pong's staged bias (TMA stores, 16-bit C) with SR, several items per consumer
          * (each consumer's two bias buffers written twice), a ragged last tile column */
         {.dt = 0, .M = 390, .N = 264, .K = 130, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 2,
@@ -1347,7 +1395,7 @@ int main(void)
         {.dt = 0, .M = 300, .N = 300, .K = 700, .nb = 1, .pad = 8, .alpha = -0.75, .beta = 0.5, .bias = 1, .relu = 1,
          .sms = 18, .bn = 128, .splits = 2, .split_sum = 2, .same_bits = 1},
         {.dt = 1, .M = 130, .N = 200, .K = 1100, .nb = 2, .ta = 1, .b_bcast = 1, .alpha = 1.0, .bias = 1, .sr = 1,
-         .sms = 25, .tma_store = 1, .bn = 128, .splits = 3, .split_sum = 1},
+         .sms = 25, .tma_store = 1, .bn = 128, .splits = 3, .split_sum = 1, .stats = 1},
         {.dt = 1, .M = 130, .N = 200, .K = 1100, .nb = 2, .ta = 1, .b_bcast = 1, .alpha = 1.0, .bias = 1, .sr = 1,
          .sms = 25, .tma_store = 1, .bn = 128, .splits = 3, .split_sum = 2, .same_bits = 1},
         {.dt = 0, .M = 128, .N = 256, .K = 1024, .nb = 1, .tb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1,
@@ -1371,7 +1419,7 @@ int main(void)
         {.dt = 0, .M = 300, .N = 300, .K = 700, .nb = 1, .pad = 8, .alpha = -0.75, .beta = 0.5, .bias = 1, .relu = 1,
          .sms = 18, .bn = 128, .splits = 2, .split_sum = 2, .same_bits = 1},
         {.dt = 1, .M = 130, .N = 200, .K = 1100, .nb = 2, .ta = 1, .b_bcast = 1, .alpha = 1.0, .bias = 1, .sr = 1,
-         .sms = 25, .tma_store = 1, .bn = 128, .splits = 3, .split_sum = 3},
+         .sms = 25, .tma_store = 1, .bn = 128, .splits = 3, .split_sum = 3, .stats = 1},
         {.dt = 1, .M = 130, .N = 200, .K = 1100, .nb = 2, .ta = 1, .b_bcast = 1, .alpha = 1.0, .bias = 1, .sr = 1,
          .sms = 25, .tma_store = 1, .bn = 128, .splits = 3, .split_sum = 2, .same_bits = 1},
         {.dt = 1, .M = 100, .N = 136, .K = 2000, .nb = 1, .alpha = 2.0, .beta = -1.0, .sms = 40, .tma_store = 1,
@@ -1476,7 +1524,7 @@ int main(void)
         {.dt = 0, .M = 128, .N = 520, .K = 200, .nb = 1, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1, .sms = 3,
          .tma_store = 1, .same_bits = 1, .exact = 1, .bhint = 1},
         {.dt = 1, .M = 120, .N = 200, .K = 264, .nb = 1, .tb = 1, .alpha = 1.0, .sms = 4, .tma_store = 1, .bn = 64,
-         .kpair = 3, .bhint = 2},
+         .kpair = 3, .bhint = 2, .stats = 1},
         {.dt = 1, .M = 120, .N = 200, .K = 264, .nb = 1, .tb = 1, .alpha = 1.0, .sms = 4, .tma_store = 1, .bn = 64,
          .kpair = 3, .same_bits = 1, .bhint = 1},
         {.dt = 0, .M = 100, .N = 136, .K = 520, .nb = 2, .alpha = 0.5, .beta = 0.25, .bias = 1, .sms = 6,

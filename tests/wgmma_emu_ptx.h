@@ -240,6 +240,17 @@ static inline unsigned kg_ld_shared(unsigned addr)
     return v;
 }
 static inline void kg_st_shared(unsigned addr, unsigned v) { memcpy(emu_ptr(addr, 4), &v, 4); }
+static inline void kg_red_shared_max(unsigned addr, unsigned v)
+{
+    const unsigned o = kg_ld_shared(addr);
+    kg_st_shared(addr, o > v ? o : v);
+}
+static inline void kg_red_shared_add(unsigned addr, unsigned v) { kg_st_shared(addr, kg_ld_shared(addr) + v); }
+static inline unsigned kg_max_u16x2(unsigned a, unsigned b)
+{
+    const unsigned lo = (a & 0xFFFFu) > (b & 0xFFFFu) ? a & 0xFFFFu : b & 0xFFFFu;
+    return ((a >> 16) > (b >> 16) ? a & 0xFFFF0000u : b & 0xFFFF0000u) | lo;
+}
 static inline void kg_fence_async_smem(void) {}
 static inline void kg_bulk_commit(void) { emu_stq_open[emu_cur - emu_blocks][emu.cur]++; }
 /* this thread's bulk groups but the newest PENDING have read their staging */

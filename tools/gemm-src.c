@@ -11,10 +11,11 @@
  * spills as the plain one ran 2-7 % slower because ptxas had moved work into every mainloop
  * slice (bench/NOTES.md step 43).
  *
- *   gemm-src MxNxK [--dtype f16|bf16|tf32] [--epilogue bias,relu,sr] [--bt] [--sms N]
+ *   gemm-src MxNxK [--dtype f16|bf16|tf32] [--epilogue bias,relu,sr,stats] [--bt] [--sms N]
  *            [--opt NAME=VALUE ...]
  *
- * A (M, K) @ B (K, N) = C (M, N), all row-major (--bt: B stored (N, K), K-major). --opt sets a
+ * A (M, K) @ B (K, N) = C (M, N), all row-major (--bt: B stored (N, K), K-major); stats: the
+ * output statistics in the epilogue (kiln_dot's stats). --opt sets a
  * field of kiln_gemm_wgmma_opts (src/cuda/gemm_plan.h) with its encoding there, 0 = the
  * rule's, as the KILN_WGMMA_* variables do: bn, splits, pingpong, cbufs, split_sum, mcast,
  * kpair, group_m, grid, stages, bhint, chint, early_sr, tma_store (default 1), stage_deep,
@@ -33,8 +34,8 @@
 static int usage(const char *bad, const char *why)
 {
     fprintf(stderr, "gemm-src: %s: %s\n", bad, why);
-    fprintf(stderr, "usage: gemm-src MxNxK [--dtype f16|bf16|tf32] [--epilogue bias,relu,sr] [--bt] [--sms N] "
-                    "[--opt NAME=VALUE ...]\n");
+    fprintf(stderr, "usage: gemm-src MxNxK [--dtype f16|bf16|tf32] [--epilogue bias,relu,sr,stats] [--bt] "
+                    "[--sms N] [--opt NAME=VALUE ...]\n");
     return 2;
 }
 
@@ -128,8 +129,10 @@ int main(int argc, char **argv)
                     d.relu = 1;
                 else if (!strcmp(t, "sr"))
                     d.round = KILN_ROUND_STOCHASTIC;
+                else if (!strcmp(t, "stats"))
+                    d.stats = (char *)(uintptr_t)8192;
                 else
-                    return usage(t, "--epilogue takes bias, relu and sr");
+                    return usage(t, "--epilogue takes bias, relu, sr and stats");
             }
         } else if (!strcmp(a, "--sms") && v) {
             i++;

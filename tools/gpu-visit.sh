@@ -11,7 +11,8 @@
 #      times the tile rule's fast-memory plans against the H100's, gemm-sweep-tf32 sweeps tf32
 #      on SWEEP_ONLY's cases, dram-read-a streams fc36864 fprop's B with and without A's L2
 #      re-reads (tools/dram-read), gemm-random runs GEMM_RANDOM random GEMM cases (default 400)
-#      against the CPU backend, then 100 under memcheck; step gemm-ncu runs
+#      against the CPU backend, then 100 under memcheck, gemm-stats times the output statistics
+#      in kiln's own kernels' epilogues against kiln_dot's pass over C; step gemm-ncu runs
 #      Nsight Compute on one call of kiln's kernel and of cuBLASLt's per shape (NCU_SHAPES)
 #   3. the suite under compute-sanitizer (MODES="memcheck racecheck"; $OUT/table-san.txt)
 # Each step gets what is left of VISIT_SECONDS (default 540) and is cut off at the deadline,
@@ -95,6 +96,15 @@ for s in $STEPS; do
                     echo /usr/local/cuda/bin/compute-sanitizer)" --tool memcheck --target-processes application-only \
                 --report-api-errors no --leak-check no --error-exitcode 99 \
                 "$BUILD_GPU/test_cuda_backend" ;;
+        gemm-stats) # the output statistics in the own kernels' epilogues (KILN_GEMM_STATS=fused) against
+            # kiln_dot's two reductions over C after the GEMM (pass), interleaved, graphed: f16 with the
+            # statistics alone and with the full epilogue, and f32 (the FFMA kernel)
+            step gemm-stats-f16 150 "$BUILD_GPU/kiln-bench" gemm-ab KILN_GEMM_STATS=fused,pass --graph --dtype f16 \
+                --epilogue stats
+            step gemm-stats-f16-full 150 "$BUILD_GPU/kiln-bench" gemm-ab KILN_GEMM_STATS=fused,pass --graph \
+                --dtype f16 --epilogue bias,relu,sr,stats
+            step gemm-stats-f32 150 "$BUILD_GPU/kiln-bench" gemm-ab KILN_GEMM_STATS=fused,pass --graph --dtype f32 \
+                --epilogue stats ;;
         gemm-sweep) # tile width x k splits x epilogue store per shape: the data for the tile rule
             step gemm-sweep 300 "$BUILD_GPU/kiln-bench" gemm-sweep --dtype f16 ;;
         gemm-ncu) # Nsight Compute on one timed call of kiln's kernel and of cuBLASLt's, per shape in

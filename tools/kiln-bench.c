@@ -721,6 +721,8 @@ static void gemm_run_release(gemm_run *g)
     kiln_tensor_release(g->a);
     kiln_tensor_release(g->b);
     kiln_tensor_release(g->c);
+    kiln_tensor_release(g->args.stats);
+    g->args.stats = NULL;
     for (int i = 1; i < g->nrot; i++) kiln_tensor_release(g->b_set[i]);
 }
 
@@ -1182,11 +1184,12 @@ static kiln_status run_gemm_sweep(bench *b)
 
 /* ---- gemm A/B ------------------------------------------------------------------------------ */
 
-/* The epilogue flags of --epilogue (gemm-one, gemm-auto, gemm-ab) */
-enum { ONE_BIAS = 1, ONE_RELU = 2, ONE_SR = 4 };
+/* The epilogue flags of --epilogue (gemm-one, gemm-auto, gemm-ab); stats: the output
+ * statistics (kiln_gemm_args.stats, an f32 (2,) tensor) */
+enum { ONE_BIAS = 1, ONE_RELU = 2, ONE_SR = 4, ONE_STATS = 8 };
 
 /* The flags of --epilogue's list (NULL: none) into *flags; 0 (after a message) when it is not
- * a list of bias, relu, sr. */
+ * a list of bias, relu, sr, stats. */
 static int parse_epilogue(const char *epilogue, int *flags)
 {
     *flags = 0;
@@ -1200,8 +1203,10 @@ static int parse_epilogue(const char *epilogue, int *flags)
             *flags |= ONE_RELU;
         else if (!strcmp(tok, "sr"))
             *flags |= ONE_SR;
+        else if (!strcmp(tok, "stats"))
+            *flags |= ONE_STATS;
         else {
-            fprintf(stderr, "kiln-bench: --epilogue: '%s' is not a list of bias, relu, sr\n", epilogue);
+            fprintf(stderr, "kiln-bench: --epilogue: '%s' is not a list of bias, relu, sr, stats\n", epilogue);
             return 0;
         }
     }
@@ -1209,7 +1214,8 @@ static int parse_epilogue(const char *epilogue, int *flags)
 }
 
 /* The epilogue of --epilogue's flags on g: a random bias over C's gc->n columns (into *bias,
- * which the caller releases), ReLU, stochastic rounding of the 16-bit C */
+ * which the caller releases), ReLU, stochastic rounding of the 16-bit C, the output
+ * statistics (g->args.stats, released with g) */
 static kiln_status gemm_epilogue_args(bench *b, kiln_dtype dt, const gemm_case *gc, int flags, gemm_run *g,
                                       kiln_tensor **bias)
 {
@@ -1221,10 +1227,14 @@ static kiln_status gemm_epilogue_args(bench *b, kiln_dtype dt, const gemm_case *
     }
     g->args.relu = (flags & ONE_RELU) != 0;
     if (flags & ONE_SR) g->args.round = KILN_ROUND_STOCHASTIC; /* else the context's: nearest */
+    if (flags & ONE_STATS) {
+        const int64_t two = 2;
+        return kiln_tensor_empty(b->ctx, KILN_DTYPE_F32, 1, &two, &g->args.stats);
+    }
     return KILN_OK;
 }
 
-/* kiln-bench gemm-ab VAR=v1,v2,... [--epilogue bias,relu,sr] (CUDA): an A/B test of one
+/* kiln-bench gemm-ab VAR=v1,v2,... [--epilogue bias,relu,sr,stats] (CUDA): an A/B test of one
  * environment setting of kiln's own GEMM kernels (KILN_GEMM_PDL=0,1; KILN_WGMMA_BN=128,256;
  * ...) on the gemm cases (--only filters; first --dtype, default f16), plain or with the
  * epilogue asked for: per case cuBLASLt (KILN_GEMM=vendor: with stochastic rounding its
@@ -1332,7 +1342,7 @@ static kiln_status run_gemm_ab(bench *b, const char *spec, int flags)
 
 /* ---- gemm auto --------------------------------------------------------------------------- */
 
-/* kiln-bench gemm-auto [--epilogue bias,relu,sr] (CUDA): the dispatch of KILN_GEMM=auto
+/* kiln-bench gemm-auto [--epilogue bias,relu,sr,stats] (CUDA): the dispatch of KILN_GEMM=auto
  * (kiln's default) on deep-learning shapes beyond the issue's list — fully-connected layers
  * at batches 1-1024, transformer projections and their weight gradients, convolutions as
  * GEMMs (implicit im2col sizes), ragged and small sizes. Per case cuBLASLt, kiln's own
@@ -1535,7 +1545,7 @@ static kiln_status run_gemm_epilogue(bench *b)
 
 /* ---- one gemm ------------------------------------------------------------------------- */
 
-/* kiln-bench gemm-one MxNxK[t] [--epilogue bias,relu,sr] [--dtype DT] [--rotate N]: one GEMM,
+/* kiln-bench gemm-one MxNxK[t] [--epilogue bias,relu,sr,stats] [--dtype DT] [--rotate N]: one GEMM,
  * C = A @ B with A (M, K), B (K, N) (stored (N, K) with the suffix t, and for f32 with --tf32
  * on a GPU, as in the gemm table), random inputs, the epilogue asked for, through whichever
  * engine KILN_GEMM and the backend pick: a warm-up call, the sampled f64 check, then the
@@ -1761,7 +1771,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: kiln-bench [expr|gemm|overhead|all|gemm-sweep|gemm-epilogue|gemm-auto|gemm-one MxNxK[t]|\n"
                "                   gemm-ab VAR=v1,v2]\n"
                "                  [--quick]\n"
-               "                  [--dtype f32,f16,...] [--only TEXT] [--epilogue bias,relu,sr] [--tf32] [--graph]\n"
+               "                  [--dtype f32,f16,...] [--only TEXT] [--epilogue bias,relu,sr,stats] [--tf32] [--graph]\n"
                "                  [--rotate N] [--shapes MxNxK[t],...]\n"
                "  expr    fused vs unfused expressions (ms, GB/s, unfused/fused)\n"
                "  gemm    kiln_dot (ms, GFLOP/s)\n"

@@ -127,7 +127,9 @@ typedef struct kiln_cuda_state {
     CUfunction mc_fn[4];      /* wgmma kernels with multicast clusters and how many clusters of */
     int mc_pairs[4];          /* two run at once (cuOccupancyMaxActiveClusters), most recent first */
     int *gemm_counters;       /* split-K arrival counters of the wgmma GEMM (KILN_CUDA_COUNTERS
-                               * ints, zero between launches; cudaMalloc'd on first use) */
+                               * ints, zero between launches; cudaMalloc'd on first use), then
+                               * the own kernels' output statistics (two 64-bit words, zero
+                               * between launches; kiln__cuda_gemm_stats_words) */
 } kiln_cuda_state;
 
 static inline kiln_cuda_state *kiln__cuda_state(const kiln_ctx *ctx) { return (kiln_cuda_state *)ctx->backend_state; }

@@ -655,16 +655,70 @@ kiln_status kiln__cuda_gemm_counters(kiln_ctx *ctx)
     kiln_cuda_state *st = kiln__cuda_state(ctx);
     if (st->gemm_counters) return KILN_OK;
     int *c = NULL;
-    if (cudaMalloc((void **)&c, KILN_CUDA_COUNTERS * sizeof(int)) != cudaSuccess) {
+    const size_t bytes = KILN_CUDA_COUNTERS * sizeof(int) + 2 * sizeof(unsigned long long);
+    if (cudaMalloc((void **)&c, bytes) != cudaSuccess) {
         (void)cudaGetLastError(); /* no message: the caller runs unsplit, nothing failed */
         return KILN_ERR_OOM;
     }
-    if (cudaMemsetAsync(c, 0, KILN_CUDA_COUNTERS * sizeof(int), st->stream) != cudaSuccess) {
+    if (cudaMemsetAsync(c, 0, bytes, st->stream) != cudaSuccess) {
         (void)cudaGetLastError();
         cudaFree(c);
         return KILN_ERR_OOM;
     }
     st->gemm_counters = c;
+    return KILN_OK;
+}
+
+kiln_status kiln__cuda_gemm_stats_words(kiln_ctx *ctx, const kiln_gemm_desc *d, unsigned long long **words)
+{
+    *words = NULL;
+    if (!d->stats) return KILN_OK;
+    static const char *const ways[] = {"fused", "pass"};
+    int way;
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_GEMM_STATS", ways, 2, &way));
+    if (way == 1 || kiln__cuda_gemm_counters(ctx) != KILN_OK) return KILN_OK;
+    *words = (unsigned long long *)(kiln__cuda_state(ctx)->gemm_counters + KILN_CUDA_COUNTERS);
+    return KILN_OK;
+}
+
+/* The statistics' finish: the words the kernel added to as d's stats (f32 or f64, stride
+ * stats_s), the words zeroed for the next launch. The count goes through f64 as kiln_dot's
+ * pass counts it. */
+static void gen_stats_out(const void *cfg, kiln_sbuf *b)
+{
+    (void)cfg;
+    kiln__sbuf_puts(b, "/* ---- kiln_gemm_stats_out (src/cuda/gemm.c) ---- */\n"
+                       "extern \"C\" __global__ void kiln_gemm_stats_out(unsigned long long *w, char *out, long long s,\n"
+                       "                                                 int f64) {\n"
+                       "  const float mag = __uint_as_float((unsigned)w[0]);\n"
+                       "  const double bad = (double)w[1];\n"
+                       "  if (f64) {\n"
+                       "    ((double *)out)[0] = mag;\n"
+                       "    ((double *)out)[s] = bad;\n"
+                       "  } else {\n"
+                       "    ((float *)out)[0] = mag;\n"
+                       "    ((float *)out)[s] = (float)bad;\n"
+                       "  }\n"
+                       "  w[0] = 0;\n"
+                       "  w[1] = 0;\n"
+                       "}\n");
+}
+
+kiln_status kiln__cuda_gemm_stats_finish(kiln_ctx *ctx, const kiln_gemm_desc *d)
+{
+    unsigned long long *w = (unsigned long long *)(kiln__cuda_state(ctx)->gemm_counters + KILN_CUDA_COUNTERS);
+    /* a tag ("GKST") and this kernel's version */
+    static const int32_t sig[2] = {0x54534b47, 1};
+    CUfunction fn;
+    KILN_TRY(kiln__cuda_gemm_kernel(ctx, sig, 2, gen_stats_out, NULL, "kiln_gemm_stats_out", 0, &fn));
+    char *out = d->stats;
+    long long s = (long long)d->stats_s;
+    int f64 = d->stats_dtype == KILN_DTYPE_F64;
+    void *params[4] = {&w, &out, &s, &f64};
+    const kiln_cuda_launch_attrs at = {0};
+    int refused = 0;
+    KILN_TRY(kiln__cuda_gemm_launch(ctx, fn, 1, 1, 1, 0, at, params, NULL, &refused));
+    *d->stats_done = 1;
     return KILN_OK;
 }
 

@@ -130,6 +130,7 @@ void kiln__cuda_gemm_ffma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batch
     plan_operand(d->a, d->M, d->K, d->a_sm, d->a_sk, bt->sa, bt->n, &c->a_kmajor, &c->a_vec);
     plan_operand(d->b, d->N, d->K, d->b_sn, d->b_sk, bt->sb, bt->n, &c->b_kmajor, &c->b_vec);
     c->bias = d->bias != NULL;
+    c->stats = d->stats != NULL;
     c->beta = d->beta != 0.0;
     c->c_vec = d->c_sn == 1 && (d->M == 1 || d->c_sm % 4 == 0) && kiln__cuda_aligned(d->c, 16);
     for (int i = 0; i < bt->n; i++) c->c_vec = c->c_vec && bt->sc[i] % 4 == 0;
@@ -202,6 +203,7 @@ void kiln__cuda_gemm_ffma_source(const kiln_gemm_ffma_cfg *c, kiln_sbuf *b)
     kiln__sbuf_printf(b, "constexpr int BK = %d, MINB = %d, WARPS = %d, WIDE = %d, ORDER = %d, EARLY = %d, WALK = %d;\n",
                       c->bk, c->minb, c->warps, c->wide, c->order, c->early, c->walk);
     kiln__sbuf_printf(b, "constexpr int SLICES = %d, EDGE_WALK = %d;\n", c->slices, c->edge_walk);
+    kiln__sbuf_printf(b, "constexpr int STATS = %d; /* the output statistics (kg_stat_add) */\n", c->stats ? 1 : 0);
     kiln__sbuf_puts(b, kiln__cuda_gemm_tile_src);
     kiln__sbuf_puts(b, kiln__cuda_gemm_dep_src);
     kiln__sbuf_puts(b, kiln_gemm_ffma_kernel_src);

@@ -19,9 +19,10 @@ constexpr int BM = 128, BN = WIDE ? 256 : 128, NT = 256, TQ = BN / 64, TN = 4 * 
 /* float4 fetches per thread and slice: of A, of B */
 constexpr int FPA = BK * BM / (4 * NT), FPB = BK * BN / (4 * NT);
 /* argument words: those of the mma.sync kernel (kiln__cuda_gemm_tile_words), then for
- * SPLIT the k slices per split, the f32 workspace and the arrival counters */
+ * SPLIT the k slices per split, the f32 workspace and the arrival counters, then (STATS) the
+ * address of the output statistics' words (kg_stat_block) */
 constexpr int TW = 23 + 4 * MAXBAX;
-struct kiln_args { kiln_w64 w[TW + 3]; };
+struct kiln_args { kiln_w64 w[TW + 4]; };
 
 /* One operand's slice: RT (the tile's rows) of R rows (m or n) by BK k of X, element (r, k)
  * at X[r * s_r + k * s_k], zero outside r < R, k < K. Fetch f of thread tid is float4 number
@@ -121,6 +122,14 @@ extern "C" __global__ void __launch_bounds__(NT, MINB) kiln_gemm_ffma(const __gr
   const int tx = WARPS ? (((tid >> 5) & 1) << 3) | (tid & 7) : tid & 15;
   const int KT = (int)((K + BK - 1) / BK);
   const bool m_in = m0 + BM <= M, n_in = n0 + BN <= N; /* the tile's rows (columns) all inside */
+  /* STATS: this thread's largest finite magnitude (f32 bits) and non-finite count over one
+   * tile's epilogue (kg_out4; zeroed before it, put into the block's kg_sw after it) */
+  __shared__ unsigned kg_sw[2];
+  unsigned smag = 0u, sbad = 0u;
+  if constexpr (STATS) {
+    if (tid == 0) kg_sw[0] = kg_sw[1] = 0u;
+    __syncthreads();
+  }
   /* the epilogue of C[m][nb .. nb + 3] (m < M) from its f32 sums s: alpha, bias, ReLU,
    * beta * C, one float4 store where C allows */
   float *C = C0;
@@ -136,6 +145,7 @@ extern "C" __global__ void __launch_bounds__(NT, MINB) kiln_gemm_ffma(const __gr
         if constexpr (HAS_BETA) v = v + beta * C[m * c_sm + n * c_sn];
       }
       o[q] = v;
+      if (STATS && n < N) kg_stat_add(smag, sbad, kiln_f32_bits(v) & 0x7FFFFFFFu, 0x7F800000u);
     }
     float *dst = C + m * c_sm + nb * c_sn;
     if (C_VEC && nb + 4 <= N) {
@@ -277,6 +287,7 @@ extern "C" __global__ void __launch_bounds__(NT, MINB) kiln_gemm_ffma(const __gr
         __threadfence();
         const float *base = ws + (size_t)tile * splits * (BM * BN);
         constexpr int U = 8 * TQ * NT;
+        smag = sbad = 0u;
         const int y = (int)blockIdx.y, u1 = (int)((long long)(y + 1) * U / splits);
         for (int u = (int)((long long)y * U / splits) + tid; u < u1; u += NT) {
           const int t = u % NT, i = u / NT / TQ, g = u / NT % TQ;
@@ -293,6 +304,10 @@ extern "C" __global__ void __launch_bounds__(NT, MINB) kiln_gemm_ffma(const __gr
         }
         __syncthreads();
         if (tid == 0 && atomicAdd(&counters[tile], 1) == 2 * splits - 1) counters[tile] = 0;
+        if constexpr (STATS) {
+          kg_stat_put(kg_sw, smag, sbad);
+          kg_stat_block((unsigned long long *)p.w[TW + 3], kg_sw, tid);
+        }
         return;
       }
       if (tid == 0) {
@@ -337,6 +352,7 @@ extern "C" __global__ void __launch_bounds__(NT, MINB) kiln_gemm_ffma(const __gr
 
     /* epilogue: acc[i][j] is C[m][n], m = m0 + 4 ty + (i & 3) + 64 (i >> 2), n = n0 + 4 tx +
      * (j & 3) + 64 (j >> 2) */
+    smag = sbad = 0u;
 #pragma unroll
     for (int i = 0; i < 8; i++) {
       const long long m = m0 + ty * 4 + (i & 3) + 64 * (i >> 2);
@@ -344,5 +360,7 @@ extern "C" __global__ void __launch_bounds__(NT, MINB) kiln_gemm_ffma(const __gr
 #pragma unroll
       for (int jh = 0; jh < TQ; jh++) kg_out4(m, n0 + tx * 4 + 64 * jh, &acc[i][4 * jh]);
     }
+    if constexpr (STATS) kg_stat_put(kg_sw, smag, sbad);
   }
+  if constexpr (STATS) kg_stat_block((unsigned long long *)p.w[TW + 3], kg_sw, tid);
 }

@@ -44,9 +44,15 @@ static kiln_status read_opts(kiln_ctx *ctx, kiln_gemm_ffma_opts *o)
     return KILN_OK;
 }
 
-kiln_status kiln__cuda_gemm_ffma(kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt)
+kiln_status kiln__cuda_gemm_ffma(kiln_ctx *ctx, const kiln_gemm_desc *d_in, const kiln_gemm_batches *bt)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
+    /* the output statistics in the epilogue where their words can be had, else kiln_dot's pass */
+    kiln_gemm_desc dl = *d_in;
+    const kiln_gemm_desc *d = &dl;
+    unsigned long long *stats_words;
+    KILN_TRY(kiln__cuda_gemm_stats_words(ctx, &dl, &stats_words));
+    if (!stats_words) dl.stats = NULL;
     kiln_gemm_ffma_opts o;
     kiln_status r = read_opts(ctx, &o);
     if (r != KILN_OK) return r;
@@ -64,13 +70,14 @@ kiln_status kiln__cuda_gemm_ffma(kiln_ctx *ctx, const kiln_gemm_desc *d, const k
         l.w[KILN_GEMM_FFMA_W_WS] = (uint64_t)(uintptr_t)ws->ptr;
         l.w[KILN_GEMM_FFMA_W_COUNTERS] = (uint64_t)(uintptr_t)st->gemm_counters;
     }
+    l.w[KILN_GEMM_FFMA_W_STATS] = (uint64_t)(uintptr_t)stats_words;
     const kiln_gemm_ffma_cfg *c = &l.cfg;
     /* a tag ("GKFF") and this kernel's version first */
-    const int32_t sig[19] = {0x46464b47, 10,       c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec, c->bias,
-                             c->beta,    c->c_vec, c->split,    c->bk,    c->minb,     c->warps, c->wide,
-                             c->order,   c->early, c->walk,     c->slices, c->edge_walk};
+    const int32_t sig[20] = {0x46464b47, 11,       c->a_kmajor, c->a_vec,  c->b_kmajor,  c->b_vec, c->bias,
+                             c->beta,    c->c_vec, c->split,    c->bk,     c->minb,      c->warps, c->wide,
+                             c->order,   c->early, c->walk,     c->slices, c->edge_walk, c->stats};
     CUfunction fn;
-    r = kiln__cuda_gemm_kernel(ctx, sig, 19, gen_source, c, "kiln_gemm_ffma", 0, &fn);
+    r = kiln__cuda_gemm_kernel(ctx, sig, 20, gen_source, c, "kiln_gemm_ffma", 0, &fn);
     int refused = 0;
     if (r == KILN_OK) r = kiln__cuda_gemm_launch_words(ctx, fn, l.gx, l.gy, l.threads, l.w, c->slices, &refused);
     kiln__mem_free(ctx, ws);
@@ -78,7 +85,8 @@ kiln_status kiln__cuda_gemm_ffma(kiln_ctx *ctx, const kiln_gemm_desc *d, const k
      * and the GEMM runs again without */
     if (r == KILN_OK && refused) {
         st->gemm_no_coop = 1;
-        return kiln__cuda_gemm_ffma(ctx, d, bt);
+        return kiln__cuda_gemm_ffma(ctx, d_in, bt);
     }
+    if (r == KILN_OK && c->stats) r = kiln__cuda_gemm_stats_finish(ctx, d);
     return r;
 }

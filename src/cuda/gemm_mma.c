@@ -99,6 +99,7 @@ void kiln__cuda_gemm_mma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batche
     c->bias = d->bias != NULL;
     c->beta = d->beta != 0.0;
     c->sr = d->round == KILN_ROUND_STOCHASTIC;
+    c->stats = d->stats != NULL;
     c->c_pair = d->c_sn == 1 && (d->M == 1 || d->c_sm % 2 == 0) && kiln__cuda_aligned(d->c, 4);
     for (int i = 0; i < bt->n; i++) c->c_pair = c->c_pair && bt->sc[i] % 2 == 0;
 
@@ -117,6 +118,7 @@ void kiln__cuda_gemm_mma_source(const kiln_gemm_mma_cfg *c, kiln_sbuf *b)
                       c->dtype == KILN_DTYPE_BF16, c->a_kmajor, c->a_vec, c->b_kmajor, c->b_vec);
     kiln__sbuf_printf(b, "constexpr int HAS_BIAS = %d, HAS_BETA = %d, SR = %d, C_PAIR = %d, MAXBAX = %d;\n", c->bias,
                       c->beta, c->sr, c->c_pair, KILN_MAX_DIMS);
+    kiln__sbuf_printf(b, "constexpr int STATS = %d; /* the output statistics (kg_stat_add) */\n", c->stats ? 1 : 0);
     kiln__sbuf_puts(b, kiln__cuda_gemm_tile_src);
     kiln__sbuf_puts(b, kiln__cuda_gemm_dep_src);
     kiln__sbuf_puts(b, kiln_gemm_mma_kernel_src);

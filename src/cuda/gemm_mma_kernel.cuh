@@ -16,8 +16,9 @@ static_assert(WN == 32, "stochastic rounding: one Philox group per row of a warp
  * bias, 9-15 a_sm a_sk b_sk b_sn c_sm c_sn bias_s (elements), 16-17 alpha beta (f64 bits),
  * 18 batch count, 19-20 tiles along M and N, 21 ReLU (0 or 1), 22 merged batch axes,
  * 23 + 4i: batch axis i (size, then the strides of A, B and C). ReLU and the batch rank
- * are arguments, not structure: they cost no registers, and fewer kernels get compiled. */
-struct kiln_args { kiln_w64 w[23 + 4 * MAXBAX]; };
+ * are arguments, not structure: they cost no registers, and fewer kernels get compiled.
+ * Then (STATS) the address of the output statistics' words (kg_stat_block). */
+struct kiln_args { kiln_w64 w[24 + 4 * MAXBAX]; };
 
 /* Shared-memory layouts, offsets in elements, swizzled on 16-byte chunks so that the eight
  * 16-byte rows one ldmatrix reads (and the chunks one cp.async phase writes) fall in
@@ -188,6 +189,12 @@ extern "C" __global__ void __launch_bounds__(NT, 2) kiln_gemm_mma(const __grid_c
   const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 2, wn = warp & 3;
   const int KT = (int)((K + BK - 1) / BK);
   const unsigned s0 = kg_smem(smem);
+  /* STATS: the block's statistics (kg_stat_put) */
+  __shared__ unsigned kg_sw[2];
+  if constexpr (STATS) {
+    if (tid == 0) kg_sw[0] = kg_sw[1] = 0u;
+    __syncthreads();
+  }
 
   for (long long bi = blockIdx.y; bi < NB; bi += gridDim.y) {
     long long oa, ob, oc;
@@ -256,6 +263,8 @@ extern "C" __global__ void __launch_bounds__(NT, 2) kiln_gemm_mma(const __grid_c
     /* epilogue from the accumulators: acc[i][q][2h + e] is C[m][n], m = row g (+ 8 for
      * h = 1) of mma tile i, n = column 2 * (lane % 4) + e of n8 tile q */
     const int g = lane >> 2, t4 = lane & 3;
+    /* STATS: this thread's largest finite magnitude (f16 / bf16 bits) and non-finite count */
+    unsigned smag = 0u, sbad = 0u;
 #pragma unroll
     for (int i = 0; i < MI; i++)
 #pragma unroll
@@ -285,6 +294,10 @@ extern "C" __global__ void __launch_bounds__(NT, 2) kiln_gemm_mma(const __grid_c
               o[e] = BF16 ? (ST)kiln_f32_to_bf16_rn(v) : kiln_f2h(v);
             }
           }
+          if constexpr (STATS) {
+            kg_stat_add(smag, sbad, o[0] & 0x7FFFu, BF16 ? 0x7F80u : 0x7C00u);
+            if (n + 1 < N) kg_stat_add(smag, sbad, o[1] & 0x7FFFu, BF16 ? 0x7F80u : 0x7C00u);
+          }
           ST *dst = C + m * c_sm + n * c_sn;
           if (C_PAIR && n + 1 < N) {
             *(unsigned *)dst = (unsigned)o[0] | ((unsigned)o[1] << 16);
@@ -294,5 +307,7 @@ extern "C" __global__ void __launch_bounds__(NT, 2) kiln_gemm_mma(const __grid_c
           }
         }
       }
+    if constexpr (STATS) kg_stat_put(kg_sw, BF16 ? smag << 16 : kiln_f32_bits(kiln_h2f((unsigned short)smag)), sbad);
   }
+  if constexpr (STATS) kg_stat_block((unsigned long long *)p.w[23 + 4 * MAXBAX], kg_sw, tid);
 }

@@ -27,6 +27,16 @@ kiln_status kiln__cuda_gemm_kernel(kiln_ctx *ctx, const int32_t *sig, size_t n, 
  * launches), allocated and zeroed on first use; an error when the device has no room (the
  * caller then runs unsplit). (gemm.c) */
 kiln_status kiln__cuda_gemm_counters(kiln_ctx *ctx);
+/* Where d asks for the output statistics (d->stats), the words an own kernel adds them to
+ * (two 64-bit words after the split-K counters, zero between launches: f32 bits of the largest
+ * finite magnitude in the low half of the first, the non-finite count in the second) into
+ * *words; NULL where d asks for none, KILN_GEMM_STATS=pass (kiln_dot's pass over C instead;
+ * KILN_GEMM_STATS=fused or unset: in the epilogue), or the counters cannot be had (the pass
+ * then too). A bad KILN_GEMM_STATS is an error naming it. (gemm.c) */
+kiln_status kiln__cuda_gemm_stats_words(kiln_ctx *ctx, const kiln_gemm_desc *d, unsigned long long **words);
+/* After a kernel that added to those words for d: d's stats from them (a one-thread kernel on
+ * the stream, which zeroes the words again), *d->stats_done set. (gemm.c) */
+kiln_status kiln__cuda_gemm_stats_finish(kiln_ctx *ctx, const kiln_gemm_desc *d);
 /* Launches an own GEMM kernel (its parameters as params, or the flat words as extra) with
  * the attributes at; at.early (the caller's wish) stays only where the device has
  * programmatic dependent launches (sm_90 and up), the launch is not cooperative (measured

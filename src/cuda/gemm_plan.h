@@ -38,8 +38,9 @@ void kiln__cuda_gemm_merge_batches(const kiln_gemm_desc *d, kiln_gemm_batches *b
 void kiln__cuda_gemm_tile_words(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, uint64_t seed, int64_t tm,
                                 int64_t tn, uint64_t *w, unsigned *gx, unsigned *gy);
 /* CUDA C of the device helpers they share: KG_TILE_ARGS (the words as named constants),
- * kg_tile (grouped tile order), kg_batch (batch offsets from the words); needs kiln_w64
- * (the prelude) and, for KG_TILE_ARGS, the kernel's element type ST. */
+ * kg_stat_add, kg_stat_put and kg_stat_block (the output statistics), kg_tile (grouped tile order),
+ * kg_batch (batch offsets from the words); needs kiln_w64 (the prelude) and, for
+ * KG_TILE_ARGS, the kernel's element type ST. */
 extern const char kiln__cuda_gemm_tile_src[];
 /* CUDA C of kg_grid_dep(), which every own GEMM kernel calls before it touches global memory:
  * on sm_90 and up it waits until the grid before it on the stream has completed and its
@@ -89,6 +90,9 @@ typedef struct kiln_gemm_wgmma_cfg {
     int early_sr;   /* stochastic rounding's Philox words of the tile computed at the item's start, before
                      * its first stage lands (unsplit staged tiles of 64-128 columns, not k pairs, one item a
                      * block) */
+    int stats;      /* the output statistics in the epilogue (the GEMM asks for them): each consumer thread's
+                     * over the elements it stores, a block's in shared memory, the launch's in the words
+                     * at the argument's `stats` (kg_stat_flush) */
     int ws_split;   /* split-K summed by the tile's last block through the workspace (splits > 1, neither a
                      * cluster nor slice sums): only such kernels compile the mainloop's arrival count and the
                      * last block's sum (in the others ptxas had kept the count's test, a branch, between each
@@ -226,10 +230,13 @@ typedef struct kiln_gemm_mma_cfg {
     int beta;   /* beta != 0: C is read */
     int sr;     /* stochastic rounding of C (an out-of-line Philox call) */
     int c_pair; /* two neighbouring elements of C stored as one 32-bit word */
+    int stats;  /* the output statistics in the epilogue (the GEMM asks for them) */
 } kiln_gemm_mma_cfg;
 
-/* Argument words of every launch (room for KILN_MAX_DIMS batch axes). */
-#define KILN_GEMM_MMA_WORDS KILN_GEMM_TILE_WORDS
+/* Argument words of every launch (room for KILN_MAX_DIMS batch axes), then the address of the
+ * output statistics' words (kiln__cuda_gemm_stats_words; cfg.stats). */
+#define KILN_GEMM_MMA_W_STATS KILN_GEMM_TILE_WORDS
+#define KILN_GEMM_MMA_WORDS   (KILN_GEMM_TILE_WORDS + 1)
 
 /* One launch: the structure, the argument words and the grid (blocks of `threads`). */
 typedef struct kiln_gemm_mma_launch {
@@ -267,6 +274,7 @@ typedef struct kiln_gemm_ffma_cfg {
     int walk;  /* 1: interior float4 operands fetched through pointers stepped each slice */
     int slices; /* split: every block of a tile sums a slice of it (a cooperative launch) */
     int edge_walk; /* walk: edge tiles walk too where each fetch is wholly inside or past the rows */
+    int stats;     /* the output statistics in the epilogue (the GEMM asks for them) */
 } kiln_gemm_ffma_cfg;
 
 /* Overrides of the FFMA kernel's structure (0 = the default): KILN_FFMA_BK, KILN_FFMA_MINB,
@@ -282,11 +290,12 @@ typedef struct kiln_gemm_ffma_opts {
 
 /* Argument words: the tile words, then (split-K) the k slices per split, the f32
  * workspace (tiles x splits x 128 x 128) and the arrival counters (an int per tile, zero
- * between launches). */
+ * between launches), then the address of the output statistics' words (cfg.stats). */
 #define KILN_GEMM_FFMA_W_KPER     KILN_GEMM_TILE_WORDS
 #define KILN_GEMM_FFMA_W_WS       (KILN_GEMM_TILE_WORDS + 1)
 #define KILN_GEMM_FFMA_W_COUNTERS (KILN_GEMM_TILE_WORDS + 2)
-#define KILN_GEMM_FFMA_WORDS      (KILN_GEMM_TILE_WORDS + 3)
+#define KILN_GEMM_FFMA_W_STATS    (KILN_GEMM_TILE_WORDS + 3)
+#define KILN_GEMM_FFMA_WORDS      (KILN_GEMM_TILE_WORDS + 4)
 
 typedef struct kiln_gemm_ffma_launch {
     kiln_gemm_ffma_cfg cfg;

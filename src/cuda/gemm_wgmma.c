@@ -156,9 +156,9 @@ static unsigned smem_for(const kiln_gemm_wgmma_cfg *c)
 {
     int s = stages_for(c);
     /* full and empty barriers per stage, the two turn barriers (ping-pong), the two cluster
-     * barriers, the split-K last flag (8 bytes), the staged bias */
-    return (unsigned)(1024 + s * (bm_of(c) + c->bn) * ROW_BYTES + cstage_for(c) + 16 * s + 40 + bias_smem_for(c) +
-                      kp_smem_for(c));
+     * barriers, the split-K last flag (8 bytes), the statistics' two words, the staged bias */
+    return (unsigned)(1024 + s * (bm_of(c) + c->bn) * ROW_BYTES + cstage_for(c) + 16 * s + 40 + (c->stats ? 8 : 0) +
+                      bias_smem_for(c) + kp_smem_for(c));
 }
 
 /* 1 where c's shared memory fits a block's dynamic allowance */
@@ -194,6 +194,8 @@ void kiln__cuda_gemm_wgmma_source(const kiln_gemm_wgmma_cfg *c, kiln_sbuf *b)
     /* WS_SPLIT: split-K through the workspace, the tile's last block summing (kg: the mainloop's
      * arrival count, the epilogue's sum) */
     kiln__sbuf_printf(b, "constexpr int WS_SPLIT = %d;\n", c->ws_split ? 1 : 0);
+    /* STATS: the output statistics in the epilogue (kg_stat, kg_stat_flush) */
+    kiln__sbuf_printf(b, "constexpr int STATS = %d;\n", c->stats ? 1 : 0);
     kiln__sbuf_printf(b,
                       "constexpr int SR_UNROLL = %d, CBUFS = %d, CLUSTER = %d, SLICE_SUM = %d, MC = %d, KP = %d, KP1 = %d;\n",
                       c->sr_unroll > 1 ? c->sr_unroll : 1, c->cbufs > 1 ? 2 : 1, c->cluster ? 1 : 0,
@@ -623,6 +625,7 @@ void kiln__cuda_gemm_wgmma_prepare(const kiln_gemm_desc *d, const kiln_gemm_batc
     c->beta = d->beta != 0.0;
     c->alpha1 = (float)d->alpha == 1.0f;
     c->relu = d->relu != 0;
+    c->stats = d->stats != NULL;
     c->sr = es == 2 && d->round == KILN_ROUND_STOCHASTIC; /* f32 C is not rounded */
     c->c_pair = d->c_sn == 1 && (d->M == 1 || d->c_sm % 2 == 0) && ((uintptr_t)d->c % (2u * (unsigned)es)) == 0 &&
                 (bt->n == 0 || bt->sc[0] % 2 == 0);

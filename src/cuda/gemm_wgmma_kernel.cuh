@@ -80,9 +80,13 @@ constexpr bool SR_STASH = SR;
  * B's in its high half, 0 where there is none (this kernel reads its RELU, not word 21; the
  * word shares a constant-cache line with the tile counts read at the start, and the edge maps
  * come after the words, so a launch without edges reads what it did before they existed:
- * words 48-49 in a line of their own had cost fc1000 bprop 5-7 %, H100) */
+ * words 48-49 in a line of their own had cost fc1000 bprop 5-7 %, H100); stats (STATS): the
+ * launch's output statistics, two 64-bit words the kernel's blocks add theirs to (atomics: max
+ * and sum do not depend on the order), zero before the launch: the largest magnitude of a
+ * finite element of C as f32 bits (the low half of word 0), the count of non-finite ones
+ * (word 1); after the maps, read once a block at its end */
 struct __align__(64) kg_tmap { kiln_w64 b[16]; };
-struct __align__(64) kiln_args { kg_tmap ta, tb, tc; kiln_w64 w[48]; kg_tmap tae, tbe; };
+struct __align__(64) kiln_args { kg_tmap ta, tb, tc; kiln_w64 w[48]; kg_tmap tae, tbe; kiln_w64 stats; };
 
 /* kg: PTX wrappers */
 __device__ __forceinline__ unsigned kg_smem(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
@@ -168,6 +172,19 @@ __device__ __forceinline__ unsigned kg_ld_shared(unsigned addr) {
 }
 __device__ __forceinline__ void kg_st_shared(unsigned addr, unsigned v) {
   asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(addr), "r"(v) : "memory");
+}
+/* shared-memory reductions of one word (STATS: a block's statistics) */
+__device__ __forceinline__ void kg_red_shared_max(unsigned addr, unsigned v) {
+  asm volatile("red.shared.max.u32 [%0], %1;\n" :: "r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ void kg_red_shared_add(unsigned addr, unsigned v) {
+  asm volatile("red.shared.add.u32 [%0], %1;\n" :: "r"(addr), "r"(v) : "memory");
+}
+/* the lane-wise maximum of two pairs of unsigned 16-bit halves (one VIMNMX on sm_90) */
+__device__ __forceinline__ unsigned kg_max_u16x2(unsigned a, unsigned b) {
+  unsigned d;
+  asm("max.u16x2 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(b));
+  return d;
 }
 /* generic-proxy stores to shared memory become visible to TMA (the async proxy) */
 __device__ __forceinline__ void kg_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
@@ -383,6 +400,50 @@ __device__ __forceinline__ void kg_bias_group_smem(unsigned bsm, int J, int lane
   }
 }
 
+/* STATS: a thread's part of the output statistics, over the elements of C it stores (their
+ * final bits, as rounded): the largest magnitude of a finite one, as its bits with the sign
+ * cleared (within one format the finite magnitudes order as those bits do), held through the
+ * kernel, and the count of non-finite ones, counted where an epilogue step meets them and added
+ * to the block's count in shared memory at its end (one register less through the mainloop: the
+ * bf16 updates' kernel with SR spilled with both held); with STATS off every helper here is
+ * empty */
+struct kg_stats {
+  unsigned mag, bad;
+};
+constexpr unsigned KG_INF_BITS = TF32 ? 0x7F800000u : BF16 ? 0x7F80u : 0x7C00u;
+__device__ __forceinline__ void kg_stat(kg_stats &s, ST v) {
+  if constexpr (STATS) {
+    const unsigned mag = TF32 ? kiln_f32_bits(v) & 0x7FFFFFFFu : (unsigned)v & 0x7FFFu;
+    const bool bad = mag >= KG_INF_BITS;
+    s.bad += bad ? 1u : 0u;
+    s.mag = bad || mag < s.mag ? s.mag : mag;
+  }
+}
+/* a step's non-finite count t.bad into the block's at ss + 4, its magnitude back into mag */
+__device__ __forceinline__ void kg_stat_end(const kg_stats &t, unsigned &mag, unsigned ss) {
+  if constexpr (STATS) {
+    mag = t.mag;
+    if (t.bad) kg_red_shared_add(ss + 4, t.bad);
+  }
+}
+/* the block's statistics into the launch's (p.stats) at the kernel's end, by the consumer
+ * threads (KP1: consumer 0's alone): each thread's magnitude as f32 bits reduced into the
+ * block's word at ss (zeroed at the block's start, as the count at ss + 4), then one thread's
+ * atomics */
+__device__ __forceinline__ void kg_stat_flush(const kiln_args &p, unsigned mag, unsigned ss, int ct) {
+  if constexpr (STATS) {
+    const unsigned f = TF32 ? mag : BF16 ? mag << 16 : kiln_f32_bits(kg_f32((ST)mag));
+    if (f) kg_red_shared_max(ss, f);
+    kg_sync(1, KP1 ? 128 : 256);
+    if (ct == 0) {
+      unsigned long long *out = (unsigned long long *)p.stats;
+      const unsigned bmag = kg_ld_shared(ss), bad = kg_ld_shared(ss + 4);
+      if (bmag) atomicMax((unsigned *)out, bmag);
+      if (bad) atomicAdd(out + 1, (unsigned long long)bad);
+    }
+  }
+}
+
 /* C[m][n], C[m][n + 1] (the second only if n + 1 < N) of batch bi from the f32 sums v0, v1:
  * alpha, bias (per column: b0, b1 from kg_bias_pair), ReLU, beta * C, one rounding
  * (stochastic: word jj of the pair's group g), the store (one 32-bit word when C allows).
@@ -547,12 +608,15 @@ __device__ __forceinline__ void kg_stage_words_exact(const float (&x)[16], const
   kg_relu_words(w);
 }
 __device__ __forceinline__ void kg_out_pair(const kiln_args &p, long long bi, long long m, long long n,
-                                            float v0, float v1, float b0, float b1, const kiln_philox4 &g, int jj) {
+                                            float v0, float v1, float b0, float b1, const kiln_philox4 &g, int jj,
+                                            kg_stats &st) {
   const long long N = (long long)p.w[3], c_sm = (long long)p.w[13], c_sn = (long long)p.w[14];
   ST *C = (ST *)p.w[7] + bi * (long long)p.w[22];
   const bool two = n + 1 < N;
   ST o[2];
   kg_pair_value(p, bi, m, n, v0, v1, b0, b1, g, jj, o);
+  kg_stat(st, o[0]);
+  if (two) kg_stat(st, o[1]);
   ST *dst = C + m * c_sm + n * c_sn;
   if (C_PAIR && two) {
     kg_store_pair(dst, o[0], o[1]);
@@ -594,6 +658,69 @@ __device__ __forceinline__ void kg_stage_store(unsigned cs, int r0, int J, int l
       else
         kg_st_shared(at, w[4 * h + jj]);
     }
+  }
+}
+/* STATS over a thread's staged row block at cs as kg_stage_store placed it (read back once every
+ * group is staged, kg_stage_fix's too: the bits as stored; each thread reads its own), m0 and nb
+ * its first row and group 0's first column. Group by group (a rolled loop: its code once): where
+ * the group lies inside M and N (a staged row or column past C holds the bias or sums of stale
+ * stage rows, and is never stored) and every element is finite, its largest magnitude alone (a
+ * mask and half a two-lane max a 16-bit element, max.u16x2 on the words; a mask and a max an f32
+ * one); else element by element. Read back, not taken from the registers that made the words:
+ * with those kept for it the SR updates' kernels spilled */
+__device__ __forceinline__ void kg_stat_staged(const kiln_args &p, unsigned &mag, unsigned ss, unsigned cs, int r0,
+                                               int lane, long long m0, long long nb) {
+  if constexpr (STATS) {
+    const long long M = (long long)p.w[2], N = (long long)p.w[3], room = N - nb - 25;
+    /* groups J < inside lie wholly inside (rows m0 and m0 + 8, columns to nb + 32 J + 25) */
+    const int inside = m0 + 8 >= M || room <= 0 ? 0 : room >= BN ? BN / 32 : (int)((room + 31) / 32);
+    kg_stats t = {mag, 0u};
+#pragma unroll 1
+    for (int J = 0; J < BN / 32; J++) {
+      unsigned u[8][2]; /* pair jj of row h: u[4 h + jj] (16-bit: one word; f32: two) */
+#pragma unroll
+      for (int i = 0; i < 8; i++) {
+        const int r = r0 + 8 * (i >> 2), c = 32 * J + 8 * (i & 3) + 2 * (lane & 3), q = (c % CBOX) * CES / 16;
+        const unsigned at = cs + (c / CBOX) * 8192 + r * 128 + ((q ^ (r & 7)) << 4) + (c % CBOX) * CES % 16;
+        if constexpr (TF32) {
+          float f0, f1;
+          kg_ld_shared_f32x2(at, f0, f1);
+          u[i][0] = kiln_f32_bits(f0);
+          u[i][1] = kiln_f32_bits(f1);
+        } else {
+          u[i][0] = kg_ld_shared(at);
+          u[i][1] = 0u;
+        }
+      }
+      unsigned g = 0u;
+#pragma unroll
+      for (int i = 0; i < 8; i++) {
+        if constexpr (TF32)
+          g = max(g, max(u[i][0] & 0x7FFFFFFFu, u[i][1] & 0x7FFFFFFFu));
+        else
+          g = kg_max_u16x2(g, u[i][0] & 0x7FFF7FFFu);
+      }
+      if constexpr (!TF32) g = max(g & 0xFFFFu, g >> 16);
+      if (J < inside && g < KG_INF_BITS) {
+        t.mag = max(t.mag, g);
+        continue;
+      }
+#pragma unroll
+      for (int i = 0; i < 8; i++) {
+        const long long m = m0 + 8 * (i >> 2), cn = nb + 32 * J + 8 * (i & 3);
+        ST v0, v1;
+        if constexpr (TF32) {
+          v0 = (ST)__uint_as_float(u[i][0]);
+          v1 = (ST)__uint_as_float(u[i][1]);
+        } else {
+          v0 = (ST)(u[i][0] & 0xFFFFu);
+          v1 = (ST)(u[i][0] >> 16);
+        }
+        if (m < M && cn < N) kg_stat(t, v0);
+        if (m < M && cn + 1 < N) kg_stat(t, v1);
+      }
+    }
+    kg_stat_end(t, mag, ss);
   }
 }
 __device__ __forceinline__ bool kg_stage_group(const kiln_args &p, const kg_epi &ep, long long bi, long long m0,
@@ -662,8 +789,9 @@ __device__ __forceinline__ void kg_stage_fix(const kiln_args &p, kiln_w64 sc0, k
 /* The same group straight from the registers to C, pair by pair (the checked form of
  * kg_out_pair: any C, ragged edges) */
 __device__ __forceinline__ void kg_out_group(const kiln_args &p, long long bi, long long m0, long long n,
-                                             const float *a, const float (&bv)[8]) {
+                                             const float *a, const float (&bv)[8], unsigned &mag, unsigned ss) {
   const long long M = (long long)p.w[2], N = (long long)p.w[3];
+  kg_stats st = {mag, 0u};
   kiln_philox4 g[2] = {};
 #pragma unroll
   for (int h = 0; h < 2; h++)
@@ -675,8 +803,9 @@ __device__ __forceinline__ void kg_out_group(const kiln_args &p, long long bi, l
     for (int jj = 0; jj < 4; jj++)
       if (n + 8 * jj < N)
         kg_out_pair(p, bi, m0 + 8 * h, n + 8 * jj, a[4 * jj + 2 * h], a[4 * jj + 2 * h + 1], bv[2 * jj],
-                    bv[2 * jj + 1], g[h], jj);
+                    bv[2 * jj + 1], g[h], jj, st);
   }
+  kg_stat_end(st, mag, ss);
 }
 
 /* wgmma shared-memory descriptors: the low word holds the start address >> 4 (14 bits) and the
@@ -754,7 +883,9 @@ extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid
   /* split-K through the workspace: 1 when this block arrived last at the tile's counter (a
    * word of the dynamic shared memory, like every other per-block value here) */
   const unsigned last_flag = cl_read + 8;
-  const unsigned bias_smem = (last_flag + 8 + 15) & ~15u; /* BIAS_SMEM: 2 x BN x ES bytes */
+  /* STATS: the block's statistics (f32 bits of the largest finite magnitude, the non-finite count) */
+  const unsigned stat_smem = last_flag + 8;
+  const unsigned bias_smem = (stat_smem + (STATS ? 8 : 0) + 15) & ~15u; /* BIAS_SMEM: 2 x BN x ES bytes */
   /* KP: consumer 1's 64 x BN f32 sums (element i of its thread t at i * 128 + t) */
   const unsigned kp_sums = (bias_smem + 2 * BN * 4 + 15) & ~15u;
   const int tid = (int)threadIdx.x, wg = tid >> 7;
@@ -787,6 +918,10 @@ extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid
     if (CLUSTER) { /* one arrival per block of the cluster (= the splits) */
       kg_bar_init(cl_ready, (unsigned)p.w[26]);
       kg_bar_init(cl_read, (unsigned)p.w[26]);
+    }
+    if (STATS) {
+      kg_st_shared(stat_smem, 0u);
+      kg_st_shared(stat_smem + 4, 0u);
     }
     kg_fence_bar_init();
   }
@@ -900,6 +1035,7 @@ extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid
   const unsigned b_lo0 = kg_desc_lo(sbase + A_BYTES, B_KMAJ ? 16u : (unsigned)CHUNK);
   unsigned it = 0;
   unsigned stored = 0; /* tiles this consumer stored through TMA: their staging buffer alternates */
+  unsigned st = 0u; /* STATS: this thread's largest finite magnitude, over every item (kg_stats) */
   long long local = 0; /* this block's items so far (ping-pong: consumer cw takes the ones of its parity) */
   for (long long item = first; item < items; item += step, local++) {
     const long long tile = item == first ? tile0 : kg_tile_of(p, item, splits);
@@ -1137,7 +1273,7 @@ extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid
         const long long n = (long long)tn * BN + 32 * J + 2 * (tl & 3);
         float bv[8] = {};
         if constexpr (HAS_BIAS) kg_bias_group(p, n, bv);
-        kg_out_group(p, bi, (long long)tm * BM + (t >> 7) * 64 + r0, n, v, bv);
+        kg_out_group(p, bi, (long long)tm * BM + (t >> 7) * 64 + r0, n, v, bv, st, stat_smem);
       }
       kg_sync(1, 256); /* this block's reads of the partials are done */
       if (ct == 0) {
@@ -1291,10 +1427,11 @@ extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid
             kg_bias_group_smem(bsm_sum, J, lane, bv);
           else if constexpr (HAS_BIAS)
             kg_bias_group(p, nb + 32 * J, bv);
-          kg_out_group(p, bi, m0, nb + 32 * J, v + 16 * gi, bv);
+          kg_out_group(p, bi, m0, nb + 32 * J, v + 16 * gi, bv, st, stat_smem);
         }
       }
       if constexpr (TMA_STORE) {
+        kg_stat_staged(p, st, stat_smem, cs, r0, lane, m0, nb);
         kg_fence_async_smem();
         kg_sync(2 + cw, 128);
         if (leader) {
@@ -1401,6 +1538,7 @@ extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid
         if constexpr (SR_STASH) {
           if (rare) kg_stage_fix(p, sc0, sc1, stash, cs + rb * (BN / CBOX) * 8192, r0, lane, rare);
         }
+        kg_stat_staged(p, st, stat_smem, cs + rb * (BN / CBOX) * 8192, r0, lane, mr, nb);
       }
       if constexpr (!EARLY_BOXES) {
         kg_fence_async_smem();
@@ -1435,7 +1573,7 @@ extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid
           } else if constexpr (HAS_BIAS) {
             kg_bias_group(p, nb + 32 * J, bv);
           }
-          kg_out_group(p, bi, m0 + (PP ? rb : cw) * 64, nb + 32 * J, a, bv);
+          kg_out_group(p, bi, m0 + (PP ? rb : cw) * 64, nb + 32 * J, a, bv, st, stat_smem);
 #pragma unroll
           for (int i = 0; i < NACC - 16; i++) a[i] = a[i + 16];
 #pragma unroll
@@ -1444,6 +1582,7 @@ extern "C" __global__ void __launch_bounds__(NT, 1) kiln_gemm_wgmma(const __grid
       }
     }
   }
+  kg_stat_flush(p, st, stat_smem, ct);
   /* the last stores of C have read the staging before the block's shared memory goes (their
    * writes complete with the kernel, as every other store) */
   if (TMA_STORE && leader) kg_bulk_wait_read<0>();

@@ -142,11 +142,13 @@ static kiln_status read_opts(kiln_ctx *ctx, double dram_bps, kiln_gemm_wgmma_opt
 }
 
 /* The kernel's argument: three tensor maps (C's only with tma_store), the words (layout in the
- * kernel source), then the edge maps where the plan has them. */
+ * kernel source), then the edge maps where the plan has them, then the output statistics'
+ * words (cfg.stats). */
 typedef struct wg_args {
     CUtensorMap ta, tb, tc;
     uint64_t w[KILN_GEMM_WGMMA_WORDS];
     CUtensorMap tae, tbe;
+    uint64_t stats;
 } wg_args;
 
 /* The grid of a multicast launch: at most as many clusters of two as the device runs at once
@@ -184,9 +186,15 @@ static unsigned mc_grid(kiln_cuda_state *st, CUfunction fn, const kiln_gemm_wgmm
     return n > 0 && 2u * (unsigned)n < l->grid ? 2u * (unsigned)n : l->grid;
 }
 
-kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const kiln_gemm_batches *bt)
+kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d_in, const kiln_gemm_batches *bt)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
+    /* the output statistics in the epilogue where their words can be had, else kiln_dot's pass */
+    kiln_gemm_desc dl = *d_in;
+    const kiln_gemm_desc *d = &dl;
+    unsigned long long *stats_words;
+    KILN_TRY(kiln__cuda_gemm_stats_words(ctx, &dl, &stats_words));
+    if (!stats_words) dl.stats = NULL;
     kiln_gemm_wgmma_opts o;
     KILN_TRY(read_opts(ctx, st->dram_bps, &o));
     o.no_cluster = !st->cu.LaunchKernelEx;
@@ -210,20 +218,21 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
         args.w[28] = (uint64_t)(uintptr_t)ws->ptr;
         args.w[29] = (uint64_t)(uintptr_t)st->gemm_counters;
     }
+    args.stats = (uint64_t)(uintptr_t)stats_words;
     kiln_status r = encode_map(ctx, &args.ta, d->dtype, &l.map[0], "A");
     if (r == KILN_OK) r = encode_map(ctx, &args.tb, d->dtype, &l.map[1], "B");
     if (r == KILN_OK && c->tma_store) r = encode_map(ctx, &args.tc, d->dtype, &l.map[2], "C");
     if (r == KILN_OK && l.map[3].used) r = encode_map(ctx, &args.tae, d->dtype, &l.map[3], "A");
     if (r == KILN_OK && l.map[4].used) r = encode_map(ctx, &args.tbe, d->dtype, &l.map[4], "B");
     /* a tag ("GKWG") and this kernel's version first */
-    const int32_t sig[26] = {0x47574b47,   21,         (int32_t)c->dtype, c->a_kmajor,  c->b_kmajor,  c->bias,
+    const int32_t sig[27] = {0x47574b47,   22,         (int32_t)c->dtype, c->a_kmajor,  c->b_kmajor,  c->bias,
                              c->beta,      c->sr,      c->c_pair,         c->bn,        c->tma_store, c->pingpong,
                              c->sr_unroll, c->cbufs,   c->cluster,        c->slice_sum, c->mcast,     c->kpair,
                              c->alpha1,    c->relu,    c->stages_cap,     c->edge,      c->bhint,     c->chint,
-                             c->early_sr,  c->ws_split};
+                             c->early_sr,  c->ws_split, c->stats};
     CUfunction fn;
     int refused = 0;
-    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 26, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
+    if (r == KILN_OK) r = kiln__cuda_gemm_kernel(ctx, sig, 27, gen_source, c, "kiln_gemm_wgmma", l.smem, &fn);
     if (r == KILN_OK && c->mcast) l.grid = mc_grid(st, fn, &l);
     if (r == KILN_OK) {
         const kiln_cuda_launch_attrs at = {.cluster = l.cluster, .cooperative = l.cooperative, .early = 1};
@@ -235,7 +244,8 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d, const 
      * slice sums are off for this context, and the GEMM runs again without */
     if (r == KILN_OK && refused) {
         st->gemm_no_coop = 1;
-        return kiln__cuda_gemm_wgmma(ctx, d, bt);
+        return kiln__cuda_gemm_wgmma(ctx, d_in, bt);
     }
+    if (r == KILN_OK && c->stats) r = kiln__cuda_gemm_stats_finish(ctx, d);
     return r;
 }

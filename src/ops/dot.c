@@ -256,8 +256,15 @@ kiln_status kiln_dot(kiln_tensor *C, const kiln_tensor *A, const kiln_tensor *B,
     d.round = (round == KILN_ROUND_STOCHASTIC && is16) ? KILN_ROUND_STOCHASTIC : KILN_ROUND_NEAREST;
     if (d.round == KILN_ROUND_STOCHASTIC) d.sr_stream = kiln__ctx_take_streams(ctx, 1);
     d.allow_tf32 = ctx->allow_tf32;
+    int stats_done = 0;
+    if (stats) {
+        d.stats = kiln__tensor_base(stats);
+        d.stats_dtype = stats->dtype;
+        d.stats_s = stats->strides[0];
+        d.stats_done = &stats_done;
+    }
     if (bias && args->bias_rows) transpose_problem(&d);
     kiln_status st = ctx->backend->gemm(ctx, &d);
-    if (st == KILN_OK && stats) st = gemm_stats(C, stats);
+    if (st == KILN_OK && stats && !stats_done) st = gemm_stats(C, stats);
     return st;
 }

@@ -32,6 +32,15 @@ typedef struct kiln_gemm_desc {
     kiln_round round;                 /* resolved: NEAREST or STOCHASTIC */
     uint64_t sr_stream;               /* Philox stream for stochastic rounding of C */
     int allow_tf32;
+    /* The output statistics (kiln_dot's stats; NULL = not asked for): a backend that computes
+     * them with the product writes stats[0] = max |x| over the finite elements of C (0 when
+     * none) and stats[1] = the count of its non-finite ones, as kiln_dot's pass over C would,
+     * into `stats` (stats_dtype F32 or F64, stride stats_s elements) and sets *stats_done to 1;
+     * where it leaves *stats_done 0, kiln_dot runs that pass after it. */
+    char *stats;
+    kiln_dtype stats_dtype;
+    int64_t stats_s;
+    int *stats_done;
 } kiln_gemm_desc;
 
 #endif /* KILN_OPS_DOT_H */
