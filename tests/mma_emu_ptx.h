@@ -128,3 +128,22 @@ static inline void kg_mma(float *d, const unsigned *a, const unsigned *b)
     }
     emu_sync(16 + w, 32);
 }
+
+/* redux.sync max and add over the warp: every lane leaves its values in its warp's slots, the
+ * 32 meet, each takes the reductions, and they meet again before the slots are reused */
+static inline void kg_warp_stat(unsigned &mag, unsigned &bad)
+{
+    const int w = emu_warp(), l = emu_lane();
+    emu.warp_slot[w][l][0] = mag;
+    emu.warp_slot[w][l][1] = bad;
+    emu_sync(16 + w, 32);
+    unsigned m = 0u, b = 0u;
+    for (int i = 0; i < 32; i++) {
+        const unsigned x = (unsigned)emu.warp_slot[w][i][0];
+        m = x > m ? x : m;
+        b += (unsigned)emu.warp_slot[w][i][1];
+    }
+    mag = m;
+    bad = b;
+    emu_sync(16 + w, 32);
+}

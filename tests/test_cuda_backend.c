@@ -1522,6 +1522,130 @@ static void test_gemm_random(void)
     gemm_random_cases(n > 0 && n <= 100000 ? (int)n : 0);
 }
 
+/* ---- the output statistics in the own kernels' epilogues ---------------------------------- */
+
+/* kiln_dot's stats through each engine with KILN_GEMM_STATS=fused (the own kernels' epilogues) and
+ * =pass (kiln_dot's two reductions over C): the same values, exactly, and those of C as read back,
+ * on shapes that take every own kernel and its epilogue paths (staged and register stores, split-K
+ * sums, ragged edges, batches), with non-finite columns from a bias of +inf, NaN and -inf; each
+ * launch twice (the kernels' words are zero again after each); f32 and f64 stats; a bad
+ * KILN_GEMM_STATS is an error naming it. */
+static void test_gemm_stats(void)
+{
+    static const struct {
+        const char *engine;
+        kiln_dtype dt;
+        int64_t nb, M, N, K;
+        int tf32, bias_odd, tb; /* tb: B stored (N, K), trans_b (what tf32 reads) */
+    } cases[] = {
+        {"own", KILN_DTYPE_F16, 1, 300, 520, 200, 0, 1, 0},  /* wgmma, staged */
+        {"own", KILN_DTYPE_BF16, 1, 128, 1000, 4096, 0, 1, 0}, /* split-K (fc1000 fprop) */
+        {"own", KILN_DTYPE_F16, 1, 1000, 4096, 128, 0, 0, 1}, /* an update */
+        {"own", KILN_DTYPE_F16, 1, 129, 135, 70, 0, 1, 0},   /* ragged N: register stores */
+        {"own", KILN_DTYPE_BF16, 3, 70, 200, 64, 0, 1, 0},   /* batches */
+        {"own", KILN_DTYPE_F32, 1, 200, 304, 100, 1, 1, 1}, /* tf32, staged f32 */
+        {"mma", KILN_DTYPE_F16, 1, 200, 300, 100, 0, 1, 0},
+        {"mma", KILN_DTYPE_BF16, 2, 130, 90, 37, 0, 1, 0},
+        {"ffma", KILN_DTYPE_F32, 1, 256, 520, 136, 0, 1, 0},
+        {"ffma", KILN_DTYPE_F32, 1, 64, 120, 5000, 0, 1, 0}, /* split-K */
+        {"vendor", KILN_DTYPE_F16, 1, 300, 520, 200, 0, 1, 0}, /* the pass either way */
+    };
+    uint64_t srng = 0x5EED5747ull;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int64_t nb = cases[ci].nb, M = cases[ci].M, N = cases[ci].N, K = cases[ci].K;
+        const kiln_dtype dt = cases[ci].dt;
+        const int tb = cases[ci].tb;
+        const int64_t sa[3] = {nb, M, K}, sb[3] = {nb, tb ? N : K, tb ? K : N}, sc[3] = {nb, M, N};
+        double *ha = malloc((size_t)(nb * M * K) * sizeof(double)), *hb = malloc((size_t)(nb * K * N) * sizeof(double));
+        double *hbias = malloc((size_t)N * sizeof(double));
+        check_fill(&srng, ha, nb * M * K, -1, 1);
+        check_fill(&srng, hb, nb * K * N, -1, 1);
+        check_fill(&srng, hbias, N, -1, 1);
+        if (cases[ci].bias_odd) {
+            hbias[5] = INFINITY;
+            hbias[N > 70 ? 70 : 1] = NAN;
+            hbias[N - 3] = -INFINITY;
+        }
+        kiln_tensor *A = from_f64(gpu, dt, nb > 1 ? 3 : 2, nb > 1 ? sa : sa + 1, ha);
+        kiln_tensor *B = from_f64(gpu, dt, nb > 1 ? 3 : 2, nb > 1 ? sb : sb + 1, hb);
+        kiln_tensor *bias = from_f64(gpu, dt, 1, &N, hbias);
+        kiln_tensor *C = NULL, *st[2] = {NULL, NULL};
+        CHECK_OK(gpu, kiln_tensor_empty(gpu, dt, nb > 1 ? 3 : 2, nb > 1 ? sc : sc + 1, &C));
+        const int64_t two = 2;
+        CHECK_OK(gpu, kiln_tensor_empty(gpu, KILN_DTYPE_F32, 1, &two, &st[0]));
+        CHECK_OK(gpu, kiln_tensor_empty(gpu, KILN_DTYPE_F64, 1, &two, &st[1]));
+        CHECK_OK(gpu, kiln_ctx_set_allow_tf32(gpu, cases[ci].tf32));
+        setenv("KILN_GEMM", cases[ci].engine, 1);
+        double got[2][2][2][2]; /* [fused, pass][f32, f64][first, second call][max, count] */
+        for (int way = 0; way < 2; way++) {
+            setenv("KILN_GEMM_STATS", way ? "pass" : "fused", 1);
+            for (int sd = 0; sd < 2; sd++)
+                for (int rep = 0; rep < 2; rep++) {
+                    CHECK_OK(gpu, kiln_assign(st[sd], kiln_scalar(NAN))); /* poisoned: both must be written */
+                    CHECK_OK(gpu, kiln_dot(C, A, B, 1.0, 0.0,
+                                           &((kiln_gemm_args){.trans_b = tb, .bias = bias, .stats = st[sd]})));
+                    double *v = read_f64(st[sd]);
+                    got[way][sd][rep][0] = v[0];
+                    got[way][sd][rep][1] = v[1];
+                    free(v);
+                }
+        }
+        unsetenv("KILN_GEMM_STATS");
+        /* C as it came out (the same bits every call: the kernels are deterministic) */
+        double *hc = read_f64(C), mag = 0.0, bad = 0.0;
+        for (int64_t i = 0; i < nb * M * N; i++) {
+            if (isfinite(hc[i]))
+                mag = fabs(hc[i]) > mag ? fabs(hc[i]) : mag;
+            else
+                bad += 1.0;
+        }
+        int wrong = 0;
+        for (int way = 0; way < 2; way++)
+            for (int sd = 0; sd < 2; sd++)
+                for (int rep = 0; rep < 2; rep++) {
+                    const double *g = got[way][sd][rep];
+                    const double want_mag = sd ? mag : (double)(float)mag;
+                    if (g[0] != want_mag || g[1] != bad) {
+                        if (wrong < 4)
+                            fprintf(stderr, "  stats %s %s %s (%s, %s call): got [%.9g, %.9g] want [%.9g, %.9g]\n",
+                                    cases[ci].engine, kiln_dtype_name(dt), way ? "pass" : "fused", sd ? "f64" : "f32",
+                                    rep ? "second" : "first", g[0], g[1], want_mag, bad);
+                        wrong++;
+                    }
+                }
+        CHECK_INT(wrong, 0);
+        if (cases[ci].bias_odd) CHECK(bad >= (double)(nb * M)); /* the inf and NaN columns at least */
+        free(hc);
+        free(ha);
+        free(hb);
+        free(hbias);
+        kiln_tensor *made[] = {A, B, bias, C, st[0], st[1]};
+        for (int i = 0; i < 6; i++) kiln_tensor_release(made[i]);
+    }
+    CHECK_OK(gpu, kiln_ctx_set_allow_tf32(gpu, 0));
+    /* a bad KILN_GEMM_STATS: an error naming it, where an own kernel takes the GEMM */
+    {
+        const int64_t sh[2] = {64, 64}, two = 2;
+        kiln_tensor *a = NULL, *c = NULL, *s2 = NULL;
+        CHECK_OK(gpu, kiln_tensor_full(gpu, KILN_DTYPE_F16, 2, sh, 0.5, &a));
+        CHECK_OK(gpu, kiln_tensor_empty(gpu, KILN_DTYPE_F16, 2, sh, &c));
+        CHECK_OK(gpu, kiln_tensor_empty(gpu, KILN_DTYPE_F32, 1, &two, &s2));
+        setenv("KILN_GEMM", "own", 1);
+        setenv("KILN_GEMM_STATS", "both", 1);
+        CHECK_FAILS(gpu, kiln_dot(c, a, a, 1.0, 0.0, &((kiln_gemm_args){.stats = s2})), KILN_ERR_ARG,
+                    "KILN_GEMM_STATS='both'");
+        unsetenv("KILN_GEMM_STATS");
+        CHECK_OK(gpu, kiln_dot(c, a, a, 1.0, 0.0, &((kiln_gemm_args){.stats = s2})));
+        double *v = read_f64(s2);
+        CHECK(v[0] == 16.0 && v[1] == 0.0); /* 64 x 0.25 */
+        free(v);
+        kiln_tensor_release(a);
+        kiln_tensor_release(c);
+        kiln_tensor_release(s2);
+    }
+    unsetenv("KILN_GEMM");
+}
+
 /* ---- kernel cache ----------------------------------------------------------------------------- */
 
 static kiln_expr *b_var(kiln_tensor *const *in, const void *p)
@@ -1823,7 +1947,7 @@ int main(void)
     } sections[] = {{"copies", test_copies},       {"elementwise", test_elementwise},
                     {"chains", test_chains},       {"reductions", test_reductions},
                     {"batchnorm", test_batchnorm}, {"rng", test_rng_bits},
-                    {"gemm", test_gemm},           {"random", test_gemm_random},
+                    {"gemm", test_gemm},           {"random", test_gemm_random}, {"stats", test_gemm_stats},
                     {"pdl", gemm_chain_pdl},
                     {"cache", test_cache},
                     {"memory", test_memory},       {"wrap", test_wrap},

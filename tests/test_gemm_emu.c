@@ -1284,7 +1284,7 @@ int main(void)
          * of one tile (two partials a step in the last block's sum elsewhere), 128 x 256 with
          * K-major B; the same shape summed by the last block (KILN_FFMA_SLICES=0) */
         {.dt = 2, .M = 130, .N = 200, .K = 1500, .nb = 1, .pad = 2, .alpha = -0.75, .beta = 0.5, .bias = 1,
-         .relu = 1, .sms = 12, .kernel = 1, .ffma = 512, .stats = 1},
+         .relu = 1, .sms = 12, .kernel = 1, .ffma = 512, .stats = 1, .bias_odd = 1},
         {.dt = 2, .M = 64, .N = 120, .K = 5000, .nb = 1, .ta = 1, .alpha = 1.0, .sms = 16, .kernel = 1, .ffma = 512},
         {.dt = 2, .M = 129, .N = 129, .K = 4000, .nb = 1, .tb = 1, .alpha = 2.0, .bias = 1, .sms = 16, .kernel = 1,
          .ffma = 512},
@@ -1348,9 +1348,9 @@ int main(void)
          * pads), the four transposes, batches, the whole epilogue, stochastic rounding */
         {.dt = 0, .M = 200, .N = 150, .K = 70, .nb = 1, .alpha = 1.0, .kernel = 2},
         {.dt = 1, .M = 130, .N = 100, .K = 37, .nb = 2, .ta = 1, .tb = 1, .b_bcast = 1, .pad = 3, .alpha = -0.75,
-         .beta = 0.5, .bias = 1, .relu = 1, .kernel = 2, .stats = 1},
+         .beta = 0.5, .bias = 1, .relu = 1, .kernel = 2, .stats = 1, .bias_odd = 1},
         {.dt = 0, .M = 129, .N = 140, .K = 50, .nb = 1, .ta = 1, .pad = 8, .alpha = 2.0, .beta = 1.0, .bias = 1,
-         .sr = 1, .kernel = 2, .stats = 1},
+         .sr = 1, .kernel = 2, .stats = 1, .bias_odd = 1},
         {.dt = 1, .M = 64, .N = 72, .K = 33, .nb = 3, .tb = 1, .a_bcast = 1, .pad = 1, .alpha = 1.0, .relu = 1,
          .kernel = 2},
         /* wgmma ping-pong: the consumers alternate items (odd and even counts per block),

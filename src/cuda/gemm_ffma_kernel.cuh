@@ -107,6 +107,19 @@ __device__ __forceinline__ void kg_frag(float (&a)[8], float (&b)[TN], const flo
   }
 }
 
+/* STATS: a thread's statistics of one tile's epilogue (f: its magnitude as f32 bits) into the
+ * block's two shared words sw (zeroed at the block's start, a barrier since), at the epilogue's
+ * end, so that nothing of them lives through the next mainloop; kg_stat_block, by every thread
+ * of the block at its end: the block's into the launch's (kg_stat_out) by one thread */
+__device__ __forceinline__ void kg_stat_put(unsigned *sw, unsigned f, unsigned bad) {
+  if (f) atomicMax(&sw[0], f);
+  if (bad) atomicAdd(&sw[1], bad);
+}
+__device__ __forceinline__ void kg_stat_block(unsigned long long *out, unsigned *sw, int tid) {
+  __syncthreads();
+  if (tid == 0) kg_stat_out(out, sw[0], sw[1]);
+}
+
 extern "C" __global__ void __launch_bounds__(NT, MINB) kiln_gemm_ffma(const __grid_constant__ kiln_args p) {
   __shared__ __align__(16) float As[2][BK][BM];
   __shared__ __align__(16) float Bs[2][BK][BN];

@@ -66,6 +66,12 @@ __device__ __forceinline__ void kg_mma(float *d, const unsigned *a, const unsign
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+/* a warp's largest magnitude and count, in every lane (redux.sync: the max and the sum over the
+ * warp; every lane calls it) */
+__device__ __forceinline__ void kg_warp_stat(unsigned &mag, unsigned &bad) {
+  asm volatile("redux.sync.max.u32 %0, %0, 0xffffffff;\n" : "+r"(mag));
+  asm volatile("redux.sync.add.u32 %0, %0, 0xffffffff;\n" : "+r"(bad));
+}
 /* kg: end of PTX wrappers */
 
 __device__ __forceinline__ float kg_f32(ST h) {
@@ -189,12 +195,10 @@ extern "C" __global__ void __launch_bounds__(NT, 2) kiln_gemm_mma(const __grid_c
   const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 2, wn = warp & 3;
   const int KT = (int)((K + BK - 1) / BK);
   const unsigned s0 = kg_smem(smem);
-  /* STATS: the block's statistics (kg_stat_put) */
-  __shared__ unsigned kg_sw[2];
-  if constexpr (STATS) {
-    if (tid == 0) kg_sw[0] = kg_sw[1] = 0u;
-    __syncthreads();
-  }
+  /* STATS: this thread's largest finite magnitude (f16 / bf16 bits) and non-finite count over
+   * the elements it stores, every batch's (the stage buffers fill the 48 KiB of static shared
+   * memory: a warp's go to the launch's words, kg_warp_stat) */
+  unsigned smag = 0u, sbad = 0u;
 
   for (long long bi = blockIdx.y; bi < NB; bi += gridDim.y) {
     long long oa, ob, oc;
@@ -263,8 +267,6 @@ extern "C" __global__ void __launch_bounds__(NT, 2) kiln_gemm_mma(const __grid_c
     /* epilogue from the accumulators: acc[i][q][2h + e] is C[m][n], m = row g (+ 8 for
      * h = 1) of mma tile i, n = column 2 * (lane % 4) + e of n8 tile q */
     const int g = lane >> 2, t4 = lane & 3;
-    /* STATS: this thread's largest finite magnitude (f16 / bf16 bits) and non-finite count */
-    unsigned smag = 0u, sbad = 0u;
 #pragma unroll
     for (int i = 0; i < MI; i++)
 #pragma unroll
@@ -307,7 +309,11 @@ extern "C" __global__ void __launch_bounds__(NT, 2) kiln_gemm_mma(const __grid_c
           }
         }
       }
-    if constexpr (STATS) kg_stat_put(kg_sw, BF16 ? smag << 16 : kiln_f32_bits(kiln_h2f((unsigned short)smag)), sbad);
   }
-  if constexpr (STATS) kg_stat_block((unsigned long long *)p.w[23 + 4 * MAXBAX], kg_sw, tid);
+  if constexpr (STATS) {
+    kg_warp_stat(smag, sbad);
+    if (lane == 0)
+      kg_stat_out((unsigned long long *)p.w[23 + 4 * MAXBAX],
+                  BF16 ? smag << 16 : kiln_f32_bits(kiln_h2f((unsigned short)smag)), sbad);
+  }
 }

@@ -38,7 +38,7 @@ void kiln__cuda_gemm_merge_batches(const kiln_gemm_desc *d, kiln_gemm_batches *b
 void kiln__cuda_gemm_tile_words(const kiln_gemm_desc *d, const kiln_gemm_batches *bt, uint64_t seed, int64_t tm,
                                 int64_t tn, uint64_t *w, unsigned *gx, unsigned *gy);
 /* CUDA C of the device helpers they share: KG_TILE_ARGS (the words as named constants),
- * kg_stat_add, kg_stat_put and kg_stat_block (the output statistics), kg_tile (grouped tile order),
+ * kg_stat_add and kg_stat_out (the output statistics), kg_tile (grouped tile order),
  * kg_batch (batch offsets from the words); needs kiln_w64 (the prelude) and, for
  * KG_TILE_ARGS, the kernel's element type ST. */
 extern const char kiln__cuda_gemm_tile_src[];
