@@ -8,7 +8,8 @@
  * a GPU visit. This test generates the sources the tile rules pick for a spread of
  * products (the squares, the fully-connected shapes' fprop, bprop and update, split-K, k
  * pairs, ping-pong, multicast, register stores, tf32, ragged edges, batches; mma.sync and
- * FFMA structures), each plain and with the output statistics, and compiles each for sm_90a
+ * FFMA structures), each plain and with the output statistics, and the statistics' finishing
+ * kernel, and compiles each for sm_90a
  * with the backend's options (src/cuda/nvrtc.c) and ptxas's report, printing the registers
  * and spills. Skips where no NVRTC library loads (or under a sanitizer: NVRTC is not built
  * for one).
@@ -30,6 +31,7 @@
 #pragma weak kiln__cuda_gemm_ffma_prepare
 #pragma weak kiln__cuda_gemm_ffma_source_text
 #pragma weak kiln__cuda_gemm_merge_batches
+#pragma weak kiln__cuda_gemm_stats_out_src
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define UNDER_SANITIZER 1
@@ -143,7 +145,7 @@ int main(void)
 {
     if (!kiln__cuda_gemm_wgmma_prepare || !kiln__cuda_gemm_wgmma_source_text || !kiln__cuda_gemm_mma_prepare ||
         !kiln__cuda_gemm_mma_source_text || !kiln__cuda_gemm_ffma_prepare || !kiln__cuda_gemm_ffma_source_text ||
-        !kiln__cuda_gemm_merge_batches) {
+        !kiln__cuda_gemm_merge_batches || !kiln__cuda_gemm_stats_out_src) {
         printf("the library has no GEMM kernel generators: skipped\n");
         return CHECK_SKIP;
     }
@@ -239,6 +241,13 @@ int main(void)
                 printf("%-64s %-6d %5d %6d%s\n", what, stats, regs, spill, good ? "" : "  FAILED");
                 ok += good, all++;
             }
+    /* the statistics' finish after a kernel that computed them (gemm.c) */
+    {
+        int regs, spill;
+        const int good = compile(&api, strdup(kiln__cuda_gemm_stats_out_src), "kiln_gemm_stats_out", &regs, &spill);
+        printf("%-64s %-6s %5d %6d%s\n", "kiln_gemm_stats_out", "-", regs, spill, good ? "" : "  FAILED");
+        ok += good, all++;
+    }
     (void)BF16;
     printf("%d of %d kernels compiled\n", ok, all);
     CHECK_INT(ok, all);

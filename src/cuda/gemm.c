@@ -681,27 +681,11 @@ kiln_status kiln__cuda_gemm_stats_words(kiln_ctx *ctx, const kiln_gemm_desc *d, 
     return KILN_OK;
 }
 
-/* The statistics' finish: the words the kernel added to as d's stats (f32 or f64, stride
- * stats_s), the words zeroed for the next launch. The count goes through f64 as kiln_dot's
- * pass counts it. */
+/* The statistics' finish (kiln__cuda_gemm_stats_out_src, gemm_plan.c) */
 static void gen_stats_out(const void *cfg, kiln_sbuf *b)
 {
     (void)cfg;
-    kiln__sbuf_puts(b, "/* ---- kiln_gemm_stats_out (src/cuda/gemm.c) ---- */\n"
-                       "extern \"C\" __global__ void kiln_gemm_stats_out(unsigned long long *w, char *out, long long s,\n"
-                       "                                                 int f64) {\n"
-                       "  const float mag = __uint_as_float((unsigned)w[0]);\n"
-                       "  const double bad = (double)w[1];\n"
-                       "  if (f64) {\n"
-                       "    ((double *)out)[0] = mag;\n"
-                       "    ((double *)out)[s] = bad;\n"
-                       "  } else {\n"
-                       "    ((float *)out)[0] = mag;\n"
-                       "    ((float *)out)[s] = (float)bad;\n"
-                       "  }\n"
-                       "  w[0] = 0;\n"
-                       "  w[1] = 0;\n"
-                       "}\n");
+    kiln__sbuf_puts(b, kiln__cuda_gemm_stats_out_src);
 }
 
 kiln_status kiln__cuda_gemm_stats_finish(kiln_ctx *ctx, const kiln_gemm_desc *d)

@@ -89,6 +89,23 @@ char *kiln__cuda_gemm_text(void (*gen)(const void *, kiln_sbuf *), const void *c
 
 /* The device helpers every tiled GEMM kernel shares (mma.sync, FFMA, wgmma): the grouped
  * tile order and the batch offsets (words 22.. of kiln__cuda_gemm_tile_words). */
+const char kiln__cuda_gemm_stats_out_src[] =
+    "/* ---- kiln_gemm_stats_out (src/cuda/gemm_plan.c) ---- */\n"
+    "extern \"C\" __global__ void kiln_gemm_stats_out(unsigned long long *w, char *out, long long s,\n"
+    "                                                 int f64) {\n"
+    "  const float mag = __uint_as_float((unsigned)w[0]);\n"
+    "  const double bad = (double)w[1];\n"
+    "  if (f64) {\n"
+    "    ((double *)out)[0] = mag;\n"
+    "    ((double *)out)[s] = bad;\n"
+    "  } else {\n"
+    "    ((float *)out)[0] = mag;\n"
+    "    ((float *)out)[s] = (float)bad;\n"
+    "  }\n"
+    "  w[0] = 0;\n"
+    "  w[1] = 0;\n"
+    "}\n";
+
 const char kiln__cuda_gemm_tile_src[] =
     "/* the argument words 2..18 of a tiled kernel (kiln__cuda_gemm_words) as named constants, ST\n"
     " * being the kernel's element type */\n"

@@ -42,6 +42,12 @@ void kiln__cuda_gemm_tile_words(const kiln_gemm_desc *d, const kiln_gemm_batches
  * kg_batch (batch offsets from the words); needs kiln_w64 (the prelude) and, for
  * KG_TILE_ARGS, the kernel's element type ST. */
 extern const char kiln__cuda_gemm_tile_src[];
+/* CUDA C of kiln_gemm_stats_out(w, out, s, f64), the one-thread kernel after an own GEMM that
+ * added its output statistics to the words w (kiln__cuda_gemm_stats_words): out[0] = the f32
+ * whose bits are w[0]'s low half (the largest finite magnitude), out[s] = w[1] (the non-finite
+ * count, through f64 as kiln_dot's pass counts it), out f32 or (f64 != 0) f64; then w zeroed for
+ * the next launch. */
+extern const char kiln__cuda_gemm_stats_out_src[];
 /* CUDA C of kg_grid_dep(), which every own GEMM kernel calls before it touches global memory:
  * on sm_90 and up it waits until the grid before it on the stream has completed and its
  * memory is visible (at once where the launch was not a programmatic dependent one;
