@@ -19,6 +19,19 @@
 
 #define CHECK_SKIP 77
 
+/* 1 in a build under AddressSanitizer or ThreadSanitizer (GCC's and Clang's spellings): tests
+ * that start processes of their own or load libraries not built for one skip there */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CHECK_UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CHECK_UNDER_SANITIZER 1
+#endif
+#endif
+#ifndef CHECK_UNDER_SANITIZER
+#define CHECK_UNDER_SANITIZER 0
+#endif
+
 static int check_passed_, check_failed_;
 
 #define CHECK(cond)                                                                          \

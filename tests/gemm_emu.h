@@ -221,23 +221,10 @@ static void emu_sync(int id, int n)
 
 static inline void __syncthreads(void) { emu_sync(0, emu.nthreads); }
 static inline void __threadfence(void) {}
-static inline int atomicAdd(int *p, int v)
+/* atomicAdd on int, unsigned and unsigned long long */
+template <class T> static inline T atomicAdd(T *p, T v)
 {
-    int o = *p;
-    *p = o + v;
-    emu_progress();
-    return o;
-}
-static inline unsigned atomicAdd(unsigned *p, unsigned v)
-{
-    unsigned o = *p;
-    *p = o + v;
-    emu_progress();
-    return o;
-}
-static inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v)
-{
-    unsigned long long o = *p;
+    T o = *p;
     *p = o + v;
     emu_progress();
     return o;

@@ -42,17 +42,6 @@
 #pragma weak kiln__cuda_gemm_wgmma_auto
 #pragma weak kiln__cuda_gemm_wgmma_unsplit
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define UNDER_SANITIZER 1
-#endif
-#endif
-#ifndef UNDER_SANITIZER
-#define UNDER_SANITIZER 0
-#endif
-
 #ifndef KILN_SOURCE_DIR
 #define KILN_SOURCE_DIR "."
 #endif
@@ -1153,7 +1142,7 @@ int main(void)
         printf("the library has no GEMM kernel generators: skipped\n");
         return CHECK_SKIP;
     }
-    if (UNDER_SANITIZER) {
+    if (CHECK_UNDER_SANITIZER) {
         printf("under a sanitizer (the emulator's coroutines switch stacks): skipped\n");
         return CHECK_SKIP;
     }

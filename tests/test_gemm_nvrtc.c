@@ -33,16 +33,6 @@
 #pragma weak kiln__cuda_gemm_merge_batches
 #pragma weak kiln__cuda_gemm_stats_out_src
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define UNDER_SANITIZER 1
-#endif
-#endif
-#ifndef UNDER_SANITIZER
-#define UNDER_SANITIZER 0
-#endif
 
 /* NVRTC's entry points, by dlsym (no link dependency: CPU-only builds run this too) */
 typedef struct nvrtc_api {
@@ -149,7 +139,7 @@ int main(void)
         printf("the library has no GEMM kernel generators: skipped\n");
         return CHECK_SKIP;
     }
-    if (UNDER_SANITIZER) {
+    if (CHECK_UNDER_SANITIZER) {
         printf("under a sanitizer: skipped (NVRTC is not built for one)\n");
         return CHECK_SKIP;
     }
