@@ -72,6 +72,13 @@ __device__ __forceinline__ void kg_warp_stat(unsigned &mag, unsigned &bad) {
   asm volatile("redux.sync.max.u32 %0, %0, 0xffffffff;\n" : "+r"(mag));
   asm volatile("redux.sync.add.u32 %0, %0, 0xffffffff;\n" : "+r"(bad));
 }
+/* the argument words through a pointer the compiler cannot follow, so that the epilogue reads
+ * them again (from the constant bank) instead of holding them in registers across the main
+ * loop */
+__device__ __forceinline__ const kiln_w64 *kg_words_again(const kiln_w64 *w) {
+  asm volatile("mov.b64 %0, %0;\n" : "+l"(w));
+  return w;
+}
 /* kg: end of PTX wrappers */
 
 __device__ __forceinline__ float kg_f32(ST h) {
@@ -179,14 +186,86 @@ __device__ __forceinline__ void kg_stage(float (&acc)[MI][NI][4], unsigned sa, u
   }
 }
 
+/* The epilogue of batch bi's tile from the accumulators: acc[i][q][2h + e] is C[m][n], m =
+ * mw + 16 i + 8 h, n = nw + 8 q + e (mw, nw: the thread's first element, row g = lane / 4 and
+ * column 2 (lane % 4) of the warp's WM x WN sub-tile). The arguments come from the words w
+ * again and the elements are addressed by small offsets from the thread's first, so that
+ * little lives through the main loop. CHECK: test rows and columns against C's edge; a warp
+ * whose sub-tile lies inside C goes without (with the tests in every tile, and 64-bit
+ * indices, the plain kernel spilled 76-100 bytes at its 128 registers). */
+template <bool CHECK>
+__device__ __forceinline__ void kg_epilogue(const float (&acc)[MI][NI][4], const kiln_w64 *w, long long bi,
+                                            long long mw, long long nw, unsigned &smag, unsigned &sbad) {
+  const long long M = (long long)w[2], N = (long long)w[3];
+  long long oa, ob, oc;
+  kg_batch(w, bi, &oa, &ob, &oc);
+  const long long c_sm = (long long)w[13], c_sn = (long long)w[14];
+  ST *const Cw = (ST *)w[7] + oc + mw * c_sm + nw * c_sn;
+  const long long bias_s = (long long)w[15];
+  const ST *const bias_w = HAS_BIAS ? (const ST *)w[8] + nw * bias_s : nullptr;
+  const float alpha = (float)__longlong_as_double((long long)w[16]);
+  const float beta = (float)__longlong_as_double((long long)w[17]);
+  const bool relu = w[21] != 0;
+  (void)beta; (void)bias_s;
+  /* how many of the thread's rows and columns lie inside C, clamped to the sub-tile */
+  const int rows = !CHECK ? WM : M - mw <= 0 ? 0 : M - mw >= WM ? WM : (int)(M - mw);
+  const int cols = !CHECK ? WN : N - nw <= 0 ? 0 : N - nw >= WN ? WN : (int)(N - nw);
+#pragma unroll
+  for (int i = 0; i < MI; i++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const int r = i * 16 + h * 8;
+      const bool rin = !CHECK || r < rows;
+      ST *const crow = Cw + r * c_sm;
+      /* SR: this row's group of the warp's 32 columns (nw - 2 (lane % 4) is a multiple of
+       * 32): column 2 (lane % 4) + e of n8 tile q takes half e of word q */
+      kiln_philox4 sr = {};
+      if constexpr (SR)
+        sr = kiln_philox4x32_r(w[0], w[1], kiln_gemm_sr_counter((kiln_w64)(bi * M + mw + r), (kiln_w64)nw, (kiln_w64)N),
+                               KILN_GEMM_SR_ROUNDS);
+#pragma unroll
+      for (int q = 0; q < NI; q++) {
+        const int c = q * 8;
+        /* the tests guard the loads and stores, not the arithmetic (branches around each
+         * row's and column's work made the checked form spill) */
+        const bool one = !CHECK || (rin && c < cols), two = !CHECK || (rin && c + 1 < cols);
+        ST o[2];
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+          const bool in = e ? two : one;
+          float v = alpha * acc[i][q][2 * h + e];
+          if constexpr (HAS_BIAS) v = v + (in ? kg_f32(bias_w[(c + e) * bias_s]) : 0.0f);
+          if (relu) v = v <= 0.0f ? 0.0f : v; /* maximum(v, +0): -0 becomes +0, NaN stays */
+          if constexpr (HAS_BETA) v = v + (in ? beta * kg_f32(crow[(c + e) * c_sn]) : 0.0f);
+          if constexpr (SR) {
+            o[e] = kg_round_sr(v, e ? (sr.v[q] & 0xFFFF0000u) : (sr.v[q] << 16));
+          } else {
+            o[e] = BF16 ? (ST)kiln_f32_to_bf16_rn(v) : kiln_f2h(v);
+          }
+        }
+        if constexpr (STATS) {
+          if (one) kg_stat_add(smag, sbad, o[0] & 0x7FFFu, BF16 ? 0x7F80u : 0x7C00u);
+          if (two) kg_stat_add(smag, sbad, o[1] & 0x7FFFu, BF16 ? 0x7F80u : 0x7C00u);
+        }
+        ST *dst = crow + c * c_sn;
+        if (C_PAIR && two) {
+          *(unsigned *)dst = (unsigned)o[0] | ((unsigned)o[1] << 16);
+        } else {
+          if (one) dst[0] = o[0];
+          if (two) dst[c_sn] = o[1];
+        }
+      }
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(NT, 2) kiln_gemm_mma(const __grid_constant__ kiln_args p) {
   /* stage s: A at s * 2 * TILE, B at s * 2 * TILE + TILE */
   __shared__ __align__(128) ST smem[STAGES * 2 * TILE];
   kg_grid_dep();
   KG_TILE_ARGS(p);
   const int tiles_m = (int)p.w[19], tiles_n = (int)p.w[20];
-  const bool relu = p.w[21] != 0;
-  (void)bias; (void)bias_s; (void)beta;
+  /* C, the bias, alpha, beta and ReLU: kg_epilogue reads them from the words again */
+  (void)C0; (void)bias; (void)bias_s; (void)alpha; (void)beta; (void)c_sm; (void)c_sn;
 
   int tm, tn;
   kg_tile((int)blockIdx.x, tiles_m, tiles_n, &tm, &tn);
@@ -205,7 +284,7 @@ extern "C" __global__ void __launch_bounds__(NT, 2) kiln_gemm_mma(const __grid_c
     kg_batch(p.w, bi, &oa, &ob, &oc);
     const ST *A = A0 + oa;
     const ST *B = B0 + ob;
-    ST *C = C0 + oc;
+    (void)oc;
 
     float acc[MI][NI][4];
 #pragma unroll
@@ -264,51 +343,12 @@ extern "C" __global__ void __launch_bounds__(NT, 2) kiln_gemm_mma(const __grid_c
     kg_wait<0>();
     __syncthreads(); /* the next batch's prologue refills the stages */
 
-    /* epilogue from the accumulators: acc[i][q][2h + e] is C[m][n], m = row g (+ 8 for
-     * h = 1) of mma tile i, n = column 2 * (lane % 4) + e of n8 tile q */
-    const int g = lane >> 2, t4 = lane & 3;
-#pragma unroll
-    for (int i = 0; i < MI; i++)
-#pragma unroll
-      for (int h = 0; h < 2; h++) {
-        const long long m = m0 + wm * WM + i * 16 + g + h * 8;
-        if (m >= M) continue;
-        /* SR: this row's group of the warp's 32 columns (n0 + wn * WN is a multiple of 32):
-         * column 2 t4 + e of n8 tile q takes half e of word q */
-        kiln_philox4 sr = {};
-        if constexpr (SR)
-          sr = kiln_philox4x32_r(p.w[0], p.w[1], kiln_gemm_sr_counter((kiln_w64)(bi * M + m), (kiln_w64)(n0 + wn * WN + t4 * 2), (kiln_w64)N), KILN_GEMM_SR_ROUNDS);
-#pragma unroll
-        for (int q = 0; q < NI; q++) {
-          const long long n = n0 + wn * WN + q * 8 + t4 * 2;
-          if (n >= N) continue;
-          ST o[2];
-#pragma unroll
-          for (int e = 0; e < 2; e++) {
-            if (e == 1 && n + 1 >= N) break;
-            float v = alpha * acc[i][q][2 * h + e];
-            if constexpr (HAS_BIAS) v = v + kg_f32(bias[(n + e) * bias_s]);
-            if (relu) v = v <= 0.0f ? 0.0f : v; /* maximum(v, +0): -0 becomes +0, NaN stays */
-            if constexpr (HAS_BETA) v = v + beta * kg_f32(C[m * c_sm + (n + e) * c_sn]);
-            if constexpr (SR) {
-              o[e] = kg_round_sr(v, e ? (sr.v[q] & 0xFFFF0000u) : (sr.v[q] << 16));
-            } else {
-              o[e] = BF16 ? (ST)kiln_f32_to_bf16_rn(v) : kiln_f2h(v);
-            }
-          }
-          if constexpr (STATS) {
-            kg_stat_add(smag, sbad, o[0] & 0x7FFFu, BF16 ? 0x7F80u : 0x7C00u);
-            if (n + 1 < N) kg_stat_add(smag, sbad, o[1] & 0x7FFFu, BF16 ? 0x7F80u : 0x7C00u);
-          }
-          ST *dst = C + m * c_sm + n * c_sn;
-          if (C_PAIR && n + 1 < N) {
-            *(unsigned *)dst = (unsigned)o[0] | ((unsigned)o[1] << 16);
-          } else {
-            dst[0] = o[0];
-            if (n + 1 < N) dst[c_sn] = o[1];
-          }
-        }
-      }
+    /* the epilogue; the tests against C's edge only where the warp's sub-tile crosses it */
+    const long long mw = m0 + wm * WM, nw = n0 + wn * WN;
+    const kiln_w64 *w = kg_words_again(p.w);
+    const long long me = mw + (lane >> 2), ne = nw + (lane & 3) * 2;
+    if (mw + WM <= M && nw + WN <= N) kg_epilogue<false>(acc, w, bi, me, ne, smag, sbad);
+    else kg_epilogue<true>(acc, w, bi, me, ne, smag, sbad);
   }
   if constexpr (STATS) {
     kg_warp_stat(smag, sbad);
