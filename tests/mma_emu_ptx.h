@@ -129,9 +129,6 @@ static inline void kg_mma(float *d, const unsigned *a, const unsigned *b)
     emu_sync(16 + w, 32);
 }
 
-/* the argument words again (a register move on the device; here the same pointer) */
-static inline const kiln_w64 *kg_words_again(const kiln_w64 *w) { return w; }
-
 /* redux.sync max and add over the warp: every lane leaves its values in its warp's slots, the
  * 32 meet, each takes the reductions, and they meet again before the slots are reused */
 static inline void kg_warp_stat(unsigned &mag, unsigned &bad)

@@ -120,13 +120,63 @@ __device__ __forceinline__ void kg_stat_block(unsigned long long *out, unsigned 
   if (tid == 0) kg_stat_out(out, sw[0], sw[1]);
 }
 
+/* What the epilogue reads: batch bi's C and the epilogue's arguments, taken from the words
+ * again where the epilogue starts (kg_words_again): held in registers from the kernel's start,
+ * they made the 128 x 256 kernel with a bias spill 136-152 bytes */
+struct kg_epi {
+  float *C;
+  const float *bias;
+  long long N, c_sm, c_sn, bias_s;
+  float alpha, beta;
+  bool relu;
+};
+__device__ __forceinline__ kg_epi kg_epi_args(const kiln_w64 *w, long long bi) {
+  long long oa, ob, oc;
+  kg_batch(w, bi, &oa, &ob, &oc);
+  kg_epi e;
+  e.C = (float *)w[7] + oc;
+  e.bias = (const float *)w[8];
+  e.N = (long long)w[3];
+  e.c_sm = (long long)w[13], e.c_sn = (long long)w[14], e.bias_s = (long long)w[15];
+  e.alpha = (float)__longlong_as_double((long long)w[16]);
+  e.beta = (float)__longlong_as_double((long long)w[17]);
+  e.relu = w[21] != 0;
+  return e;
+}
+/* the epilogue of C[m][nb .. nb + 3] (m < M) from its f32 sums s: alpha, bias, ReLU, beta * C,
+ * one float4 store where C allows. The tests against N guard the loads and stores, not the
+ * arithmetic (branches around it spilled too). STATS: the stored elements into smag, sbad. */
+__device__ __forceinline__ void kg_out4(const kg_epi &e, long long m, long long nb, const float *s, unsigned &smag,
+                                        unsigned &sbad) {
+  float o[4];
+#pragma unroll
+  for (int q = 0; q < 4; q++) {
+    const long long n = nb + q;
+    const bool in = n < e.N;
+    float v = e.alpha * s[q];
+    if constexpr (HAS_BIAS) v = v + (in ? e.bias[n * e.bias_s] : 0.0f);
+    if (e.relu) v = v <= 0.0f ? 0.0f : v; /* maximum(v, +0): -0 becomes +0, NaN stays */
+    if constexpr (HAS_BETA) v = v + (in ? e.beta * e.C[m * e.c_sm + n * e.c_sn] : 0.0f);
+    o[q] = v;
+    if (STATS && in) kg_stat_add(smag, sbad, kiln_f32_bits(v) & 0x7FFFFFFFu, 0x7F800000u);
+  }
+  float *dst = e.C + m * e.c_sm + nb * e.c_sn;
+  if (C_VEC && nb + 4 <= e.N) {
+    *(float4 *)dst = make_float4(o[0], o[1], o[2], o[3]);
+  } else {
+#pragma unroll
+    for (int q = 0; q < 4; q++)
+      if (nb + q < e.N) dst[q * e.c_sn] = o[q];
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(NT, MINB) kiln_gemm_ffma(const __grid_constant__ kiln_args p) {
   __shared__ __align__(16) float As[2][BK][BM];
   __shared__ __align__(16) float Bs[2][BK][BN];
   kg_grid_dep();
   KG_TILE_ARGS(p);
-  const bool relu = p.w[21] != 0;
-  (void)bias; (void)bias_s; (void)beta;
+  /* C, the bias, alpha, beta and ReLU: the epilogue reads them from the words again (kg_epi) */
+  (void)C0; (void)bias; (void)bias_s; (void)alpha; (void)beta; (void)c_sm; (void)c_sn;
   int tm, tn;
   kg_tile((int)blockIdx.x, (int)p.w[19], (int)p.w[20], &tm, &tn);
   const long long m0 = (long long)tm * BM, n0 = (long long)tn * BN;
@@ -143,32 +193,6 @@ extern "C" __global__ void __launch_bounds__(NT, MINB) kiln_gemm_ffma(const __gr
     if (tid == 0) kg_sw[0] = kg_sw[1] = 0u;
     __syncthreads();
   }
-  /* the epilogue of C[m][nb .. nb + 3] (m < M) from its f32 sums s: alpha, bias, ReLU,
-   * beta * C, one float4 store where C allows */
-  float *C = C0;
-  auto kg_out4 = [&](long long m, long long nb, const float *s) {
-    float o[4];
-#pragma unroll
-    for (int q = 0; q < 4; q++) {
-      const long long n = nb + q;
-      float v = alpha * s[q];
-      if (n < N) {
-        if constexpr (HAS_BIAS) v = v + bias[n * bias_s];
-        if (relu) v = v <= 0.0f ? 0.0f : v; /* maximum(v, +0): -0 becomes +0, NaN stays */
-        if constexpr (HAS_BETA) v = v + beta * C[m * c_sm + n * c_sn];
-      }
-      o[q] = v;
-      if (STATS && n < N) kg_stat_add(smag, sbad, kiln_f32_bits(v) & 0x7FFFFFFFu, 0x7F800000u);
-    }
-    float *dst = C + m * c_sm + nb * c_sn;
-    if (C_VEC && nb + 4 <= N) {
-      *(float4 *)dst = make_float4(o[0], o[1], o[2], o[3]);
-    } else {
-#pragma unroll
-      for (int q = 0; q < 4; q++)
-        if (nb + q < N) dst[q * c_sn] = o[q];
-    }
-  };
   /* SPLIT (one batch): block (x, y) sums k slices [y kper, (y + 1) kper) of tile x */
   int kb = 0, ke = KT;
   if constexpr (SPLIT) {
@@ -181,7 +205,7 @@ extern "C" __global__ void __launch_bounds__(NT, MINB) kiln_gemm_ffma(const __gr
     long long oa, ob, oc;
     kg_batch(p.w, bi, &oa, &ob, &oc);
     const float *A = A0 + oa, *B = B0 + ob;
-    C = C0 + oc;
+    (void)oc;
     float acc[8][TN];
 #pragma unroll
     for (int i = 0; i < 8; i++)
@@ -301,6 +325,7 @@ extern "C" __global__ void __launch_bounds__(NT, MINB) kiln_gemm_ffma(const __gr
         const float *base = ws + (size_t)tile * splits * (BM * BN);
         constexpr int U = 8 * TQ * NT;
         smag = sbad = 0u;
+        const kg_epi e = kg_epi_args(kg_words_again(p.w), bi);
         const int y = (int)blockIdx.y, u1 = (int)((long long)(y + 1) * U / splits);
         for (int u = (int)((long long)y * U / splits) + tid; u < u1; u += NT) {
           const int t = u % NT, i = u / NT / TQ, g = u / NT % TQ;
@@ -313,7 +338,7 @@ extern "C" __global__ void __launch_bounds__(NT, MINB) kiln_gemm_ffma(const __gr
 #pragma unroll
             for (int e = 0; e < 4; e++) v[e] += __ldcg(src + (size_t)q * (BM * BN) + e * NT);
           const long long m = m0 + uty * 4 + (i & 3) + 64 * (i >> 2);
-          if (m < M) kg_out4(m, n0 + utx * 4 + 64 * g, v);
+          if (m < M) kg_out4(e, m, n0 + utx * 4 + 64 * g, v, smag, sbad);
         }
         __syncthreads();
         if (tid == 0 && atomicAdd(&counters[tile], 1) == 2 * splits - 1) counters[tile] = 0;
@@ -366,12 +391,13 @@ extern "C" __global__ void __launch_bounds__(NT, MINB) kiln_gemm_ffma(const __gr
     /* epilogue: acc[i][j] is C[m][n], m = m0 + 4 ty + (i & 3) + 64 (i >> 2), n = n0 + 4 tx +
      * (j & 3) + 64 (j >> 2) */
     smag = sbad = 0u;
+    const kg_epi e = kg_epi_args(kg_words_again(p.w), bi);
 #pragma unroll
     for (int i = 0; i < 8; i++) {
       const long long m = m0 + ty * 4 + (i & 3) + 64 * (i >> 2);
       if (m >= M) continue;
 #pragma unroll
-      for (int jh = 0; jh < TQ; jh++) kg_out4(m, n0 + tx * 4 + 64 * jh, &acc[i][4 * jh]);
+      for (int jh = 0; jh < TQ; jh++) kg_out4(e, m, n0 + tx * 4 + 64 * jh, &acc[i][4 * jh], smag, sbad);
     }
     if constexpr (STATS) kg_stat_put(kg_sw, smag, sbad);
   }

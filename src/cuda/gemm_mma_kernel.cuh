@@ -72,13 +72,6 @@ __device__ __forceinline__ void kg_warp_stat(unsigned &mag, unsigned &bad) {
   asm volatile("redux.sync.max.u32 %0, %0, 0xffffffff;\n" : "+r"(mag));
   asm volatile("redux.sync.add.u32 %0, %0, 0xffffffff;\n" : "+r"(bad));
 }
-/* the argument words through a pointer the compiler cannot follow, so that the epilogue reads
- * them again (from the constant bank) instead of holding them in registers across the main
- * loop */
-__device__ __forceinline__ const kiln_w64 *kg_words_again(const kiln_w64 *w) {
-  asm volatile("mov.b64 %0, %0;\n" : "+l"(w));
-  return w;
-}
 /* kg: end of PTX wrappers */
 
 __device__ __forceinline__ float kg_f32(ST h) {
@@ -93,24 +86,64 @@ __device__ __forceinline__ ST kg_round_sr(float v, unsigned bits) {
  * r0 + r < R and k0 + k < K, else 0; KMAJ picks the shared layout. */
 
 /* vec: 16-byte cp.async; K-major needs s_k == 1, MN-major s_r == 1. Chunks that run past
- * the contiguous axis read only what is inside; chunks outside read nothing (zero-fill). */
+ * the contiguous axis read only what is inside; chunks outside read nothing (zero-fill).
+ * Chunk i (< CH) of thread tid is number q = tid + NT i of the tile, at row r, k:
+ *   K-major: r = q / 4, k = 8 (q % 4): the chunks share k, their rows NT / 4 apart;
+ *   MN-major: r = 8 (q % 16), k = q / 16: they share r, their k NT / 16 apart.
+ * Stages are loaded in k order, each once, so a walker keeps the chunks' addresses and what
+ * is left of K from one stage to the next (a constant step), and the loop does no 64-bit
+ * index arithmetic: recomputed at every stage, the indices made the main loop spill. */
+constexpr int CH = TILE / 8 / NT;
+static_assert(CH == 2 && NT % 16 == 0, "two chunks an operand a stage");
+template <int KMAJ> struct kg_vec_walk {
+  const ST *src[CH]; /* the chunks' next addresses (rows outside: row 0's, never read) */
+  long long left;    /* K less the next stage's k of chunk 0 */
+  long long step;    /* elements between stages: BK (K-major), BK s_k (MN-major) */
+  int in;            /* K-major: bit i for chunk i's row inside; MN-major: bytes of r inside (0..16) */
+  int dst;           /* byte offset of chunk 0 in a stage's tile */
+};
 template <int KMAJ>
-__device__ __forceinline__ void kg_load_vec(unsigned dst, const ST *X, long long r0, long long R, long long k0,
-                                            long long K, long long s_r, long long s_k, int tid) {
+__device__ __forceinline__ kg_vec_walk<KMAJ> kg_walk_init(const ST *X, long long r0, long long R, long long K,
+                                                         long long s_r, long long s_k, int tid) {
+  kg_vec_walk<KMAJ> w;
+  if constexpr (KMAJ) {
+    const int k = (tid & 3) << 3;
+    w.in = 0;
 #pragma unroll
-  for (int i = 0; i < TILE / 8 / NT; i++) {
-    const int q = tid + i * NT;
-    const int r = KMAJ ? q >> 2 : (q & 15) << 3, k = KMAJ ? (q & 3) << 3 : q >> 4;
-    const long long gr = r0 + r, gk = k0 + k;
-    int bytes = 0;
-    const ST *src = X;
-    if (gr < R && gk < K) {
-      const long long left = KMAJ ? K - gk : R - gr;
-      bytes = left >= 8 ? 16 : (int)left * 2;
-      src = KMAJ ? X + gr * s_r + gk : X + gk * s_k + gr;
+    for (int i = 0; i < CH; i++) {
+      const long long gr = r0 + (tid >> 2) + i * (NT / 4);
+      w.in |= (gr < R ? 1 : 0) << i;
+      w.src[i] = X + (gr < R ? gr : 0) * s_r + k;
     }
-    kg_cp16(dst + 2 * (KMAJ ? kg_off_k(r, k) : kg_off_mn(k, r)), src, bytes);
+    w.left = K - k;
+    w.step = BK;
+    w.dst = 2 * kg_off_k(tid >> 2, k);
+  } else {
+    const long long gr = r0 + ((tid & 15) << 3);
+    w.in = gr >= R ? 0 : R - gr >= 8 ? 16 : (int)(R - gr) * 2;
+#pragma unroll
+    for (int i = 0; i < CH; i++) w.src[i] = X + ((tid >> 4) + i * (NT / 16)) * s_k + (gr < R ? gr : 0);
+    w.left = K - (tid >> 4);
+    w.step = BK * s_k;
+    w.dst = 2 * kg_off_mn(tid >> 4, (tid & 15) << 3);
   }
+  return w;
+}
+/* the walker's next stage into the tile at shared address tile, then a step along K */
+template <int KMAJ> __device__ __forceinline__ void kg_walk_load(kg_vec_walk<KMAJ> &w, unsigned tile) {
+#pragma unroll
+  for (int i = 0; i < CH; i++) {
+    int bytes;
+    if constexpr (KMAJ) {
+      bytes = !((w.in >> i) & 1) || w.left <= 0 ? 0 : w.left >= 8 ? 16 : (int)w.left * 2;
+      kg_cp16(tile + w.dst + 2 * i * (NT / 4) * BK, w.src[i], bytes);
+    } else {
+      bytes = w.left > i * (NT / 16) ? w.in : 0;
+      kg_cp16(tile + w.dst + 2 * i * (NT / 16) * BM, w.src[i], bytes);
+    }
+    w.src[i] += w.step;
+  }
+  w.left -= BK;
 }
 
 /* scalar: any strides; SCAL elements per thread, walked along the shared layout's
@@ -151,7 +184,10 @@ __device__ __forceinline__ void kg_put(ST *tile, const unsigned (&v)[SCAL / 2], 
 
 /* The warp's MI x NI mma tiles over one stage (BK = two k16 steps). Fragments by ldmatrix:
  * A (16 x 16) as 4 8x8 matrices (m 0-7 | 8-15) x (k 0-7 | 8-15), B as 2 n8 tiles of
- * (k 0-7 | 8-15); .trans where the shared tile is MN-major. */
+ * (k 0-7 | 8-15); .trans where the shared tile is MN-major. The swizzles leave a K-major row
+ * step of 8 and an MN-major k step of 8 as plain offsets (kg_off_k(r + 8 a, k) = kg_off_k(r, k)
+ * + 8 a BK, kg_off_mn(k + 8 a, r) = kg_off_mn(k, r) + 8 a BM), written so that the
+ * addresses are a few per-thread bases and constants, not one register each. */
 __device__ __forceinline__ void kg_stage(float (&acc)[MI][NI][4], unsigned sa, unsigned sb, int wm, int wn,
                                          int lane) {
   const int j = lane >> 3, l7 = lane & 7;
@@ -162,18 +198,18 @@ __device__ __forceinline__ void kg_stage(float (&acc)[MI][NI][4], unsigned sa, u
     for (int i = 0; i < MI; i++) {
       const int m = wm * WM + i * 16;
       if constexpr (A_KMAJ)
-        kg_ldsm(af[i], sa + 2 * kg_off_k(m + (lane & 15), kk + ((lane >> 4) << 3)));
+        kg_ldsm(af[i], sa + 2 * (m * BK + kg_off_k(lane & 15, kk + ((lane >> 4) << 3))));
       else
-        kg_ldsm_t(af[i], sa + 2 * kg_off_mn(kk + l7 + ((j >> 1) << 3), m + ((j & 1) << 3)));
+        kg_ldsm_t(af[i], sa + 2 * (kk * BM + kg_off_mn(l7 + ((j >> 1) << 3), m + ((j & 1) << 3))));
     }
 #pragma unroll
     for (int p = 0; p < NI / 2; p++) {
       const int n = wn * WN + p * 16;
       unsigned t[4];
       if constexpr (B_KMAJ)
-        kg_ldsm(t, sb + 2 * kg_off_k(n + l7 + ((j >> 1) << 3), kk + ((j & 1) << 3)));
+        kg_ldsm(t, sb + 2 * (n * BK + kg_off_k(l7 + ((j >> 1) << 3), kk + ((j & 1) << 3))));
       else
-        kg_ldsm_t(t, sb + 2 * kg_off_mn(kk + l7 + ((j & 1) << 3), n + ((j >> 1) << 3)));
+        kg_ldsm_t(t, sb + 2 * (kk * BM + kg_off_mn(l7 + ((j & 1) << 3), n + ((j >> 1) << 3))));
       bf[2 * p][0] = t[0];
       bf[2 * p][1] = t[1];
       bf[2 * p + 1][0] = t[2];
@@ -295,6 +331,11 @@ extern "C" __global__ void __launch_bounds__(NT, 2) kiln_gemm_mma(const __grid_c
         for (int r = 0; r < 4; r++) acc[i][q][r] = 0.0f;
     unsigned ra[SCAL / 2], rb[SCAL / 2]; /* the scalar loads in flight (unused, and dropped, for vec) */
     (void)ra; (void)rb;
+    kg_vec_walk<A_KMAJ> wa = {};
+    kg_vec_walk<B_KMAJ> wb = {};
+    if constexpr (A_VEC) wa = kg_walk_init<A_KMAJ>(A, m0, M, K, a_sm, a_sk, tid);
+    if constexpr (B_VEC) wb = kg_walk_init<B_KMAJ>(B, n0, N, K, b_sn, b_sk, tid);
+    (void)wa; (void)wb;
 
     /* prologue: stages 0 .. STAGES-2 in flight (one commit group each, maybe empty) */
 #pragma unroll
@@ -303,13 +344,13 @@ extern "C" __global__ void __launch_bounds__(NT, 2) kiln_gemm_mma(const __grid_c
         const long long k0 = (long long)s * BK;
         const int sa = s * 2 * TILE, sb = sa + TILE; /* element offsets of the stage's A and B */
         if constexpr (A_VEC) {
-          kg_load_vec<A_KMAJ>(s0 + 2 * sa, A, m0, M, k0, K, a_sm, a_sk, tid);
+          kg_walk_load<A_KMAJ>(wa, s0 + 2 * sa);
         } else {
           kg_fetch<A_KMAJ>(ra, A, m0, M, k0, K, a_sm, a_sk, tid);
           kg_put<A_KMAJ>(smem + sa, ra, tid);
         }
         if constexpr (B_VEC) {
-          kg_load_vec<B_KMAJ>(s0 + 2 * sb, B, n0, N, k0, K, b_sn, b_sk, tid);
+          kg_walk_load<B_KMAJ>(wb, s0 + 2 * sb);
         } else {
           kg_fetch<B_KMAJ>(rb, B, n0, N, k0, K, b_sn, b_sk, tid);
           kg_put<B_KMAJ>(smem + sb, rb, tid);
@@ -327,9 +368,9 @@ extern "C" __global__ void __launch_bounds__(NT, 2) kiln_gemm_mma(const __grid_c
       const bool more = nk < KT;
       if (more) {
         const long long k0 = (long long)nk * BK;
-        if constexpr (A_VEC) kg_load_vec<A_KMAJ>(s0 + 2 * na, A, m0, M, k0, K, a_sm, a_sk, tid);
+        if constexpr (A_VEC) kg_walk_load<A_KMAJ>(wa, s0 + 2 * na);
         else kg_fetch<A_KMAJ>(ra, A, m0, M, k0, K, a_sm, a_sk, tid);
-        if constexpr (B_VEC) kg_load_vec<B_KMAJ>(s0 + 2 * nb, B, n0, N, k0, K, b_sn, b_sk, tid);
+        if constexpr (B_VEC) kg_walk_load<B_KMAJ>(wb, s0 + 2 * nb);
         else kg_fetch<B_KMAJ>(rb, B, n0, N, k0, K, b_sn, b_sk, tid);
       }
       kg_commit();
