@@ -1,21 +1,23 @@
 /*
- * tools/gemm-src.c - the CUDA source of the wgmma GEMM kernel kiln would build for one
- * product, without a GPU.
+ * tools/gemm-src.c - the CUDA source of the GEMM kernel kiln would build for one product
+ * (wgmma, mma.sync or FFMA), without a GPU.
  *
  * A diagnostic for kernel work, not part of the library. It runs the tile rule
- * (kiln__cuda_gemm_wgmma_prepare) on a packed row-major product and writes that plan's
- * generated kernel source to stdout, the plan in one line to stderr. The source is what
+ * (kiln__cuda_gemm_wgmma_prepare; with --kernel mma or ffma, that kernel's prepare) on a
+ * packed row-major product and writes that plan's generated kernel source to stdout, the
+ * plan in one line to stderr. The source is what
  * NVRTC compiles at run time, so `nvcc -arch=sm_90a -cubin --fmad=false -std=c++17
  * -Xptxas -v` gives its registers and spills and cuobjdump its SASS on any machine.
  * tools/gemm-sass.sh does both. Why it exists: an EARLY_SR kernel of the same registers and
  * spills as the plain one ran 2-7 % slower because ptxas had moved work into every mainloop
  * slice (bench/NOTES.md step 43).
  *
- *   gemm-src MxNxK [--dtype f16|bf16|tf32] [--epilogue bias,relu,sr,stats] [--bt] [--sms N]
- *            [--opt NAME=VALUE ...]
+ *   gemm-src MxNxK [--kernel wgmma|mma|ffma] [--dtype f16|bf16|tf32|f32]
+ *            [--epilogue bias,relu,sr,stats,beta] [--bt] [--sms N] [--opt NAME=VALUE ...]
  *
  * A (M, K) @ B (K, N) = C (M, N), all row-major (--bt: B stored (N, K), K-major); stats: the
- * output statistics in the epilogue (kiln_dot's stats). --opt sets a
+ * output statistics in the epilogue (kiln_dot's stats); beta: beta 0.5 (C read back). The
+ * mma.sync kernel takes f16 and bf16, FFMA f32 (the default dtype there). --opt sets a
  * field of kiln_gemm_wgmma_opts (src/cuda/gemm_plan.h) with its encoding there, 0 = the
  * rule's, as the KILN_WGMMA_* variables do: bn, splits, pingpong, cbufs, split_sum, mcast,
  * kpair, group_m, grid, stages, bhint, chint, early_sr, tma_store (default 1), stage_deep,
@@ -34,8 +36,8 @@
 static int usage(const char *bad, const char *why)
 {
     fprintf(stderr, "gemm-src: %s: %s\n", bad, why);
-    fprintf(stderr, "usage: gemm-src MxNxK [--dtype f16|bf16|tf32] [--epilogue bias,relu,sr,stats] [--bt] "
-                    "[--sms N] [--opt NAME=VALUE ...]\n");
+    fprintf(stderr, "usage: gemm-src MxNxK [--kernel wgmma|mma|ffma] [--dtype f16|bf16|tf32|f32] "
+                    "[--epilogue bias,relu,sr,stats,beta] [--bt] [--sms N] [--opt NAME=VALUE ...]\n");
     return 2;
 }
 
@@ -102,21 +104,35 @@ int main(int argc, char **argv)
     kiln_gemm_wgmma_opts o;
     memset(&o, 0, sizeof o);
     o.tma_store = 1;
-    int sms = 132;
+    int sms = 132, dtype_given = 0;
+    enum { WGMMA, MMA, FFMA } kernel = WGMMA;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--bt")) {
             d.b_sk = 1, d.b_sn = K;
+        } else if (!strcmp(a, "--kernel") && v) {
+            i++;
+            if (!strcmp(v, "wgmma"))
+                kernel = WGMMA;
+            else if (!strcmp(v, "mma"))
+                kernel = MMA;
+            else if (!strcmp(v, "ffma"))
+                kernel = FFMA;
+            else
+                return usage(v, "--kernel is wgmma, mma or ffma");
         } else if (!strcmp(a, "--dtype") && v) {
             i++;
+            dtype_given = 1;
             if (!strcmp(v, "f16"))
                 d.dtype = KILN_DTYPE_F16;
             else if (!strcmp(v, "bf16"))
                 d.dtype = KILN_DTYPE_BF16;
             else if (!strcmp(v, "tf32"))
                 d.dtype = KILN_DTYPE_F32, d.allow_tf32 = 1;
+            else if (!strcmp(v, "f32"))
+                d.dtype = KILN_DTYPE_F32, d.allow_tf32 = 0;
             else
-                return usage(v, "--dtype is f16, bf16 or tf32");
+                return usage(v, "--dtype is f16, bf16, tf32 or f32");
         } else if (!strcmp(a, "--epilogue") && v) {
             i++;
             char list[64];
@@ -131,8 +147,10 @@ int main(int argc, char **argv)
                     d.round = KILN_ROUND_STOCHASTIC;
                 else if (!strcmp(t, "stats"))
                     d.stats = (char *)(uintptr_t)8192;
+                else if (!strcmp(t, "beta"))
+                    d.beta = 0.5;
                 else
-                    return usage(t, "--epilogue takes bias, relu, sr and stats");
+                    return usage(t, "--epilogue takes bias, relu, sr, stats and beta");
             }
         } else if (!strcmp(a, "--sms") && v) {
             i++;
@@ -146,10 +164,38 @@ int main(int argc, char **argv)
             return usage(a, v || a[0] != '-' ? "unknown argument" : "needs a value");
         }
     }
+    if (kernel == FFMA && !dtype_given) d.dtype = KILN_DTYPE_F32;
+    if (kernel == MMA && d.dtype == KILN_DTYPE_F32)
+        return usage("--dtype", "the mma.sync kernel takes f16 and bf16");
+    if (kernel == FFMA && (d.dtype != KILN_DTYPE_F32 || d.allow_tf32))
+        return usage("--dtype", "the FFMA kernel takes f32");
     if (d.round == KILN_ROUND_STOCHASTIC && d.dtype == KILN_DTYPE_F32)
         return usage("sr", "stochastic rounding needs a 16-bit C (--dtype f16 or bf16)");
+    if (kernel == WGMMA && d.dtype == KILN_DTYPE_F32 && !d.allow_tf32)
+        return usage("--dtype", "the wgmma kernel takes f16, bf16 and tf32 (f32: --kernel ffma)");
     kiln_gemm_batches bt;
     kiln__cuda_gemm_merge_batches(&d, &bt);
+    if (kernel != WGMMA) {
+        char *src;
+        if (kernel == MMA) {
+            kiln_gemm_mma_launch l;
+            kiln__cuda_gemm_mma_prepare(&d, &bt, 1, &l);
+            fprintf(stderr, "gemm-src %s: mma.sync, grid %u x %u\n", argv[1], l.gx, l.gy);
+            src = kiln__cuda_gemm_mma_source_text(&l.cfg);
+        } else {
+            kiln_gemm_ffma_launch l;
+            kiln__cuda_gemm_ffma_prepare(&d, &bt, sms, NULL, &l);
+            fprintf(stderr, "gemm-src %s: FFMA, grid %u x %u\n", argv[1], l.gx, l.gy);
+            src = kiln__cuda_gemm_ffma_source_text(&l.cfg);
+        }
+        if (!src) {
+            fprintf(stderr, "gemm-src: out of memory\n");
+            return 1;
+        }
+        fputs(src, stdout);
+        free(src);
+        return 0;
+    }
     if (!kiln__cuda_gemm_wgmma_shape_ok(&d, &bt))
         return usage(argv[1], "not a product the wgmma kernel takes (rows of whole 16-byte chunks)");
     kiln_gemm_wgmma_launch l;

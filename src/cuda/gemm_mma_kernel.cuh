@@ -294,6 +294,15 @@ __device__ __forceinline__ void kg_epilogue(const float (&acc)[MI][NI][4], const
     }
 }
 
+/* The edge tiles' epilogue out of line where stochastic rounding meets a bias or beta: inline,
+ * its Philox and tests made ptxas keep main-loop values in local memory (9 reloads a k step,
+ * sm_80 and sm_90a); called, the accumulators go through the stack on edge tiles only. */
+constexpr bool EDGE_CALL = SR && (HAS_BIAS || HAS_BETA);
+__device__ __noinline__ void kg_epilogue_edge(const float (&acc)[MI][NI][4], const kiln_w64 *w, long long bi,
+                                              long long mw, long long nw, unsigned &smag, unsigned &sbad) {
+  kg_epilogue<true>(acc, w, bi, mw, nw, smag, sbad);
+}
+
 extern "C" __global__ void __launch_bounds__(NT, 2) kiln_gemm_mma(const __grid_constant__ kiln_args p) {
   /* stage s: A at s * 2 * TILE, B at s * 2 * TILE + TILE */
   __shared__ __align__(128) ST smem[STAGES * 2 * TILE];
@@ -389,6 +398,7 @@ extern "C" __global__ void __launch_bounds__(NT, 2) kiln_gemm_mma(const __grid_c
     const kiln_w64 *w = kg_words_again(p.w);
     const long long me = mw + (lane >> 2), ne = nw + (lane & 3) * 2;
     if (mw + WM <= M && nw + WN <= N) kg_epilogue<false>(acc, w, bi, me, ne, smag, sbad);
+    else if constexpr (EDGE_CALL) kg_epilogue_edge(acc, w, bi, me, ne, smag, sbad);
     else kg_epilogue<true>(acc, w, bi, me, ne, smag, sbad);
   }
   if constexpr (STATS) {
