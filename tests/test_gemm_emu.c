@@ -1342,6 +1342,12 @@ int main(void)
          .sr = 1, .kernel = 2, .stats = 1, .bias_odd = 1},
         {.dt = 1, .M = 64, .N = 72, .K = 33, .nb = 3, .tb = 1, .a_bcast = 1, .pad = 1, .alpha = 1.0, .relu = 1,
          .kernel = 2},
+        /* mma.sync's cp.async walkers K-major (A; B with tb): rows padded to 16-byte chunks with a
+         * K of 70, so the last stage's first chunk is partial (12 bytes) and the rest empty; ragged
+         * M and N (edge tiles, the out-of-line edge epilogue where SR meets a bias or beta) */
+        {.dt = 0, .M = 200, .N = 150, .K = 70, .nb = 1, .pad = 8, .alpha = 1.0, .kernel = 2},
+        {.dt = 1, .M = 130, .N = 100, .K = 70, .nb = 2, .tb = 1, .pad = 8, .alpha = -0.75, .beta = 0.5, .bias = 1,
+         .relu = 1, .sr = 1, .kernel = 2, .stats = 1},
         /* wgmma ping-pong: the consumers alternate items (odd and even counts per block),
          * register and TMA-store epilogues, transposes, batches, SR */
         {.dt = 0, .M = 300, .N = 260, .K = 200, .nb = 1, .pad = 8, .alpha = 1.0, .sms = 3, .pp = 1},
@@ -1492,6 +1498,8 @@ int main(void)
          .exact = 1, .zero_rows = 1},
         {.dt = 0, .M = 200, .N = 264, .K = 64, .nb = 1, .alpha = 2048.0, .sms = 3, .tma_store = 1, .exact = 1},
         {.dt = 1, .M = 129, .N = 140, .K = 50, .nb = 1, .ta = 1, .pad = 8, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1,
+         .kernel = 2, .exact = 1},
+        {.dt = 0, .M = 129, .N = 140, .K = 50, .nb = 1, .pad = 8, .alpha = 1.0, .bias = 1, .relu = 1, .sr = 1,
          .kernel = 2, .exact = 1},
         /* the tile order's groups (KILN_WGMMA_GROUP_M), each against the rule's 8 on the same
          * inputs (the same bits): 3 rows a group over 5 tile rows (a short last group) in two
