@@ -12,7 +12,8 @@
 #      on SWEEP_ONLY's cases, dram-read-a streams fc36864 fprop's B with and without A's L2
 #      re-reads (tools/dram-read), gemm-random runs GEMM_RANDOM random GEMM cases (default 400)
 #      against the CPU backend, then 100 under memcheck, gemm-stats times the output statistics
-#      in kiln's own kernels' epilogues against kiln_dot's pass over C; step gemm-ncu runs
+#      in kiln's own kernels' epilogues against kiln_dot's pass over C, tiled-ab the mma.sync and
+#      FFMA kernels of this tree against those of AB_BASE (ab-base); step gemm-ncu runs
 #      Nsight Compute on one call of kiln's kernel and of cuBLASLt's per shape (NCU_SHAPES)
 #   3. the suite under compute-sanitizer (MODES="memcheck racecheck"; $OUT/table-san.txt)
 # Each step gets what is left of VISIT_SECONDS (default 540) and is cut off at the deadline,
@@ -106,6 +107,27 @@ for s in $STEPS; do
                 --dtype f16 --epilogue bias,relu,sr,stats
             step gemm-stats-f32 150 "$BUILD_GPU/kiln-bench" gemm-ab KILN_GEMM_STATS=fused,pass --graph --dtype f32 \
                 --epilogue stats ;;
+        tiled-ab) # the tiled kernels (mma.sync f16 / bf16, FFMA f32) of this tree against those of
+            # AB_BASE (default ab-base: another source tree, e.g. `git archive main | tar -x -C ab-base`,
+            # named in the device tool's carry), each against cuBLASLt in its own interleaved run
+            # (gemm-ab: KILN_GEMM=mma or ffma beside wgmma / vendor), graphed; plain and, for mma.sync,
+            # bias + ReLU + SR. Compare own/vendor between the trees (bench/NOTES.md step 51)
+            base=${AB_BASE:-$ROOT/ab-base}
+            if [ -d "$base" ]; then
+                cmake -S "$base" -B "$base/build-gpu" -DKILN_CUDA=ON -DKILN_CUDA_ARCH=90a >"$OUT/tiled-ab-build.txt" 2>&1 &&
+                    cmake --build "$base/build-gpu" -j"$(nproc)" --target kiln-bench >>"$OUT/tiled-ab-build.txt" 2>&1
+                for t in base new; do
+                    bin=$BUILD_GPU; [ $t = base ] && bin=$base/build-gpu
+                    step "tiled-ab-mma-$t" 120 env KILN_CACHE_DIR="$bin/kernel-cache" "$bin/kiln-bench" gemm-ab \
+                        KILN_GEMM=mma,wgmma --graph --dtype f16
+                    step "tiled-ab-mma-sr-$t" 120 env KILN_CACHE_DIR="$bin/kernel-cache" "$bin/kiln-bench" gemm-ab \
+                        KILN_GEMM=mma,wgmma --graph --dtype bf16 --epilogue bias,relu,sr
+                    step "tiled-ab-ffma-$t" 120 env KILN_CACHE_DIR="$bin/kernel-cache" "$bin/kiln-bench" gemm-ab \
+                        KILN_GEMM=ffma,own --graph --dtype f32 --epilogue bias,relu
+                done
+            else
+                echo "== tiled-ab: no base tree $base (skipped)" | tee -a "$OUT/visit.txt"
+            fi ;;
         gemm-sweep) # tile width x k splits x epilogue store per shape: the data for the tile rule
             step gemm-sweep 300 "$BUILD_GPU/kiln-bench" gemm-sweep --dtype f16 ;;
         gemm-ncu) # Nsight Compute on one timed call of kiln's kernel and of cuBLASLt's, per shape in
