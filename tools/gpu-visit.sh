@@ -97,10 +97,9 @@ for s in $STEPS; do
                     echo /usr/local/cuda/bin/compute-sanitizer)" --tool memcheck --target-processes application-only \
                 --report-api-errors no --leak-check no --error-exitcode 99 \
                 "$BUILD_GPU/test_cuda_backend" ;;
-        gemm-stats) # the output statistics in the own kernels' epilogues (KILN_GEMM_STATS=fused) against
-            # kiln_dot's two reductions over C after the GEMM (pass, the default until fused has run on
-            # a GPU), interleaved, graphed: f16 with the statistics alone and with the full epilogue, and
-            # f32 (the FFMA kernel)
+        gemm-stats) # the output statistics in the own kernels' epilogues (KILN_GEMM_STATS=fused, the
+            # default) against kiln_dot's two reductions over C after the GEMM (pass), interleaved,
+            # graphed: f16 with the statistics alone and with the full epilogue, and f32 (the FFMA kernel)
             step gemm-stats-f16 150 "$BUILD_GPU/kiln-bench" gemm-ab KILN_GEMM_STATS=fused,pass --graph --dtype f16 \
                 --epilogue stats
             step gemm-stats-f16-full 150 "$BUILD_GPU/kiln-bench" gemm-ab KILN_GEMM_STATS=fused,pass --graph \

@@ -669,15 +669,23 @@ kiln_status kiln__cuda_gemm_counters(kiln_ctx *ctx)
     return KILN_OK;
 }
 
+/* KILN_GEMM_STATS: 1 into *fused for fused (and unset), 0 for pass; a bad value is an error */
+static kiln_status stats_fused(kiln_ctx *ctx, int *fused)
+{
+    static const char *const ways[] = {"fused", "pass"};
+    int way;
+    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_GEMM_STATS", ways, 2, &way));
+    *fused = way != 1;
+    return KILN_OK;
+}
+
 kiln_status kiln__cuda_gemm_stats_words(kiln_ctx *ctx, const kiln_gemm_desc *d, unsigned long long **words)
 {
     *words = NULL;
     if (!d->stats) return KILN_OK;
-    static const char *const ways[] = {"fused", "pass"};
-    int way;
-    KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_GEMM_STATS", ways, 2, &way));
-    /* the pass unless asked for: the fused form has not yet run on a GPU (bench/NOTES.md step 50) */
-    if (way != 0 || kiln__cuda_gemm_counters(ctx) != KILN_OK) return KILN_OK;
+    int fused;
+    KILN_TRY(stats_fused(ctx, &fused));
+    if (!fused || kiln__cuda_gemm_counters(ctx) != KILN_OK) return KILN_OK;
     *words = (unsigned long long *)(kiln__cuda_state(ctx)->gemm_counters + KILN_CUDA_COUNTERS);
     return KILN_OK;
 }
@@ -809,6 +817,14 @@ static kiln_status gemm_dispatch(kiln_ctx *ctx, const kiln_gemm_desc *d)
      * bias with beta on a 16-bit C, a bias on a column-major C, C with no unit stride) goes to
      * kiln's own kernels where one applies: 1.1-5x faster than cuBLASLt's product and the
      * epilogue pass on gemm-auto's shapes with SR (bench/NOTES.md step 28) */
+    /* auto with the output statistics: kiln's own kernels where one applies, their epilogue
+     * computing them, against cuBLASLt's product and kiln_dot's two reductions over C after it:
+     * 1.06-160x faster on the gemm table's shapes, f16 and f32 (H200, bench/NOTES.md step 52) */
+    if (choice == GEMM_AUTO && d->stats) {
+        int fused;
+        KILN_TRY(stats_fused(ctx, &fused));
+        if (fused) choice = GEMM_OWN;
+    }
     if (choice == GEMM_AUTO && !lt_takes) {
         /* but at most 32 rows of A: cuBLASLt's product and the epilogue pass, 1.7-1.9x faster
          * than the own kernels' 128-row tiles there (gemm-auto with SR, step 28) */

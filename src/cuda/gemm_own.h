@@ -27,12 +27,12 @@ kiln_status kiln__cuda_gemm_kernel(kiln_ctx *ctx, const int32_t *sig, size_t n, 
  * launches), allocated and zeroed on first use; an error when the device has no room (the
  * caller then runs unsplit). (gemm.c) */
 kiln_status kiln__cuda_gemm_counters(kiln_ctx *ctx);
-/* Where d asks for the output statistics (d->stats) and KILN_GEMM_STATS=fused, the words an own
+/* Where d asks for the output statistics (d->stats) and KILN_GEMM_STATS is fused, the words an own
  * kernel adds them to in its epilogue (two 64-bit words after the split-K counters, zero between
  * launches: f32 bits of the largest finite magnitude in the low half of the first, the
  * non-finite count in the second) into *words; NULL where d asks for none, KILN_GEMM_STATS is
- * pass or unset (kiln_dot's pass over C: the default until the fused form has run on a GPU), or
- * the counters cannot be had (the pass then too). A bad KILN_GEMM_STATS is an error naming it.
+ * pass (kiln_dot's pass over C), or the counters cannot be had (the pass then too). Unset is
+ * fused. A bad KILN_GEMM_STATS is an error naming it.
  * (gemm.c) */
 kiln_status kiln__cuda_gemm_stats_words(kiln_ctx *ctx, const kiln_gemm_desc *d, unsigned long long **words);
 /* After a kernel that added to those words for d: d's stats from them (a one-thread kernel on
