@@ -1243,10 +1243,10 @@ static int ulp_index(uint16_t x)
  * tiles in 3 splits through the workspace, against 64-wide ones in 2) and short K (fc1000
  * fprop, 128 x 1000 x 4096, alpha 0.5 and beta 0.25: 64-wide tiles in 8 splits summed in
  * slices, against 4). Then both plans with stochastic rounding from one seed, on inputs whose
- * f32 sums are exact in any order (A in eighths up to 1, B in 1024ths up to 255 / 1024: every
- * partial sum a multiple of 2^-13 below 2^11), so that the plans' f32 results are the same and
- * each element, rounding with the bits of its place whatever the plan, must come out with the
- * same bits. (On random inputs the plans' sums differ in their last f32 bits, and where an
+ * f32 sums are exact in any order (A in eighths up to 1, B and the bias in 1024ths up to
+ * 255 / 1024: every partial sum a multiple of 2^-13 below 2^11), so that the plans' f32 results
+ * are the same and each element, rounding with the bits of its place whatever the plan, must
+ * come out with the same bits. (On random inputs the plans' sums differ in their last f32 bits, and where an
  * element cancels to much less than its terms that is many units of its 16-bit result: a first
  * form allowing one unit apart failed on 5-321 such elements a shape on an H200.) */
 static void gemm_fast_dram(void)
@@ -1293,6 +1293,8 @@ static void gemm_fast_dram(void)
                 for (int64_t i = 0; i < K * N; i++) xb[i] = (float)((int)(check_rand_u64(&rng) % 511) - 255) / 1024.0f;
                 CHECK_OK(gpu, kiln_tensor_write(ag, xa, KILN_DTYPE_F32));
                 CHECK_OK(gpu, kiln_tensor_write(bg, xb, KILN_DTYPE_F32));
+                /* the bias in 1024ths too, so that sum + bias is exact whichever plan adds it when */
+                if (biasg) CHECK_OK(gpu, kiln_tensor_write(biasg, xb, KILN_DTYPE_F32));
             }
             free(xa);
             free(xb);
