@@ -1526,7 +1526,6 @@ static void test_gemm(void)
     gemm_lt_cache();
     gemm_nan_canonical();
     gemm_tf32_staging();
-    gemm_fast_dram();
 }
 
 /* the random GEMM cases: KILN_TEST_GEMM_RANDOM of them (24 unless set; a visit's gpu-visit.sh
@@ -1985,6 +1984,7 @@ int main(void)
                     {"chains", test_chains},       {"reductions", test_reductions},
                     {"batchnorm", test_batchnorm}, {"rng", test_rng_bits},
                     {"gemm", test_gemm},           {"random", test_gemm_random}, {"stats", test_gemm_stats},
+                    {"fastdram", gemm_fast_dram},
                     {"pdl", gemm_chain_pdl},
                     {"cache", test_cache},
                     {"memory", test_memory},       {"wrap", test_wrap},
