@@ -41,6 +41,18 @@ static int usage(const char *bad, const char *why)
     return 2;
 }
 
+/* Writes a generated source (malloc'd; NULL: out of memory) to stdout and frees it; the exit status */
+static int put_source(char *src)
+{
+    if (!src) {
+        fprintf(stderr, "gemm-src: out of memory\n");
+        return 1;
+    }
+    fputs(src, stdout);
+    free(src);
+    return 0;
+}
+
 /* A whole number from lo to hi in text into *out; 0 where text is not one */
 static int parse_int(const char *text, long lo, long hi, int *out)
 {
@@ -188,13 +200,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "gemm-src %s: FFMA, grid %u x %u\n", argv[1], l.gx, l.gy);
             src = kiln__cuda_gemm_ffma_source_text(&l.cfg);
         }
-        if (!src) {
-            fprintf(stderr, "gemm-src: out of memory\n");
-            return 1;
-        }
-        fputs(src, stdout);
-        free(src);
-        return 0;
+        return put_source(src);
     }
     if (!kiln__cuda_gemm_wgmma_shape_ok(&d, &bt))
         return usage(argv[1], "not a product the wgmma kernel takes (rows of whole 16-byte chunks)");
@@ -209,12 +215,5 @@ int main(int argc, char **argv)
         argv[1], c->bn, c->kpair, (int)l.w[26], l.grid, (long long)l.tiles, (unsigned)l.smem, l.ws_bytes, c->pingpong,
         c->cluster, c->slice_sum, c->mcast, c->tma_store, c->cbufs, c->stages_cap, c->bhint, c->chint, c->early_sr,
         (int)l.w[41], c->ws_split);
-    char *src = kiln__cuda_gemm_wgmma_source_text(c);
-    if (!src) {
-        fprintf(stderr, "gemm-src: out of memory\n");
-        return 1;
-    }
-    fputs(src, stdout);
-    free(src);
-    return 0;
+    return put_source(kiln__cuda_gemm_wgmma_source_text(c));
 }
