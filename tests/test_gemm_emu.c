@@ -32,13 +32,8 @@
 #include "core/numeric.h"
 #include "cuda/gemm_plan.h"
 
-#pragma weak kiln__cuda_gemm_wgmma_prepare
-#pragma weak kiln__cuda_gemm_wgmma_source_text
-#pragma weak kiln__cuda_gemm_mma_prepare
-#pragma weak kiln__cuda_gemm_mma_source_text
-#pragma weak kiln__cuda_gemm_ffma_prepare
-#pragma weak kiln__cuda_gemm_ffma_source_text
-#pragma weak kiln__cuda_gemm_merge_batches
+#include "gemm_generators.h"
+
 #pragma weak kiln__cuda_gemm_wgmma_auto
 #pragma weak kiln__cuda_gemm_wgmma_unsplit
 

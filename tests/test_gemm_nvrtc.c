@@ -24,13 +24,8 @@
 #include "check.h"
 #include "cuda/gemm_plan.h"
 
-#pragma weak kiln__cuda_gemm_wgmma_prepare
-#pragma weak kiln__cuda_gemm_wgmma_source_text
-#pragma weak kiln__cuda_gemm_mma_prepare
-#pragma weak kiln__cuda_gemm_mma_source_text
-#pragma weak kiln__cuda_gemm_ffma_prepare
-#pragma weak kiln__cuda_gemm_ffma_source_text
-#pragma weak kiln__cuda_gemm_merge_batches
+#include "gemm_generators.h"
+
 #pragma weak kiln__cuda_gemm_stats_out_src
 
 
