@@ -1,7 +1,8 @@
 /*
  * tests/test_cuda_backend.c — the CUDA backend against the CPU backend, through the public
  * API: every element-wise operator and reductions over each axis pattern (rows longer than
- * one block included) on random data and views, casts, the batch-norm expression in place,
+ * one block included) on random data and views, reductions split across blocks (long rows,
+ * few of them: bits repeatable, the split counted), casts, the batch-norm expression in place,
  * bit identity of rand / randn / bernoulli / dropout / stochastic rounding, GEMM through
  * cuBLASLt and the fallback kernel (KILN_GEMM=vendor) and kiln's own kernel (=own), which
  * path KILN_GEMM picks, random GEMM shapes, views and epilogues through kiln's own kernels
@@ -437,6 +438,118 @@ static void test_rng_bits(void)
         kiln_ctx_destroy(c);
         kiln_ctx_destroy(g);
     }
+}
+
+/* ---- split reductions ------------------------------------------------------------------------ */
+
+static int64_t split_count(void)
+{
+    kiln_cuda_stats s;
+    memset(&s, 0, sizeof s);
+    CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s));
+    return s.reduce_splits;
+}
+
+/* build on the GPU twice: the same bits both times (the partials fold in a fixed order) */
+static void check_repeatable(const char *what, build_fn build, const void *param, kiln_tensor *const *ig,
+                             kiln_dtype out_dt)
+{
+    kiln_tensor *o1 = NULL, *o2 = NULL;
+    CHECK_OK(gpu, kiln_eval(gpu, build(ig, param), out_dt, &o1));
+    CHECK_OK(gpu, kiln_eval(gpu, build(ig, param), out_dt, &o2));
+    if (!o1 || !o2) {
+        kiln_tensor_release(o1);
+        kiln_tensor_release(o2);
+        return;
+    }
+    int same = same_bits(o1, o2, kiln_tensor_dtype(o1));
+    if (!same) fprintf(stderr, "  case %s: two runs differ\n", what);
+    CHECK(same);
+    kiln_tensor_release(o1);
+    kiln_tensor_release(o2);
+}
+
+/* Reductions whose rows are far longer than the rows are many: a sum to one value, a few
+ * long rows, a few long columns, multi-pass (variance, standard deviation), broadcast back
+ * into a full output (x - max(x), x - var(x)), arg reductions with ties and a NaN across
+ * slices, views; in f32, f16, bf16 and f64. Each against the CPU backend, each split
+ * (the context's counter moves), each the same bits twice; KILN_REDUCE_SPLIT=0 runs them
+ * unsplit, and a bad value is an error naming it. */
+static void test_split(void)
+{
+    struct {
+        const char *what;
+        kiln_dtype dt;
+        int nd;
+        int64_t shape[3];
+        int view;
+        red_param rp;
+        double tol;
+    } cases[] = {
+        {"sum to one f32", KILN_DTYPE_F32, 1, {3000001}, V_PLAIN, {KILN_REDUCE_SUM, 0, {0}, 0, 0}, 1e-5},
+        {"sum to one f16, rows 2", KILN_DTYPE_F16, 2, {2, 2500000}, V_PLAIN, {KILN_REDUCE_SUM, 0, {0}, 0, 0}, 1e-5},
+        {"mean to one bf16, strided", KILN_DTYPE_BF16, 2, {1000, 2001}, V_STEP, {KILN_REDUCE_MEAN, 0, {0}, 0, 0}, 1e-5},
+        {"sum to one f32, transposed", KILN_DTYPE_F32, 2, {1500, 1301}, V_T, {KILN_REDUCE_SUM, 0, {0}, 0, 0}, 1e-5},
+        {"row max f32", KILN_DTYPE_F32, 2, {3, 1000003}, V_PLAIN, {KILN_REDUCE_MAX, 1, {1}, 0, 0}, 0},
+        {"row var f32", KILN_DTYPE_F32, 2, {5, 400000}, V_PLAIN, {KILN_REDUCE_VAR, 1, {1}, 0, 0}, 1e-4},
+        {"row std f64", KILN_DTYPE_F64, 2, {2, 700001}, V_PLAIN, {KILN_REDUCE_STD, 1, {1}, 1, 0}, 1e-12},
+        {"x - max(x) rows f32", KILN_DTYPE_F32, 2, {2, 1000000}, V_PLAIN, {KILN_REDUCE_MAX, 1, {1}, 1, 1}, 1e-6},
+        {"x - mean(x) all f16", KILN_DTYPE_F16, 1, {1234567}, V_PLAIN, {KILN_REDUCE_MEAN, 0, {0}, 1, 1}, 2e-3},
+        {"column sum f32", KILN_DTYPE_F32, 2, {1000000, 3}, V_PLAIN, {KILN_REDUCE_SUM, 1, {0}, 0, 0}, 1e-5},
+        {"x - var(x) columns f16", KILN_DTYPE_F16, 2, {600000, 5}, V_PLAIN, {KILN_REDUCE_VAR, 1, {0}, 1, 1}, 8e-3},
+        {"column argmin f32", KILN_DTYPE_F32, 2, {2000000, 2}, V_PLAIN, {KILN_REDUCE_ARGMIN, 1, {0}, 0, 0}, 0},
+        {"argmax of all f32", KILN_DTYPE_F32, 3, {2, 3, 300000}, V_PLAIN, {KILN_REDUCE_ARGMAX, 0, {0}, 0, 0}, 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        kiln_tensor *tc, *tg;
+        make_pair(cases[c].dt, cases[c].nd, cases[c].shape, cases[c].view, -2, 3, &tc, &tg);
+        int64_t before = split_count();
+        compare(cases[c].what, b_reduce, &cases[c].rp, &tc, &tg, KILN_DTYPE_AUTO, cases[c].tol);
+        int64_t after = split_count();
+        if (after <= before) fprintf(stderr, "  case %s: not split\n", cases[c].what);
+        CHECK(after > before);
+        check_repeatable(cases[c].what, b_reduce, &cases[c].rp, &tg, KILN_DTYPE_AUTO);
+        kiln_tensor_release(tc);
+        kiln_tensor_release(tg);
+    }
+    /* arg reductions across slices: a tie (the first index wins) and a NaN (it wins) */
+    for (int nan = 0; nan < 2; nan++) {
+        int64_t n = 3000000, shape[1] = {n};
+        double *h = malloc((size_t)n * sizeof *h);
+        check_fill(&rng, h, n, -2, 3);
+        h[123457] = 7, h[2999000] = 7;
+        if (nan) h[2000001] = NAN, h[2900000] = NAN;
+        kiln_tensor *tc = from_f64(cpu, KILN_DTYPE_F32, 1, shape, h), *tg = from_f64(gpu, KILN_DTYPE_F32, 1, shape, h);
+        red_param rp = {KILN_REDUCE_ARGMAX, 0, {0}, 0, 0};
+        compare(nan ? "argmax, NaN" : "argmax, tie", b_reduce, &rp, &tc, &tg, KILN_DTYPE_AUTO, 0);
+        kiln_tensor *o = NULL;
+        CHECK_OK(gpu, kiln_eval(gpu, b_reduce(&tg, &rp), KILN_DTYPE_AUTO, &o));
+        if (o) {
+            double *v = read_f64(o);
+            CHECK_INT((int64_t)v[0], nan ? 2000001 : 123457);
+            free(v);
+        }
+        kiln_tensor_release(o);
+        free(h);
+        kiln_tensor_release(tc);
+        kiln_tensor_release(tg);
+    }
+    /* KILN_REDUCE_SPLIT=0: unsplit, the same values within rounding; a bad value names it */
+    int64_t shape[1] = {2000003};
+    kiln_tensor *tc, *tg;
+    make_pair(KILN_DTYPE_F32, 1, shape, V_PLAIN, -2, 3, &tc, &tg);
+    red_param rp = {KILN_REDUCE_SUM, 0, {0}, 0, 0};
+    setenv("KILN_REDUCE_SPLIT", "0", 1);
+    int64_t before = split_count();
+    compare("sum unsplit", b_reduce, &rp, &tc, &tg, KILN_DTYPE_AUTO, 1e-5);
+    CHECK_INT(split_count(), before);
+    setenv("KILN_REDUCE_SPLIT", "2", 1);
+    kiln_tensor *o = NULL;
+    CHECK_FAILS(gpu, kiln_eval(gpu, b_reduce(&tg, &rp), KILN_DTYPE_AUTO, &o), KILN_ERR_ARG, "KILN_REDUCE_SPLIT");
+    kiln_tensor_release(o);
+    unsetenv("KILN_REDUCE_SPLIT");
+    kiln_tensor_release(tc);
+    kiln_tensor_release(tg);
 }
 
 /* ---- host <-> device copies ------------------------------------------------------------------ */
@@ -1982,7 +2095,8 @@ int main(void)
         void (*fn)(void);
     } sections[] = {{"copies", test_copies},       {"elementwise", test_elementwise},
                     {"chains", test_chains},       {"reductions", test_reductions},
-                    {"batchnorm", test_batchnorm}, {"rng", test_rng_bits},
+                    {"batchnorm", test_batchnorm}, {"split", test_split},
+                    {"rng", test_rng_bits},
                     {"gemm", test_gemm},           {"random", test_gemm_random}, {"stats", test_gemm_stats},
                     {"fastdram", gemm_fast_dram},
                     {"pdl", gemm_chain_pdl},

@@ -25,80 +25,10 @@
 #include "cuda/gemm_plan.h"
 
 #include "gemm_generators.h"
+#include "nvrtc_compile.h"
 
 #pragma weak kiln__cuda_gemm_stats_out_src
 
-
-/* NVRTC's entry points, by dlsym (no link dependency: CPU-only builds run this too) */
-typedef struct nvrtc_api {
-    int (*create)(void **prog, const char *src, const char *name, int nh, const char *const *h,
-                  const char *const *hn);
-    int (*compile)(void *prog, int nopt, const char *const *opts);
-    int (*log_size)(void *prog, size_t *n);
-    int (*log)(void *prog, char *log);
-    int (*destroy)(void **prog);
-    const char *(*error)(int r);
-} nvrtc_api;
-
-static int load_nvrtc(nvrtc_api *api)
-{
-    static const char *const names[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
-                                        "/usr/local/cuda/lib64/libnvrtc.so"};
-    void *h = NULL;
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!h) return 0;
-    *(void **)&api->create = dlsym(h, "nvrtcCreateProgram");
-    *(void **)&api->compile = dlsym(h, "nvrtcCompileProgram");
-    *(void **)&api->log_size = dlsym(h, "nvrtcGetProgramLogSize");
-    *(void **)&api->log = dlsym(h, "nvrtcGetProgramLog");
-    *(void **)&api->destroy = dlsym(h, "nvrtcDestroyProgram");
-    *(void **)&api->error = dlsym(h, "nvrtcGetErrorString");
-    return api->create && api->compile && api->log_size && api->log && api->destroy && api->error;
-}
-
-/* Compiles src (malloc'd; freed here) as the backend does, for sm_90a; 1 on success. The
- * ptxas report's register and spill counts into *regs and *spill (bytes of spill stores). */
-static int compile(const nvrtc_api *api, char *src, const char *what, int *regs, int *spill)
-{
-    *regs = -1;
-    *spill = -1;
-    if (!src) {
-        fprintf(stderr, "  %s: no source\n", what);
-        return 0;
-    }
-    void *prog = NULL;
-    int r = api->create(&prog, src, what, 0, NULL, NULL);
-    if (r != 0) {
-        fprintf(stderr, "  %s: nvrtcCreateProgram: %s\n", what, api->error(r));
-        free(src);
-        return 0;
-    }
-    const char *opts[] = {"--gpu-architecture=sm_90a", "--fmad=false", "-default-device", "--std=c++17", "-w",
-                          "--ptxas-options=-v"};
-    r = api->compile(prog, (int)(sizeof opts / sizeof opts[0]), opts);
-    size_t n = 0;
-    api->log_size(prog, &n);
-    char *log = malloc(n + 1);
-    if (log) {
-        log[0] = 0;
-        api->log(prog, log);
-        log[n] = 0;
-        const char *p = strstr(log, "bytes spill stores");
-        if (p) {
-            const char *q = p;
-            while (q > log && q[-1] == ' ') q--;
-            while (q > log && q[-1] >= '0' && q[-1] <= '9') q--;
-            *spill = atoi(q);
-        }
-        p = strstr(log, "Used ");
-        if (p) *regs = atoi(p + 5);
-    }
-    if (r != 0) fprintf(stderr, "  %s: %s\n%s\n", what, api->error(r), log ? log : "");
-    free(log);
-    api->destroy(&prog);
-    free(src);
-    return r == 0;
-}
 
 /* A packed row-major product (B stored (N, K) where bt), at 256-byte aligned addresses the
  * kernels never touch here */

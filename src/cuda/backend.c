@@ -30,6 +30,7 @@ static void cuda_fini(void *state)
     if (st->ev0) cudaEventDestroy(st->ev0);
     if (st->ev1) cudaEventDestroy(st->ev1);
     if (st->gemm_counters) cudaFree(st->gemm_counters);
+    if (st->grid_sync) cudaFree(st->grid_sync);
     if (st->lt) cublasLtDestroy(st->lt);
     if (st->stream) cudaStreamDestroy(st->stream);
     free(st);
@@ -90,14 +91,16 @@ static kiln_status cuda_init(kiln_ctx *ctx, void **state)
             }
         }
     }
-    { /* optional entry points: the wgmma GEMM's tensor maps and its shared-memory size */
+    { /* optional entry points: the wgmma GEMM's tensor maps and its shared-memory size; the
+       * split reductions' occupancy */
         struct {
             const char *name;
             void **fn;
         } opt[] = {{"cuFuncSetAttribute", (void **)&st->cu.FuncSetAttribute},
                    {"cuTensorMapEncodeTiled", (void **)&st->cu.TensorMapEncodeTiled},
                    {"cuLaunchKernelEx", (void **)&st->cu.LaunchKernelEx},
-                   {"cuOccupancyMaxActiveClusters", (void **)&st->cu.OccupancyMaxActiveClusters}};
+                   {"cuOccupancyMaxActiveClusters", (void **)&st->cu.OccupancyMaxActiveClusters},
+                   {"cuOccupancyMaxActiveBlocksPerMultiprocessor", (void **)&st->cu.OccupancyMaxActiveBlocks}};
         for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++) {
             enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
             if (cudaGetDriverEntryPointByVersion(opt[i].name, opt[i].fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||

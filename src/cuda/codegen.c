@@ -17,6 +17,15 @@
  *    points; when the row fits in one tile, the FULL loads used by several passes stay in
  *    registers, so the row is read from memory once. Longer rows are walked again per pass
  *    (still one kernel).
+ *  - split reductions: where too few blocks would walk too long rows (a sum to one value was
+ *    one block: one SM walking the whole tensor), the rows are cut into G slices of whole
+ *    tiles along the grid's y. Each block reduces its slice; its partial goes to a
+ *    workspace; a grid barrier (a cooperative launch: every block resident) and every block
+ *    folds the G partials of its row in slice order, so all blocks hold the same value and
+ *    the result does not depend on timing. Later passes and the output pass then run on the
+ *    block's own slice (in registers where the slice is one tile). G depends on the row
+ *    length, the rows and how many blocks the device holds at once: the same shape on the
+ *    same device always gives the same bits.
  * Sizes, strides, pointers, constants, Philox streams and the seed are kernel ARGUMENTS: a
  * flat array of 64-bit words passed by value. The source depends only on the structure
  * (which strides are 0 or 1, ops, dtypes, modes), so a new shape or eps does not recompile.
@@ -48,6 +57,7 @@ typedef struct layout {
     int *w_base;              /* [nt] pointer word (-1 for the domain index) */
     int (*w_st)[MAXD];        /* [nt][nd] stride word, -1 when the stride is 0 */
     int w_consts, w_streams, w_sr, nwords;
+    int w_ws, w_sync;         /* split reductions: the partials' workspace, the grid barrier */
 } layout;
 
 static void layout_free(layout *l)
@@ -138,6 +148,8 @@ static kiln_status layout_build(kiln_ctx *ctx, const kiln_plan_kernel *k, layout
     l->w_streams = w;
     w += k->nstreams;
     l->w_sr = w++;
+    l->w_ws = w++;
+    l->w_sync = w++;
     l->nwords = w;
     return KILN_OK;
 }
@@ -164,6 +176,8 @@ static void layout_fill(kiln_ctx *ctx, const kiln_plan_kernel *k, const layout *
     }
     for (int s = 0; s < k->nstreams; s++) words[l->w_streams + s] = k->streams[s];
     words[l->w_sr] = k->out.sr_stream;
+    words[l->w_ws] = 0; /* a split reduction's launch sets them */
+    words[l->w_sync] = 0;
 }
 
 /* ---- dtype helpers ------------------------------------------------------------------------ */
@@ -335,6 +349,7 @@ typedef struct gen {
     int f64;
     int elementwise;
     int vec;        /* lanes per point: 1, or 2..8 consecutive elements along the last axis */
+    int split;      /* reductions: rows split across the grid's y (blockIdx.y = slice) */
 } gen;
 
 static const char *fn_name(int f64, const char *base)
@@ -660,6 +675,105 @@ static const char *red_opname(kiln_pop op)
     }
 }
 
+/* The identity of reduction op (text of a CT value); arg reductions start from it with
+ * index -1. */
+static const char *red_identity(kiln_pop op)
+{
+    switch (op) {
+    case KILN_POP_RED_SUM: return "(CT)0";
+    case KILN_POP_RED_MAX:
+    case KILN_POP_RED_ARGMAX: return "-(CT)__longlong_as_double(0x7ff0000000000000LL)";
+    case KILN_POP_RED_MIN:
+    case KILN_POP_RED_ARGMIN: return "(CT)__longlong_as_double(0x7ff0000000000000LL)";
+    default: return "(CT)0";
+    }
+}
+
+static int is_arg_red(kiln_pop op) { return op == KILN_POP_RED_ARGMAX || op == KILN_POP_RED_ARGMIN; }
+
+/* The block's reduction of a<i> (and x<i> for arg reductions) over the workers. */
+static void emit_block_red(gen *g, int i, const char *mode)
+{
+    kiln_pop op = (kiln_pop)g->k->instr[i].op;
+    if (is_arg_red(op))
+        kiln__sbuf_printf(g->b, "  kiln_%s_arg<%d>(a%d, x%d, kiln_sm);\n", mode, op == KILN_POP_RED_ARGMAX, i, i);
+    else
+        kiln__sbuf_printf(g->b, "  a%d = kiln_%s_red<%s>(a%d, kiln_sm);\n", i, mode, red_opname(op), i);
+}
+
+/* Split reductions, after every block reduced its slice for pass ph: each row's leader
+ * publishes the block's partials (slot = the reduction's rank among all reductions), one
+ * grid barrier, then every worker folds its share of the row's G partials (worker w takes
+ * slices w, w + nw, ...) and the block reduces over the workers: a fixed order, so every
+ * block of the row ends with the same bits. */
+static void emit_split_exchange(gen *g, int ph, const char *mode)
+{
+    kiln_sbuf *b = g->b;
+    const kiln_plan_kernel *k = g->k;
+    int slot = 0;
+    for (int i = 0; i < k->ninstr; i++) {
+        const kiln_plan_instr *in = &k->instr[i];
+        if (!kiln__pop_is_reduction((kiln_pop)in->op)) continue;
+        if (in->pass == ph) {
+            kiln__sbuf_printf(b, "  if (act && wk == 0) {\n    const long long q = ((long long)%d * R + r) * G + gs;\n"
+                                 "    __stcg(wsv + q, (double)a%d);\n", slot, i);
+            if (is_arg_red((kiln_pop)in->op)) kiln__sbuf_printf(b, "    __stcg(wsx + q, x%d);\n", i);
+            kiln__sbuf_puts(b, "  }\n");
+        }
+        slot++;
+    }
+    kiln__sbuf_puts(b, "  kiln_grid_sync(gsync);\n");
+    slot = 0;
+    for (int i = 0; i < k->ninstr; i++) {
+        const kiln_plan_instr *in = &k->instr[i];
+        kiln_pop op = (kiln_pop)in->op;
+        if (!kiln__pop_is_reduction(op)) continue;
+        if (in->pass == ph) {
+            kiln__sbuf_printf(b, "  a%d = %s;\n", i, red_identity(op));
+            if (is_arg_red(op)) kiln__sbuf_printf(b, "  x%d = -1;\n", i);
+            kiln__sbuf_printf(b, "  if (act) {\n    const long long q0 = ((long long)%d * R + r) * G;\n"
+                                 "    for (int q = wk; q < G; q += nw)\n", slot);
+            if (is_arg_red(op))
+                kiln__sbuf_printf(b, "      kiln_arg_comb<%d>(a%d, x%d, (CT)__ldcg(wsv + q0 + q), __ldcg(wsx + q0 + q));\n",
+                                  op == KILN_POP_RED_ARGMAX, i, i);
+            else
+                kiln__sbuf_printf(b, "      a%d = %s::f(a%d, (CT)__ldcg(wsv + q0 + q));\n", i, red_opname(op), i);
+            kiln__sbuf_puts(b, "  }\n");
+            emit_block_red(g, i, mode);
+        }
+        slot++;
+    }
+}
+
+/* The device side of split reductions, emitted ahead of such a kernel only: the grid
+ * barrier. Every block of a cooperative launch arrives once; the last to arrive zeroes the
+ * arrivals and moves the generation on, the others wait for the move. The generation is
+ * read before arriving, so a block cannot miss the move it waits for; the arrivals are
+ * zero again by the time any block leaves, ready for the next barrier or launch. */
+static const char grid_sync_src[] =
+    "__device__ __forceinline__ void kiln_grid_sync(unsigned *w) {\n"
+    "  __syncthreads();\n"
+    "  if (threadIdx.x == 0 && threadIdx.y == 0) {\n"
+    "    volatile unsigned *vw = w;\n"
+    "    const unsigned gen = vw[1];\n"
+    "    const unsigned n = gridDim.x * gridDim.y * gridDim.z;\n"
+    "    __threadfence();\n"
+    "    if (atomicAdd(w, 1u) == n - 1u) {\n"
+    "      vw[0] = 0u;\n"
+    "      __threadfence();\n"
+    "      atomicAdd(w + 1, 1u);\n"
+    "    } else {\n"
+    "      while (vw[1] == gen) {\n"
+    "#if __CUDA_ARCH__ >= 700\n"
+    "        __nanosleep(32);\n"
+    "#endif\n"
+    "      }\n"
+    "    }\n"
+    "    __threadfence();\n"
+    "  }\n"
+    "  __syncthreads();\n"
+    "}\n";
+
 static void emit_row_level(gen *g, int level)
 {
     const kiln_plan_kernel *k = g->k;
@@ -696,7 +810,24 @@ static void gen_reduction(gen *g, int colmode, int kmax)
                            "  const IDX r = (IDX)blockIdx.x * blockDim.y + threadIdx.y;\n");
     kiln__sbuf_puts(b, "  const bool act = r < R;\n  const IDX rr = act ? r : 0;\n");
     emit_offsets(g, "rr", 0, "ro", "  ");
-    kiln__sbuf_printf(b, "  const bool fits = L <= (IDX)nw * %d; (void)fits;\n", kmax);
+    if (g->split) {
+        /* this block's slice: tiles [ntl*gs/G, ntl*(gs+1)/G) of the row's ntl */
+        int nred = 0;
+        for (int i = 0; i < k->ninstr; i++) nred += kiln__pop_is_reduction((kiln_pop)k->instr[i].op);
+        kiln__sbuf_printf(b,
+                          "  const int gs = (int)blockIdx.y, G = (int)gridDim.y;\n"
+                          "  double *wsv = (double *)p.w[%d];\n"
+                          "  long long *wsx = (long long *)(wsv + (long long)%d * R * G); (void)wsx;\n"
+                          "  unsigned *gsync = (unsigned *)p.w[%d];\n"
+                          "  const IDX tile = (IDX)nw * %d, ntl = (L + tile - 1) / tile;\n"
+                          "  const IDX jb = (IDX)((long long)ntl * gs / G) * tile;\n"
+                          "  IDX je = (IDX)((long long)ntl * (gs + 1) / G) * tile;\n"
+                          "  if (je > L) je = L;\n"
+                          "  const bool fits = je - jb <= tile; (void)fits;\n",
+                          g->l->w_ws, nred, g->l->w_sync, kmax);
+    } else {
+        kiln__sbuf_printf(b, "  const bool fits = L <= (IDX)nw * %d; (void)fits;\n", kmax);
+    }
     for (int i = 0; i < k->ninstr; i++)
         if (an->multi[i]) {
             int t = k->instr[i].a;
@@ -723,19 +854,19 @@ static void gen_reduction(gen *g, int colmode, int kmax)
                 if (!kiln__pop_is_reduction((kiln_pop)in->op) || in->pass != ph) continue;
                 mark_full(k, in->a, need);
                 kiln_pop op = (kiln_pop)in->op;
-                if (op == KILN_POP_RED_ARGMAX || op == KILN_POP_RED_ARGMIN)
+                if (is_arg_red(op))
                     kiln__sbuf_printf(b, "  CT a%d = (CT)0; long long x%d = -1;\n", i, i);
-                else if (op == KILN_POP_RED_SUM)
-                    kiln__sbuf_printf(b, "  CT a%d = (CT)0;\n", i);
                 else
-                    kiln__sbuf_printf(b, "  CT a%d = %s(CT)__longlong_as_double(0x7ff0000000000000LL);\n", i,
-                                      op == KILN_POP_RED_MAX ? "-" : "");
+                    kiln__sbuf_printf(b, "  CT a%d = %s;\n", i, red_identity(op));
             }
         } else {
             mark_full(k, k->out_instr, need);
             kiln__sbuf_printf(b, "  U%d rs[%d]; IDX oo[%d];\n", ni, kmax, kmax);
         }
-        kiln__sbuf_printf(b, "  for (IDX j0 = 0; j0 < L; j0 += (IDX)nw * %d) {\n", kmax);
+        if (g->split)
+            kiln__sbuf_puts(b, "  for (IDX j0 = jb; j0 < je; j0 += tile) {\n");
+        else
+            kiln__sbuf_printf(b, "  for (IDX j0 = 0; j0 < L; j0 += (IDX)nw * %d) {\n", kmax);
         kiln__sbuf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++) {\n", kmax);
         kiln__sbuf_puts(b, "     const IDX j = j0 + (IDX)kk * nw + wk;\n     if (act && j < L) {\n");
         emit_offsets(g, "j", 1, "io", "      ");
@@ -758,15 +889,13 @@ static void gen_reduction(gen *g, int colmode, int kmax)
             kiln__sbuf_puts(b, "      }\n     }\n    }\n  }\n");
             for (int i = 0; i < k->ninstr; i++) {
                 const kiln_plan_instr *in = &k->instr[i];
+                if (kiln__pop_is_reduction((kiln_pop)in->op) && in->pass == ph) emit_block_red(g, i, red);
+            }
+            if (g->split) emit_split_exchange(g, ph, red);
+            for (int i = 0; i < k->ninstr; i++) {
+                const kiln_plan_instr *in = &k->instr[i];
                 if (!kiln__pop_is_reduction((kiln_pop)in->op) || in->pass != ph) continue;
-                kiln_pop op = (kiln_pop)in->op;
-                if (op == KILN_POP_RED_ARGMAX || op == KILN_POP_RED_ARGMIN) {
-                    kiln__sbuf_printf(b, "  kiln_%s_arg<%d>(a%d, x%d, kiln_sm);\n", red, op == KILN_POP_RED_ARGMAX, i,
-                                      i);
-                    kiln__sbuf_printf(b, "  a%d = x%d < 0 ? (CT)0 : (CT)x%d;\n", i, i, i);
-                } else {
-                    kiln__sbuf_printf(b, "  a%d = kiln_%s_red<%s>(a%d, kiln_sm);\n", i, red, red_opname(op), i);
-                }
+                if (is_arg_red((kiln_pop)in->op)) kiln__sbuf_printf(b, "  a%d = x%d < 0 ? (CT)0 : (CT)x%d;\n", i, i, i);
                 kiln__sbuf_printf(b, "  v%d = a%d;\n", i, i);
             }
             kiln__sbuf_puts(b, "  }\n");
@@ -784,7 +913,7 @@ static void gen_reduction(gen *g, int colmode, int kmax)
         }
     }
     if (k->out.is_row) {
-        kiln__sbuf_printf(b, "  if (act && wk == 0) {\n    outp[ro%d] = ", ni);
+        kiln__sbuf_printf(b, "  if (act && wk == 0%s) {\n    outp[ro%d] = ", g->split ? " && gs == 0" : "", ni);
         char v[32];
         snprintf(v, sizeof v, "v%d", k->out_instr);
         emit_store_value(g, v, "r");
@@ -843,6 +972,7 @@ typedef struct kplan {
     layout l;
     analysis an;
     int elementwise, colmode, kmax, vec;
+    int split; /* a reduction with its rows split across the grid's y (run_kernel decides) */
 } kplan;
 
 static void kplan_free(kplan *kp)
@@ -914,9 +1044,10 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
 static void signature(const kiln_plan_kernel *k, const kplan *kp, kiln_sbuf *sig)
 {
     const layout *l = &kp->l;
-    int hdr[16] = {k->ninstr, k->ninputs, k->nconsts, k->nstreams, (int)k->out.dtype,
+    int hdr[17] = {k->ninstr, k->ninputs, k->nconsts, k->nstreams, (int)k->out.dtype,
                    (int)(k->out.round == KILN_ROUND_STOCHASTIC), k->out.is_row, k->compute_f64 != 0,
-                   k->npasses, k->out_instr, l->nd, l->idx32, kp->elementwise, kp->colmode, kp->kmax, kp->vec};
+                   k->npasses, k->out_instr, l->nd, l->idx32, kp->elementwise, kp->colmode, kp->kmax, kp->vec,
+                   kp->split};
     kiln__sbuf_printf(sig, "%d", 0); /* make sure the buffer exists */
     sig->len = 0;
     char tmp[64];
@@ -961,7 +1092,9 @@ static kiln_status generate(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp,
     g.f64 = k->compute_f64 != 0;
     g.elementwise = kp->elementwise;
     g.vec = kp->vec;
+    g.split = kp->split && !kp->elementwise;
     kiln__cuda_prelude(&src);
+    if (g.split) kiln__sbuf_puts(&src, grid_sync_src);
     kiln__sbuf_printf(&src, "typedef %s IDX;\ntypedef %s CT;\n", l->idx32 ? "int" : "long long",
                       g.f64 ? "double" : "float");
     emit_unions(&g);
@@ -982,11 +1115,12 @@ static kiln_status generate(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp,
     return KILN_OK;
 }
 
-kiln_status kiln__cuda_kernel_source(kiln_ctx *ctx, const kiln_plan_kernel *k, char **source)
+kiln_status kiln__cuda_kernel_source(kiln_ctx *ctx, const kiln_plan_kernel *k, int split, char **source)
 {
     KILN_TRY(check_plan_kernel(ctx, k));
     kplan kp;
     KILN_TRY(prepare(ctx, k, &kp));
+    kp.split = split != 0;
     kiln_status s = generate(ctx, k, &kp, source);
     kplan_free(&kp);
     return s;
@@ -1022,6 +1156,86 @@ static kiln_status get_function(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan 
     return s;
 }
 
+/* The launch geometry of an unsplit kernel: grid x, block, shared memory. R and L in the
+ * kernel's units (vectors along a vectorised axis). */
+static void launch_shape(const kiln_cuda_state *st, const kplan *kp, int64_t R, int64_t L, unsigned *gx,
+                         unsigned *bx, unsigned *by, unsigned *smem)
+{
+    int kmax = kp->kmax;
+    *smem = 0;
+    if (kp->elementwise) {
+        *bx = 256;
+        *by = 1;
+        int64_t blocks = (R + (int64_t)*bx * EW_UNR - 1) / ((int64_t)*bx * EW_UNR);
+        int64_t cap = (int64_t)st->sm_count * 16;
+        if (blocks > cap) blocks = cap;
+        if (blocks < 1) blocks = 1;
+        *gx = (unsigned)blocks;
+    } else if (!kp->colmode) {
+        int64_t need = (L + kmax - 1) / kmax;
+        unsigned t = pow2ceil(need);
+        if (t < 32) t = 32;
+        if (t > 1024) t = 1024;
+        unsigned rb = t >= 256 ? 1 : 256 / t;
+        if ((int64_t)rb > R) rb = (unsigned)pow2ceil(R);
+        *bx = t;
+        *by = rb;
+        *gx = (unsigned)((R + rb - 1) / rb);
+        *smem = *bx * *by * 16;
+    } else {
+        unsigned tx = 32;
+        while (tx > 8 && (R + tx - 1) / tx < 2 * (int64_t)st->sm_count) tx /= 2;
+        if ((int64_t)tx > R) tx = pow2ceil(R);
+        int64_t need = (L + kmax - 1) / kmax;
+        unsigned ty = pow2ceil(need);
+        unsigned tymax = 1024 / tx;
+        if (ty > tymax) ty = tymax;
+        if (ty < 1) ty = 1;
+        *bx = tx;
+        *by = ty;
+        *gx = (unsigned)((R + tx - 1) / tx);
+        *smem = *bx * *by * 16;
+    }
+}
+
+/* The grid barrier's two words (zeroed once; every barrier leaves the arrivals at zero). */
+static kiln_status grid_sync_words(kiln_ctx *ctx)
+{
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    if (st->grid_sync) return KILN_OK;
+    unsigned *w = NULL;
+    if (cudaMalloc((void **)&w, 2 * sizeof *w) != cudaSuccess) {
+        (void)cudaGetLastError(); /* no message: the reduction runs unsplit, nothing failed */
+        return KILN_ERR_OOM;
+    }
+    if (cudaMemsetAsync(w, 0, 2 * sizeof *w, st->stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        cudaFree(w);
+        return KILN_ERR_OOM;
+    }
+    st->grid_sync = w;
+    return KILN_OK;
+}
+
+/* Slices for a split reduction of gx blocks of rows, each row `tiles` tiles long: 1 (no
+ * split) unless too few blocks would walk rows of two tiles or more; then as many as the
+ * device holds at once (occ blocks an SM), at most one a tile. KILN_REDUCE_SPLIT=0: never. */
+static kiln_status split_slices(kiln_ctx *ctx, const kplan *kp, unsigned gx, int64_t tiles, int occ, int *G)
+{
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    static const char *const off_on[] = {"0", "1"};
+    int env;
+    *G = 1;
+    KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_SPLIT", off_on, 2, &env));
+    if (kp->elementwise || env == 0 || st->reduce_no_coop || !st->cu.LaunchKernelEx) return KILN_OK;
+    if ((int64_t)gx * 2 > st->sm_count || tiles < 2) return KILN_OK;
+    int64_t g = (int64_t)st->sm_count * (occ < 1 ? 1 : occ) / gx;
+    if (g > tiles) g = tiles;
+    if (g > 65535) g = 65535;
+    *G = g < 2 ? 1 : (int)g;
+    return KILN_OK;
+}
+
 kiln_status kiln__cuda_run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
@@ -1031,12 +1245,6 @@ kiln_status kiln__cuda_run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
     kplan kp;
     KILN_TRY(prepare(ctx, k, &kp));
     const layout *l = &kp.l;
-    CUfunction fn;
-    kiln_status s = get_function(ctx, k, &kp, &fn);
-    if (s != KILN_OK) {
-        kplan_free(&kp);
-        return s;
-    }
     uint64_t wstack[256];
     uint64_t *words = l->nwords <= 256 ? wstack : malloc((size_t)l->nwords * 8);
     if (!words) {
@@ -1055,42 +1263,57 @@ kiln_status kiln__cuda_run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
         words[1] = (uint64_t)R;
         words[2] = (uint64_t)L;
     }
-    unsigned gx, bx, by, smem = 0;
-    int kmax = kp.kmax;
-    if (kp.elementwise) {
-        bx = 256;
-        by = 1;
-        int64_t blocks = (R + (int64_t)bx * EW_UNR - 1) / ((int64_t)bx * EW_UNR);
-        int64_t cap = (int64_t)st->sm_count * 16;
-        if (blocks > cap) blocks = cap;
-        if (blocks < 1) blocks = 1;
-        gx = (unsigned)blocks;
-    } else if (!kp.colmode) {
-        int64_t need = (L + kmax - 1) / kmax;
-        unsigned t = pow2ceil(need);
-        if (t < 32) t = 32;
-        if (t > 1024) t = 1024;
-        unsigned rb = t >= 256 ? 1 : 256 / t;
-        if ((int64_t)rb > R) rb = (unsigned)pow2ceil(R);
-        bx = t;
-        by = rb;
-        gx = (unsigned)((R + rb - 1) / rb);
-        smem = bx * by * 16;
-    } else {
-        unsigned tx = 32;
-        while (tx > 8 && (R + tx - 1) / tx < 2 * (int64_t)st->sm_count) tx /= 2;
-        if ((int64_t)tx > R) tx = pow2ceil(R);
-        int64_t need = (L + kmax - 1) / kmax;
-        unsigned ty = pow2ceil(need);
-        unsigned tymax = 1024 / tx;
-        if (ty > tymax) ty = tymax;
-        if (ty < 1) ty = 1;
-        bx = tx;
-        by = ty;
-        gx = (unsigned)((R + tx - 1) / tx);
-        smem = bx * by * 16;
+    unsigned gx, bx, by, smem;
+    launch_shape(st, &kp, R, L, &gx, &bx, &by, &smem);
+    /* a split reduction: its function, the slices the device holds, the workspace */
+    int64_t workers = kp.colmode ? by : bx;
+    int64_t tiles = kp.elementwise ? 1 : (L + workers * kp.kmax - 1) / (workers * kp.kmax);
+    int G = 1;
+    kiln_block *ws = NULL;
+    CUfunction fn;
+    kiln_status s = split_slices(ctx, &kp, gx, tiles, 1, &G);
+    if (s == KILN_OK && G > 1) {
+        kp.split = 1;
+        s = get_function(ctx, k, &kp, &fn);
+        int occ = 1;
+        if (s == KILN_OK && st->cu.OccupancyMaxActiveBlocks &&
+            st->cu.OccupancyMaxActiveBlocks(&occ, fn, (int)(bx * by), smem) != CUDA_SUCCESS)
+            occ = 1;
+        if (s == KILN_OK) s = split_slices(ctx, &kp, gx, tiles, occ, &G);
+        int nred = 0;
+        for (int i = 0; i < k->ninstr; i++) nred += kiln__pop_is_reduction((kiln_pop)k->instr[i].op);
+        if (s == KILN_OK && G > 1 &&
+            (grid_sync_words(ctx) != KILN_OK ||
+             kiln__mem_try_alloc(ctx, (size_t)nred * (size_t)R * (size_t)G * 16, __FILE__, __LINE__, &ws) != KILN_OK))
+            ws = NULL;
+        if (!ws) {
+            G = 1;
+            kp.split = 0;
+        }
     }
-    s = kiln__cuda_launch(ctx, fn, gx, 1, bx, by, smem, words, l->nwords);
+    if (s == KILN_OK && !kp.split) s = get_function(ctx, k, &kp, &fn);
+    if (s == KILN_OK && kp.split) {
+        words[l->w_ws] = (uint64_t)(uintptr_t)ws->ptr;
+        words[l->w_sync] = (uint64_t)(uintptr_t)st->grid_sync;
+        /* the words as the kernel's one parameter: cooperative launches so given also run
+         * inside a graph capture (see kiln__cuda_gemm_launch_words) */
+        void *params[1] = {(void *)words};
+        const kiln_cuda_launch_attrs at = {.cooperative = 1};
+        int refused = 0;
+        s = kiln__cuda_launch_ex(ctx, fn, gx, (unsigned)G, bx, by, smem, &at, params, NULL, &refused);
+        kiln__mem_free(ctx, ws); /* stream-ordered reuse */
+        if (s == KILN_OK && !refused) st->stats.reduce_splits++;
+        if (s == KILN_OK && refused) {
+            /* the driver would not have every block resident (MPS, green contexts): no more
+             * splits in this context, and this kernel again unsplit */
+            st->reduce_no_coop = 1;
+            if (words != wstack) free(words);
+            kplan_free(&kp);
+            return kiln__cuda_run_kernel(ctx, k);
+        }
+    } else if (s == KILN_OK) {
+        s = kiln__cuda_launch(ctx, fn, gx, 1, bx, by, smem, words, l->nwords);
+    }
     if (words != wstack) free(words);
     kplan_free(&kp);
     return s;

@@ -73,6 +73,7 @@ typedef struct kiln_cuda_driver {
     CUresult (*FuncSetAttribute)(CUfunction, CUfunction_attribute, int);
     CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **); /* clusters */
     CUresult (*OccupancyMaxActiveClusters)(int *, CUfunction, const CUlaunchConfig *); /* may be NULL */
+    CUresult (*OccupancyMaxActiveBlocks)(int *, CUfunction, int, size_t); /* split reductions; may be NULL */
     CUresult (*TensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
                                      const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
                                      CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
@@ -130,6 +131,10 @@ typedef struct kiln_cuda_state {
                                * ints, zero between launches; cudaMalloc'd on first use), then
                                * the own kernels' output statistics (two 64-bit words, zero
                                * between launches; kiln__cuda_gemm_stats_words) */
+    unsigned *grid_sync;      /* the split reductions' grid barrier (codegen.c): arrivals and
+                               * generation, two words, arrivals zero between launches
+                               * (cudaMalloc'd on first use) */
+    int reduce_no_coop;       /* the driver refused a cooperative reduction: no more splits */
 } kiln_cuda_state;
 
 static inline kiln_cuda_state *kiln__cuda_state(const kiln_ctx *ctx) { return (kiln_cuda_state *)ctx->backend_state; }
@@ -179,13 +184,13 @@ typedef struct kiln_cuda_launch_attrs {
  * 48 bytes off. A cooperative launch the
  * driver refuses as too large (fewer SMs to be had than blocks: MPS, green contexts) is not
  * an error: *refused is set and nothing runs. */
-kiln_status kiln__cuda_launch_ex(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned smem,
-                                 const kiln_cuda_launch_attrs *at, void **params, void **extra, int *refused);
+kiln_status kiln__cuda_launch_ex(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned by,
+                                 unsigned smem, const kiln_cuda_launch_attrs *at, void **params, void **extra,
+                                 int *refused);
 
 /* ---- code generation (codegen.c) ------------------------------------------------------ */
 
-/* The CUDA C source of one plan kernel (malloc'd into *source); for tests and tools. */
-kiln_status kiln__cuda_kernel_source(kiln_ctx *ctx, const kiln_plan_kernel *k, char **source);
+/* kiln__cuda_kernel_source (the source of one plan kernel, for tests): cuda_hooks.h */
 /* Generates, compiles (through the cache) and launches one plan kernel. */
 kiln_status kiln__cuda_run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k);
 

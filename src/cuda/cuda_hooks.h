@@ -23,6 +23,7 @@ typedef struct kiln_cuda_stats {
     int64_t gemm_own;        /* GEMMs run by kiln's own kernels (wgmma, mma.sync, FFMA) */
     int64_t gemm_vendor_pass; /* GEMMs run as cuBLASLt's f32 product and kiln's epilogue pass */
     int64_t gemm_reference;  /* GEMMs run by the reference kernel (what neither can take) */
+    int64_t reduce_splits;   /* reduction kernels launched with their rows split across blocks */
     double last_compile_ms;  /* NVRTC time of the last compilation */
     double last_get_ms;      /* time of the last kernel lookup (compile, disk or memory) */
 } kiln_cuda_stats;
@@ -37,6 +38,13 @@ const char *kiln__cuda_cache_dir(const kiln_ctx *ctx);
 /* Compiles `source` with NVRTC for ctx's device (through the kernel cache) and looks up
  * the kernel `name`; KILN_ERR_COMPILE carries the log and the source. For tests. */
 kiln_status kiln__cuda_compile_source(kiln_ctx *ctx, const char *source, const char *name);
+
+/* The CUDA C source of one plan kernel of src/expr/plan.h (malloc'd into *source), as the
+ * backend generates it; split: a reduction kernel's form with its rows split across the
+ * blocks of the grid's y (codegen.c; ignored without reductions). ctx only for errors: any
+ * context will do. For tests (test_codegen_nvrtc compiles them without a GPU). */
+struct kiln_plan_kernel;
+kiln_status kiln__cuda_kernel_source(kiln_ctx *ctx, const struct kiln_plan_kernel *k, int split, char **source);
 
 /* Benchmark helpers. kiln__cuda_timer_start/_stop record CUDA events on ctx's stream and
  * give the device time between them in ms. kiln__cuda_time_copy times a device-to-device

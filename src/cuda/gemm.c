@@ -725,7 +725,7 @@ kiln_status kiln__cuda_gemm_launch(kiln_ctx *ctx, CUfunction fn, unsigned gx, un
     KILN_TRY(kiln__env_choice(ctx, "kiln_dot", "KILN_GEMM_PDL", off_on, 2, &pdl));
     at.early = at.early && pdl != 0 && !at.cooperative && st->cc_major >= 9 && st->cu.LaunchKernelEx;
     if (at.cluster || at.cooperative || at.early)
-        return kiln__cuda_launch_ex(ctx, fn, gx, gy, bx, smem, &at, params, extra, refused);
+        return kiln__cuda_launch_ex(ctx, fn, gx, gy, bx, 1, smem, &at, params, extra, refused);
     KILN_CK(ctx, drv, st->cu.LaunchKernel(fn, gx, gy, 1, bx, 1, 1, smem, (CUstream)st->stream, params, extra));
     st->stats.launches++;
     if (st->sync_each) KILN_CK(ctx, rt, cudaStreamSynchronize(st->stream));

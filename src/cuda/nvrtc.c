@@ -459,8 +459,9 @@ kiln_status kiln__cuda_launch(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigne
     return launch(ctx, fn, gx, gy, bx, by, smem, NULL, extra);
 }
 
-kiln_status kiln__cuda_launch_ex(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned smem,
-                                 const kiln_cuda_launch_attrs *at, void **params, void **extra, int *refused)
+kiln_status kiln__cuda_launch_ex(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned bx, unsigned by,
+                                 unsigned smem, const kiln_cuda_launch_attrs *at, void **params, void **extra,
+                                 int *refused)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
     *refused = 0;
@@ -489,7 +490,7 @@ kiln_status kiln__cuda_launch_ex(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsi
     CUlaunchConfig cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.gridDimX = gx, cfg.gridDimY = gy, cfg.gridDimZ = 1;
-    cfg.blockDimX = bx, cfg.blockDimY = 1, cfg.blockDimZ = 1;
+    cfg.blockDimX = bx, cfg.blockDimY = by, cfg.blockDimZ = 1;
     cfg.sharedMemBytes = smem;
     cfg.hStream = (CUstream)st->stream;
     cfg.attrs = attr;

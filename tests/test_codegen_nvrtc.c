@@ -1,0 +1,169 @@
+/*
+ * tests/test_codegen_nvrtc.c — the expression engine's kernels (src/cuda/codegen.c) through
+ * NVRTC, on a machine with the CUDA toolkit and no GPU.
+ *
+ * Plans are built on a CPU context (kiln__plan_build) for element-wise, row, column,
+ * multi-pass, arg, broadcast-back and stochastically rounded expressions over several
+ * dtypes. Each kernel's source is generated as the CUDA backend generates it, in its plain
+ * form and in its split form (a reduction's rows cut across the grid's y, partials through
+ * a workspace, the grid barrier), and compiled for sm_90a with the backend's options. What
+ * only NVRTC would reject then shows here rather than on a GPU visit. The split form must
+ * carry the barrier exactly where the kernel reduces, and never elsewhere.
+ * Skips where the library has no CUDA backend, no NVRTC library loads, or under a sanitizer.
+ * KILN_TEST_DUMP=text prints the sources whose case name contains text.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "cuda/cuda_hooks.h"
+#include "expr/plan.h"
+
+#include "nvrtc_compile.h"
+
+#pragma weak kiln__cuda_kernel_source
+
+static uint64_t rng;
+
+static kiln_tensor *random_tensor(kiln_ctx *ctx, kiln_dtype dt, int nd, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++) n *= shape[i];
+    double *h = malloc((size_t)n * sizeof *h);
+    check_fill(&rng, h, n, -2, 3);
+    kiln_tensor *t = NULL;
+    CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, nd, shape, h, KILN_DTYPE_F64, &t));
+    free(h);
+    return t;
+}
+
+typedef struct codegen_case {
+    const char *what;
+    kiln_dtype in_dt, out_dt;
+    int nd;
+    int64_t shape[3];
+    int kind; /* which expression: see build() */
+    kiln_round round;
+} codegen_case;
+
+/* The expression of case kind over x (not consumed), and the shape of its result. */
+static kiln_expr *build(int kind, kiln_tensor *x, int nd, const int64_t *shape, int *ond, int64_t *oshape)
+{
+    int axis1[1] = {1}, axis0[1] = {0};
+    *ond = nd;
+    memcpy(oshape, shape, (size_t)nd * sizeof *oshape);
+    switch (kind) {
+    case 0: /* element-wise */
+        return kiln_mul(kiln_exp(kiln_t(x)), kiln_t(x));
+    case 1: /* everything to one value */
+        *ond = 0;
+        return kiln_reduce(KILN_REDUCE_SUM, kiln_t(x), 0, NULL, 0);
+    case 2: /* rows, max */
+        *ond = 1;
+        return kiln_reduce(KILN_REDUCE_MAX, kiln_t(x), 1, axis1, 0);
+    case 3: /* rows, argmax */
+        *ond = 1;
+        return kiln_reduce(KILN_REDUCE_ARGMAX, kiln_t(x), 1, axis1, 0);
+    case 4: /* columns, variance (two passes) */
+        *ond = 1;
+        oshape[0] = shape[1];
+        return kiln_reduce(KILN_REDUCE_VAR, kiln_t(x), 1, axis0, 0);
+    case 5: /* a row reduction broadcast back: x - max(x) */
+        return kiln_sub(kiln_t(x), kiln_max(kiln_t(x), 1));
+    case 6: /* batch norm over columns (two passes, broadcast back) */
+        return kiln_mul(kiln_rsqrt(kiln_add(kiln_var(kiln_t(x), 0), kiln_scalar(1e-5))),
+                        kiln_sub(kiln_t(x), kiln_mean(kiln_t(x), 0)));
+    case 7: /* columns, argmin */
+        *ond = 1;
+        oshape[0] = shape[1];
+        return kiln_reduce(KILN_REDUCE_ARGMIN, kiln_t(x), 1, axis0, 0);
+    default: /* softmax over rows: three reductions, two passes */
+        return kiln_div(kiln_exp(kiln_sub(kiln_t(x), kiln_max(kiln_t(x), 1))),
+                        kiln_sum(kiln_exp(kiln_sub(kiln_t(x), kiln_max(kiln_t(x), 1))), 1));
+    }
+}
+
+int main(void)
+{
+    if (!kiln__cuda_kernel_source) {
+        printf("the library has no CUDA backend: skipped\n");
+        return CHECK_SKIP;
+    }
+    if (CHECK_UNDER_SANITIZER) {
+        printf("under a sanitizer: skipped (NVRTC is not built for one)\n");
+        return CHECK_SKIP;
+    }
+    nvrtc_api api;
+    if (!load_nvrtc(&api)) {
+        printf("no NVRTC library: skipped\n");
+        return CHECK_SKIP;
+    }
+    rng = check_seed();
+    kiln_ctx *ctx = NULL;
+    kiln_ctx_args a = {.device = KILN_DEVICE_CPU, .seed = 7};
+    CHECK_OK(ctx, kiln_ctx_create(&ctx, &a));
+    const codegen_case cases[] = {
+        {"element-wise f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 1000}, 0, KILN_ROUND_DEFAULT},
+        {"sum to one f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 40000}, 1, KILN_ROUND_DEFAULT},
+        {"sum to one f16", KILN_DTYPE_F16, KILN_DTYPE_F32, 1, {99999}, 1, KILN_ROUND_DEFAULT},
+        {"sum to one i8", KILN_DTYPE_I8, KILN_DTYPE_F32, 2, {7, 1001}, 1, KILN_ROUND_DEFAULT},
+        {"sum to one f64", KILN_DTYPE_F64, KILN_DTYPE_F64, 3, {2, 3, 5000}, 1, KILN_ROUND_DEFAULT},
+        {"sum to one, f16 out SR", KILN_DTYPE_F32, KILN_DTYPE_F16, 2, {4, 5000}, 1, KILN_ROUND_STOCHASTIC},
+        {"row max bf16", KILN_DTYPE_BF16, KILN_DTYPE_F32, 2, {5, 9000}, 2, KILN_ROUND_DEFAULT},
+        {"row argmax f32", KILN_DTYPE_F32, KILN_DTYPE_I32, 2, {4, 10001}, 3, KILN_ROUND_DEFAULT},
+        {"column var bf16", KILN_DTYPE_BF16, KILN_DTYPE_F32, 2, {30000, 6}, 4, KILN_ROUND_DEFAULT},
+        {"x - max(x) f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {2, 50000}, 5, KILN_ROUND_DEFAULT},
+        {"x - max(x) f16 SR", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {2, 50000}, 5, KILN_ROUND_STOCHASTIC},
+        {"batch norm f64", KILN_DTYPE_F64, KILN_DTYPE_F64, 2, {100000, 3}, 6, KILN_ROUND_DEFAULT},
+        {"column argmin f16", KILN_DTYPE_F16, KILN_DTYPE_I32, 2, {20000, 5}, 7, KILN_ROUND_DEFAULT},
+        {"softmax f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 30000}, 8, KILN_ROUND_DEFAULT},
+    };
+    int compiled = 0, reductions = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const codegen_case *cs = &cases[c];
+        kiln_tensor *x = random_tensor(ctx, cs->in_dt, cs->nd, cs->shape);
+        int ond;
+        int64_t oshape[3];
+        kiln_expr *e = build(cs->kind, x, cs->nd, cs->shape, &ond, oshape);
+        kiln_tensor *dst = NULL;
+        CHECK_OK(ctx, kiln_tensor_empty(ctx, cs->out_dt, ond, oshape, &dst));
+        kiln_plan *p = NULL;
+        CHECK_OK(ctx, kiln__plan_build(dst, e, cs->round, &p));
+        kiln_expr_release(e);
+        for (int k = 0; p && k < p->nkernels; k++) {
+            const kiln_plan_kernel *K = &p->kernels[k];
+            for (int split = 0; split < 2; split++) {
+                char *src = NULL;
+                CHECK_OK(ctx, kiln__cuda_kernel_source(ctx, K, split, &src));
+                if (!src) continue;
+                /* the barrier exactly in a reduction's split form */
+                int barrier = strstr(src, "kiln_grid_sync(gsync)") != NULL;
+                int want = split && K->reduce_mask != 0;
+                if (barrier != want)
+                    fprintf(stderr, "  %s kernel %d split %d: grid barrier %s\n", cs->what, k, split,
+                            barrier ? "where none belongs" : "missing");
+                CHECK_INT(barrier, want);
+                reductions += want;
+                char what[128];
+                snprintf(what, sizeof what, "%s, kernel %d%s", cs->what, k, split ? ", split" : "");
+                const char *dump = getenv("KILN_TEST_DUMP"); /* prints the sources whose name has it */
+                if (dump && strstr(what, dump)) printf("---- %s ----\n%s\n", what, src);
+                int regs, spill;
+                int ok = compile(&api, src, what, &regs, &spill); /* frees src */
+                CHECK(ok);
+                compiled += ok;
+                printf("  %-40s %3d registers, %3d bytes spilled\n", what, regs, spill);
+            }
+        }
+        kiln__plan_free(p);
+        kiln_tensor_release(dst);
+        kiln_tensor_release(x);
+    }
+    printf("%d sources compiled (%d split reductions)\n", compiled, reductions);
+    CHECK(reductions >= 13);
+    kiln_ctx_destroy(ctx);
+    return check_finish();
+}
