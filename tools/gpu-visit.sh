@@ -13,7 +13,8 @@
 #      re-reads (tools/dram-read), gemm-random runs GEMM_RANDOM random GEMM cases (default 400)
 #      against the CPU backend, then 100 under memcheck, gemm-stats times the output statistics
 #      in kiln's own kernels' epilogues against kiln_dot's pass over C, tiled-ab the mma.sync and
-#      FFMA kernels of this tree against those of AB_BASE (ab-base); step gemm-ncu runs
+#      FFMA kernels of this tree against those of AB_BASE (ab-base), split the reductions split
+#      across blocks (tests, sanitizers, kiln-gpu-bench with and without); step gemm-ncu runs
 #      Nsight Compute on one call of kiln's kernel and of cuBLASLt's per shape (NCU_SHAPES)
 #   3. the suite under compute-sanitizer (MODES="memcheck racecheck"; $OUT/table-san.txt)
 # Each step gets what is left of VISIT_SECONDS (default 540) and is cut off at the deadline,
@@ -127,6 +128,22 @@ for s in $STEPS; do
             else
                 echo "== tiled-ab: no base tree $base (skipped)" | tee -a "$OUT/visit.txt"
             fi ;;
+        split) # reductions split across blocks (src/cuda/codegen.c): test_cuda_backend's sections split,
+            # reductions and batchnorm, plain, under memcheck and racecheck; kiln-gpu-bench with the
+            # splits (default) and without (KILN_REDUCE_SPLIT=0). Builds what it needs when the tests
+            # step did not run.
+            cmake -S "$ROOT" -B "$BUILD_GPU" -DKILN_CUDA=ON -DKILN_CUDA_ARCH=90a >"$OUT/split-build.txt" 2>&1 &&
+                cmake --build "$BUILD_GPU" -j"$(nproc)" --target test_cuda_backend kiln-gpu-bench >>"$OUT/split-build.txt" 2>&1
+            san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+            export KILN_DEVICE=cuda KILN_CACHE_DIR="$BUILD_GPU/kernel-cache"
+            step split-tests 150 env KILN_CUDA_TEST=split,reductions,batchnorm "$BUILD_GPU/test_cuda_backend"
+            step split-bench 120 "$BUILD_GPU/kiln-gpu-bench"
+            step split-bench-off 120 env KILN_REDUCE_SPLIT=0 "$BUILD_GPU/kiln-gpu-bench"
+            step split-memcheck 150 env KILN_CUDA_TEST=split "$san" --tool memcheck --target-processes application-only \
+                --report-api-errors no --leak-check no --error-exitcode 99 "$BUILD_GPU/test_cuda_backend"
+            step split-racecheck 150 env KILN_CUDA_TEST=split "$san" --tool racecheck --error-exitcode 99 \
+                "$BUILD_GPU/test_cuda_backend"
+            unset KILN_DEVICE KILN_CACHE_DIR ;;
         gemm-sweep) # tile width x k splits x epilogue store per shape: the data for the tile rule
             step gemm-sweep 300 "$BUILD_GPU/kiln-bench" gemm-sweep --dtype f16 ;;
         gemm-ncu) # Nsight Compute on one timed call of kiln's kernel and of cuBLASLt's, per shape in

@@ -14,7 +14,9 @@
  * plan building overlaps the device work as in a real program. GB/s counts the bytes that
  * must move (inputs read once, output written once); "copy" is cudaMemcpyAsync D2D of half
  * that many bytes (it reads and writes them), so copy/kiln is the fraction of copy
- * bandwidth reached. Uses the public API plus the CUDA backend's timing hooks.
+ * bandwidth reached. The reductions of everything (sum(A), A-max(A)) are one long row: split
+ * across blocks by default, one block with KILN_REDUCE_SPLIT=0. Uses the public API plus
+ * the CUDA backend's timing hooks.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -43,7 +45,7 @@
 static kiln_ctx *ctx;
 
 typedef struct data {
-    kiln_tensor *A, *B, *bias, *out, *rowout;
+    kiln_tensor *A, *B, *bias, *out, *rowout, *one;
 } data;
 
 static kiln_status bn(data *d)
@@ -70,11 +72,18 @@ static kiln_status colsum(data *d)
     return kiln_assign(d->bias, kiln_reduce(KILN_REDUCE_SUM, kiln_t(d->A), 1, (const int[]){0}, 0));
 }
 
+/* the reductions of everything: one long row (split across blocks, codegen.c) */
+static kiln_status total(data *d) { return kiln_assign(d->one, kiln_reduce(KILN_REDUCE_SUM, kiln_t(d->A), 0, NULL, 0)); }
+static kiln_status minus_max(data *d)
+{
+    return kiln_assign(d->out, kiln_sub(kiln_t(d->A), kiln_reduce(KILN_REDUCE_MAX, kiln_t(d->A), 0, NULL, 1)));
+}
+
 typedef struct bcase {
     const char *name;
     kiln_status (*fn)(data *);
     int nin;     /* full-size inputs read */
-    int out;     /* 1: full-size output, 0: one value per row, 2: one per column */
+    int out;     /* 1: full-size output, 0: one value per row, 2: one per column, 3: one value */
 } bcase;
 
 static const bcase cases[] = {
@@ -83,6 +92,8 @@ static const bcase cases[] = {
     {"batchnorm A in place", bn, 1, 1},
     {"var(A,1)", variance, 1, 0},
     {"sum(A,0)", colsum, 1, 2},
+    {"sum(A)", total, 1, 3},
+    {"A-max(A)", minus_max, 1, 1},
 };
 
 static int cmpd(const void *a, const void *b)
@@ -128,6 +139,7 @@ static void run_table(int quick)
             TRY(kiln_tensor_empty(ctx, dt, 2, sizes[s], &d.out));
             TRY(kiln_tensor_empty(ctx, dt, 1, cols, &d.bias));
             TRY(kiln_tensor_empty(ctx, dt, 2, rows, &d.rowout));
+            TRY(kiln_tensor_empty(ctx, KILN_DTYPE_F32, 0, NULL, &d.one));
             fill(d.A, -2, 3);
             fill(d.B, -1, 1);
             fill(d.bias, -1, 1);
@@ -135,7 +147,10 @@ static void run_table(int quick)
             for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
                 const bcase *bc = &cases[c];
                 double bytes = (double)bc->nin * (double)(N * C) * (double)es;
-                bytes += bc->out == 1 ? (double)(N * C) * (double)es : bc->out == 0 ? (double)N * es : (double)C * es;
+                bytes += bc->out == 1   ? (double)(N * C) * (double)es
+                         : bc->out == 0 ? (double)N * es
+                         : bc->out == 2 ? (double)C * es
+                                        : 4.0;
                 if (bc->fn == relu_ab) bytes += (double)C * es;
                 int reps = N * C >= (1 << 22) ? 10 : 100;
                 double ms = time_case(bc, &d, reps);
@@ -152,6 +167,7 @@ static void run_table(int quick)
             kiln_tensor_release(d.out);
             kiln_tensor_release(d.bias);
             kiln_tensor_release(d.rowout);
+            kiln_tensor_release(d.one);
             TRY(kiln_mem_release_cached(ctx));
         }
     }
