@@ -1226,8 +1226,9 @@ static kiln_status split_slices(kiln_ctx *ctx, const kplan *kp, unsigned gx, int
     static const char *const off_on[] = {"0", "1"};
     int env;
     *G = 1;
+    if (kp->elementwise) return KILN_OK;
     KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_SPLIT", off_on, 2, &env));
-    if (kp->elementwise || env == 0 || st->reduce_no_coop || !st->cu.LaunchKernelEx) return KILN_OK;
+    if (env == 0 || st->reduce_no_coop || !st->cu.LaunchKernelEx) return KILN_OK;
     if ((int64_t)gx * 2 > st->sm_count || tiles < 2) return KILN_OK;
     int64_t g = (int64_t)st->sm_count * (occ < 1 ? 1 : occ) / gx;
     if (g > tiles) g = tiles;
