@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
+
 /* NVRTC's entry points, by dlsym (no link dependency: CPU-only builds run this too) */
 typedef struct nvrtc_api {
     int (*create)(void **prog, const char *src, const char *name, int nh, const char *const *h,
@@ -82,6 +84,22 @@ static int compile(const nvrtc_api *api, char *src, const char *what, int *regs,
     api->destroy(&prog);
     free(src);
     return r == 0;
+}
+
+/* NVRTC loaded into *api where this run can compile: 0 (with the reason printed) under a
+ * sanitizer (NVRTC is not built for one) or where no NVRTC library loads; the caller then
+ * skips. */
+static int nvrtc_ready(nvrtc_api *api)
+{
+    if (CHECK_UNDER_SANITIZER) {
+        printf("under a sanitizer: skipped (NVRTC is not built for one)\n");
+        return 0;
+    }
+    if (!load_nvrtc(api)) {
+        printf("no NVRTC library loads here: skipped\n");
+        return 0;
+    }
+    return 1;
 }
 
 #endif /* KILN_TESTS_NVRTC_COMPILE_H */

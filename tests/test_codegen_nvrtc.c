@@ -92,15 +92,8 @@ int main(void)
         printf("the library has no CUDA backend: skipped\n");
         return CHECK_SKIP;
     }
-    if (CHECK_UNDER_SANITIZER) {
-        printf("under a sanitizer: skipped (NVRTC is not built for one)\n");
-        return CHECK_SKIP;
-    }
     nvrtc_api api;
-    if (!load_nvrtc(&api)) {
-        printf("no NVRTC library: skipped\n");
-        return CHECK_SKIP;
-    }
+    if (!nvrtc_ready(&api)) return CHECK_SKIP;
     rng = check_seed();
     kiln_ctx *ctx = NULL;
     kiln_ctx_args a = {.device = KILN_DEVICE_CPU, .seed = 7};

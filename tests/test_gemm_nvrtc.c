@@ -64,15 +64,8 @@ int main(void)
         printf("the library has no GEMM kernel generators: skipped\n");
         return CHECK_SKIP;
     }
-    if (CHECK_UNDER_SANITIZER) {
-        printf("under a sanitizer: skipped (NVRTC is not built for one)\n");
-        return CHECK_SKIP;
-    }
     nvrtc_api api;
-    if (!load_nvrtc(&api)) {
-        printf("no NVRTC library loads here: skipped\n");
-        return CHECK_SKIP;
-    }
+    if (!nvrtc_ready(&api)) return CHECK_SKIP;
     const kiln_dtype F16 = KILN_DTYPE_F16, BF16 = KILN_DTYPE_BF16, F32 = KILN_DTYPE_F32;
     /* the wgmma plans: the product, then the rule's options (KILN_WGMMA_* as kiln_gemm_wgmma_opts) */
     static const struct {
