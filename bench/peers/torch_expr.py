@@ -40,6 +40,14 @@ def colsum(A):
     return A.sum(0)
 
 
+def total(A):
+    return A.sum(dtype=torch.float32)
+
+
+def minus_max(A):
+    return A - A.max()
+
+
 def timed(fn, reps):
     for _ in range(3):
         fn()
@@ -77,6 +85,8 @@ def main():
                 ("batchnorm A in place", bn_pure, (A,), 2 * N * C * es),
                 ("var(A,1)", variance, (A,), (N * C + N) * es),
                 ("sum(A,0)", colsum, (A,), (N * C + C) * es),
+                ("sum(A)", total, (A,), N * C * es + 4),
+                ("A-max(A)", minus_max, (A,), 2 * N * C * es),
             ]
             reps = 10 if N * C >= (1 << 22) else 100
             for name, fn, args, nbytes in cases:
