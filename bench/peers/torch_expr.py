@@ -7,12 +7,15 @@ Timing: CUDA events around batches of back-to-back calls after warm-up (3 calls,
 torch.compile's compilation), the median of 7 batches divided by the batch size, as
 kiln-gpu-bench does. GB/s counts the bytes that must move (inputs read once, output
 written once); copy/x is the fraction of copy bandwidth reached.
-Usage: python3 bench/peers/torch_expr.py [--quick]
+Usage: python3 bench/peers/torch_expr.py [--quick] [--no-compile] [--only NAME,NAME]
+(--quick: 8192 x 8192 only; --no-compile: eager only; --only: the cases of those names)
 """
 import sys
 import torch
 
 QUICK = "--quick" in sys.argv
+NO_COMPILE = "--no-compile" in sys.argv
+ONLY = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv[:-1] else None
 dev = "cuda"
 
 
@@ -90,6 +93,8 @@ def main():
             ]
             reps = 10 if N * C >= (1 << 22) else 100
             for name, fn, args, nbytes in cases:
+                if ONLY and name not in ONLY:
+                    continue
                 if name.startswith("batchnorm"):
                     eager = lambda: A.copy_(bn_pure(A))  # noqa: E731
                     cfn = torch.compile(lambda x: x.copy_(bn_pure(x)))
@@ -100,7 +105,7 @@ def main():
                     comp = lambda cfn=cfn, args=args: cfn(*args)  # noqa: E731
                 te = timed(eager, reps)
                 try:
-                    tc = timed(comp, reps)
+                    tc = float("nan") if NO_COMPILE else timed(comp, reps)
                 except Exception as ex:  # a compile failure is a result, not a crash
                     print(f"  torch.compile failed for {name}: {ex}")
                     tc = float("nan")
