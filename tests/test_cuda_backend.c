@@ -498,6 +498,10 @@ static void test_split(void)
         {"column sum f32", KILN_DTYPE_F32, 2, {1000000, 3}, V_PLAIN, {KILN_REDUCE_SUM, 1, {0}, 0, 0}, 1e-5},
         {"x - var(x) columns f16", KILN_DTYPE_F16, 2, {600000, 5}, V_PLAIN, {KILN_REDUCE_VAR, 1, {0}, 1, 1}, 8e-3},
         {"column argmin f32", KILN_DTYPE_F32, 2, {2000000, 2}, V_PLAIN, {KILN_REDUCE_ARGMIN, 1, {0}, 0, 0}, 0},
+        /* columns enough for 32-wide blocks, too few for the device: split, not narrowed */
+        {"column sum f16, 999 columns", KILN_DTYPE_F16, 2, {20000, 999}, V_PLAIN, {KILN_REDUCE_SUM, 1, {0}, 0, 0}, 1e-5},
+        {"x - max(x) columns bf16, strided", KILN_DTYPE_BF16, 2, {12000, 1500}, V_STEP, {KILN_REDUCE_MAX, 1, {0}, 1, 1},
+         1e-2},
         {"argmax of all f32", KILN_DTYPE_F32, 3, {2, 3, 300000}, V_PLAIN, {KILN_REDUCE_ARGMAX, 0, {0}, 0, 0}, 0},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {

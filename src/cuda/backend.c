@@ -325,6 +325,22 @@ static kiln_status cuda_synchronize(kiln_ctx *ctx)
     return KILN_OK;
 }
 
+kiln_status kiln__cuda_zeroed_words(kiln_ctx *ctx, size_t bytes, void **words)
+{
+    void *w = NULL;
+    if (cudaMalloc(&w, bytes) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return KILN_ERR_OOM;
+    }
+    if (cudaMemsetAsync(w, 0, bytes, kiln__cuda_state(ctx)->stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        cudaFree(w);
+        return KILN_ERR_OOM;
+    }
+    *words = w;
+    return KILN_OK;
+}
+
 static void *cuda_stream(const kiln_ctx *ctx)
 {
     return (void *)kiln__cuda_state(ctx)->stream;

@@ -350,6 +350,7 @@ typedef struct gen {
     int elementwise;
     int vec;        /* lanes per point: 1, or 2..8 consecutive elements along the last axis */
     int split;      /* reductions: rows split across the grid's y (blockIdx.y = slice) */
+    int nred;       /* reduction instructions: a split kernel's partials are nred x R x G */
 } gen;
 
 static const char *fn_name(int f64, const char *base)
@@ -812,8 +813,6 @@ static void gen_reduction(gen *g, int colmode, int kmax)
     emit_offsets(g, "rr", 0, "ro", "  ");
     if (g->split) {
         /* this block's slice: tiles [ntl*gs/G, ntl*(gs+1)/G) of the row's ntl */
-        int nred = 0;
-        for (int i = 0; i < k->ninstr; i++) nred += kiln__pop_is_reduction((kiln_pop)k->instr[i].op);
         kiln__sbuf_printf(b,
                           "  const int gs = (int)blockIdx.y, G = (int)gridDim.y;\n"
                           "  double *wsv = (double *)p.w[%d];\n"
@@ -824,7 +823,7 @@ static void gen_reduction(gen *g, int colmode, int kmax)
                           "  IDX je = (IDX)((long long)ntl * (gs + 1) / G) * tile;\n"
                           "  if (je > L) je = L;\n"
                           "  const bool fits = je - jb <= tile; (void)fits;\n",
-                          g->l->w_ws, nred, g->l->w_sync, kmax);
+                          g->l->w_ws, g->nred, g->l->w_sync, kmax);
     } else {
         kiln__sbuf_printf(b, "  const bool fits = L <= (IDX)nw * %d; (void)fits;\n", kmax);
     }
@@ -973,6 +972,7 @@ typedef struct kplan {
     analysis an;
     int elementwise, colmode, kmax, vec;
     int split; /* a reduction with its rows split across the grid's y (run_kernel decides) */
+    int nred;  /* reduction instructions (a split kernel's partials: nred x R x G) */
 } kplan;
 
 static void kplan_free(kplan *kp)
@@ -1037,6 +1037,7 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
     kp->vec = choose_vec(k, kp);
     kp->kmax = kp->elementwise ? 1 : kmax_for(&kp->an, kp->vec);
     if (kp->colmode && kp->kmax > 8) kp->kmax = 8;
+    for (int i = 0; i < k->ninstr; i++) kp->nred += kiln__pop_is_reduction((kiln_pop)k->instr[i].op);
     return KILN_OK;
 }
 
@@ -1093,6 +1094,7 @@ static kiln_status generate(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp,
     g.elementwise = kp->elementwise;
     g.vec = kp->vec;
     g.split = kp->split && !kp->elementwise;
+    g.nred = kp->nred;
     kiln__cuda_prelude(&src);
     if (g.split) kiln__sbuf_puts(&src, grid_sync_src);
     kiln__sbuf_printf(&src, "typedef %s IDX;\ntypedef %s CT;\n", l->idx32 ? "int" : "long long",
@@ -1156,10 +1158,12 @@ static kiln_status get_function(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan 
     return s;
 }
 
-/* The launch geometry of an unsplit kernel: grid x, block, shared memory. R and L in the
- * kernel's units (vectors along a vectorised axis). */
-static void launch_shape(const kiln_cuda_state *st, const kplan *kp, int64_t R, int64_t L, unsigned *gx,
-                         unsigned *bx, unsigned *by, unsigned *smem)
+/* The launch geometry of a kernel: grid x, block, shared memory (a split adds the grid's
+ * y). R and L in the kernel's units (vectors along a vectorised axis). COLUMN mode's blocks
+ * are 32 columns wide, or with `narrow` down to 8 while that makes more blocks, towards two
+ * an SM. */
+static void launch_shape(const kiln_cuda_state *st, const kplan *kp, int64_t R, int64_t L, int narrow,
+                         unsigned *gx, unsigned *bx, unsigned *by, unsigned *smem)
 {
     int kmax = kp->kmax;
     *smem = 0;
@@ -1184,7 +1188,7 @@ static void launch_shape(const kiln_cuda_state *st, const kplan *kp, int64_t R, 
         *smem = *bx * *by * 16;
     } else {
         unsigned tx = 32;
-        while (tx > 8 && (R + tx - 1) / tx < 2 * (int64_t)st->sm_count) tx /= 2;
+        while (narrow && tx > 8 && (R + tx - 1) / tx < 2 * (int64_t)st->sm_count) tx /= 2;
         if ((int64_t)tx > R) tx = pow2ceil(R);
         int64_t need = (L + kmax - 1) / kmax;
         unsigned ty = pow2ceil(need);
@@ -1203,16 +1207,8 @@ static kiln_status grid_sync_words(kiln_ctx *ctx)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
     if (st->grid_sync) return KILN_OK;
-    unsigned *w = NULL;
-    if (cudaMalloc((void **)&w, 2 * sizeof *w) != cudaSuccess) {
-        (void)cudaGetLastError(); /* no message: the reduction runs unsplit, nothing failed */
-        return KILN_ERR_OOM;
-    }
-    if (cudaMemsetAsync(w, 0, 2 * sizeof *w, st->stream) != cudaSuccess) {
-        (void)cudaGetLastError();
-        cudaFree(w);
-        return KILN_ERR_OOM;
-    }
+    void *w = NULL;
+    KILN_TRY(kiln__cuda_zeroed_words(ctx, 2 * sizeof(unsigned), &w));
     st->grid_sync = w;
     return KILN_OK;
 }
@@ -1264,8 +1260,10 @@ kiln_status kiln__cuda_run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
         words[1] = (uint64_t)R;
         words[2] = (uint64_t)L;
     }
+    /* COLUMN mode first tries blocks 32 columns wide (a row of a block reads whole sectors)
+     * and keeps them where the rows split; unsplit, it narrows them to make more blocks */
     unsigned gx, bx, by, smem;
-    launch_shape(st, &kp, R, L, &gx, &bx, &by, &smem);
+    launch_shape(st, &kp, R, L, 0, &gx, &bx, &by, &smem);
     /* a split reduction: its function, the slices the device holds, the workspace */
     int64_t workers = kp.colmode ? by : bx;
     int64_t tiles = kp.elementwise ? 1 : (L + workers * kp.kmax - 1) / (workers * kp.kmax);
@@ -1281,18 +1279,19 @@ kiln_status kiln__cuda_run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
             st->cu.OccupancyMaxActiveBlocks(&occ, fn, (int)(bx * by), smem) != CUDA_SUCCESS)
             occ = 1;
         if (s == KILN_OK) s = split_slices(ctx, &kp, gx, tiles, occ, &G);
-        int nred = 0;
-        for (int i = 0; i < k->ninstr; i++) nred += kiln__pop_is_reduction((kiln_pop)k->instr[i].op);
         if (s == KILN_OK && G > 1 &&
             (grid_sync_words(ctx) != KILN_OK ||
-             kiln__mem_try_alloc(ctx, (size_t)nred * (size_t)R * (size_t)G * 16, __FILE__, __LINE__, &ws) != KILN_OK))
+             kiln__mem_try_alloc(ctx, (size_t)kp.nred * (size_t)R * (size_t)G * 16, __FILE__, __LINE__, &ws) != KILN_OK))
             ws = NULL;
         if (!ws) {
             G = 1;
             kp.split = 0;
         }
     }
-    if (s == KILN_OK && !kp.split) s = get_function(ctx, k, &kp, &fn);
+    if (s == KILN_OK && !kp.split) {
+        if (kp.colmode) launch_shape(st, &kp, R, L, 1, &gx, &bx, &by, &smem);
+        s = get_function(ctx, k, &kp, &fn);
+    }
     if (s == KILN_OK && kp.split) {
         words[l->w_ws] = (uint64_t)(uintptr_t)ws->ptr;
         words[l->w_sync] = (uint64_t)(uintptr_t)st->grid_sync;

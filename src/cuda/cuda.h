@@ -143,6 +143,11 @@ static inline kiln_cuda_state *kiln__cuda_state(const kiln_ctx *ctx) { return (k
 /* Makes the context's device current on the calling thread. */
 kiln_status kiln__cuda_enter(kiln_ctx *ctx);
 
+/* A context's long-lived device words (counters, barriers): bytes allocated and zeroed on
+ * the stream into *words. KILN_ERR_OOM without a message when either fails: the callers
+ * then take a path that needs no words (unsplit), so nothing has gone wrong for the user. */
+kiln_status kiln__cuda_zeroed_words(kiln_ctx *ctx, size_t bytes, void **words);
+
 /* FNV-1a over n bytes, continuing from h (KILN_FNV_INIT to start): the hash of kernel
  * signatures and cache entries. */
 #define KILN_FNV_INIT 0xcbf29ce484222325ull

@@ -654,18 +654,9 @@ kiln_status kiln__cuda_gemm_counters(kiln_ctx *ctx)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
     if (st->gemm_counters) return KILN_OK;
-    int *c = NULL;
-    const size_t bytes = KILN_CUDA_COUNTERS * sizeof(int) + 2 * sizeof(unsigned long long);
-    if (cudaMalloc((void **)&c, bytes) != cudaSuccess) {
-        (void)cudaGetLastError(); /* no message: the caller runs unsplit, nothing failed */
-        return KILN_ERR_OOM;
-    }
-    if (cudaMemsetAsync(c, 0, bytes, st->stream) != cudaSuccess) {
-        (void)cudaGetLastError();
-        cudaFree(c);
-        return KILN_ERR_OOM;
-    }
-    st->gemm_counters = c;
+    void *w = NULL;
+    KILN_TRY(kiln__cuda_zeroed_words(ctx, KILN_CUDA_COUNTERS * sizeof(int) + 2 * sizeof(unsigned long long), &w));
+    st->gemm_counters = w;
     return KILN_OK;
 }
 
