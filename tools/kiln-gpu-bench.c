@@ -5,6 +5,10 @@
  * (first compile, in-memory hit, disk hit from a fresh process).
  *
  *   kiln-gpu-bench [--quick]          the table (exits 77 without a CUDA device)
+ *   kiln-gpu-bench [--only NAMES] [--sizes RxC,RxC...]
+ *                                     the cases so named (commas outside parentheses
+ *                                     separate them: --only 'sum(A,0),sum(A)') on those
+ *                                     shapes; no compile latencies
  *   kiln-gpu-bench --disk-probe       (internal) one batch-norm in a fresh process, prints
  *                                     the kernel lookup time; run by the parent with the
  *                                     parent's KILN_CACHE_DIR
@@ -122,12 +126,33 @@ static void fill(kiln_tensor *t, double lo, double hi)
     TRY(kiln_assign(t, kiln_add(kiln_mul(kiln_rand(), kiln_scalar(hi - lo)), kiln_scalar(lo))));
 }
 
-static void run_table(int quick)
+/* 1 when name is one of the comma-separated names of list (commas inside parentheses
+ * belong to the names); every name when list is NULL */
+static int named(const char *list, const char *name)
 {
-    int64_t sizes[][2] = {{256, 256}, {8192, 8192}, {65536, 1024}, {1024, 65536}};
+    if (!list) return 1;
+    size_t n = strlen(name);
+    const char *p = list;
+    while (*p) {
+        const char *e = p;
+        int depth = 0;
+        while (*e && !(*e == ',' && depth == 0)) {
+            depth += (*e == '(') - (*e == ')');
+            e++;
+        }
+        if ((size_t)(e - p) == n && strncmp(p, name, n) == 0) return 1;
+        p = *e ? e + 1 : e;
+    }
+    return 0;
+}
+
+#define MAX_SIZES 32
+
+static void run_table(int quick, const char *only, int64_t (*sizes)[2], int nsizes)
+{
     kiln_dtype dts[] = {KILN_DTYPE_F32, KILN_DTYPE_F16};
     printf("%-26s %-5s %-13s %9s %9s %9s %9s\n", "case", "dtype", "shape", "ms", "GB/s", "copyGB/s", "copy/kiln");
-    for (int s = 0; s < 4; s++) {
+    for (int s = 0; s < nsizes; s++) {
         if (quick && s > 1) break;
         for (int di = 0; di < 2; di++) {
             kiln_dtype dt = dts[di];
@@ -146,6 +171,7 @@ static void run_table(int quick)
             size_t es = kiln_dtype_size(dt);
             for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
                 const bcase *bc = &cases[c];
+                if (!named(only, bc->name)) continue;
                 double bytes = (double)bc->nin * (double)(N * C) * (double)es;
                 bytes += bc->out == 1   ? (double)(N * C) * (double)es
                          : bc->out == 0 ? (double)N * es
@@ -222,8 +248,39 @@ static void run_latency(const char *self)
 
 int main(int argc, char **argv)
 {
-    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-    int probe = argc > 1 && strcmp(argv[1], "--disk-probe") == 0;
+    int quick = 0, probe = 0;
+    const char *only = NULL;
+    int64_t sizes[MAX_SIZES][2] = {{256, 256}, {8192, 8192}, {65536, 1024}, {1024, 65536}};
+    int nsizes = 4, chosen = 0; /* chosen: --only or --sizes given */
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            quick = 1;
+        } else if (strcmp(argv[i], "--disk-probe") == 0) {
+            probe = 1;
+        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+            only = argv[++i];
+            chosen = 1;
+        } else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
+            const char *p = argv[++i];
+            nsizes = 0;
+            chosen = 1;
+            while (*p) {
+                long long r, c;
+                int used = 0;
+                if (nsizes == MAX_SIZES || sscanf(p, "%lldx%lld%n", &r, &c, &used) != 2 || r < 1 || c < 1) {
+                    fprintf(stderr, "kiln-gpu-bench: --sizes wants RxC[,RxC...] (at most %d), at '%s'\n", MAX_SIZES, p);
+                    return 2;
+                }
+                sizes[nsizes][0] = r, sizes[nsizes][1] = c;
+                nsizes++;
+                p += used;
+                if (*p == ',') p++;
+            }
+        } else {
+            fprintf(stderr, "kiln-gpu-bench: unknown argument '%s' (--quick, --only NAMES, --sizes RxC,...)\n", argv[i]);
+            return 2;
+        }
+    }
     kiln_ctx_args a = {.device = KILN_DEVICE_CUDA, .seed = 7};
     if (!kiln__cuda_timer_start || kiln_ctx_create(&ctx, &a) != KILN_OK) {
         fprintf(stderr, "kiln-gpu-bench: no CUDA backend or device (%s)\n", kiln_last_error(NULL));
@@ -237,9 +294,11 @@ int main(int argc, char **argv)
         return 0;
     }
     printf("kiln-gpu-bench: %s\n", kiln_ctx_device_description(ctx));
-    run_latency(argv[0]);
-    printf("\n");
-    run_table(quick);
+    if (!chosen) { /* the full table: with the compile latencies */
+        run_latency(argv[0]);
+        printf("\n");
+    }
+    run_table(quick, only, sizes, nsizes);
     kiln_ctx_destroy(ctx);
     return 0;
 }

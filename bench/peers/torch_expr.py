@@ -8,14 +8,29 @@ torch.compile's compilation), the median of 7 batches divided by the batch size,
 kiln-gpu-bench does. GB/s counts the bytes that must move (inputs read once, output
 written once); copy/x is the fraction of copy bandwidth reached.
 Usage: python3 bench/peers/torch_expr.py [--quick] [--no-compile] [--only NAME,NAME]
-(--quick: 8192 x 8192 only; --no-compile: eager only; --only: the cases of those names)
+(--quick: 8192 x 8192 only; --no-compile: eager only; --only: the cases of those names,
+split at the commas outside parentheses, so --only 'sum(A,0),sum(A)' names two)
 """
 import sys
 import torch
 
+
+def split_names(text):
+    """Names separated by commas at parenthesis depth 0."""
+    names, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            names.append(cur)
+            cur = ""
+            continue
+        depth += (ch == "(") - (ch == ")")
+        cur += ch
+    return names + [cur]
+
+
 QUICK = "--quick" in sys.argv
 NO_COMPILE = "--no-compile" in sys.argv
-ONLY = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv[:-1] else None
+ONLY = split_names(sys.argv[sys.argv.index("--only") + 1]) if "--only" in sys.argv[:-1] else None
 dev = "cuda"
 
 

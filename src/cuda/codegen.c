@@ -1036,7 +1036,6 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
     kp->colmode = !kp->elementwise && l->nd > 0 && !l->red[l->nd - 1] && l->R > 1;
     kp->vec = choose_vec(k, kp);
     kp->kmax = kp->elementwise ? 1 : kmax_for(&kp->an, kp->vec);
-    if (kp->colmode && kp->kmax > 8) kp->kmax = 8;
     for (int i = 0; i < k->ninstr; i++) kp->nred += kiln__pop_is_reduction((kiln_pop)k->instr[i].op);
     return KILN_OK;
 }
