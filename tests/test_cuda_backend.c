@@ -516,6 +516,21 @@ static void test_split(void)
         kiln_tensor_release(tc);
         kiln_tensor_release(tg);
     }
+    /* short rows (100 000 f32, ~7 tiles): reduced to one value in one pass they stay on one
+     * block, since a split would cost more than it saves; written back whole they split */
+    {
+        int64_t shape[1] = {100000};
+        kiln_tensor *tc, *tg;
+        make_pair(KILN_DTYPE_F32, 1, shape, V_PLAIN, -2, 3, &tc, &tg);
+        red_param one = {KILN_REDUCE_SUM, 0, {0}, 0, 0}, back = {KILN_REDUCE_MAX, 0, {0}, 1, 1};
+        int64_t before = split_count();
+        compare("short sum", b_reduce, &one, &tc, &tg, KILN_DTYPE_AUTO, 1e-5);
+        CHECK_INT(split_count(), before);
+        compare("short x - max(x)", b_reduce, &back, &tc, &tg, KILN_DTYPE_AUTO, 1e-6);
+        CHECK(split_count() > before);
+        kiln_tensor_release(tc);
+        kiln_tensor_release(tg);
+    }
     /* arg reductions across slices: a tie (the first index wins) and a NaN (it wins) */
     for (int nan = 0; nan < 2; nan++) {
         int64_t n = 3000000, shape[1] = {n};

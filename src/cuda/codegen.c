@@ -1213,9 +1213,14 @@ static kiln_status grid_sync_words(kiln_ctx *ctx)
 }
 
 /* Slices for a split reduction of gx blocks of rows, each row `tiles` tiles long: 1 (no
- * split) unless too few blocks would walk rows of two tiles or more; then as many as the
- * device holds at once (occ blocks an SM), at most one a tile. KILN_REDUCE_SPLIT=0: never. */
-static kiln_status split_slices(kiln_ctx *ctx, const kplan *kp, unsigned gx, int64_t tiles, int occ, int *G)
+ * split) unless too few blocks would walk rows long enough; then as many as the device
+ * holds at once (occ blocks an SM), at most one a tile. KILN_REDUCE_SPLIT=0: never.
+ * Long enough (H100, bench/NOTES.md step 54): a split launch costs ~4 us more than one
+ * block a row, which takes a row reduced in one pass to a few values that fast up to ~16
+ * tiles, a row of two passes (variance) up to ~4, and a row it also writes back whole
+ * (x - max(x)) not even at 4. */
+static kiln_status split_slices(kiln_ctx *ctx, const kiln_plan_kernel *k, const kplan *kp, unsigned gx,
+                                int64_t tiles, int occ, int *G)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
     static const char *const off_on[] = {"0", "1"};
@@ -1224,7 +1229,8 @@ static kiln_status split_slices(kiln_ctx *ctx, const kplan *kp, unsigned gx, int
     if (kp->elementwise) return KILN_OK;
     KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_SPLIT", off_on, 2, &env));
     if (env == 0 || st->reduce_no_coop || !st->cu.LaunchKernelEx) return KILN_OK;
-    if ((int64_t)gx * 2 > st->sm_count || tiles < 2) return KILN_OK;
+    int64_t min_tiles = !k->out.is_row ? 2 : k->npasses > 1 ? 8 : 24;
+    if ((int64_t)gx * 2 > st->sm_count || tiles < min_tiles) return KILN_OK;
     int64_t g = (int64_t)st->sm_count * (occ < 1 ? 1 : occ) / gx;
     if (g > tiles) g = tiles;
     if (g > 65535) g = 65535;
@@ -1269,7 +1275,7 @@ kiln_status kiln__cuda_run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
     int G = 1;
     kiln_block *ws = NULL;
     CUfunction fn;
-    kiln_status s = split_slices(ctx, &kp, gx, tiles, 1, &G);
+    kiln_status s = split_slices(ctx, k, &kp, gx, tiles, 1, &G);
     if (s == KILN_OK && G > 1) {
         kp.split = 1;
         s = get_function(ctx, k, &kp, &fn);
@@ -1277,7 +1283,7 @@ kiln_status kiln__cuda_run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
         if (s == KILN_OK && st->cu.OccupancyMaxActiveBlocks &&
             st->cu.OccupancyMaxActiveBlocks(&occ, fn, (int)(bx * by), smem) != CUDA_SUCCESS)
             occ = 1;
-        if (s == KILN_OK) s = split_slices(ctx, &kp, gx, tiles, occ, &G);
+        if (s == KILN_OK) s = split_slices(ctx, k, &kp, gx, tiles, occ, &G);
         if (s == KILN_OK && G > 1 &&
             (grid_sync_words(ctx) != KILN_OK ||
              kiln__mem_try_alloc(ctx, (size_t)kp.nred * (size_t)R * (size_t)G * 16, __FILE__, __LINE__, &ws) != KILN_OK))
