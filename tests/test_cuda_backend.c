@@ -528,6 +528,11 @@ static void test_split(void)
         CHECK_INT(split_count(), before);
         compare("short x - max(x)", b_reduce, &back, &tc, &tg, KILN_DTYPE_AUTO, 1e-6);
         CHECK(split_count() > before);
+        setenv("KILN_REDUCE_SPLIT", "force", 1); /* wherever rows are two tiles or more */
+        before = split_count();
+        compare("short sum, forced", b_reduce, &one, &tc, &tg, KILN_DTYPE_AUTO, 1e-5);
+        CHECK(split_count() > before);
+        unsetenv("KILN_REDUCE_SPLIT");
         kiln_tensor_release(tc);
         kiln_tensor_release(tg);
     }

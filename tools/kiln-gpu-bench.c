@@ -5,10 +5,11 @@
  * (first compile, in-memory hit, disk hit from a fresh process).
  *
  *   kiln-gpu-bench [--quick]          the table (exits 77 without a CUDA device)
- *   kiln-gpu-bench [--only NAMES] [--sizes RxC,RxC...]
+ *   kiln-gpu-bench [--only NAMES] [--sizes RxC,RxC...] [--split-ab]
  *                                     the cases so named (commas outside parentheses
  *                                     separate them: --only 'sum(A,0),sum(A)') on those
- *                                     shapes; no compile latencies
+ *                                     shapes; no compile latencies; --split-ab: each
+ *                                     timed unsplit and split in turn in one process
  *   kiln-gpu-bench --disk-probe       (internal) one batch-norm in a fresh process, prints
  *                                     the kernel lookup time; run by the parent with the
  *                                     parent's KILN_CACHE_DIR
@@ -126,6 +127,33 @@ static void fill(kiln_tensor *t, double lo, double hi)
     TRY(kiln_assign(t, kiln_add(kiln_mul(kiln_rand(), kiln_scalar(hi - lo)), kiln_scalar(lo))));
 }
 
+static data data_make(kiln_dtype dt, const int64_t *size)
+{
+    data d = {0};
+    int64_t rows[2] = {size[0], 1}, cols[1] = {size[1]};
+    TRY(kiln_tensor_empty(ctx, dt, 2, size, &d.A));
+    TRY(kiln_tensor_empty(ctx, dt, 2, size, &d.B));
+    TRY(kiln_tensor_empty(ctx, dt, 2, size, &d.out));
+    TRY(kiln_tensor_empty(ctx, dt, 1, cols, &d.bias));
+    TRY(kiln_tensor_empty(ctx, dt, 2, rows, &d.rowout));
+    TRY(kiln_tensor_empty(ctx, KILN_DTYPE_F32, 0, NULL, &d.one));
+    fill(d.A, -2, 3);
+    fill(d.B, -1, 1);
+    fill(d.bias, -1, 1);
+    return d;
+}
+
+static void data_free(data *d)
+{
+    kiln_tensor_release(d->A);
+    kiln_tensor_release(d->B);
+    kiln_tensor_release(d->out);
+    kiln_tensor_release(d->bias);
+    kiln_tensor_release(d->rowout);
+    kiln_tensor_release(d->one);
+    TRY(kiln_mem_release_cached(ctx));
+}
+
 /* 1 when name is one of the comma-separated names of list (commas inside parentheses
  * belong to the names); every name when list is NULL */
 static int named(const char *list, const char *name)
@@ -157,17 +185,7 @@ static void run_table(int quick, const char *only, int64_t (*sizes)[2], int nsiz
         for (int di = 0; di < 2; di++) {
             kiln_dtype dt = dts[di];
             int64_t N = sizes[s][0], C = sizes[s][1];
-            data d = {0};
-            int64_t rows[2] = {N, 1}, cols[1] = {C};
-            TRY(kiln_tensor_empty(ctx, dt, 2, sizes[s], &d.A));
-            TRY(kiln_tensor_empty(ctx, dt, 2, sizes[s], &d.B));
-            TRY(kiln_tensor_empty(ctx, dt, 2, sizes[s], &d.out));
-            TRY(kiln_tensor_empty(ctx, dt, 1, cols, &d.bias));
-            TRY(kiln_tensor_empty(ctx, dt, 2, rows, &d.rowout));
-            TRY(kiln_tensor_empty(ctx, KILN_DTYPE_F32, 0, NULL, &d.one));
-            fill(d.A, -2, 3);
-            fill(d.B, -1, 1);
-            fill(d.bias, -1, 1);
+            data d = data_make(dt, sizes[s]);
             size_t es = kiln_dtype_size(dt);
             for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
                 const bcase *bc = &cases[c];
@@ -188,15 +206,52 @@ static void run_table(int quick, const char *only, int64_t (*sizes)[2], int nsiz
                        bytes / ms * 1e-6, bytes / copy_ms * 1e-6, copy_ms / ms);
                 fflush(stdout);
             }
-            kiln_tensor_release(d.A);
-            kiln_tensor_release(d.B);
-            kiln_tensor_release(d.out);
-            kiln_tensor_release(d.bias);
-            kiln_tensor_release(d.rowout);
-            kiln_tensor_release(d.one);
-            TRY(kiln_mem_release_cached(ctx));
+            data_free(&d);
         }
     }
+}
+
+/* --split-ab: each case and shape timed with KILN_REDUCE_SPLIT=0, =1 (the rule) and =force
+ * in turn, three rounds in this one process (the median of the rounds each way), so that both ways see
+ * the same machine state; and relu(A*B+bias) on 256x256 f32, an element-wise kernel, before
+ * the first split launch of the process and after the last, to show whether cooperative
+ * launches leave later launches slower. */
+static void run_split_ab(const char *only, int64_t (*sizes)[2], int nsizes)
+{
+    kiln_dtype dts[] = {KILN_DTYPE_F32, KILN_DTYPE_F16};
+    int64_t small[2] = {256, 256};
+    data e = data_make(KILN_DTYPE_F32, small);
+    double ew_before = time_case(&cases[0], &e, 100);
+    static const char *const modes[3] = {"0", "1", "force"};
+    printf("%-26s %-5s %-13s %9s %9s %9s %9s %9s\n", "case", "dtype", "shape", "unsplit", "rule", "forced",
+           "un/rule", "un/forced");
+    for (int s = 0; s < nsizes; s++) {
+        for (int di = 0; di < 2; di++) {
+            data d = data_make(dts[di], sizes[s]);
+            for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+                const bcase *bc = &cases[c];
+                if (!named(only, bc->name)) continue;
+                int reps = sizes[s][0] * sizes[s][1] >= (1 << 22) ? 10 : 100;
+                double t[3][3];
+                for (int r = 0; r < 3; r++)
+                    for (int m = 0; m < 3; m++) {
+                        setenv("KILN_REDUCE_SPLIT", modes[m], 1);
+                        t[m][r] = time_case(bc, &d, reps);
+                    }
+                unsetenv("KILN_REDUCE_SPLIT");
+                for (int m = 0; m < 3; m++) qsort(t[m], 3, sizeof t[m][0], cmpd);
+                char shape[32];
+                snprintf(shape, sizeof shape, "%lldx%lld", (long long)sizes[s][0], (long long)sizes[s][1]);
+                printf("%-26s %-5s %-13s %9.4f %9.4f %9.4f %9.2f %9.2f\n", bc->name, kiln_dtype_name(dts[di]), shape,
+                       t[0][1], t[1][1], t[2][1], t[0][1] / t[1][1], t[0][1] / t[2][1]);
+                fflush(stdout);
+            }
+            data_free(&d);
+        }
+    }
+    double ew_after = time_case(&cases[0], &e, 100);
+    printf("\nrelu(A*B+bias) f32 256x256: %.4f ms before any split launch, %.4f ms after them\n", ew_before, ew_after);
+    data_free(&e);
 }
 
 /* One batch-norm on a (64, 1000) f32 tensor; returns the lookup time of its kernel. */
@@ -248,7 +303,7 @@ static void run_latency(const char *self)
 
 int main(int argc, char **argv)
 {
-    int quick = 0, probe = 0;
+    int quick = 0, probe = 0, split_ab = 0;
     const char *only = NULL;
     int64_t sizes[MAX_SIZES][2] = {{256, 256}, {8192, 8192}, {65536, 1024}, {1024, 65536}};
     int nsizes = 4, chosen = 0; /* chosen: --only or --sizes given */
@@ -257,6 +312,9 @@ int main(int argc, char **argv)
             quick = 1;
         } else if (strcmp(argv[i], "--disk-probe") == 0) {
             probe = 1;
+        } else if (strcmp(argv[i], "--split-ab") == 0) {
+            split_ab = 1;
+            chosen = 1;
         } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
             only = argv[++i];
             chosen = 1;
@@ -277,7 +335,7 @@ int main(int argc, char **argv)
                 if (*p == ',') p++;
             }
         } else {
-            fprintf(stderr, "kiln-gpu-bench: unknown argument '%s' (--quick, --only NAMES, --sizes RxC,...)\n", argv[i]);
+            fprintf(stderr, "kiln-gpu-bench: unknown argument '%s' (--quick, --only NAMES, --sizes RxC,..., --split-ab)\n", argv[i]);
             return 2;
         }
     }
@@ -298,7 +356,10 @@ int main(int argc, char **argv)
         run_latency(argv[0]);
         printf("\n");
     }
-    run_table(quick, only, sizes, nsizes);
+    if (split_ab)
+        run_split_ab(only, sizes, nsizes);
+    else
+        run_table(quick, only, sizes, nsizes);
     kiln_ctx_destroy(ctx);
     return 0;
 }

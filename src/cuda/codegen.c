@@ -1214,7 +1214,8 @@ static kiln_status grid_sync_words(kiln_ctx *ctx)
 
 /* Slices for a split reduction of gx blocks of rows, each row `tiles` tiles long: 1 (no
  * split) unless too few blocks would walk rows long enough; then as many as the device
- * holds at once (occ blocks an SM), at most one a tile. KILN_REDUCE_SPLIT=0: never.
+ * holds at once (occ blocks an SM), at most one a tile. KILN_REDUCE_SPLIT=0: never;
+ * =force: wherever rows are two tiles or more (for measuring the rule).
  * Long enough (H100, bench/NOTES.md step 54): a split launch costs ~4 us more than one
  * block a row, which takes a row reduced in one pass to a few values that fast up to ~16
  * tiles, a row of two passes (variance) up to ~4, and a row it also writes back whole
@@ -1223,13 +1224,13 @@ static kiln_status split_slices(kiln_ctx *ctx, const kiln_plan_kernel *k, const 
                                 int64_t tiles, int occ, int *G)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
-    static const char *const off_on[] = {"0", "1"};
+    static const char *const ways[] = {"0", "1", "force"};
     int env;
     *G = 1;
     if (kp->elementwise) return KILN_OK;
-    KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_SPLIT", off_on, 2, &env));
+    KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_SPLIT", ways, 3, &env));
     if (env == 0 || st->reduce_no_coop || !st->cu.LaunchKernelEx) return KILN_OK;
-    int64_t min_tiles = !k->out.is_row ? 2 : k->npasses > 1 ? 8 : 24;
+    int64_t min_tiles = env == 2 || !k->out.is_row ? 2 : k->npasses > 1 ? 8 : 24;
     if ((int64_t)gx * 2 > st->sm_count || tiles < min_tiles) return KILN_OK;
     int64_t g = (int64_t)st->sm_count * (occ < 1 ? 1 : occ) / gx;
     if (g > tiles) g = tiles;
