@@ -1216,10 +1216,10 @@ static kiln_status grid_sync_words(kiln_ctx *ctx)
  * split) unless too few blocks would walk rows long enough; then as many as the device
  * holds at once (occ blocks an SM), at most one a tile. KILN_REDUCE_SPLIT=0: never;
  * =force: wherever rows are two tiles or more (for measuring the rule).
- * Long enough (H100, bench/NOTES.md step 54): a split launch costs ~4 us more than one
- * block a row, which takes a row reduced in one pass to a few values that fast up to ~16
- * tiles, a row of two passes (variance) up to ~4, and a row it also writes back whole
- * (x - max(x)) not even at 4. */
+ * Long enough (H100, bench/NOTES.md step 54, unsplit against forced splits in one process):
+ * a split pays from 16 tiles a row (12 lose ~8 %) for one pass to a few values, from 32
+ * along columns (16 lose ~5 %; 24 set between), from 8 for two passes (variance; 4 lose),
+ * and from 2 where the row is also written back whole (x - max(x): 4 tiles win 1.0-1.45x). */
 static kiln_status split_slices(kiln_ctx *ctx, const kiln_plan_kernel *k, const kplan *kp, unsigned gx,
                                 int64_t tiles, int occ, int *G)
 {
@@ -1230,7 +1230,7 @@ static kiln_status split_slices(kiln_ctx *ctx, const kiln_plan_kernel *k, const 
     if (kp->elementwise) return KILN_OK;
     KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_SPLIT", ways, 3, &env));
     if (env == 0 || st->reduce_no_coop || !st->cu.LaunchKernelEx) return KILN_OK;
-    int64_t min_tiles = env == 2 || !k->out.is_row ? 2 : k->npasses > 1 ? 8 : 24;
+    int64_t min_tiles = env == 2 || !k->out.is_row ? 2 : k->npasses > 1 ? 8 : kp->colmode ? 24 : 16;
     if ((int64_t)gx * 2 > st->sm_count || tiles < min_tiles) return KILN_OK;
     int64_t g = (int64_t)st->sm_count * (occ < 1 ? 1 : occ) / gx;
     if (g > tiles) g = tiles;
