@@ -129,8 +129,8 @@ for s in $STEPS; do
                 echo "== tiled-ab: no base tree $base (skipped)" | tee -a "$OUT/visit.txt"
             fi ;;
         split) # reductions split across blocks (src/cuda/codegen.c): test_cuda_backend's sections split,
-            # reductions and batchnorm, plain, under memcheck and racecheck; kiln-gpu-bench with the
-            # splits (default) and without (KILN_REDUCE_SPLIT=0). Builds what it needs when the tests
+            # reductions and batchnorm, plain, under memcheck and racecheck; kiln-gpu-bench's table and
+            # its --split-ab sweep (unsplit, rule, forced). Builds what it needs when the tests
             # step did not run.
             cmake -S "$ROOT" -B "$BUILD_GPU" -DKILN_CUDA=ON -DKILN_CUDA_ARCH=90a >"$OUT/split-build.txt" 2>&1 &&
                 cmake --build "$BUILD_GPU" -j"$(nproc)" --target test_cuda_backend kiln-gpu-bench >>"$OUT/split-build.txt" 2>&1
@@ -138,7 +138,10 @@ for s in $STEPS; do
             export KILN_DEVICE=cuda KILN_CACHE_DIR="$BUILD_GPU/kernel-cache"
             step split-tests 150 env KILN_CUDA_TEST=split,reductions,batchnorm "$BUILD_GPU/test_cuda_backend"
             step split-bench 120 "$BUILD_GPU/kiln-gpu-bench"
-            step split-bench-off 120 env KILN_REDUCE_SPLIT=0 "$BUILD_GPU/kiln-gpu-bench"
+            # unsplit, the rule and forced splits in turn in one process, around the rule's thresholds
+            # (16 tiles of 16 K elements one pass, 24 down columns, 8 for two passes; NOTES step 54)
+            step split-ab 120 "$BUILD_GPU/kiln-gpu-bench" --split-ab --only 'sum(A),A-max(A),var(A,1),sum(A,0)' \
+                --sizes 256x256,1x131072,1x196608,1x262144,1x524288,4x65536,16x65536,4096x1000,8192x1000,16384x1000
             step split-memcheck 150 env KILN_CUDA_TEST=split "$san" --tool memcheck --target-processes application-only \
                 --report-api-errors no --leak-check no --error-exitcode 99 "$BUILD_GPU/test_cuda_backend"
             step split-racecheck 150 env KILN_CUDA_TEST=split "$san" --tool racecheck --error-exitcode 99 \
