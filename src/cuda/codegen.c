@@ -1036,6 +1036,15 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
     kp->colmode = !kp->elementwise && l->nd > 0 && !l->red[l->nd - 1] && l->R > 1;
     kp->vec = choose_vec(k, kp);
     kp->kmax = kp->elementwise ? 1 : kmax_for(&kp->an, kp->vec);
+    /* COLUMN mode takes 16 points a worker only in one pass to one value a column, from
+     * inputs of 2 bytes or less in f32 arithmetic (f16 column sums 2-7 % faster than at 8,
+     * bench/NOTES.md step 54; f32 was level). Where the values stay cached for a later pass
+     * 16 spill (batch norm: 192 bytes in f16, 392 in f64). */
+    size_t widest = 0;
+    for (int t = 0; t < k->ninputs; t++)
+        if (kiln_dtype_size(k->inputs[t].dtype) > widest) widest = kiln_dtype_size(k->inputs[t].dtype);
+    if (kp->colmode && kp->kmax > 8 && (k->compute_f64 || widest > 2 || k->npasses > 1 || !k->out.is_row))
+        kp->kmax = 8;
     for (int i = 0; i < k->ninstr; i++) kp->nred += kiln__pop_is_reduction((kiln_pop)k->instr[i].op);
     return KILN_OK;
 }
@@ -1230,7 +1239,8 @@ static kiln_status split_slices(kiln_ctx *ctx, const kiln_plan_kernel *k, const 
     if (kp->elementwise) return KILN_OK;
     KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_SPLIT", ways, 3, &env));
     if (env == 0 || st->reduce_no_coop || !st->cu.LaunchKernelEx) return KILN_OK;
-    int64_t min_tiles = env == 2 || !k->out.is_row ? 2 : k->npasses > 1 ? 8 : kp->colmode ? 24 : 16;
+    /* (down columns measured at 16 points a worker: 24 tiles = 12 288 rows, at any kmax) */
+    int64_t min_tiles = env == 2 || !k->out.is_row ? 2 : k->npasses > 1 ? 8 : kp->colmode ? 24 * 16 / kp->kmax : 16;
     if ((int64_t)gx * 2 > st->sm_count || tiles < min_tiles) return KILN_OK;
     int64_t g = (int64_t)st->sm_count * (occ < 1 ? 1 : occ) / gx;
     if (g > tiles) g = tiles;
