@@ -80,6 +80,12 @@ static kiln_expr *build(int kind, kiln_tensor *x, int nd, const int64_t *shape, 
         *ond = 1;
         oshape[0] = shape[1];
         return kiln_reduce(KILN_REDUCE_ARGMIN, kiln_t(x), 1, axis0, 0);
+    case 10: /* a column sum broadcast back down the columns: the output a row value */
+        return kiln_reduce(KILN_REDUCE_SUM, kiln_t(x), 1, axis0, 1);
+    case 11: /* the sum of a column's row value: a reduction of a row value */
+        *ond = 1;
+        oshape[0] = shape[1];
+        return kiln_reduce(KILN_REDUCE_SUM, kiln_add(kiln_mul(kiln_t(x), kiln_scalar(0)), kiln_max(kiln_t(x), 0)), 1, axis0, 0);
     case 9: /* columns, sum */
         *ond = 1;
         oshape[0] = shape[1];
@@ -118,6 +124,15 @@ int main(void)
         {"batch norm f16 SR", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {100000, 3}, 6, KILN_ROUND_STOCHASTIC},
         {"column sum f16, many columns", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {4096, 5000}, 9, KILN_ROUND_DEFAULT},
         {"column argmin f16", KILN_DTYPE_F16, KILN_DTYPE_I32, 2, {20000, 5}, 7, KILN_ROUND_DEFAULT},
+        /* COLUMN mode with lanes (a worker owns VEC neighbouring columns) */
+        {"lanes: column sum f16", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {65536, 1024}, 9, KILN_ROUND_DEFAULT},
+        {"lanes: column sum i8 to f16 SR", KILN_DTYPE_I8, KILN_DTYPE_F16, 2, {5000, 64}, 9, KILN_ROUND_STOCHASTIC},
+        {"lanes: column var f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {30000, 64}, 4, KILN_ROUND_DEFAULT},
+        {"lanes: column argmin bf16", KILN_DTYPE_BF16, KILN_DTYPE_I32, 2, {20000, 40}, 7, KILN_ROUND_DEFAULT},
+        {"lanes: batch norm f16 SR", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {100000, 64}, 6, KILN_ROUND_STOCHASTIC},
+        {"lanes: batch norm f64", KILN_DTYPE_F64, KILN_DTYPE_F64, 2, {100000, 16}, 6, KILN_ROUND_DEFAULT},
+        {"lanes: column sum broadcast back f16", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {3000, 64}, 10, KILN_ROUND_DEFAULT},
+        {"lanes: sum of x * 0 + max(x) f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3000, 64}, 11, KILN_ROUND_DEFAULT},
         {"softmax f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 30000}, 8, KILN_ROUND_DEFAULT},
     };
     int compiled = 0, reductions = 0;

@@ -576,6 +576,205 @@ static void test_split(void)
     kiln_tensor_release(tg);
 }
 
+/* ---- COLUMN mode with lanes ------------------------------------------------------------------ */
+
+static int64_t lanes_count_of(kiln_ctx *g)
+{
+    kiln_cuda_stats s;
+    memset(&s, 0, sizeof s);
+    CHECK_OK(g, kiln__cuda_cache_stats(g, &s));
+    return s.reduce_lanes;
+}
+
+static int64_t lanes_count(void) { return lanes_count_of(gpu); }
+
+/* The column reductions of the lanes section; in[1], where used, is broadcast into in[0]. */
+static kiln_expr *b_lanes(kiln_tensor *const *in, const void *p)
+{
+    int kind = *(const int *)p, ax0[1] = {0}, ax1[1] = {1};
+    switch (kind) {
+    case 0: return kiln_reduce(KILN_REDUCE_SUM, kiln_t(in[0]), 1, ax0, 0);
+    case 1: /* in[1] (rows, 1): the same value across a thread's lanes */
+        return kiln_reduce(KILN_REDUCE_SUM, kiln_mul(kiln_t(in[0]), kiln_t(in[1])), 1, ax0, 0);
+    case 2: /* in[1] (columns,): one value a lane, constant down the column */
+        return kiln_reduce(KILN_REDUCE_SUM, kiln_sqr(kiln_sub(kiln_t(in[0]), kiln_t(in[1]))), 1, ax0, 0);
+    case 3: return kiln_reduce(KILN_REDUCE_ARGMAX, kiln_t(in[0]), 1, ax0, 0);
+    case 4: return kiln_reduce(KILN_REDUCE_ARGMIN, kiln_t(in[0]), 1, ax0, 0);
+    case 5: return kiln_reduce(KILN_REDUCE_VAR, kiln_t(in[0]), 1, ax0, 0);
+    case 6: /* x - max(x) down the columns, written back whole */
+        return kiln_sub(kiln_t(in[0]), kiln_reduce(KILN_REDUCE_MAX, kiln_t(in[0]), 1, ax0, 1));
+    case 7: /* (a, b, c) over b: rows a x c, lanes along c */
+        return kiln_reduce(KILN_REDUCE_SUM, kiln_t(in[0]), 1, ax1, 0);
+
+    default: /* batch norm over rows, columns its features (NHWC) */
+        return kiln_mul(kiln_rsqrt(kiln_add(kiln_var(kiln_t(in[0]), 0), kiln_scalar(1e-5))),
+                        kiln_sub(kiln_t(in[0]), kiln_mean(kiln_t(in[0]), 0)));
+    }
+}
+
+/* Column reductions where a thread owns VEC neighbouring columns (16-byte loads): sums,
+ * broadcasts across and along the lanes, arg reductions, two passes, the output written
+ * back whole, 3-D, batch norm, split and unsplit (wide: a block an SM even so), in f16,
+ * bf16, f32, f64 and i8; each against the CPU backend and each counted as a launch with
+ * lanes. Views that rule lanes out (misaligned, transposed, odd widths) and unsplit
+ * reductions of too few columns are correct and not counted. Stochastic rounding and
+ * generators are keyed by the element, not the lane: the same bits as the CPU where the value
+ * before rounding is exact (max, x - max(x) of f16). KILN_REDUCE_COLVEC=0 turns lanes off, a
+ * bad value names the variable. */
+static void test_lanes(void)
+{
+    struct {
+        const char *what;
+        kiln_dtype dt, out;
+        int nd;
+        int64_t shape[3];
+        int view, kind, lanes;
+        double tol;
+    } cases[] = {
+        {"sum f16, split", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {40000, 1024}, V_PLAIN, 0, 1, 1e-5},
+        {"sum f16, wide", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {64, 8192}, V_PLAIN, 0, 1, 1e-5},
+        {"sum f16, few columns (no lanes)", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {300, 64}, V_PLAIN, 0, 0, 1e-5},
+        {"sum f16 to f16", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {200, 4400}, V_PLAIN, 0, 1, 1e-3},
+        {"sum bf16, strided rows", KILN_DTYPE_BF16, KILN_DTYPE_F32, 2, {300, 4800}, V_STEP, 0, 1, 1e-5},
+        {"sum f32, split", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {100000, 516}, V_PLAIN, 0, 1, 1e-5},
+        {"sum f64", KILN_DTYPE_F64, KILN_DTYPE_F64, 2, {100, 2400}, V_PLAIN, 0, 1, 1e-12},
+        {"sum i8", KILN_DTYPE_I8, KILN_DTYPE_F32, 2, {99, 4800}, V_PLAIN, 0, 1, 1e-6},
+        {"sum f16, misaligned", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {3000, 4800}, V_OFF, 0, 0, 1e-5},
+        {"sum f16, transposed", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {3000, 4800}, V_T, 0, 0, 1e-5},
+        {"sum f16, 4801 columns", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {300, 4801}, V_PLAIN, 0, 0, 1e-5},
+        {"weighted sum f16 (rows, 1), split", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {20000, 256}, V_PLAIN, 1, 1, 1e-4},
+        {"squares about a row f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {700, 2400}, V_PLAIN, 2, 1, 1e-5},
+        {"argmax bf16", KILN_DTYPE_BF16, KILN_DTYPE_AUTO, 2, {500, 4800}, V_PLAIN, 3, 1, 0},
+        {"argmin f16, split", KILN_DTYPE_F16, KILN_DTYPE_AUTO, 2, {300000, 64}, V_PLAIN, 4, 1, 0},
+        {"var f32, split", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {30000, 64}, V_PLAIN, 5, 1, 1e-4},
+        {"var f16, split", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {200000, 128}, V_PLAIN, 5, 1, 1e-4},
+        {"x - max(x) f16, split", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {3000, 256}, V_PLAIN, 6, 1, 0},
+        {"x - max(x) f32, split", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {100000, 32}, V_PLAIN, 6, 1, 0},
+        {"3-D sum over the middle f16", KILN_DTYPE_F16, KILN_DTYPE_F32, 3, {16, 50, 512}, V_PLAIN, 7, 1, 1e-5},
+        {"batch norm f16, split", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {4096, 64}, V_PLAIN, 8, 1, 4e-3},
+        {"batch norm f32, split", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {200000, 16}, V_PLAIN, 8, 1, 2e-4},
+        {"batch norm f64, split", KILN_DTYPE_F64, KILN_DTYPE_F64, 2, {5000, 32}, V_PLAIN, 8, 1, 1e-12},
+        {"batch norm f16, wide", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {8, 8192}, V_PLAIN, 8, 1, 4e-3},
+
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        kiln_tensor *tc[2] = {NULL, NULL}, *tg[2] = {NULL, NULL};
+        make_pair(cases[c].dt, cases[c].nd, cases[c].shape, cases[c].view, -2, 3, &tc[0], &tg[0]);
+        if (cases[c].kind == 1 || cases[c].kind == 2) {
+            int64_t rows1[2] = {cases[c].shape[0], 1}, cols[1] = {cases[c].shape[1]};
+            if (cases[c].kind == 1)
+                make_pair(cases[c].dt, 2, rows1, V_PLAIN, -1, 1, &tc[1], &tg[1]);
+            else
+                make_pair(cases[c].dt, 1, cols, V_PLAIN, -1, 1, &tc[1], &tg[1]);
+        }
+        int64_t before = lanes_count();
+        compare(cases[c].what, b_lanes, &cases[c].kind, tc, tg, cases[c].out, cases[c].tol);
+        int64_t moved = lanes_count() - before;
+        if ((moved > 0) != cases[c].lanes)
+            fprintf(stderr, "  lanes case %s: %s\n", cases[c].what, moved ? "lanes where none belong" : "no lanes");
+        CHECK_INT(moved > 0, cases[c].lanes);
+        if (strstr(cases[c].what, "split")) check_repeatable(cases[c].what, b_lanes, &cases[c].kind, tg, cases[c].out);
+        for (int i = 0; i < 2; i++) {
+            kiln_tensor_release(tc[i]);
+            kiln_tensor_release(tg[i]);
+        }
+    }
+    /* the column means assigned to a full-shape destination: the output a row value broadcast
+     * back down the columns (its lanes' values aliased in the output pass) */
+    for (int w = 0; w < 2; w++) {
+        int64_t shape[2] = {w ? 16 : 5000, w ? 4096 : 64};
+        kiln_dtype dt = w ? KILN_DTYPE_F32 : KILN_DTYPE_F16;
+        kiln_tensor *xc, *xg, *dc = NULL, *dg = NULL;
+        make_pair(dt, 2, shape, V_PLAIN, -2, 3, &xc, &xg);
+        CHECK_OK(cpu, kiln_tensor_empty(cpu, dt, 2, shape, &dc));
+        CHECK_OK(gpu, kiln_tensor_empty(gpu, dt, 2, shape, &dg));
+        int ax0[1] = {0};
+        int64_t before = lanes_count();
+        CHECK_OK(cpu, kiln_assign(dc, kiln_reduce(KILN_REDUCE_MEAN, kiln_t(xc), 1, ax0, 1)));
+        CHECK_OK(gpu, kiln_assign(dg, kiln_reduce(KILN_REDUCE_MEAN, kiln_t(xg), 1, ax0, 1)));
+        CHECK(lanes_count() > before);
+        if (dc && dg) {
+            int64_t n = shape[0] * shape[1];
+            double *a = read_f64(dg), *b = read_f64(dc);
+            double e = max_rel(a, b, n);
+            if (!(e <= 1e-3)) fprintf(stderr, "  lanes means broadcast back %d: err %g\n", w, e);
+            CHECK(e <= 1e-3);
+            free(a);
+            free(b);
+        }
+        kiln_tensor_release(xc);
+        kiln_tensor_release(xg);
+        kiln_tensor_release(dc);
+        kiln_tensor_release(dg);
+    }
+    /* stochastic rounding and a generator in kernels with lanes: the same bits as the CPU */
+    kiln_ctx *c = make_ctx(KILN_DEVICE_CPU, 777), *g = make_ctx(KILN_DEVICE_CUDA, 777);
+    CHECK(c && g);
+    if (c && g) {
+        int64_t shape[2] = {20000, 256}, cols[1] = {256}, n = 20000 * 256;
+        double *h = malloc((size_t)n * sizeof *h);
+        check_fill(&rng, h, n, -3, 3);
+        kiln_tensor *xc = from_f64(c, KILN_DTYPE_F32, 2, shape, h), *xg = from_f64(g, KILN_DTYPE_F32, 2, shape, h);
+        free(h);
+        kiln_tensor *rc, *rg, *fc, *fg, *yc, *yg;
+        CHECK_OK(c, kiln_tensor_empty(c, KILN_DTYPE_F16, 1, cols, &rc));
+        CHECK_OK(g, kiln_tensor_empty(g, KILN_DTYPE_F16, 1, cols, &rg));
+        CHECK_OK(c, kiln_tensor_empty(c, KILN_DTYPE_F16, 2, shape, &fc));
+        CHECK_OK(g, kiln_tensor_empty(g, KILN_DTYPE_F16, 2, shape, &fg));
+        CHECK_OK(c, kiln_tensor_empty(c, KILN_DTYPE_F32, 2, shape, &yc));
+        CHECK_OK(g, kiln_tensor_empty(g, KILN_DTYPE_F32, 2, shape, &yg));
+        kiln_assign_args sr = {.round = KILN_ROUND_STOCHASTIC}, nearest = {.round = KILN_ROUND_NEAREST};
+        int64_t before = lanes_count_of(g);
+        for (int step = 0; step < 3; step++) {
+            kiln_tensor *dc = step == 0 ? rc : step == 1 ? fc : yc, *dg = step == 0 ? rg : step == 1 ? fg : yg;
+            kiln_expr *ec, *eg;
+            if (step == 0) { /* max down the columns (exact) to f16, rounded stochastically */
+                ec = kiln_max(kiln_t(xc), 0);
+                eg = kiln_max(kiln_t(xg), 0);
+            } else if (step == 1) { /* (x - max(x)) / 3 written back whole, rounded stochastically */
+                ec = kiln_mul(kiln_sub(kiln_t(xc), kiln_max(kiln_t(xc), 0)), kiln_scalar(1.0 / 3.0));
+                eg = kiln_mul(kiln_sub(kiln_t(xg), kiln_max(kiln_t(xg), 0)), kiln_scalar(1.0 / 3.0));
+            } else { /* a generator beside a column reduction */
+                ec = kiln_where(kiln_gt(kiln_t(xc), kiln_scalar(-1e30)), kiln_rand(), kiln_max(kiln_t(xc), 0));
+                eg = kiln_where(kiln_gt(kiln_t(xg), kiln_scalar(-1e30)), kiln_rand(), kiln_max(kiln_t(xg), 0));
+            }
+            CHECK_OK(c, kiln_assign_ex(dc, ec, step == 2 ? &nearest : &sr));
+            CHECK_OK(g, kiln_assign_ex(dg, eg, step == 2 ? &nearest : &sr));
+            kiln_dtype dt = step == 2 ? KILN_DTYPE_F32 : KILN_DTYPE_F16;
+            int ok = same_bits(dc, dg, dt);
+            if (!ok) fprintf(stderr, "  lanes rng step %d: CPU and CUDA bits differ\n", step);
+            CHECK(ok);
+        }
+        CHECK_INT(lanes_count_of(g) - before, 3);
+        kiln_tensor_release(xc);
+        kiln_tensor_release(xg);
+        kiln_tensor_release(rc);
+        kiln_tensor_release(rg);
+        kiln_tensor_release(fc);
+        kiln_tensor_release(fg);
+        kiln_tensor_release(yc);
+        kiln_tensor_release(yg);
+    }
+    if (c) kiln_ctx_destroy(c);
+    if (g) kiln_ctx_destroy(g);
+    /* KILN_REDUCE_COLVEC=0: no lanes, the same values; a bad value names the variable */
+    int64_t shape[2] = {20000, 256};
+    kiln_tensor *tc, *tg;
+    make_pair(KILN_DTYPE_F16, 2, shape, V_PLAIN, -2, 3, &tc, &tg);
+    int kind = 0;
+    setenv("KILN_REDUCE_COLVEC", "0", 1);
+    int64_t before = lanes_count();
+    compare("sum f16, lanes off", b_lanes, &kind, &tc, &tg, KILN_DTYPE_F32, 1e-5);
+    CHECK_INT(lanes_count(), before);
+    setenv("KILN_REDUCE_COLVEC", "yes", 1);
+    kiln_tensor *o = NULL;
+    CHECK_FAILS(gpu, kiln_eval(gpu, b_lanes(&tg, &kind), KILN_DTYPE_F32, &o), KILN_ERR_ARG, "KILN_REDUCE_COLVEC");
+    kiln_tensor_release(o);
+    unsetenv("KILN_REDUCE_COLVEC");
+    kiln_tensor_release(tc);
+    kiln_tensor_release(tg);
+}
+
 /* ---- host <-> device copies ------------------------------------------------------------------ */
 
 static void test_copies(void)
@@ -2120,6 +2319,7 @@ int main(void)
     } sections[] = {{"copies", test_copies},       {"elementwise", test_elementwise},
                     {"chains", test_chains},       {"reductions", test_reductions},
                     {"batchnorm", test_batchnorm}, {"split", test_split},
+                    {"lanes", test_lanes},
                     {"rng", test_rng_bits},
                     {"gemm", test_gemm},           {"random", test_gemm_random}, {"stats", test_gemm_stats},
                     {"fastdram", gemm_fast_dram},

@@ -7,6 +7,11 @@
  */
 #include "check.h"
 #include "expr/plan.h"
+#include "cuda/cuda_hooks.h"
+
+#include "nvrtc_compile.h"
+
+#pragma weak kiln__cuda_kernel_source
 
 static kiln_ctx *ctx;
 static uint64_t seed;
@@ -726,6 +731,39 @@ static kiln_expr *fz_gen(fz *z, int nd, const int64_t *S, int depth, harr *out)
     return kiln_reduce(rop, ea, na, axes, 0);
 }
 
+/* Without a GPU, where the library has the CUDA backend and NVRTC loads: each new source
+ * of plan p's kernels (plain and split) as the backend generates it, compiled for sm_90a.
+ * The random forms reach generator paths the named cases do not (COLUMN mode's lanes with
+ * a row value broadcast back as the output, found on a GPU visit). On a GPU the forms run. */
+static nvrtc_api nvrtc;
+static int nvrtc_on, nvrtc_compiled;
+static uint64_t nvrtc_seen[4096];
+
+static void compile_plan(const kiln_plan *p, int form)
+{
+    if (!nvrtc_on) return;
+    for (int q = 0; q < p->nkernels; q++)
+        for (int split = 0; split < 2; split++) {
+            char *src = NULL;
+            CHECK_OK(ctx, kiln__cuda_kernel_source(ctx, &p->kernels[q], split, &src));
+            if (!src) continue;
+            uint64_t h = 1469598103934665603ull;
+            for (const char *c = src; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+            size_t slot = (size_t)(h % 4096);
+            while (nvrtc_seen[slot] && nvrtc_seen[slot] != h) slot = (slot + 1) % 4096;
+            if (nvrtc_seen[slot] == h || nvrtc_compiled >= 3000) {
+                free(src);
+                continue;
+            }
+            nvrtc_seen[slot] = h;
+            char what[64];
+            snprintf(what, sizeof what, "random form %d kernel %d%s", form, q, split ? " split" : "");
+            int regs, spill;
+            CHECK(compile(&nvrtc, src, what, &regs, &spill)); /* frees src */
+            nvrtc_compiled++;
+        }
+}
+
 static void test_random_forms(void)
 {
     static const int64_t sizes[5] = {1, 2, 3, 5, 7};
@@ -764,6 +802,12 @@ static void test_random_forms(void)
             kiln_tensor_release(base);
         }
         if (!dst) CHECK_OK(ctx, kiln_tensor_full(ctx, KILN_DTYPE_F64, nd, S, NAN, &dst));
+        if (nvrtc_on) { /* stochastic rounding too, for its generator paths */
+            kiln_plan *p = NULL;
+            CHECK_OK(ctx, kiln__plan_build(dst, e, fz_rand(2) ? KILN_ROUND_STOCHASTIC : KILN_ROUND_DEFAULT, &p));
+            if (p) compile_plan(p, it);
+            kiln__plan_free(p);
+        }
         kiln_expr_retain(e);
         kiln_status st = kiln_assign(dst, e);
         CHECK_OK(ctx, st);
@@ -819,7 +863,9 @@ int main(void)
     test_inplace();
     test_limits_hash_empty();
     test_compute_type_and_errors();
+    nvrtc_on = kiln__cuda_kernel_source && kiln_ctx_device(ctx) == KILN_DEVICE_CPU && nvrtc_ready(&nvrtc);
     test_random_forms();
+    if (nvrtc_on) printf("random forms: %d kernel sources compiled by NVRTC\n", nvrtc_compiled);
     kiln_ctx_destroy(ctx);
     return check_finish();
 }

@@ -14,7 +14,8 @@
 #      against the CPU backend, then 100 under memcheck, gemm-stats times the output statistics
 #      in kiln's own kernels' epilogues against kiln_dot's pass over C, tiled-ab the mma.sync and
 #      FFMA kernels of this tree against those of AB_BASE (ab-base), split the reductions split
-#      across blocks (tests, sanitizers, kiln-gpu-bench with and without); step gemm-ncu runs
+#      across blocks (tests, sanitizers, kiln-gpu-bench with and without); lanes COLUMN mode's
+#      lanes (tests, sanitizers, kiln-gpu-bench --ab KILN_REDUCE_COLVEC=0,1); step gemm-ncu runs
 #      Nsight Compute on one call of kiln's kernel and of cuBLASLt's per shape (NCU_SHAPES)
 #   3. the suite under compute-sanitizer (MODES="memcheck racecheck"; $OUT/table-san.txt)
 # Each step gets what is left of VISIT_SECONDS (default 540) and is cut off at the deadline,
@@ -145,6 +146,22 @@ for s in $STEPS; do
             step split-memcheck 150 env KILN_CUDA_TEST=split "$san" --tool memcheck --target-processes application-only \
                 --report-api-errors no --leak-check no --error-exitcode 99 "$BUILD_GPU/test_cuda_backend"
             step split-racecheck 150 env KILN_CUDA_TEST=split "$san" --tool racecheck --error-exitcode 99 \
+                "$BUILD_GPU/test_cuda_backend"
+            unset KILN_DEVICE KILN_CACHE_DIR ;;
+        lanes) # COLUMN mode with lanes (a thread owns VEC columns, 16-byte loads; src/cuda/codegen.c):
+            # test_cuda_backend's sections lanes, reductions, batchnorm and split, plain, memcheck and
+            # racecheck on lanes; kiln-gpu-bench --ab KILN_REDUCE_COLVEC=0,1 on column reductions
+            cmake -S "$ROOT" -B "$BUILD_GPU" -DKILN_CUDA=ON -DKILN_CUDA_ARCH=90a >"$OUT/lanes-build.txt" 2>&1 &&
+                cmake --build "$BUILD_GPU" -j"$(nproc)" --target test_cuda_backend kiln-gpu-bench >>"$OUT/lanes-build.txt" 2>&1
+            san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+            export KILN_DEVICE=cuda KILN_CACHE_DIR="$BUILD_GPU/kernel-cache"
+            step lanes-tests 150 env KILN_CUDA_TEST=lanes,reductions,batchnorm,split "$BUILD_GPU/test_cuda_backend"
+            step lanes-ab 150 "$BUILD_GPU/kiln-gpu-bench" --ab KILN_REDUCE_COLVEC=0,1 \
+                --only 'sum(A,0),batchnorm(A,0) in place' \
+                --sizes 512x1024,8192x1024,65536x1024,32768x4096,1024x65536,8192x8192,4096x64,100000x256,256x8192,2048x4096
+            step lanes-memcheck 120 env KILN_CUDA_TEST=lanes "$san" --tool memcheck --target-processes application-only \
+                --report-api-errors no --leak-check no --error-exitcode 99 "$BUILD_GPU/test_cuda_backend"
+            step lanes-racecheck 120 env KILN_CUDA_TEST=lanes "$san" --tool racecheck --error-exitcode 99 \
                 "$BUILD_GPU/test_cuda_backend"
             unset KILN_DEVICE KILN_CACHE_DIR ;;
         gemm-sweep) # tile width x k splits x epilogue store per shape: the data for the tile rule

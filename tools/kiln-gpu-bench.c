@@ -5,11 +5,12 @@
  * (first compile, in-memory hit, disk hit from a fresh process).
  *
  *   kiln-gpu-bench [--quick]          the table (exits 77 without a CUDA device)
- *   kiln-gpu-bench [--only NAMES] [--sizes RxC,RxC...] [--split-ab]
+ *   kiln-gpu-bench [--only NAMES] [--sizes RxC,RxC...] [--split-ab | --ab VAR=V1,V2...]
  *                                     the cases so named (commas outside parentheses
  *                                     separate them: --only 'sum(A,0),sum(A)') on those
- *                                     shapes; no compile latencies; --split-ab: each
- *                                     timed unsplit and split in turn in one process
+ *                                     shapes; no compile latencies; --ab: each timed with
+ *                                     the environment variable VAR at each value in turn
+ *                                     in one process (--split-ab: KILN_REDUCE_SPLIT=0,1,force)
  *   kiln-gpu-bench --disk-probe       (internal) one batch-norm in a fresh process, prints
  *                                     the kernel lookup time; run by the parent with the
  *                                     parent's KILN_CACHE_DIR
@@ -59,6 +60,13 @@ static kiln_status bn(data *d)
     return kiln_assign(A, kiln_mul(kiln_rsqrt(kiln_add(kiln_var(kiln_t(A), 1), kiln_scalar(1e-5))),
                                    kiln_sub(kiln_t(A), kiln_mean(kiln_t(A), 1))));
 }
+/* batch norm of each column (features last, as NHWC): COLUMN mode, two passes and a write */
+static kiln_status bn_columns(data *d)
+{
+    kiln_tensor *A = d->A;
+    return kiln_assign(A, kiln_mul(kiln_rsqrt(kiln_add(kiln_var(kiln_t(A), 0), kiln_scalar(1e-5))),
+                                   kiln_sub(kiln_t(A), kiln_mean(kiln_t(A), 0))));
+}
 static kiln_status relu_ab(data *d)
 {
     return kiln_assign(d->out, kiln_relu(kiln_add(kiln_mul(kiln_t(d->A), kiln_t(d->B)), kiln_t(d->bias))));
@@ -95,6 +103,7 @@ static const bcase cases[] = {
     {"relu(A*B+bias)", relu_ab, 2, 1},
     {"sigmoid(A)*B+sqr(A-B)/2", chain, 2, 1},
     {"batchnorm A in place", bn, 1, 1},
+    {"batchnorm(A,0) in place", bn_columns, 1, 1},
     {"var(A,1)", variance, 1, 0},
     {"sum(A,0)", colsum, 1, 2},
     {"sum(A)", total, 1, 3},
@@ -211,46 +220,64 @@ static void run_table(int quick, const char *only, int64_t (*sizes)[2], int nsiz
     }
 }
 
-/* --split-ab: each case and shape timed with KILN_REDUCE_SPLIT=0, =1 (the rule) and =force
- * in turn, three rounds in this one process (the median of the rounds each way), so that both ways see
- * the same machine state; and relu(A*B+bias) on 256x256 f32, an element-wise kernel, before
- * the first split launch of the process and after the last, to show whether cooperative
- * launches leave later launches slower. */
-static void run_split_ab(const char *only, int64_t (*sizes)[2], int nsizes)
+/* --ab VAR=V1,V2,...: each case and shape timed with VAR at each value in turn, three
+ * rounds in this one process (the median of the rounds each way), so that every value sees
+ * the same machine state; the ratios are the first value's time over each other's, and the
+ * copy of the case's bytes is timed alongside (copy/last: the last value's fraction of copy
+ * bandwidth). And relu(A*B+bias) on 256x256 f32, an element-wise kernel, before the first
+ * case and after the last, to show whether the cases (cooperative launches under
+ * KILN_REDUCE_SPLIT) leave later launches slower. */
+#define AB_MAX 4
+
+static void run_env_ab(const char *var, const char *const *values, int nv, const char *only, int64_t (*sizes)[2],
+                       int nsizes)
 {
     kiln_dtype dts[] = {KILN_DTYPE_F32, KILN_DTYPE_F16};
     int64_t small[2] = {256, 256};
     data e = data_make(KILN_DTYPE_F32, small);
     double ew_before = time_case(&cases[0], &e, 100);
-    static const char *const modes[3] = {"0", "1", "force"};
-    printf("%-26s %-5s %-13s %9s %9s %9s %9s %9s\n", "case", "dtype", "shape", "unsplit", "rule", "forced",
-           "un/rule", "un/forced");
+    printf("%s A/B\n%-26s %-5s %-13s", var, "case", "dtype", "shape");
+    for (int v = 0; v < nv; v++) printf(" %9.9s", values[v]);
+    for (int v = 1; v < nv; v++) printf(" %4.4s/%-4.4s", values[0], values[v]);
+    printf(" %9s\n", "copy/last");
     for (int s = 0; s < nsizes; s++) {
         for (int di = 0; di < 2; di++) {
-            data d = data_make(dts[di], sizes[s]);
+            kiln_dtype dt = dts[di];
+            int64_t N = sizes[s][0], C = sizes[s][1];
+            data d = data_make(dt, sizes[s]);
+            size_t es = kiln_dtype_size(dt);
             for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
                 const bcase *bc = &cases[c];
                 if (!named(only, bc->name)) continue;
-                int reps = sizes[s][0] * sizes[s][1] >= (1 << 22) ? 10 : 100;
-                double t[3][3];
+                int reps = N * C >= (1 << 22) ? 10 : 100;
+                double t[AB_MAX][3];
                 for (int r = 0; r < 3; r++)
-                    for (int m = 0; m < 3; m++) {
-                        setenv("KILN_REDUCE_SPLIT", modes[m], 1);
-                        t[m][r] = time_case(bc, &d, reps);
+                    for (int v = 0; v < nv; v++) {
+                        setenv(var, values[v], 1);
+                        t[v][r] = time_case(bc, &d, reps);
                     }
-                unsetenv("KILN_REDUCE_SPLIT");
-                for (int m = 0; m < 3; m++) qsort(t[m], 3, sizeof t[m][0], cmpd);
+                unsetenv(var);
+                for (int v = 0; v < nv; v++) qsort(t[v], 3, sizeof t[v][0], cmpd);
+                double bytes = (double)bc->nin * (double)(N * C) * (double)es;
+                bytes += bc->out == 1   ? (double)(N * C) * (double)es
+                         : bc->out == 0 ? (double)N * es
+                         : bc->out == 2 ? (double)C * es
+                                        : 4.0;
+                double copy_ms = 0;
+                TRY(kiln__cuda_time_copy(ctx, (size_t)(bytes / 2), 21, &copy_ms));
                 char shape[32];
-                snprintf(shape, sizeof shape, "%lldx%lld", (long long)sizes[s][0], (long long)sizes[s][1]);
-                printf("%-26s %-5s %-13s %9.4f %9.4f %9.4f %9.2f %9.2f\n", bc->name, kiln_dtype_name(dts[di]), shape,
-                       t[0][1], t[1][1], t[2][1], t[0][1] / t[1][1], t[0][1] / t[2][1]);
+                snprintf(shape, sizeof shape, "%lldx%lld", (long long)N, (long long)C);
+                printf("%-26s %-5s %-13s", bc->name, kiln_dtype_name(dt), shape);
+                for (int v = 0; v < nv; v++) printf(" %9.4f", t[v][1]);
+                for (int v = 1; v < nv; v++) printf(" %9.2f", t[0][1] / t[v][1]);
+                printf(" %9.2f\n", copy_ms / t[nv - 1][1]);
                 fflush(stdout);
             }
             data_free(&d);
         }
     }
     double ew_after = time_case(&cases[0], &e, 100);
-    printf("\nrelu(A*B+bias) f32 256x256: %.4f ms before any split launch, %.4f ms after them\n", ew_before, ew_after);
+    printf("\nrelu(A*B+bias) f32 256x256: %.4f ms before the cases, %.4f ms after them\n", ew_before, ew_after);
     data_free(&e);
 }
 
@@ -303,7 +330,9 @@ static void run_latency(const char *self)
 
 int main(int argc, char **argv)
 {
-    int quick = 0, probe = 0, split_ab = 0;
+    int quick = 0, probe = 0, nab = 0;
+    const char *ab_var = NULL, *ab_values[AB_MAX];
+    char ab_buf[256];
     const char *only = NULL;
     int64_t sizes[MAX_SIZES][2] = {{256, 256}, {8192, 8192}, {65536, 1024}, {1024, 65536}};
     int nsizes = 4, chosen = 0; /* chosen: --only or --sizes given */
@@ -313,7 +342,23 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--disk-probe") == 0) {
             probe = 1;
         } else if (strcmp(argv[i], "--split-ab") == 0) {
-            split_ab = 1;
+            static const char *const split_values[] = {"0", "1", "force"};
+            ab_var = "KILN_REDUCE_SPLIT";
+            for (nab = 0; nab < 3; nab++) ab_values[nab] = split_values[nab];
+            chosen = 1;
+        } else if (strcmp(argv[i], "--ab") == 0 && i + 1 < argc) {
+            snprintf(ab_buf, sizeof ab_buf, "%s", argv[++i]);
+            char *eq = strchr(ab_buf, '=');
+            nab = 0;
+            if (eq) {
+                *eq = '\0';
+                ab_var = ab_buf;
+                for (char *v = strtok(eq + 1, ","); v && nab < AB_MAX; v = strtok(NULL, ",")) ab_values[nab++] = v;
+            }
+            if (!eq || !ab_buf[0] || nab < 2) {
+                fprintf(stderr, "kiln-gpu-bench: --ab wants VAR=V1,V2[,...] (2 to %d values), got '%s'\n", AB_MAX, argv[i]);
+                return 2;
+            }
             chosen = 1;
         } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
             only = argv[++i];
@@ -335,7 +380,7 @@ int main(int argc, char **argv)
                 if (*p == ',') p++;
             }
         } else {
-            fprintf(stderr, "kiln-gpu-bench: unknown argument '%s' (--quick, --only NAMES, --sizes RxC,..., --split-ab)\n", argv[i]);
+            fprintf(stderr, "kiln-gpu-bench: unknown argument '%s' (--quick, --only NAMES, --sizes RxC,..., --split-ab, --ab VAR=V1,V2)\n", argv[i]);
             return 2;
         }
     }
@@ -356,8 +401,8 @@ int main(int argc, char **argv)
         run_latency(argv[0]);
         printf("\n");
     }
-    if (split_ab)
-        run_split_ab(only, sizes, nsizes);
+    if (nab)
+        run_env_ab(ab_var, ab_values, nab, only, sizes, nsizes);
     else
         run_table(quick, only, sizes, nsizes);
     kiln_ctx_destroy(ctx);

@@ -351,6 +351,8 @@ typedef struct gen {
     int vec;        /* lanes per point: 1, or 2..8 consecutive elements along the last axis */
     int split;      /* reductions: rows split across the grid's y (blockIdx.y = slice) */
     int nred;       /* reduction instructions: a split kernel's partials are nred x R x G */
+    int colvec;     /* COLUMN mode with vec > 1: a worker owns VEC neighbouring rows (columns) */
+    int red_lanes;  /* with lanes: value reductions of all VEC rows at once (kiln_col_red_lanes) */
 } gen;
 
 static const char *fn_name(int f64, const char *base)
@@ -363,7 +365,11 @@ static const char *fn_name(int f64, const char *base)
 }
 
 /* Whether tensor t is read / written VEC elements at a time. */
-static int is_vec(const gen *g, int t) { return g->vec > 1 && g->l->nd > 0 && g->l->st[t][g->l->nd - 1] == 1; }
+static int is_vec(const gen *g, int t)
+{
+    if (t == g->k->ninputs && g->colvec && g->k->out.is_row) return 0; /* one value a lane */
+    return g->vec > 1 && g->l->nd > 0 && g->l->st[t][g->l->nd - 1] == 1;
+}
 
 /* The unsigned type of n bytes (a vector of VEC elements). */
 static const char *vec_type(size_t n)
@@ -692,58 +698,99 @@ static const char *red_identity(kiln_pop op)
 
 static int is_arg_red(kiln_pop op) { return op == KILN_POP_RED_ARGMAX || op == KILN_POP_RED_ARGMIN; }
 
+/* COLUMN mode with lanes: a loop over the VEC rows a worker owns (nothing otherwise), and
+ * the suffix that picks one row's accumulator or row value. */
+static void lanes_open(gen *g)
+{
+    if (g->colvec) kiln__sbuf_puts(g->b, "#pragma unroll\n  for (int l = 0; l < VEC; l++) {\n");
+}
+
+static void lanes_close(gen *g)
+{
+    if (g->colvec) kiln__sbuf_puts(g->b, "  }\n");
+}
+
+static const char *lane(const gen *g) { return g->colvec ? "[l]" : ""; }
+
 /* The block's reduction of a<i> (and x<i> for arg reductions) over the workers. */
 static void emit_block_red(gen *g, int i, const char *mode)
 {
     kiln_pop op = (kiln_pop)g->k->instr[i].op;
+    const char *x = lane(g);
+    if (g->red_lanes && !is_arg_red(op)) { /* all lanes in one reduction (kplan's smem) */
+        kiln__sbuf_printf(g->b, "  kiln_col_red_lanes<%s>(a%d, kiln_sm);\n", red_opname(op), i);
+        return;
+    }
+    lanes_open(g);
     if (is_arg_red(op))
-        kiln__sbuf_printf(g->b, "  kiln_%s_arg<%d>(a%d, x%d, kiln_sm);\n", mode, op == KILN_POP_RED_ARGMAX, i, i);
+        kiln__sbuf_printf(g->b, "  kiln_%s_arg<%d>(a%d%s, x%d%s, kiln_sm);\n", mode, op == KILN_POP_RED_ARGMAX, i, x, i,
+                          x);
     else
-        kiln__sbuf_printf(g->b, "  a%d = kiln_%s_red<%s>(a%d, kiln_sm);\n", i, mode, red_opname(op), i);
+        kiln__sbuf_printf(g->b, "  a%d%s = kiln_%s_red<%s>(a%d%s, kiln_sm);\n", i, x, mode, red_opname(op), i, x);
+    lanes_close(g);
 }
 
 /* Split reductions, after every block reduced its slice for pass ph: each row's leader
  * publishes the block's partials (slot = the reduction's rank among all reductions), one
  * grid barrier, then every worker folds its share of the row's G partials (worker w takes
  * slices w, w + nw, ...) and the block reduces over the workers: a fixed order, so every
- * block of the row ends with the same bits. */
+ * block of the row ends with the same bits (after a row output's last pass, only slice 0's
+ * blocks, which store it). With lanes, a slice's VEC partials of a row
+ * are neighbours in the workspace ([reduction][row][slice][lane]). */
 static void emit_split_exchange(gen *g, int ph, const char *mode)
 {
     kiln_sbuf *b = g->b;
     const kiln_plan_kernel *k = g->k;
+    const char *x = lane(g);
+    const char *vec = g->colvec ? " * VEC" : "";
     int slot = 0;
     for (int i = 0; i < k->ninstr; i++) {
         const kiln_plan_instr *in = &k->instr[i];
         if (!kiln__pop_is_reduction((kiln_pop)in->op)) continue;
         if (in->pass == ph) {
-            kiln__sbuf_printf(b, "  if (act && wk == 0) {\n    const long long q = ((long long)%d * R + r) * G + gs;\n"
-                                 "    __stcg(wsv + q, (double)a%d);\n", slot, i);
-            if (is_arg_red((kiln_pop)in->op)) kiln__sbuf_printf(b, "    __stcg(wsx + q, x%d);\n", i);
+            kiln__sbuf_printf(b, "  if (act && wk == 0) {\n    const long long q = (((long long)%d * R + r) * G + gs)%s;\n",
+                              slot, vec);
+            lanes_open(g);
+            kiln__sbuf_printf(b, "    __stcg(wsv + q%s, (double)a%d%s);\n", g->colvec ? " + l" : "", i, x);
+            if (is_arg_red((kiln_pop)in->op))
+                kiln__sbuf_printf(b, "    __stcg(wsx + q%s, x%d%s);\n", g->colvec ? " + l" : "", i, x);
+            lanes_close(g);
             kiln__sbuf_puts(b, "  }\n");
         }
         slot++;
     }
     kiln__sbuf_puts(b, "  kiln_grid_sync(gsync);\n");
+    /* the last pass of a reduction to one value a row: only slice 0 stores it, so only its
+     * blocks fold (every block folding reads G x G partials a row) */
+    int first_only = k->out.is_row && ph == k->npasses - 1;
+    if (first_only) kiln__sbuf_puts(b, "  if (gs == 0) {\n");
     slot = 0;
     for (int i = 0; i < k->ninstr; i++) {
         const kiln_plan_instr *in = &k->instr[i];
         kiln_pop op = (kiln_pop)in->op;
         if (!kiln__pop_is_reduction(op)) continue;
         if (in->pass == ph) {
-            kiln__sbuf_printf(b, "  a%d = %s;\n", i, red_identity(op));
-            if (is_arg_red(op)) kiln__sbuf_printf(b, "  x%d = -1;\n", i);
-            kiln__sbuf_printf(b, "  if (act) {\n    const long long q0 = ((long long)%d * R + r) * G;\n"
-                                 "    for (int q = wk; q < G; q += nw)\n", slot);
+            lanes_open(g);
+            kiln__sbuf_printf(b, "  a%d%s = %s;\n", i, x, red_identity(op));
+            if (is_arg_red(op)) kiln__sbuf_printf(b, "  x%d%s = -1;\n", i, x);
+            lanes_close(g);
+            kiln__sbuf_printf(b, "  if (act) {\n    const long long q0 = ((long long)%d * R + r) * G%s;\n"
+                                 "    for (int q = wk; q < G; q += nw) {\n", slot, vec);
+            /* with lanes the VEC partials of a slice are neighbours: loaded together */
+            const char *at = g->colvec ? "q0 + (long long)q * VEC + l" : "q0 + q";
+            lanes_open(g);
             if (is_arg_red(op))
-                kiln__sbuf_printf(b, "      kiln_arg_comb<%d>(a%d, x%d, (CT)__ldcg(wsv + q0 + q), __ldcg(wsx + q0 + q));\n",
-                                  op == KILN_POP_RED_ARGMAX, i, i);
+                kiln__sbuf_printf(b, "      kiln_arg_comb<%d>(a%d%s, x%d%s, (CT)__ldcg(wsv + %s), __ldcg(wsx + %s));\n",
+                                  op == KILN_POP_RED_ARGMAX, i, x, i, x, at, at);
             else
-                kiln__sbuf_printf(b, "      a%d = %s::f(a%d, (CT)__ldcg(wsv + q0 + q));\n", i, red_opname(op), i);
-            kiln__sbuf_puts(b, "  }\n");
+                kiln__sbuf_printf(b, "      a%d%s = %s::f(a%d%s, (CT)__ldcg(wsv + %s));\n", i, x, red_opname(op), i, x, at);
+            lanes_close(g);
+            kiln__sbuf_puts(b, "    }\n  }\n");
             emit_block_red(g, i, mode);
         }
         slot++;
     }
+    if (first_only) kiln__sbuf_puts(b, "  }\n");
 }
 
 /* The device side of split reductions, emitted ahead of such a kernel only: the grid
@@ -775,6 +822,23 @@ static const char grid_sync_src[] =
     "  __syncthreads();\n"
     "}\n";
 
+/* With lanes, a row value is an array vr<i>[VEC]; inside a lane loop "const CT v<x> =
+ * vr<x>[l]" lets emit_instr name it as it does a scalar. Aliases of instruction i's row
+ * operands (row-space, at `level` or below). */
+static void emit_row_aliases(gen *g, int i, int level, const char *indent)
+{
+    const kiln_plan_kernel *k = g->k;
+    const kiln_plan_instr *in = &k->instr[i];
+    int na = instr_nargs(in);
+    for (int j = 0; j < na; j++) {
+        int x = arg_of(in, j), dup = 0;
+        for (int m = 0; m < j; m++) dup |= arg_of(in, m) == x;
+        if (dup || k->instr[x].space != KILN_SPACE_ROW || g->an->level[x] > level) continue;
+        kiln__sbuf_printf(g->b, "%sconst CT v%d = vr%d[l];\n", indent, x, x);
+    }
+}
+
+/* The row values of `level` (computed once a row; with lanes once each of the VEC rows). */
 static void emit_row_level(gen *g, int level)
 {
     const kiln_plan_kernel *k = g->k;
@@ -782,14 +846,23 @@ static void emit_row_level(gen *g, int level)
         const kiln_plan_instr *in = &k->instr[i];
         if (in->space != KILN_SPACE_ROW || kiln__pop_is_reduction((kiln_pop)in->op)) continue;
         if (g->an->level[i] != level) continue;
+        if (g->colvec) {
+            kiln__sbuf_printf(g->b, "  CT vr%d[VEC];\n", i);
+            lanes_open(g);
+            emit_row_aliases(g, i, level, "    ");
+        }
         if (in->op == KILN_POP_LOAD) {
             kiln__sbuf_printf(g->b, "  CT v%d = ", i);
             char x[64];
-            snprintf(x, sizeof x, "in%d[ro%d]", in->a, in->a);
+            snprintf(x, sizeof x, "in%d[ro%d%s]", in->a, in->a, g->colvec && is_vec(g, in->a) ? " + l" : "");
             emit_load_conv(g->b, k->inputs[in->a].dtype, x);
             kiln__sbuf_puts(g->b, ";\n");
         } else {
-            emit_instr(g, i, "rr");
+            emit_instr(g, i, g->colvec ? "rr * VEC + l" : "rr");
+        }
+        if (g->colvec) {
+            kiln__sbuf_printf(g->b, "    vr%d[l] = v%d;\n", i, i);
+            lanes_close(g);
         }
     }
 }
@@ -801,6 +874,7 @@ static void gen_reduction(gen *g, int colmode, int kmax)
     const analysis *an = g->an;
     int ni = k->ninputs;
     char *need = an->need;
+    const char *x = lane(g);
     emit_header(g);
     kiln__sbuf_puts(b, "  extern __shared__ double kiln_sm[];\n");
     if (colmode)
@@ -816,14 +890,14 @@ static void gen_reduction(gen *g, int colmode, int kmax)
         kiln__sbuf_printf(b,
                           "  const int gs = (int)blockIdx.y, G = (int)gridDim.y;\n"
                           "  double *wsv = (double *)p.w[%d];\n"
-                          "  long long *wsx = (long long *)(wsv + (long long)%d * R * G); (void)wsx;\n"
+                          "  long long *wsx = (long long *)(wsv + (long long)%d * R * %d * G); (void)wsx;\n"
                           "  unsigned *gsync = (unsigned *)p.w[%d];\n"
                           "  const IDX tile = (IDX)nw * %d, ntl = (L + tile - 1) / tile;\n"
                           "  const IDX jb = (IDX)((long long)ntl * gs / G) * tile;\n"
                           "  IDX je = (IDX)((long long)ntl * (gs + 1) / G) * tile;\n"
                           "  if (je > L) je = L;\n"
                           "  const bool fits = je - jb <= tile; (void)fits;\n",
-                          g->l->w_ws, g->nred, g->l->w_sync, kmax);
+                          g->l->w_ws, g->nred, g->colvec ? g->vec : 1, g->l->w_sync, kmax);
     } else {
         kiln__sbuf_printf(b, "  const bool fits = L <= (IDX)nw * %d; (void)fits;\n", kmax);
     }
@@ -838,7 +912,8 @@ static void gen_reduction(gen *g, int colmode, int kmax)
         }
     const char *red = colmode ? "col" : "row";
     for (int i = 0; i < k->ninstr; i++)
-        if (kiln__pop_is_reduction((kiln_pop)k->instr[i].op)) kiln__sbuf_printf(b, "  CT v%d;\n", i);
+        if (kiln__pop_is_reduction((kiln_pop)k->instr[i].op))
+            kiln__sbuf_printf(b, g->colvec ? "  CT vr%d[VEC];\n" : "  CT v%d;\n", i);
     emit_row_level(g, 0);
     char lin[64];
     snprintf(lin, sizeof lin, "ro%d + io%d + l", ni + 1, ni + 1);
@@ -853,10 +928,17 @@ static void gen_reduction(gen *g, int colmode, int kmax)
                 if (!kiln__pop_is_reduction((kiln_pop)in->op) || in->pass != ph) continue;
                 mark_full(k, in->a, need);
                 kiln_pop op = (kiln_pop)in->op;
+                if (g->colvec) {
+                    kiln__sbuf_printf(b, "  CT a%d[VEC];\n", i);
+                    if (is_arg_red(op)) kiln__sbuf_printf(b, "  long long x%d[VEC];\n", i);
+                    lanes_open(g);
+                }
                 if (is_arg_red(op))
-                    kiln__sbuf_printf(b, "  CT a%d = (CT)0; long long x%d = -1;\n", i, i);
+                    kiln__sbuf_printf(b, "  %sa%d%s = (CT)0; %sx%d%s = -1;\n", g->colvec ? "" : "CT ", i, x,
+                                      g->colvec ? "" : "long long ", i, x);
                 else
-                    kiln__sbuf_printf(b, "  CT a%d = %s;\n", i, red_identity(op));
+                    kiln__sbuf_printf(b, "  %sa%d%s = %s;\n", g->colvec ? "" : "CT ", i, x, red_identity(op));
+                lanes_close(g);
             }
         } else {
             mark_full(k, k->out_instr, need);
@@ -872,6 +954,19 @@ static void gen_reduction(gen *g, int colmode, int kmax)
         emit_loads(g, need, ph, 1);
         kiln__sbuf_printf(b, "#pragma unroll\n      for (int l = 0; l < %d; l++) {\n", g->vec);
         emit_lane_loads(g, need, 1);
+        if (g->colvec) /* the row values this phase's points use, of this lane's row: operands,
+                        * the output itself (a row value broadcast back), reductions' inputs */
+            for (int r = 0; r < k->ninstr; r++) {
+                if (k->instr[r].space != KILN_SPACE_ROW || an->level[r] > ph) continue;
+                int used = out_phase && r == k->out_instr;
+                for (int i = 0; i < k->ninstr && !used; i++) {
+                    const kiln_plan_instr *in = &k->instr[i];
+                    if (!out_phase && kiln__pop_is_reduction((kiln_pop)in->op) && in->pass == ph && in->a == r) used = 1;
+                    if (!need[i] || in->op == KILN_POP_LOAD) continue;
+                    for (int j = 0; j < instr_nargs(in); j++) used |= arg_of(in, j) == r;
+                }
+                if (used) kiln__sbuf_printf(b, "      const CT v%d = vr%d[l];\n", r, r);
+            }
         for (int i = 0; i < k->ninstr; i++)
             if (need[i] && k->instr[i].op != KILN_POP_LOAD) emit_instr(g, i, lin);
         if (!out_phase) {
@@ -879,11 +974,12 @@ static void gen_reduction(gen *g, int colmode, int kmax)
                 const kiln_plan_instr *in = &k->instr[i];
                 if (!kiln__pop_is_reduction((kiln_pop)in->op) || in->pass != ph) continue;
                 kiln_pop op = (kiln_pop)in->op;
+                /* the point's index along the row: with lanes the row's own j */
                 if (op == KILN_POP_RED_ARGMAX || op == KILN_POP_RED_ARGMIN)
-                    kiln__sbuf_printf(b, "      kiln_arg_comb<%d>(a%d, x%d, v%d, (long long)j * VEC + l);\n",
-                                      op == KILN_POP_RED_ARGMAX, i, i, in->a);
+                    kiln__sbuf_printf(b, "      kiln_arg_comb<%d>(a%d%s, x%d%s, v%d, (long long)j%s);\n",
+                                      op == KILN_POP_RED_ARGMAX, i, x, i, x, in->a, g->colvec ? "" : " * VEC + l");
                 else
-                    kiln__sbuf_printf(b, "      a%d = %s::f(a%d, v%d);\n", i, red_opname(op), i, in->a);
+                    kiln__sbuf_printf(b, "      a%d%s = %s::f(a%d%s, v%d);\n", i, x, red_opname(op), i, x, in->a);
             }
             kiln__sbuf_puts(b, "      }\n     }\n    }\n  }\n");
             for (int i = 0; i < k->ninstr; i++) {
@@ -894,8 +990,11 @@ static void gen_reduction(gen *g, int colmode, int kmax)
             for (int i = 0; i < k->ninstr; i++) {
                 const kiln_plan_instr *in = &k->instr[i];
                 if (!kiln__pop_is_reduction((kiln_pop)in->op) || in->pass != ph) continue;
-                if (is_arg_red((kiln_pop)in->op)) kiln__sbuf_printf(b, "  a%d = x%d < 0 ? (CT)0 : (CT)x%d;\n", i, i, i);
-                kiln__sbuf_printf(b, "  v%d = a%d;\n", i, i);
+                lanes_open(g);
+                if (is_arg_red((kiln_pop)in->op))
+                    kiln__sbuf_printf(b, "  a%d%s = x%d%s < 0 ? (CT)0 : (CT)x%d%s;\n", i, x, i, x, i, x);
+                kiln__sbuf_printf(b, "  v%s%d%s = a%d%s;\n", g->colvec ? "r" : "", i, x, i, x);
+                lanes_close(g);
             }
             kiln__sbuf_puts(b, "  }\n");
             emit_row_level(g, ph + 1);
@@ -912,11 +1011,15 @@ static void gen_reduction(gen *g, int colmode, int kmax)
         }
     }
     if (k->out.is_row) {
-        kiln__sbuf_printf(b, "  if (act && wk == 0%s) {\n    outp[ro%d] = ", g->split ? " && gs == 0" : "", ni);
+        kiln__sbuf_printf(b, "  if (act && wk == 0%s) {\n", g->split ? " && gs == 0" : "");
+        lanes_open(g);
+        kiln__sbuf_printf(b, "    outp[ro%d%s] = ", ni, g->colvec ? " + l" : "");
         char v[32];
-        snprintf(v, sizeof v, "v%d", k->out_instr);
-        emit_store_value(g, v, "r");
-        kiln__sbuf_puts(b, ";\n  }\n");
+        snprintf(v, sizeof v, g->colvec ? "vr%d[l]" : "v%d", k->out_instr);
+        emit_store_value(g, v, g->colvec ? "r * VEC + l" : "r");
+        kiln__sbuf_puts(b, ";\n");
+        lanes_close(g);
+        kiln__sbuf_puts(b, "  }\n");
     }
 }
 
@@ -972,6 +1075,9 @@ typedef struct kplan {
     analysis an;
     int elementwise, colmode, kmax, vec;
     int split; /* a reduction with its rows split across the grid's y (run_kernel decides) */
+    int smem_thread; /* shared bytes a thread for the block reductions */
+    int red_lanes;   /* see gen */
+    int unsplit;     /* with lanes: unsplit even where the split rule would split (lanes_pay) */
     int nred;  /* reduction instructions (a split kernel's partials: nred x R x G) */
 } kplan;
 
@@ -983,18 +1089,25 @@ static void kplan_free(kplan *kp)
 
 
 /* Lanes per point: 16-byte accesses along the last (contiguous) axis when every tensor
- * that moves along it does so with stride 1, sizes and pointers allow it. 1 otherwise. */
-static int choose_vec(const kiln_plan_kernel *k, const kplan *kp)
+ * that moves along it does so with stride 1, sizes and pointers allow it. 1 otherwise.
+ * Element-wise and ROW mode: the lanes are neighbouring points (of one row). COLUMN mode
+ * (the last axis kept): the lanes are neighbouring rows, each with its own reductions, and
+ * the output moves along that axis too. */
+static int vec_lanes(const kiln_plan_kernel *k, const kplan *kp)
 {
     const layout *l = &kp->l;
     int ni = k->ninputs;
-    if (l->nd == 0 || kp->colmode) return 1;
     int a = l->nd - 1;
-    if (!kp->elementwise && !l->red[a]) return 1;
+    /* a reduction's row output is written one value at a time: in ROW mode it does not move
+     * along the axis, in COLUMN mode it must with stride 1 (one value a lane) */
+    int row_out = !kp->elementwise && k->out.is_row;
     size_t maxes = 0;
     int any = 0;
     for (int t = 0; t <= ni; t++) {
-        if (t == ni && !kp->elementwise && k->out.is_row) continue;
+        if (t == ni && row_out) {
+            if (kp->colmode && l->st[t][a] != 1) return 1;
+            continue;
+        }
         int64_t s = l->st[t][a];
         if (s != 0 && s != 1) return 1;
         if (t == ni && s != 1) return 1;
@@ -1010,7 +1123,7 @@ static int choose_vec(const kiln_plan_kernel *k, const kplan *kp)
     if (vec < 2) return 1;
     if (l->size[a] % vec) return 1;
     for (int t = 0; t <= ni; t++) {
-        if (t == ni && !kp->elementwise && k->out.is_row) continue;
+        if (t == ni && row_out) continue;
         if (l->st[t][a] != 1) continue;
         size_t es = kiln_dtype_size(t < ni ? k->inputs[t].dtype : k->out.dtype);
         const char *base = t < ni ? k->inputs[t].base : k->out.base;
@@ -1021,8 +1134,80 @@ static int choose_vec(const kiln_plan_kernel *k, const kplan *kp)
     return vec;
 }
 
-/* Layout, analysis and launch choices of kernel k. */
-static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
+/* The lanes of kernel k, 1 where not vectorised (COLUMN mode: not with KILN_REDUCE_COLVEC=0). */
+static kiln_status choose_vec(kiln_ctx *ctx, const kiln_plan_kernel *k, const kplan *kp, int *vec_out)
+{
+    const layout *l = &kp->l;
+    *vec_out = 1;
+    if (l->nd == 0) return KILN_OK;
+    int a = l->nd - 1;
+    if (kp->colmode) {
+        static const char *const ways[] = {"0", "1"};
+        int env;
+        KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_COLVEC", ways, 2, &env));
+        if (env == 0) return KILN_OK;
+    } else if (!kp->elementwise && !l->red[a]) {
+        return KILN_OK;
+    }
+    *vec_out = vec_lanes(k, kp);
+    return KILN_OK;
+}
+
+/* The points a worker and shared bytes of kernel k at `vec` lanes. */
+static void set_lanes(const kiln_plan_kernel *k, kplan *kp, int vec)
+{
+    kp->vec = vec;
+    kp->kmax = kp->elementwise ? 1 : kmax_for(&kp->an, vec);
+    /* COLUMN mode's lanes are rows, not points: a worker's kmax loads of 16 bytes hold the
+     * bytes of scalar COLUMN mode's (8 points a worker where values stay cached for a later
+     * pass), twice those in one pass with nothing cached */
+    if (kp->colmode && vec > 1) {
+        int kv = (kp->an.ncached == 0 && k->npasses == 1 ? 32 : 8) / vec;
+        kp->kmax = kv < 1 ? 1 : kv > 8 ? 8 : kv;
+    }
+    /* COLUMN mode takes 16 points a worker only in one pass to one value a column, from
+     * inputs of 2 bytes or less in f32 arithmetic (f16 column sums 2-7 % faster than at 8,
+     * bench/NOTES.md step 54; f32 was level). Where the values stay cached for a later pass
+     * 16 spill (batch norm: 192 bytes in f16, 392 in f64). */
+    size_t widest = 0;
+    for (int t = 0; t < k->ninputs; t++)
+        if (kiln_dtype_size(k->inputs[t].dtype) > widest) widest = kiln_dtype_size(k->inputs[t].dtype);
+    if (kp->colmode && kp->kmax > 8 && (k->compute_f64 || widest > 2 || k->npasses > 1 || !k->out.is_row))
+        kp->kmax = 8;
+    /* a value and an index; with lanes all VEC values at once (kiln_col_red_lanes) where that
+     * stays within 32 bytes a thread (32 KB a block), else lane by lane */
+    int lane_bytes = vec * (k->compute_f64 ? 8 : 4);
+    kp->red_lanes = kp->colmode && vec > 1 && lane_bytes <= 32;
+    kp->smem_thread = kp->red_lanes && lane_bytes > 16 ? lane_bytes : 16;
+}
+
+static void launch_shape(const kiln_cuda_state *st, const kplan *kp, int64_t R, int64_t L, int narrow,
+                         unsigned *gx, unsigned *bx, unsigned *by, unsigned *smem);
+static kiln_status split_slices(kiln_ctx *ctx, const kiln_plan_kernel *k, const kplan *kp, unsigned gx,
+                                int64_t workers, int64_t tiles, int occ, int *G);
+
+/* Whether COLUMN mode's lanes pay on the device: a thread owning VEC columns leaves VEC times
+ * fewer threads, so unsplit they pay only where the narrowest blocks still give one an SM
+ * (H100: 0.55-0.86x of no lanes at 512-8192 x 1024 f16 otherwise, bench/NOTES.md step 55).
+ * Sets kp->unsplit where the unsplit blocks fill the device and walk their rows in under 4
+ * tiles: a split's barriers would cost more (batch norm 256 x 8192 f16: 0.54x split). */
+static int lanes_pay(kiln_ctx *ctx, const kiln_cuda_state *st, const kiln_plan_kernel *k, kplan *kp)
+{
+    int64_t R = kp->l.R / kp->vec, L = kp->l.L;
+    unsigned gx, bx, by, smem, gxn, bxn, byn;
+    launch_shape(st, kp, R, L, 0, &gx, &bx, &by, &smem);
+    launch_shape(st, kp, R, L, 1, &gxn, &bxn, &byn, &smem);
+    int64_t tiles = (L + (int64_t)by * kp->kmax - 1) / ((int64_t)by * kp->kmax);
+    int64_t tiles_n = (L + (int64_t)byn * kp->kmax - 1) / ((int64_t)byn * kp->kmax);
+    int G = 1;
+    if (split_slices(ctx, k, kp, gx, by, tiles, 1, &G) != KILN_OK) G = 1; /* run_kernel reports it */
+    kp->unsplit = gxn >= (unsigned)st->sm_count && tiles_n < 4;
+    return (G > 1 && !kp->unsplit) || gxn >= (unsigned)st->sm_count;
+}
+
+/* Layout, analysis and launch choices of kernel k. st: the device, whose size decides
+ * whether COLUMN mode takes lanes (NULL: it takes them wherever the layout allows). */
+static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_cuda_state *st, kplan *kp)
 {
     memset(kp, 0, sizeof *kp);
     KILN_TRY(layout_build(ctx, k, &kp->l));
@@ -1034,18 +1219,18 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
     const layout *l = &kp->l;
     kp->elementwise = k->reduce_mask == 0;
     kp->colmode = !kp->elementwise && l->nd > 0 && !l->red[l->nd - 1] && l->R > 1;
-    kp->vec = choose_vec(k, kp);
-    kp->kmax = kp->elementwise ? 1 : kmax_for(&kp->an, kp->vec);
-    /* COLUMN mode takes 16 points a worker only in one pass to one value a column, from
-     * inputs of 2 bytes or less in f32 arithmetic (f16 column sums 2-7 % faster than at 8,
-     * bench/NOTES.md step 54; f32 was level). Where the values stay cached for a later pass
-     * 16 spill (batch norm: 192 bytes in f16, 392 in f64). */
-    size_t widest = 0;
-    for (int t = 0; t < k->ninputs; t++)
-        if (kiln_dtype_size(k->inputs[t].dtype) > widest) widest = kiln_dtype_size(k->inputs[t].dtype);
-    if (kp->colmode && kp->kmax > 8 && (k->compute_f64 || widest > 2 || k->npasses > 1 || !k->out.is_row))
-        kp->kmax = 8;
     for (int i = 0; i < k->ninstr; i++) kp->nred += kiln__pop_is_reduction((kiln_pop)k->instr[i].op);
+    int vec;
+    s = choose_vec(ctx, k, kp, &vec);
+    if (s != KILN_OK) {
+        kplan_free(kp);
+        return s;
+    }
+    set_lanes(k, kp, vec);
+    if (st && kp->colmode && vec > 1 && !lanes_pay(ctx, st, k, kp)) {
+        kp->unsplit = 0;
+        set_lanes(k, kp, 1);
+    }
     return KILN_OK;
 }
 
@@ -1103,6 +1288,8 @@ static kiln_status generate(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp,
     g.vec = kp->vec;
     g.split = kp->split && !kp->elementwise;
     g.nred = kp->nred;
+    g.colvec = kp->colmode && kp->vec > 1;
+    g.red_lanes = kp->red_lanes;
     kiln__cuda_prelude(&src);
     if (g.split) kiln__sbuf_puts(&src, grid_sync_src);
     kiln__sbuf_printf(&src, "typedef %s IDX;\ntypedef %s CT;\n", l->idx32 ? "int" : "long long",
@@ -1129,7 +1316,7 @@ kiln_status kiln__cuda_kernel_source(kiln_ctx *ctx, const kiln_plan_kernel *k, i
 {
     KILN_TRY(check_plan_kernel(ctx, k));
     kplan kp;
-    KILN_TRY(prepare(ctx, k, &kp));
+    KILN_TRY(prepare(ctx, k, NULL, &kp));
     kp.split = split != 0;
     kiln_status s = generate(ctx, k, &kp, source);
     kplan_free(&kp);
@@ -1168,8 +1355,8 @@ static kiln_status get_function(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan 
 
 /* The launch geometry of a kernel: grid x, block, shared memory (a split adds the grid's
  * y). R and L in the kernel's units (vectors along a vectorised axis). COLUMN mode's blocks
- * are 32 columns wide, or with `narrow` down to 8 while that makes more blocks, towards two
- * an SM. */
+ * are 32 threads wide, or with `narrow` down to 8 (with lanes 4, of VEC columns each) while
+ * that makes more blocks, towards two an SM; with lanes, also unnarrowed, towards 16. */
 static void launch_shape(const kiln_cuda_state *st, const kplan *kp, int64_t R, int64_t L, int narrow,
                          unsigned *gx, unsigned *bx, unsigned *by, unsigned *smem)
 {
@@ -1195,8 +1382,14 @@ static void launch_shape(const kiln_cuda_state *st, const kplan *kp, int64_t R, 
         *gx = (unsigned)((R + rb - 1) / rb);
         *smem = *bx * *by * 16;
     } else {
-        unsigned tx = 32;
-        while (narrow && tx > 8 && (R + tx - 1) / tx < 2 * (int64_t)st->sm_count) tx /= 2;
+        /* a block's row: at least 16 bytes; with lanes (16 bytes a thread) 64. With lanes the
+         * blocks narrow to make 16 along x even when split: fewer along x, a split has more
+         * slices along y, and where every block folds its rows' G partials the folds grow as
+         * G squared (batch norm 32768 x 4096 f16: 3.8x no lanes' speed at 32 threads, 1.0x at
+         * 4; 100000 x 256: 1.4x at 32, 1.9x at 4; bench/NOTES.md step 55) */
+        unsigned tx = 32, txmin = kp->vec > 1 ? 4 : 8;
+        int64_t want = narrow ? 2 * (int64_t)st->sm_count : kp->vec > 1 ? 16 : 0;
+        while ((narrow || kp->vec > 1) && tx > txmin && (R + tx - 1) / tx < want) tx /= 2;
         if ((int64_t)tx > R) tx = pow2ceil(R);
         int64_t need = (L + kmax - 1) / kmax;
         unsigned ty = pow2ceil(need);
@@ -1206,7 +1399,7 @@ static void launch_shape(const kiln_cuda_state *st, const kplan *kp, int64_t R, 
         *bx = tx;
         *by = ty;
         *gx = (unsigned)((R + tx - 1) / tx);
-        *smem = *bx * *by * 16;
+        *smem = *bx * *by * (unsigned)kp->smem_thread;
     }
 }
 
@@ -1230,7 +1423,7 @@ static kiln_status grid_sync_words(kiln_ctx *ctx)
  * along columns (16 lose ~5 %; 24 set between), from 8 for two passes (variance; 4 lose),
  * and from 2 where the row is also written back whole (x - max(x): 4 tiles win 1.0-1.45x). */
 static kiln_status split_slices(kiln_ctx *ctx, const kiln_plan_kernel *k, const kplan *kp, unsigned gx,
-                                int64_t tiles, int occ, int *G)
+                                int64_t workers, int64_t tiles, int occ, int *G)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
     static const char *const ways[] = {"0", "1", "force"};
@@ -1241,6 +1434,9 @@ static kiln_status split_slices(kiln_ctx *ctx, const kiln_plan_kernel *k, const 
     if (env == 0 || st->reduce_no_coop || !st->cu.LaunchKernelEx) return KILN_OK;
     /* (down columns measured at 16 points a worker: 24 tiles = 12 288 rows, at any kmax) */
     int64_t min_tiles = env == 2 || !k->out.is_row ? 2 : k->npasses > 1 ? 8 : kp->colmode ? 24 * 16 / kp->kmax : 16;
+    /* with lanes the blocks are 4 threads wide, more workers: the same 12 288 rows */
+    if (env != 2 && k->out.is_row && k->npasses == 1 && kp->colmode && kp->vec > 1)
+        min_tiles = (12288 + workers * kp->kmax - 1) / (workers * kp->kmax);
     if ((int64_t)gx * 2 > st->sm_count || tiles < min_tiles) return KILN_OK;
     int64_t g = (int64_t)st->sm_count * (occ < 1 ? 1 : occ) / gx;
     if (g > tiles) g = tiles;
@@ -1249,14 +1445,11 @@ static kiln_status split_slices(kiln_ctx *ctx, const kiln_plan_kernel *k, const 
     return KILN_OK;
 }
 
-kiln_status kiln__cuda_run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
+static kiln_status run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
-    KILN_TRY(check_plan_kernel(ctx, k));
-    for (int a = 0; a < k->ndim; a++) /* nothing to store: an empty outer space */
-        if (k->shape[a] == 0 && !((k->reduce_mask >> a) & 1u)) return KILN_OK;
     kplan kp;
-    KILN_TRY(prepare(ctx, k, &kp));
+    KILN_TRY(prepare(ctx, k, st, &kp));
     const layout *l = &kp.l;
     uint64_t wstack[256];
     uint64_t *words = l->nwords <= 256 ? wstack : malloc((size_t)l->nwords * 8);
@@ -1269,7 +1462,7 @@ kiln_status kiln__cuda_run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
     int64_t R = l->R, L = l->L;
     if (vec > 1) { /* sizes in vectors along the last axis */
         words[l->w_size[l->nd - 1]] = (uint64_t)(l->size[l->nd - 1] / vec);
-        if (kp.elementwise)
+        if (kp.elementwise || kp.colmode) /* COLUMN mode: VEC rows a worker */
             R /= vec;
         else
             L /= vec;
@@ -1286,7 +1479,8 @@ kiln_status kiln__cuda_run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
     int G = 1;
     kiln_block *ws = NULL;
     CUfunction fn;
-    kiln_status s = split_slices(ctx, k, &kp, gx, tiles, 1, &G);
+    kiln_status s = split_slices(ctx, k, &kp, gx, workers, tiles, 1, &G);
+    if (kp.unsplit) G = 1;
     if (s == KILN_OK && G > 1) {
         kp.split = 1;
         s = get_function(ctx, k, &kp, &fn);
@@ -1294,10 +1488,10 @@ kiln_status kiln__cuda_run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
         if (s == KILN_OK && st->cu.OccupancyMaxActiveBlocks &&
             st->cu.OccupancyMaxActiveBlocks(&occ, fn, (int)(bx * by), smem) != CUDA_SUCCESS)
             occ = 1;
-        if (s == KILN_OK) s = split_slices(ctx, k, &kp, gx, tiles, occ, &G);
+        if (s == KILN_OK) s = split_slices(ctx, k, &kp, gx, workers, tiles, occ, &G);
         if (s == KILN_OK && G > 1 &&
             (grid_sync_words(ctx) != KILN_OK ||
-             kiln__mem_try_alloc(ctx, (size_t)kp.nred * (size_t)R * (size_t)G * 16, __FILE__, __LINE__, &ws) != KILN_OK))
+             kiln__mem_try_alloc(ctx, (size_t)kp.nred * (size_t)(R * (kp.colmode ? vec : 1)) * (size_t)G * 16, __FILE__, __LINE__, &ws) != KILN_OK))
             ws = NULL;
         if (!ws) {
             G = 1;
@@ -1325,12 +1519,21 @@ kiln_status kiln__cuda_run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
             st->reduce_no_coop = 1;
             if (words != wstack) free(words);
             kplan_free(&kp);
-            return kiln__cuda_run_kernel(ctx, k);
+            return run_kernel(ctx, k);
         }
     } else if (s == KILN_OK) {
         s = kiln__cuda_launch(ctx, fn, gx, 1, bx, by, smem, words, l->nwords);
     }
+    if (s == KILN_OK && kp.colmode && kp.vec > 1) st->stats.reduce_lanes++;
     if (words != wstack) free(words);
     kplan_free(&kp);
     return s;
+}
+
+kiln_status kiln__cuda_run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
+{
+    KILN_TRY(check_plan_kernel(ctx, k));
+    for (int a = 0; a < k->ndim; a++) /* nothing to store: an empty outer space */
+        if (k->shape[a] == 0 && !((k->reduce_mask >> a) & 1u)) return KILN_OK;
+    return run_kernel(ctx, k);
 }

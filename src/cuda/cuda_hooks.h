@@ -24,6 +24,7 @@ typedef struct kiln_cuda_stats {
     int64_t gemm_vendor_pass; /* GEMMs run as cuBLASLt's f32 product and kiln's epilogue pass */
     int64_t gemm_reference;  /* GEMMs run by the reference kernel (what neither can take) */
     int64_t reduce_splits;   /* reduction kernels launched with their rows split across blocks */
+    int64_t reduce_lanes;    /* COLUMN-mode reductions launched with VEC columns a thread */
     double last_compile_ms;  /* NVRTC time of the last compilation */
     double last_get_ms;      /* time of the last kernel lookup (compile, disk or memory) */
 } kiln_cuda_stats;
