@@ -13,7 +13,9 @@
  *  - reduction kernels: ROW mode when the innermost axis is reduced (blockDim.x threads walk
  *    one row, blockDim.y rows per block, warp-shuffle + shared-memory reductions) or COLUMN
  *    mode when it is not (blockDim.x consecutive rows side by side so loads are coalesced,
- *    blockDim.y threads split each row). Every pass walks the row in tiles of nw*KMAX
+ *    blockDim.y threads split each row; with lanes, where the columns are contiguous and it
+ *    pays, a thread owns VEC neighbouring rows, loaded 16 bytes at a time, each with its own
+ *    accumulators and row values, vr<i>[VEC]). Every pass walks the row in tiles of nw*KMAX
  *    points; when the row fits in one tile, the FULL loads used by several passes stay in
  *    registers, so the row is read from memory once. Longer rows are walked again per pass
  *    (still one kernel).
