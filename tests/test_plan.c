@@ -3,7 +3,9 @@
  * assignment becomes, CSE (shared reductions counted), pass numbers, row-valued outputs,
  * in-place copies, limits, the structural hash and the describe line. Numbers are checked
  * in tests/test_expr.c; here plans are built with kiln__plan_build and inspected (a few are
- * also run, to see that split plans still compute the right thing).
+ * also run, to see that split plans still compute the right thing). Random forms are run
+ * against a host reference; without a GPU, where the library has the CUDA backend and NVRTC
+ * loads, their kernels' sources are also compiled for sm_90a.
  */
 #include "check.h"
 #include "expr/plan.h"
