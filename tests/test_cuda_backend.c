@@ -442,12 +442,30 @@ static void test_rng_bits(void)
 
 /* ---- split reductions ------------------------------------------------------------------------ */
 
-static int64_t split_count(void)
+static kiln_cuda_stats stats_of(kiln_ctx *g)
 {
     kiln_cuda_stats s;
     memset(&s, 0, sizeof s);
-    CHECK_OK(gpu, kiln__cuda_cache_stats(gpu, &s));
-    return s.reduce_splits;
+    CHECK_OK(g, kiln__cuda_cache_stats(g, &s));
+    return s;
+}
+
+static int64_t split_count(void) { return stats_of(gpu).reduce_splits; }
+
+/* A reduction knob: var=off runs build unchanged in value with count() not moving, and a
+ * bad value is a KILN_ERR_ARG naming var. */
+static void knob_off_and_bad(const char *var, const char *off, const char *bad, int64_t (*count)(void), build_fn build,
+                             const void *param, kiln_tensor *tc, kiln_tensor *tg, kiln_dtype out_dt, double tol)
+{
+    setenv(var, off, 1);
+    int64_t before = count();
+    compare(var, build, param, &tc, &tg, out_dt, tol);
+    CHECK_INT(count(), before);
+    setenv(var, bad, 1);
+    kiln_tensor *o = NULL;
+    CHECK_FAILS(gpu, kiln_eval(gpu, build(&tg, param), out_dt, &o), KILN_ERR_ARG, var);
+    kiln_tensor_release(o);
+    unsetenv(var);
 }
 
 /* build on the GPU twice: the same bits both times (the partials fold in a fixed order) */
@@ -563,30 +581,14 @@ static void test_split(void)
     kiln_tensor *tc, *tg;
     make_pair(KILN_DTYPE_F32, 1, shape, V_PLAIN, -2, 3, &tc, &tg);
     red_param rp = {KILN_REDUCE_SUM, 0, {0}, 0, 0};
-    setenv("KILN_REDUCE_SPLIT", "0", 1);
-    int64_t before = split_count();
-    compare("sum unsplit", b_reduce, &rp, &tc, &tg, KILN_DTYPE_AUTO, 1e-5);
-    CHECK_INT(split_count(), before);
-    setenv("KILN_REDUCE_SPLIT", "2", 1);
-    kiln_tensor *o = NULL;
-    CHECK_FAILS(gpu, kiln_eval(gpu, b_reduce(&tg, &rp), KILN_DTYPE_AUTO, &o), KILN_ERR_ARG, "KILN_REDUCE_SPLIT");
-    kiln_tensor_release(o);
-    unsetenv("KILN_REDUCE_SPLIT");
+    knob_off_and_bad("KILN_REDUCE_SPLIT", "0", "2", split_count, b_reduce, &rp, tc, tg, KILN_DTYPE_AUTO, 1e-5);
     kiln_tensor_release(tc);
     kiln_tensor_release(tg);
 }
 
 /* ---- COLUMN mode with lanes ------------------------------------------------------------------ */
 
-static int64_t lanes_count_of(kiln_ctx *g)
-{
-    kiln_cuda_stats s;
-    memset(&s, 0, sizeof s);
-    CHECK_OK(g, kiln__cuda_cache_stats(g, &s));
-    return s.reduce_lanes;
-}
-
-static int64_t lanes_count(void) { return lanes_count_of(gpu); }
+static int64_t lanes_count(void) { return stats_of(gpu).reduce_lanes; }
 
 /* The column reductions of the lanes section; in[1], where used, is broadcast into in[0]. */
 static kiln_expr *b_lanes(kiln_tensor *const *in, const void *p)
@@ -724,7 +726,7 @@ static void test_lanes(void)
         CHECK_OK(c, kiln_tensor_empty(c, KILN_DTYPE_F32, 2, shape, &yc));
         CHECK_OK(g, kiln_tensor_empty(g, KILN_DTYPE_F32, 2, shape, &yg));
         kiln_assign_args sr = {.round = KILN_ROUND_STOCHASTIC}, nearest = {.round = KILN_ROUND_NEAREST};
-        int64_t before = lanes_count_of(g);
+        int64_t before = stats_of(g).reduce_lanes;
         for (int step = 0; step < 3; step++) {
             kiln_tensor *dc = step == 0 ? rc : step == 1 ? fc : yc, *dg = step == 0 ? rg : step == 1 ? fg : yg;
             kiln_expr *ec, *eg;
@@ -745,7 +747,7 @@ static void test_lanes(void)
             if (!ok) fprintf(stderr, "  lanes rng step %d: CPU and CUDA bits differ\n", step);
             CHECK(ok);
         }
-        CHECK_INT(lanes_count_of(g) - before, 3);
+        CHECK_INT(stats_of(g).reduce_lanes - before, 3);
         kiln_tensor_release(xc);
         kiln_tensor_release(xg);
         kiln_tensor_release(rc);
@@ -762,15 +764,7 @@ static void test_lanes(void)
     kiln_tensor *tc, *tg;
     make_pair(KILN_DTYPE_F16, 2, shape, V_PLAIN, -2, 3, &tc, &tg);
     int kind = 0;
-    setenv("KILN_REDUCE_COLVEC", "0", 1);
-    int64_t before = lanes_count();
-    compare("sum f16, lanes off", b_lanes, &kind, &tc, &tg, KILN_DTYPE_F32, 1e-5);
-    CHECK_INT(lanes_count(), before);
-    setenv("KILN_REDUCE_COLVEC", "yes", 1);
-    kiln_tensor *o = NULL;
-    CHECK_FAILS(gpu, kiln_eval(gpu, b_lanes(&tg, &kind), KILN_DTYPE_F32, &o), KILN_ERR_ARG, "KILN_REDUCE_COLVEC");
-    kiln_tensor_release(o);
-    unsetenv("KILN_REDUCE_COLVEC");
+    knob_off_and_bad("KILN_REDUCE_COLVEC", "0", "yes", lanes_count, b_lanes, &kind, tc, tg, KILN_DTYPE_F32, 1e-5);
     kiln_tensor_release(tc);
     kiln_tensor_release(tg);
 }

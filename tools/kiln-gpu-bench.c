@@ -110,6 +110,18 @@ static const bcase cases[] = {
     {"A-max(A)", minus_max, 1, 1},
 };
 
+/* The bytes case bc must move on an N x C shape: inputs read once, the output written once. */
+static double case_bytes(const bcase *bc, int64_t N, int64_t C, size_t es)
+{
+    double bytes = (double)bc->nin * (double)(N * C) * (double)es;
+    bytes += bc->out == 1   ? (double)(N * C) * (double)es
+             : bc->out == 0 ? (double)N * es
+             : bc->out == 2 ? (double)C * es
+                            : 4.0;
+    if (bc->fn == relu_ab) bytes += (double)C * es; /* the bias */
+    return bytes;
+}
+
 static int cmpd(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -199,12 +211,7 @@ static void run_table(int quick, const char *only, int64_t (*sizes)[2], int nsiz
             for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
                 const bcase *bc = &cases[c];
                 if (!named(only, bc->name)) continue;
-                double bytes = (double)bc->nin * (double)(N * C) * (double)es;
-                bytes += bc->out == 1   ? (double)(N * C) * (double)es
-                         : bc->out == 0 ? (double)N * es
-                         : bc->out == 2 ? (double)C * es
-                                        : 4.0;
-                if (bc->fn == relu_ab) bytes += (double)C * es;
+                double bytes = case_bytes(bc, N, C, es);
                 int reps = N * C >= (1 << 22) ? 10 : 100;
                 double ms = time_case(bc, &d, reps);
                 double copy_ms = 0;
@@ -258,11 +265,7 @@ static void run_env_ab(const char *var, const char *const *values, int nv, const
                     }
                 unsetenv(var);
                 for (int v = 0; v < nv; v++) qsort(t[v], 3, sizeof t[v][0], cmpd);
-                double bytes = (double)bc->nin * (double)(N * C) * (double)es;
-                bytes += bc->out == 1   ? (double)(N * C) * (double)es
-                         : bc->out == 0 ? (double)N * es
-                         : bc->out == 2 ? (double)C * es
-                                        : 4.0;
+                double bytes = case_bytes(bc, N, C, es);
                 double copy_ms = 0;
                 TRY(kiln__cuda_time_copy(ctx, (size_t)(bytes / 2), 21, &copy_ms));
                 char shape[32];
