@@ -197,34 +197,57 @@ static int named(const char *list, const char *name)
 
 #define MAX_SIZES 32
 
-static void run_table(int quick, const char *only, int64_t (*sizes)[2], int nsizes)
+/* One timed case: its shape, dtype, data and the bytes it must move, the copy of those
+ * bytes timed alongside, and the printed row's first columns. */
+typedef struct bench_row {
+    const bcase *bc;
+    data *d;
+    int64_t N, C;
+    kiln_dtype dt;
+    int reps;
+    double bytes, copy_ms;
+} bench_row;
+
+/* Calls fn for each named case on each size (the first two with quick) in f32 and f16, with
+ * the row's first columns printed (the case, dtype and shape) and its copy timed. */
+static void for_each_case(int quick, const char *only, int64_t (*sizes)[2], int nsizes,
+                          void (*fn)(const bench_row *, void *), void *arg)
 {
     kiln_dtype dts[] = {KILN_DTYPE_F32, KILN_DTYPE_F16};
-    printf("%-26s %-5s %-13s %9s %9s %9s %9s\n", "case", "dtype", "shape", "ms", "GB/s", "copyGB/s", "copy/kiln");
     for (int s = 0; s < nsizes; s++) {
         if (quick && s > 1) break;
         for (int di = 0; di < 2; di++) {
-            kiln_dtype dt = dts[di];
-            int64_t N = sizes[s][0], C = sizes[s][1];
-            data d = data_make(dt, sizes[s]);
-            size_t es = kiln_dtype_size(dt);
+            bench_row r = {.dt = dts[di], .N = sizes[s][0], .C = sizes[s][1]};
+            data d = data_make(r.dt, sizes[s]);
+            r.d = &d;
+            r.reps = r.N * r.C >= (1 << 22) ? 10 : 100;
             for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-                const bcase *bc = &cases[c];
-                if (!named(only, bc->name)) continue;
-                double bytes = case_bytes(bc, N, C, es);
-                int reps = N * C >= (1 << 22) ? 10 : 100;
-                double ms = time_case(bc, &d, reps);
-                double copy_ms = 0;
-                TRY(kiln__cuda_time_copy(ctx, (size_t)(bytes / 2), 21, &copy_ms));
+                r.bc = &cases[c];
+                if (!named(only, r.bc->name)) continue;
+                r.bytes = case_bytes(r.bc, r.N, r.C, kiln_dtype_size(r.dt));
+                TRY(kiln__cuda_time_copy(ctx, (size_t)(r.bytes / 2), 21, &r.copy_ms));
                 char shape[32];
-                snprintf(shape, sizeof shape, "%lldx%lld", (long long)N, (long long)C);
-                printf("%-26s %-5s %-13s %9.4f %9.1f %9.1f %9.2f\n", bc->name, kiln_dtype_name(dt), shape, ms,
-                       bytes / ms * 1e-6, bytes / copy_ms * 1e-6, copy_ms / ms);
+                snprintf(shape, sizeof shape, "%lldx%lld", (long long)r.N, (long long)r.C);
+                printf("%-26s %-5s %-13s", r.bc->name, kiln_dtype_name(r.dt), shape);
+                fn(&r, arg);
                 fflush(stdout);
             }
             data_free(&d);
         }
     }
+}
+
+static void table_row(const bench_row *r, void *arg)
+{
+    (void)arg;
+    double ms = time_case(r->bc, r->d, r->reps);
+    printf(" %9.4f %9.1f %9.1f %9.2f\n", ms, r->bytes / ms * 1e-6, r->bytes / r->copy_ms * 1e-6, r->copy_ms / ms);
+}
+
+static void run_table(int quick, const char *only, int64_t (*sizes)[2], int nsizes)
+{
+    printf("%-26s %-5s %-13s %9s %9s %9s %9s\n", "case", "dtype", "shape", "ms", "GB/s", "copyGB/s", "copy/kiln");
+    for_each_case(quick, only, sizes, nsizes, table_row, NULL);
 }
 
 /* --ab VAR=V1,V2,...: each case and shape timed with VAR at each value in turn, three
@@ -236,10 +259,31 @@ static void run_table(int quick, const char *only, int64_t (*sizes)[2], int nsiz
  * KILN_REDUCE_SPLIT) leave later launches slower. */
 #define AB_MAX 4
 
+typedef struct ab_arg {
+    const char *var;
+    const char *const *values;
+    int nv;
+} ab_arg;
+
+static void ab_row(const bench_row *r, void *arg)
+{
+    const ab_arg *ab = arg;
+    double t[AB_MAX][3];
+    for (int k = 0; k < 3; k++)
+        for (int v = 0; v < ab->nv; v++) {
+            setenv(ab->var, ab->values[v], 1);
+            t[v][k] = time_case(r->bc, r->d, r->reps);
+        }
+    unsetenv(ab->var);
+    for (int v = 0; v < ab->nv; v++) qsort(t[v], 3, sizeof t[v][0], cmpd);
+    for (int v = 0; v < ab->nv; v++) printf(" %9.4f", t[v][1]);
+    for (int v = 1; v < ab->nv; v++) printf(" %9.2f", t[0][1] / t[v][1]);
+    printf(" %9.2f\n", r->copy_ms / t[ab->nv - 1][1]);
+}
+
 static void run_env_ab(const char *var, const char *const *values, int nv, const char *only, int64_t (*sizes)[2],
                        int nsizes)
 {
-    kiln_dtype dts[] = {KILN_DTYPE_F32, KILN_DTYPE_F16};
     int64_t small[2] = {256, 256};
     data e = data_make(KILN_DTYPE_F32, small);
     double ew_before = time_case(&cases[0], &e, 100);
@@ -247,38 +291,8 @@ static void run_env_ab(const char *var, const char *const *values, int nv, const
     for (int v = 0; v < nv; v++) printf(" %9.9s", values[v]);
     for (int v = 1; v < nv; v++) printf(" %4.4s/%-4.4s", values[0], values[v]);
     printf(" %9s\n", "copy/last");
-    for (int s = 0; s < nsizes; s++) {
-        for (int di = 0; di < 2; di++) {
-            kiln_dtype dt = dts[di];
-            int64_t N = sizes[s][0], C = sizes[s][1];
-            data d = data_make(dt, sizes[s]);
-            size_t es = kiln_dtype_size(dt);
-            for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-                const bcase *bc = &cases[c];
-                if (!named(only, bc->name)) continue;
-                int reps = N * C >= (1 << 22) ? 10 : 100;
-                double t[AB_MAX][3];
-                for (int r = 0; r < 3; r++)
-                    for (int v = 0; v < nv; v++) {
-                        setenv(var, values[v], 1);
-                        t[v][r] = time_case(bc, &d, reps);
-                    }
-                unsetenv(var);
-                for (int v = 0; v < nv; v++) qsort(t[v], 3, sizeof t[v][0], cmpd);
-                double bytes = case_bytes(bc, N, C, es);
-                double copy_ms = 0;
-                TRY(kiln__cuda_time_copy(ctx, (size_t)(bytes / 2), 21, &copy_ms));
-                char shape[32];
-                snprintf(shape, sizeof shape, "%lldx%lld", (long long)N, (long long)C);
-                printf("%-26s %-5s %-13s", bc->name, kiln_dtype_name(dt), shape);
-                for (int v = 0; v < nv; v++) printf(" %9.4f", t[v][1]);
-                for (int v = 1; v < nv; v++) printf(" %9.2f", t[0][1] / t[v][1]);
-                printf(" %9.2f\n", copy_ms / t[nv - 1][1]);
-                fflush(stdout);
-            }
-            data_free(&d);
-        }
-    }
+    ab_arg ab = {var, values, nv};
+    for_each_case(0, only, sizes, nsizes, ab_row, &ab);
     double ew_after = time_case(&cases[0], &e, 100);
     printf("\nrelu(A*B+bias) f32 256x256: %.4f ms before the cases, %.4f ms after them\n", ew_before, ew_after);
     data_free(&e);
