@@ -618,8 +618,10 @@ static kiln_expr *b_lanes(kiln_tensor *const *in, const void *p)
  * broadcasts across and along the lanes, arg reductions, two passes, the output written
  * back whole, 3-D, batch norm, split and unsplit (wide: a block an SM even so), in f16,
  * bf16, f32, f64 and i8; each against the CPU backend and each counted as a launch with
- * lanes. Views that rule lanes out (misaligned, transposed, odd widths) and unsplit
- * reductions of too few columns are correct and not counted. Stochastic rounding and
+ * lanes. Views that rule lanes out (misaligned, transposed, odd widths) and reductions where
+ * the device rule (lanes_pay) declines them (too few columns) are correct and not counted;
+ * cases marked 2 run under KILN_REDUCE_COLVEC=force, which takes lanes wherever the layout
+ * allows, so that the lanes kernels of few columns are tested too. Stochastic rounding and
  * generators are keyed by the element, not the lane: the same bits as the CPU where the value
  * before rounding is exact (max, x - max(x) of f16). KILN_REDUCE_COLVEC=0 turns lanes off, a
  * bad value names the variable. */
@@ -630,32 +632,37 @@ static void test_lanes(void)
         kiln_dtype dt, out;
         int nd;
         int64_t shape[3];
-        int view, kind, lanes;
+        int view, kind, lanes; /* 0 none, 1 lanes by the device rule, 2 lanes when forced */
         double tol;
     } cases[] = {
-        {"sum f16, split", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {40000, 1024}, V_PLAIN, 0, 1, 1e-5},
+        {"sum f16, split", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {40000, 1024}, V_PLAIN, 0, 2, 1e-5},
+        {"sum f16, 128 lane columns (no lanes)", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {40000, 1024}, V_PLAIN, 0, 0, 1e-5},
+        {"sum f32, 1024 lane columns, split", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {20000, 4096}, V_PLAIN, 0, 1, 1e-5},
         {"sum f16, wide", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {64, 8192}, V_PLAIN, 0, 1, 1e-5},
         {"sum f16, few columns (no lanes)", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {300, 64}, V_PLAIN, 0, 0, 1e-5},
         {"sum f16 to f16", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {200, 4400}, V_PLAIN, 0, 1, 1e-3},
         {"sum bf16, strided rows", KILN_DTYPE_BF16, KILN_DTYPE_F32, 2, {300, 4800}, V_STEP, 0, 1, 1e-5},
-        {"sum f32, split", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {100000, 516}, V_PLAIN, 0, 1, 1e-5},
+        {"sum f32, split", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {100000, 516}, V_PLAIN, 0, 2, 1e-5},
         {"sum f64", KILN_DTYPE_F64, KILN_DTYPE_F64, 2, {100, 2400}, V_PLAIN, 0, 1, 1e-12},
         {"sum i8", KILN_DTYPE_I8, KILN_DTYPE_F32, 2, {99, 4800}, V_PLAIN, 0, 1, 1e-6},
         {"sum f16, misaligned", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {3000, 4800}, V_OFF, 0, 0, 1e-5},
         {"sum f16, transposed", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {3000, 4800}, V_T, 0, 0, 1e-5},
         {"sum f16, 4801 columns", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {300, 4801}, V_PLAIN, 0, 0, 1e-5},
-        {"weighted sum f16 (rows, 1), split", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {20000, 256}, V_PLAIN, 1, 1, 1e-4},
+        {"weighted sum f16 (rows, 1), split", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {20000, 256}, V_PLAIN, 1, 2, 1e-4},
         {"squares about a row f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {700, 2400}, V_PLAIN, 2, 1, 1e-5},
         {"argmax bf16", KILN_DTYPE_BF16, KILN_DTYPE_AUTO, 2, {500, 4800}, V_PLAIN, 3, 1, 0},
-        {"argmin f16, split", KILN_DTYPE_F16, KILN_DTYPE_AUTO, 2, {300000, 64}, V_PLAIN, 4, 1, 0},
-        {"var f32, split", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {30000, 64}, V_PLAIN, 5, 1, 1e-4},
-        {"var f16, split", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {200000, 128}, V_PLAIN, 5, 1, 1e-4},
-        {"x - max(x) f16, split", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {3000, 256}, V_PLAIN, 6, 1, 0},
-        {"x - max(x) f32, split", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {100000, 32}, V_PLAIN, 6, 1, 0},
+        {"argmin f16, split", KILN_DTYPE_F16, KILN_DTYPE_AUTO, 2, {300000, 64}, V_PLAIN, 4, 2, 0},
+        {"var f32, split", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {30000, 64}, V_PLAIN, 5, 2, 1e-4},
+        {"var f16, split", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {200000, 128}, V_PLAIN, 5, 2, 1e-4},
+        {"var f16, 64 lane columns, split", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {100000, 512}, V_PLAIN, 5, 1, 1e-4},
+        {"x - max(x) f16, split", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {3000, 256}, V_PLAIN, 6, 2, 0},
+        {"x - max(x) f32, split", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {100000, 32}, V_PLAIN, 6, 2, 0},
         {"3-D sum over the middle f16", KILN_DTYPE_F16, KILN_DTYPE_F32, 3, {16, 50, 512}, V_PLAIN, 7, 1, 1e-5},
-        {"batch norm f16, split", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {4096, 64}, V_PLAIN, 8, 1, 4e-3},
-        {"batch norm f32, split", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {200000, 16}, V_PLAIN, 8, 1, 2e-4},
-        {"batch norm f64, split", KILN_DTYPE_F64, KILN_DTYPE_F64, 2, {5000, 32}, V_PLAIN, 8, 1, 1e-12},
+        {"batch norm f16, split", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {4096, 64}, V_PLAIN, 8, 2, 4e-3},
+        {"batch norm f16, 8 lane columns (no lanes)", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {4096, 64}, V_PLAIN, 8, 0, 4e-3},
+        {"batch norm f16, 32 lane columns, split", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {60000, 256}, V_PLAIN, 8, 1, 4e-3},
+        {"batch norm f32, split", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {200000, 16}, V_PLAIN, 8, 2, 2e-4},
+        {"batch norm f64, split", KILN_DTYPE_F64, KILN_DTYPE_F64, 2, {5000, 32}, V_PLAIN, 8, 2, 1e-12},
         {"batch norm f16, wide", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {8, 8192}, V_PLAIN, 8, 1, 4e-3},
 
     };
@@ -669,20 +676,24 @@ static void test_lanes(void)
             else
                 make_pair(cases[c].dt, 1, cols, V_PLAIN, -1, 1, &tc[1], &tg[1]);
         }
+        if (cases[c].lanes == 2) setenv("KILN_REDUCE_COLVEC", "force", 1);
         int64_t before = lanes_count();
         compare(cases[c].what, b_lanes, &cases[c].kind, tc, tg, cases[c].out, cases[c].tol);
         int64_t moved = lanes_count() - before;
-        if ((moved > 0) != cases[c].lanes)
+        if ((moved > 0) != (cases[c].lanes > 0))
             fprintf(stderr, "  lanes case %s: %s\n", cases[c].what, moved ? "lanes where none belong" : "no lanes");
-        CHECK_INT(moved > 0, cases[c].lanes);
+        CHECK_INT(moved > 0, cases[c].lanes > 0);
         if (strstr(cases[c].what, "split")) check_repeatable(cases[c].what, b_lanes, &cases[c].kind, tg, cases[c].out);
+        unsetenv("KILN_REDUCE_COLVEC");
         for (int i = 0; i < 2; i++) {
             kiln_tensor_release(tc[i]);
             kiln_tensor_release(tg[i]);
         }
     }
     /* the column means assigned to a full-shape destination: the output a row value broadcast
-     * back down the columns (its lanes' values aliased in the output pass) */
+     * back down the columns (its lanes' values aliased in the output pass); lanes forced, as
+     * in the generator's kernels below */
+    setenv("KILN_REDUCE_COLVEC", "force", 1);
     for (int w = 0; w < 2; w++) {
         int64_t shape[2] = {w ? 16 : 5000, w ? 4096 : 64};
         kiln_dtype dt = w ? KILN_DTYPE_F32 : KILN_DTYPE_F16;
@@ -759,8 +770,10 @@ static void test_lanes(void)
     }
     if (c) kiln_ctx_destroy(c);
     if (g) kiln_ctx_destroy(g);
-    /* KILN_REDUCE_COLVEC=0: no lanes, the same values; a bad value names the variable */
-    int64_t shape[2] = {20000, 256};
+    unsetenv("KILN_REDUCE_COLVEC");
+    /* KILN_REDUCE_COLVEC=0: no lanes, the same values; a bad value names the variable (on a
+     * sum the device rule gives lanes) */
+    int64_t shape[2] = {64, 8192};
     kiln_tensor *tc, *tg;
     make_pair(KILN_DTYPE_F16, 2, shape, V_PLAIN, -2, 3, &tc, &tg);
     int kind = 0;

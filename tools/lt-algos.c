@@ -9,6 +9,8 @@
  *     TYPE f32 | tf32 | f16 | bf16; OPA/OPB N or T; column-major, packed leading dimensions
  *     (A is M x K under OPA, B is K x N under OPB, D is M x N); bias: the BIAS epilogue (a
  *     vector of M, as kiln's fused `dot(...) + row vector` asks for).
+ *   LT_REDUCTION_MASK=N (environment): CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, e.g. 2 for
+ *     COMPUTE_TYPE only (split-K partials summed in f32), 0xff or unset for any scheme.
  * Exits 77 without a CUDA device.
  */
 #include <stdint.h>
@@ -103,6 +105,18 @@ int main(int argc, char **argv)
     cublasLtMatmulPreference_t pref;
     CK(cublasLtMatmulPreferenceCreate(&pref));
     CK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsize, sizeof wsize));
+    const char *mask_env = getenv("LT_REDUCTION_MASK");
+    if (mask_env && *mask_env) {
+        char *end = NULL;
+        unsigned long mv = strtoul(mask_env, &end, 0);
+        if (*end || mv > 0xffffffffUL) {
+            fprintf(stderr, "lt-algos: LT_REDUCTION_MASK must be a 32-bit number, not '%s'\n", mask_env);
+            return 2;
+        }
+        uint32_t mask = (uint32_t)mv;
+        CK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof mask));
+        printf("reduction scheme mask 0x%x\n", mask);
+    }
     enum { NREQ = 16 };
     cublasLtMatmulHeuristicResult_t res[NREQ];
     int nres = 0;

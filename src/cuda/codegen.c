@@ -1080,6 +1080,7 @@ typedef struct kplan {
     int smem_thread; /* shared bytes a thread for the block reductions */
     int red_lanes;   /* see gen */
     int unsplit;     /* with lanes: unsplit even where the split rule would split (lanes_pay) */
+    int lanes_forced; /* KILN_REDUCE_COLVEC=force: lanes wherever the layout allows */
     int nred;  /* reduction instructions (a split kernel's partials: nred x R x G) */
 } kplan;
 
@@ -1136,18 +1137,20 @@ static int vec_lanes(const kiln_plan_kernel *k, const kplan *kp)
     return vec;
 }
 
-/* The lanes of kernel k, 1 where not vectorised (COLUMN mode: not with KILN_REDUCE_COLVEC=0). */
-static kiln_status choose_vec(kiln_ctx *ctx, const kiln_plan_kernel *k, const kplan *kp, int *vec_out)
+/* The lanes of kernel k, 1 where not vectorised (COLUMN mode: not with KILN_REDUCE_COLVEC=0;
+ * with =force kp->lanes_forced, so that prepare takes them without asking lanes_pay). */
+static kiln_status choose_vec(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp, int *vec_out)
 {
     const layout *l = &kp->l;
     *vec_out = 1;
     if (l->nd == 0) return KILN_OK;
     int a = l->nd - 1;
     if (kp->colmode) {
-        static const char *const ways[] = {"0", "1"};
+        static const char *const ways[] = {"0", "1", "force"};
         int env;
-        KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_COLVEC", ways, 2, &env));
+        KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_COLVEC", ways, 3, &env));
         if (env == 0) return KILN_OK;
+        kp->lanes_forced = env == 2;
     } else if (!kp->elementwise && !l->red[a]) {
         return KILN_OK;
     }
@@ -1196,6 +1199,12 @@ static kiln_status split_slices(kiln_ctx *ctx, const kiln_plan_kernel *k, const 
 static int lanes_pay(kiln_ctx *ctx, const kiln_cuda_state *st, const kiln_plan_kernel *k, kplan *kp)
 {
     int64_t R = kp->l.R / kp->vec, L = kp->l.L;
+    /* Few lane columns leave one or two blocks along x and the work to the split's slices: f16
+     * batch norm over 4096 x 64 (8 lane columns) ran at 0.70x of no lanes. One pass with
+     * nothing cached (a column sum) gains only from 256 lane columns up: at 32-128 it ran
+     * 0.86-1.04x (100000 x 256 f32 0.86x, f16 0.94x; x 1024 f16 0.97-1.04x; H100, NOTES step 55),
+     * where a cached batch norm over 100000 x 256 f16 (32 lane columns) gained 1.91x. */
+    if (R < 32 || (k->npasses == 1 && kp->an.ncached == 0 && R < 256)) return 0;
     unsigned gx, bx, by, smem, gxn, bxn, byn;
     launch_shape(st, kp, R, L, 0, &gx, &bx, &by, &smem);
     launch_shape(st, kp, R, L, 1, &gxn, &bxn, &byn, &smem);
@@ -1229,7 +1238,7 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_
         return s;
     }
     set_lanes(k, kp, vec);
-    if (st && kp->colmode && vec > 1 && !lanes_pay(ctx, st, k, kp)) {
+    if (st && kp->colmode && vec > 1 && !kp->lanes_forced && !lanes_pay(ctx, st, k, kp)) {
         kp->unsplit = 0;
         set_lanes(k, kp, 1);
     }

@@ -222,6 +222,17 @@ static kiln_status lt_entry_build(kiln_ctx *ctx, const kiln_cuda_lt_key *key, co
                                             sizeof key->al_d));
     LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &key->al_d,
                                             sizeof key->al_d));
+    /* 16-bit outputs: split-K partials summed in f32 only. The heuristic's first choice for
+     * f16 7 x 1000 x 129 (column-major, op N T) was 4 splits summed INPLACE, in D's f16: one
+     * element 1 ulp off the correctly rounded value (test_dot, vendor engine, H100 2026-12-05).
+     * Masked, it takes one split (11 us against 19 us there); on the fifteen FC shapes its
+     * first choices already sum in f32 or do not split, and are unchanged (tools/lt-algos,
+     * LT_REDUCTION_MASK=2; bench/NOTES.md step 56). */
+    if (key->type_d == CUDA_R_16F || key->type_d == CUDA_R_16BF) {
+        uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &scheme,
+                                                sizeof scheme));
+    }
     {
         cublasLtMatmulHeuristicResult_t res;
         int nres = 0;
