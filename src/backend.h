@@ -43,6 +43,10 @@ typedef struct kiln_backend {
     /* Waits for queued work (optional: NULL = nothing is ever queued). */
     kiln_status (*synchronize)(kiln_ctx *ctx);
 
+    /* 1: the planner lowers a variance (RED_VAR, one pass) to mean((x - mean(x))^2), two
+     * dependent reductions, unless KILN_VAR_PASSES=1 asks for one pass (src/expr/plan.c). */
+    int var_two_pass;
+
     /* The stream work is queued on, as the API's handle (cudaStream_t on CUDA), for interop
      * (kiln_ctx_stream). Optional: NULL = no stream, work runs in the call. */
     void *(*stream)(const kiln_ctx *ctx);

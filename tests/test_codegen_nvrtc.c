@@ -134,10 +134,22 @@ int main(void)
         {"lanes: column sum broadcast back f16", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {3000, 64}, 10, KILN_ROUND_DEFAULT},
         {"lanes: sum of x * 0 + max(x) f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3000, 64}, 11, KILN_ROUND_DEFAULT},
         {"softmax f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 30000}, 8, KILN_ROUND_DEFAULT},
+        /* the variance in one pass (KILN_VAR_PASSES=1: RED_VAR, Welford's update, Chan's merges) */
+        {"column var bf16 (one pass)", KILN_DTYPE_BF16, KILN_DTYPE_F32, 2, {30000, 6}, 4, KILN_ROUND_DEFAULT},
+        {"batch norm f64 (one pass)", KILN_DTYPE_F64, KILN_DTYPE_F64, 2, {100000, 3}, 6, KILN_ROUND_DEFAULT},
+        {"batch norm f16 SR (one pass)", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {100000, 3}, 6, KILN_ROUND_STOCHASTIC},
+        {"lanes: column var f32 (one pass)", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {30000, 64}, 4, KILN_ROUND_DEFAULT},
+        {"lanes: batch norm f16 SR (one pass)", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {100000, 64}, 6,
+         KILN_ROUND_STOCHASTIC},
+        {"lanes: batch norm f64 (one pass)", KILN_DTYPE_F64, KILN_DTYPE_F64, 2, {100000, 16}, 6, KILN_ROUND_DEFAULT},
     };
     int compiled = 0, reductions = 0;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const codegen_case *cs = &cases[c];
+        if (strstr(cs->what, "(one pass)"))
+            setenv("KILN_VAR_PASSES", "1", 1);
+        else
+            unsetenv("KILN_VAR_PASSES");
         kiln_tensor *x = random_tensor(ctx, cs->in_dt, cs->nd, cs->shape);
         int ond;
         int64_t oshape[3];

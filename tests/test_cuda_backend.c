@@ -352,6 +352,69 @@ static void test_batchnorm(void)
             }
 }
 
+/* ---- variances in one pass ------------------------------------------------------------------ */
+
+static void check_repeatable(const char *what, build_fn build, const void *param, kiln_tensor *const *ig,
+                             kiln_dtype out_dt);
+
+static kiln_expr *b_welford(kiln_tensor *const *in, const void *p)
+{
+    int kind = *(const int *)p, ax = kind & 1;
+    if (kind < 2) return kiln_reduce(KILN_REDUCE_VAR, kiln_t(in[0]), 1, &ax, 0);
+    if (kind < 4) return kiln_reduce(KILN_REDUCE_STD, kiln_t(in[0]), 1, &ax, 1);
+    return kiln_mul(kiln_rsqrt(kiln_add(kiln_var(kiln_t(in[0]), ax), kiln_scalar(1e-5))),
+                    kiln_sub(kiln_t(in[0]), kiln_mean(kiln_t(in[0]), ax)));
+}
+
+/* Variances in one pass on the GPU (KILN_VAR_PASSES=1: RED_VAR, Welford's update a point and
+ * Chan's merges across workers, lanes and a split's slices), against the CPU: var and std
+ * along rows and along columns and batch norm in both layouts, in f32, f16, bf16 and f64, on
+ * shapes that run one block a row, split across blocks, and with lanes (the rule's and
+ * forced); each split case twice with the same bits (a fixed merge order). A bad
+ * KILN_VAR_PASSES names the variable. The GPU's default is two passes until this section has
+ * passed on a GPU (bench/NOTES.md step 56). */
+static void test_welford(void)
+{
+    struct {
+        kiln_dtype dt;
+        int64_t shape[2];
+        const char *colvec; /* KILN_REDUCE_COLVEC for the case, NULL: unset */
+        double tol;
+    } cases[] = {
+        {KILN_DTYPE_F32, {7, 129}, NULL, 2e-4},         {KILN_DTYPE_F16, {64, 8192}, NULL, 4e-3},
+        {KILN_DTYPE_F32, {3, 50000}, NULL, 2e-4},       {KILN_DTYPE_F32, {100000, 64}, NULL, 2e-4},
+        {KILN_DTYPE_F16, {60000, 256}, NULL, 4e-3},     {KILN_DTYPE_F16, {30000, 64}, "force", 4e-3},
+        {KILN_DTYPE_BF16, {2049, 33}, NULL, 3e-2},      {KILN_DTYPE_F64, {5000, 32}, "force", 1e-10},
+        {KILN_DTYPE_F32, {20000, 4096}, NULL, 2e-4},    {KILN_DTYPE_F64, {3000, 17}, "0", 1e-10},
+    };
+    setenv("KILN_VAR_PASSES", "1", 1);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        if (cases[c].colvec) setenv("KILN_REDUCE_COLVEC", cases[c].colvec, 1);
+        kiln_tensor *tc, *tg;
+        make_pair(cases[c].dt, 2, cases[c].shape, V_PLAIN, -2, 3, &tc, &tg);
+        for (int kind = 0; kind < 6; kind++) {
+            char what[96];
+            snprintf(what, sizeof what, "welford case %zu kind %d", c, kind);
+            compare(what, b_welford, &kind, &tc, &tg, KILN_DTYPE_AUTO, cases[c].tol);
+            if (cases[c].shape[0] * cases[c].shape[1] >= 100000)
+                check_repeatable(what, b_welford, &kind, &tg, KILN_DTYPE_AUTO);
+        }
+        kiln_tensor_release(tc);
+        kiln_tensor_release(tg);
+        unsetenv("KILN_REDUCE_COLVEC");
+    }
+    setenv("KILN_VAR_PASSES", "3", 1);
+    int64_t shape[2] = {8, 8};
+    kiln_tensor *tc, *tg, *o = NULL;
+    make_pair(KILN_DTYPE_F32, 2, shape, V_PLAIN, -2, 3, &tc, &tg);
+    int kind = 0;
+    CHECK_FAILS(gpu, kiln_eval(gpu, b_welford(&tg, &kind), KILN_DTYPE_AUTO, &o), KILN_ERR_ARG, "KILN_VAR_PASSES");
+    kiln_tensor_release(o);
+    kiln_tensor_release(tc);
+    kiln_tensor_release(tg);
+    unsetenv("KILN_VAR_PASSES");
+}
+
 /* ---- random numbers and stochastic rounding: bit identity ------------------------------------ */
 
 static int same_bits(kiln_tensor *a, kiln_tensor *b, kiln_dtype dt)
@@ -2326,7 +2389,7 @@ int main(void)
     } sections[] = {{"copies", test_copies},       {"elementwise", test_elementwise},
                     {"chains", test_chains},       {"reductions", test_reductions},
                     {"batchnorm", test_batchnorm}, {"split", test_split},
-                    {"lanes", test_lanes},
+                    {"lanes", test_lanes},         {"welford", test_welford},
                     {"rng", test_rng_bits},
                     {"gemm", test_gemm},           {"random", test_gemm_random}, {"stats", test_gemm_stats},
                     {"fastdram", gemm_fast_dram},

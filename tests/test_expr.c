@@ -5,6 +5,7 @@
  * path of the builders and of kiln_assign / kiln_eval, and the ownership rules. The device
  * comes from the environment (KILN_DEVICE), so the same test runs on CUDA later.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "check.h"
 
 /* Depth of a chain that is just under the builders' limit (4096, src/expr/expr.h). */
@@ -586,6 +587,99 @@ static void test_reductions(void)
     arr_free(&a);
 }
 
+/* The variance in one pass (Welford's update, Chan's merges) and in two (KILN_VAR_PASSES=1,
+ * =2, and unset: the backend's default): columns that defeat a one-pass sum of squares or a
+ * shift by the first value, against the two-pass value in f64 of the same stored data: zeros
+ * with one 1 in the first row, 1e4 plus noise, noise behind a first row of 1000, a 2-D tensor
+ * reduced along either axis, std, and a NaN, an infinity and an empty axis (NaN, as the
+ * two-pass form gives); a bad KILN_VAR_PASSES names the variable. */
+static void test_variance_passes(const char *passes);
+static void test_variance_one_pass(void)
+{
+    static const char *const settings[] = {NULL, "1", "2"};
+    for (int s = 0; s < 3; s++) {
+        if (settings[s])
+            setenv("KILN_VAR_PASSES", settings[s], 1);
+        else
+            unsetenv("KILN_VAR_PASSES");
+        test_variance_passes(settings[s]);
+    }
+    setenv("KILN_VAR_PASSES", "one", 1);
+    int64_t sh[2] = {4, 4}, four = 4;
+    arr a = mk(KILN_DTYPE_F32, 2, sh, -1, 1, 0);
+    kiln_tensor *d = poisoned(KILN_DTYPE_F32, 1, &four);
+    int ax = 0;
+    CHECK_FAILS(ctx, kiln_assign(d, kiln_reduce(KILN_REDUCE_VAR, kiln_t(a.t), 1, &ax, 0)), KILN_ERR_ARG,
+                "KILN_VAR_PASSES");
+    kiln_tensor_release(d);
+    arr_free(&a);
+    unsetenv("KILN_VAR_PASSES");
+}
+
+static void test_variance_passes(const char *passes)
+{
+    const int64_t n = 5000;
+    for (int axis = 0; axis < 2; axis++) {
+        int64_t shape[2] = {axis == 0 ? n : 5, axis == 0 ? 5 : n};
+        double *v = malloc((size_t)(5 * n) * sizeof *v);
+        check_fill(&seed, v, 5 * n, -1, 1);
+        for (int64_t r = 0; r < n; r++)
+            for (int c = 0; c < 5; c++) {
+                double *e = axis == 0 ? &v[r * 5 + c] : &v[c * n + r];
+                if (c == 0) *e = r == 0 ? 1.0 : 0.0;
+                if (c == 1) *e += 1e4;
+                if (c == 2 && r == 0) *e = 1000.0;
+                if (c == 3 && r == n / 2) *e = NAN;
+                if (c == 4 && r == 7) *e = INFINITY;
+            }
+        arr a = from_host(KILN_DTYPE_F32, 2, shape, v);
+        free(v);
+        int64_t one = 5;
+        for (int sd = 0; sd < 2; sd++) {
+            kiln_tensor *d = poisoned(KILN_DTYPE_F32, 1, &one);
+            CHECK_OK(ctx, kiln_assign(d, kiln_reduce(sd ? KILN_REDUCE_STD : KILN_REDUCE_VAR, kiln_t(a.t), 1, &axis, 0)));
+            double *got = read_all(d);
+            for (int c = 0; c < 5; c++) {
+                double m = 0, q = 0;
+                for (int64_t r = 0; r < n; r++) m += a.h[axis == 0 ? r * 5 + c : c * n + r];
+                m /= (double)n;
+                for (int64_t r = 0; r < n; r++) {
+                    const double e = a.h[axis == 0 ? r * 5 + c : c * n + r] - m;
+                    q += e * e;
+                }
+                double want = q / (double)n;
+                if (sd) want = sqrt(want);
+                if (c >= 3) { /* a NaN or an infinity in the column: NaN */
+                    if (!isnan(got[c]))
+                        fprintf(stderr, "  var (passes %s) axis %d column %d: %g, want NaN\n", passes ? passes : "default",
+                                axis, c, got[c]);
+                    CHECK(isnan(got[c]));
+                    continue;
+                }
+                const double tol = c == 1 ? 2e-3 : 1e-4, err = fabs(got[c] - want) / want;
+                if (!(err <= tol))
+                    fprintf(stderr, "  %s (passes %s) axis %d column %d: %.9g, want %.9g (rel %.2g)\n", sd ? "std" : "var",
+                            passes ? passes : "default", axis, c, got[c], want, err);
+                CHECK(err <= tol);
+            }
+            free(got);
+            kiln_tensor_release(d);
+        }
+        arr_free(&a);
+    }
+    /* an empty reduced axis: NaN a column */
+    int64_t es[2] = {0, 3}, three = 3;
+    kiln_tensor *e = NULL, *d = poisoned(KILN_DTYPE_F32, 1, &three);
+    CHECK_OK(ctx, kiln_tensor_empty(ctx, KILN_DTYPE_F32, 2, es, &e));
+    int ax0 = 0;
+    CHECK_OK(ctx, kiln_assign(d, kiln_reduce(KILN_REDUCE_VAR, kiln_t(e), 1, &ax0, 0)));
+    double *got = read_all(d);
+    for (int c = 0; c < 3; c++) CHECK(isnan(got[c]));
+    free(got);
+    kiln_tensor_release(d);
+    kiln_tensor_release(e);
+}
+
 /* ---- views, in place ------------------------------------------------------------------ */
 
 static void test_views(void)
@@ -1155,6 +1249,7 @@ int main(void)
     test_unary();
     test_binary();
     test_reductions();
+    test_variance_one_pass();
     test_views();
     test_inplace();
     test_generators();

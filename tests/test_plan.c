@@ -7,6 +7,7 @@
  * against a host reference; without a GPU, where the library has the CUDA backend and NVRTC
  * loads, their kernels' sources are also compiled for sm_90a.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "check.h"
 #include "expr/plan.h"
 #include "cuda/cuda_hooks.h"
@@ -92,6 +93,7 @@ static void test_batchnorm(void)
         CHECK_INT(p->nkernels, 1);
         CHECK_INT(p->ntemps, 0);
         CHECK_INT(count_op(p, KILN_POP_RED_SUM), 2); /* mean(A,1) once, shared with var */
+        CHECK_INT(count_op(p, KILN_POP_RED_VAR), 0); /* var lowered to two passes (the default) */
         CHECK_INT(count_op(p, KILN_POP_LOAD), 1);    /* A read through one input */
         const kiln_plan_kernel *K = &p->kernels[0];
         CHECK_INT(K->ninputs, 1);
@@ -104,6 +106,21 @@ static void test_batchnorm(void)
             if (K->instr[i].op == KILN_POP_RED_SUM && K->instr[i].pass < 2) passes[K->instr[i].pass]++;
         CHECK_INT(passes[0], 1);
         CHECK_INT(passes[1], 1);
+        /* KILN_VAR_PASSES=1: the variance in the mean's pass (RED_VAR, Welford), A walked twice */
+        setenv("KILN_VAR_PASSES", "1", 1);
+        kiln_plan *p1 = plan_of(A, batchnorm(A), NULL);
+        unsetenv("KILN_VAR_PASSES");
+        CHECK(p1 != NULL);
+        if (p1) {
+            CHECK_INT(count_op(p1, KILN_POP_RED_SUM), 1);
+            CHECK_INT(count_op(p1, KILN_POP_RED_VAR), 1);
+            CHECK_INT(p1->kernels[0].npasses, 1);
+            for (int i = 0; i < p1->kernels[0].ninstr; i++)
+                if (kiln__pop_is_reduction((kiln_pop)p1->kernels[0].instr[i].op))
+                    CHECK_INT(p1->kernels[0].instr[i].pass, 0);
+            check_plan_sane(p1);
+            kiln__plan_free(p1);
+        }
         check_plan_sane(p);
         char line[1024];
         kiln__plan_describe(p, line, sizeof line);
@@ -771,6 +788,11 @@ static void test_random_forms(void)
     static const int64_t sizes[5] = {1, 2, 3, 5, 7};
     int failures = 0;
     for (int it = 0; it < 300 && failures < 3; it++) {
+        /* every other form with its variances in one pass (RED_VAR), planned, run and compiled */
+        if (it & 1)
+            setenv("KILN_VAR_PASSES", "1", 1);
+        else
+            unsetenv("KILN_VAR_PASSES");
         fz z;
         memset(&z, 0, sizeof z);
         int nd = 1 + fz_rand(3);
@@ -849,6 +871,7 @@ static void test_random_forms(void)
             free(z.lh[l].v);
         }
     }
+    unsetenv("KILN_VAR_PASSES");
 }
 
 int main(void)

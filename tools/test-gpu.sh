@@ -10,7 +10,7 @@
 # Environment: BUILD_GPU (build dir, default build-gpu), MODES (default
 # "cuda python memcheck racecheck"; also "cpu"; python = the pytest suite on the CUDA
 # backend with the machine's python3), RACECHECK_TESTS (default "test_cuda_backend", its
-# RACECHECK_SECTIONS only: reductions,batchnorm,split,lanes),
+# RACECHECK_SECTIONS only: reductions,batchnorm,split,lanes,welford),
 # TESTS (which test programs; default all), PAR (runs at once, default the cores, at least 8), JOBS (build parallelism), TEST_TIMEOUT (seconds per run, default 600),
 # DOT_SECTIONS (test_dot under memcheck runs as one process per section of its suite, the
 # device passes only: whole, it does not finish in a visit; default all nine sections),
@@ -24,7 +24,7 @@ LOG=$BUILD/gpu-logs
 MODES=${MODES:-"cuda python memcheck racecheck"}
 RACECHECK_TESTS=${RACECHECK_TESTS:-"test_cuda_backend"}
 # racecheck is slow: only the sections of test_cuda_backend that launch reduction kernels
-RACECHECK_SECTIONS=${RACECHECK_SECTIONS:-"reductions,batchnorm,split,lanes"}
+RACECHECK_SECTIONS=${RACECHECK_SECTIONS:-"reductions,batchnorm,split,lanes,welford"}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
 DOT_SECTIONS=${DOT_SECTIONS:-"sizes tiles layouts epilogue batches empty broadcast stats sr"}

@@ -246,20 +246,44 @@ static void SFX(eval)(const xk *x, int i, const seglist *sg, T *const *buf)
 
 /* ---- reductions ----------------------------------------------------------------------- */
 
-/* One reduction's accumulators for nl lanes: sum (SUM, in double across blocks), best
- * (MAX/MIN/ARG*; the per-block partial for SUM), idx (ARG*). */
+/* One reduction's accumulators for nl lanes: sum (SUM, in double across blocks; VAR: the
+ * mean), best (MAX/MIN/ARG*; the per-block partial for SUM), idx (ARG*; VAR: the count), m2
+ * (VAR: the sum of squared deviations from the mean, in double). */
 typedef struct SFX(racc) {
     double *sum;
     T *best;
     int64_t *idx;
     T *nans; /* MAX/MIN in lanes: NaNs seen (the result is NaN when > 0) */
+    double *m2;
 } SFX(racc);
+
+#ifndef KILN_CPU_VAR_MERGE
+#define KILN_CPU_VAR_MERGE
+/* Chan's merge of a variance's partials: (n, mean, m2) followed by (nb, mb, m2b). A NaN or an
+ * infinity in either makes the mean or m2 NaN, as the two-pass form would. */
+static inline void var_merge(int64_t *n, double *mean, double *m2, int64_t nb, double mb, double m2b)
+{
+    if (nb == 0) return;
+    if (*n == 0) {
+        *n = nb;
+        *mean = mb;
+        *m2 = m2b;
+        return;
+    }
+    const int64_t nn = *n + nb;
+    const double d = mb - *mean;
+    *mean += d * ((double)nb / (double)nn);
+    *m2 += m2b + d * d * ((double)*n * (double)nb / (double)nn);
+    *n = nn;
+}
+#endif
 
 static void SFX(red_init)(int op, int64_t nl, SFX(racc) r)
 {
     const T inf = (T)INFINITY;
     for (int64_t l = 0; l < nl; l++) {
         r.sum[l] = 0.0;
+        r.m2[l] = 0.0;
         r.idx[l] = 0;
         r.nans[l] = 0;
         r.best[l] = (op == KILN_POP_RED_MIN || op == KILN_POP_RED_ARGMIN) ? inf : -inf;
@@ -281,6 +305,35 @@ static void SFX(red_rows)(int op, const T *restrict v, int64_t nl, int64_t kn, i
             T s = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
             for (; j < kn; j++) s += p[j];
             r.sum[l] += (double)s;
+            break;
+        }
+        case KILN_POP_RED_VAR: { /* the block's mean and m2 in the compute type, 8 independent
+                                    * partials each (vectorizable, as SUM's block sums), the
+                                    * corrected two-pass form (the deviations' sum r fixes
+                                    * the mean's rounding), merged across blocks in double */
+            T s8[8] = {0, 0, 0, 0, 0, 0, 0, 0}, q8[8] = {0, 0, 0, 0, 0, 0, 0, 0}, r8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            int64_t j = 0;
+            for (; j + 8 <= kn; j += 8)
+                for (int q = 0; q < 8; q++) s8[q] += p[j + q];
+            T bs = ((s8[0] + s8[1]) + (s8[2] + s8[3])) + ((s8[4] + s8[5]) + (s8[6] + s8[7]));
+            for (; j < kn; j++) bs += p[j];
+            const T bm = bs / (T)kn;
+            for (j = 0; j + 8 <= kn; j += 8)
+                for (int q = 0; q < 8; q++) {
+                    const T d = p[j + q] - bm;
+                    r8[q] += d;
+                    q8[q] += d * d;
+                }
+            T bq = ((q8[0] + q8[1]) + (q8[2] + q8[3])) + ((q8[4] + q8[5]) + (q8[6] + q8[7]));
+            T br = ((r8[0] + r8[1]) + (r8[2] + r8[3])) + ((r8[4] + r8[5]) + (r8[6] + r8[7]));
+            for (; j < kn; j++) {
+                const T d = p[j] - bm;
+                br += d;
+                bq += d * d;
+            }
+            const double rd = (double)br;
+            var_merge(&r.idx[l], &r.sum[l], &r.m2[l], kn, (double)bm + rd / (double)kn,
+                      (double)bq - rd * rd / (double)kn);
             break;
         }
         case KILN_POP_RED_MAX:
@@ -356,6 +409,18 @@ static void SFX(red_cols)(int op, const T *restrict v, int64_t nl, int64_t kn, i
         }
         for (int64_t l = 0; l < nl; l++) r.sum[l] += (double)best[l];
         break;
+    case KILN_POP_RED_VAR: /* Welford's update a point, in double */
+        for (int64_t j = 0; j < kn; j++) {
+            const T *restrict p = v + j * nl;
+            const double inv = 1.0 / (double)(r.idx[0] + 1); /* every lane has seen as many */
+            for (int64_t l = 0; l < nl; l++) {
+                const double y = (double)p[l], d = y - r.sum[l];
+                r.sum[l] += d * inv;
+                r.m2[l] += d * (y - r.sum[l]);
+            }
+            for (int64_t l = 0; l < nl; l++) r.idx[l]++;
+        }
+        break;
     case KILN_POP_RED_MAX: /* NaNs are counted apart: a NaN-sticky select does not vectorize */
         for (int64_t j = 0; j < kn; j++) {
             const T *restrict p = v + j * nl;
@@ -400,6 +465,7 @@ static void SFX(red_final)(int op, int64_t nl, SFX(racc) r, T *restrict out)
     for (int64_t l = 0; l < nl; l++) {
         switch (op) {
         case KILN_POP_RED_SUM: out[l] = (T)r.sum[l]; break;
+        case KILN_POP_RED_VAR: out[l] = r.idx[l] > 0 ? (T)(r.m2[l] / (double)r.idx[l]) : (T)NAN; break;
         case KILN_POP_RED_ARGMAX:
         case KILN_POP_RED_ARGMIN: out[l] = (T)r.idx[l]; break;
         default: out[l] = r.nans[l] > 0 ? (T)NAN : r.best[l]; break;
@@ -418,6 +484,7 @@ static void SFX(red_combine)(int op, int64_t nl, SFX(racc) r, SFX(racc) p)
         const T m = r.best[l], y = p.best[l];
         switch (op) {
         case KILN_POP_RED_SUM: r.sum[l] += p.sum[l]; break;
+        case KILN_POP_RED_VAR: var_merge(&r.idx[l], &r.sum[l], &r.m2[l], p.idx[l], p.sum[l], p.m2[l]); break;
         case KILN_POP_RED_MAX:
         case KILN_POP_RED_MIN:
             r.nans[l] += p.nans[l];
@@ -497,6 +564,7 @@ static void SFX(carve)(const SFX(job) * j, char *w, SFX(wsp) * s)
         CARVE(s->acc[r].best, T, B);
         CARVE(s->acc[r].idx, int64_t, B);
         CARVE(s->acc[r].nans, T, B);
+        CARVE(s->acc[r].m2, double, B);
     }
     CARVE(s->fs.len, int32_t, B);
     CARVE(s->fs.lin, int64_t, B);
@@ -517,7 +585,7 @@ static size_t SFX(wsp_bytes)(const xk *x, int64_t B)
     const size_t vb = SFX(rup)((size_t)B * sizeof(T));
     const size_t segb = SFX(rup)((size_t)B * sizeof(int32_t)) + SFX(rup)((size_t)B * sizeof(int64_t)) +
                         SFX(rup)((size_t)B * (size_t)nio * sizeof(int64_t));
-    const size_t redb = SFX(rup)((size_t)B * sizeof(double)) + 2 * vb + SFX(rup)((size_t)B * sizeof(int64_t));
+    const size_t redb = 2 * SFX(rup)((size_t)B * sizeof(double)) + 2 * vb + SFX(rup)((size_t)B * sizeof(int64_t));
     const int nrowbuf = x->mode == MODE_EW ? 0 : ni;
     return (size_t)(ni + nrowbuf) * vb + (size_t)x->nred * redb + 2 * segb +
            SFX(rup)((size_t)B * (size_t)nio * sizeof(int64_t)) + 2 * SFX(rup)((size_t)B * sizeof(int64_t)) +
@@ -810,7 +878,7 @@ static kiln_status SFX(run)(xk *x)
         }
         if (chunked) {
             ntasks = j.nchunks;
-            partb = 2 * SFX(rup)((size_t)nl_max * sizeof(double)) + 2 * SFX(rup)((size_t)nl_max * sizeof(T));
+            partb = 3 * SFX(rup)((size_t)nl_max * sizeof(double)) + 2 * SFX(rup)((size_t)nl_max * sizeof(T));
             shared += SFX(rup)((size_t)j.nchunks * (size_t)x->nred * sizeof(SFX(racc))) +
                       (size_t)j.nchunks * (size_t)x->nred * partb;
         }
@@ -858,6 +926,8 @@ static kiln_status SFX(run)(xk *x)
             w += SFX(rup)((size_t)nl_max * sizeof(T));
             r->nans = (T *)(void *)w;
             w += SFX(rup)((size_t)nl_max * sizeof(T));
+            r->m2 = (double *)(void *)w;
+            w += SFX(rup)((size_t)nl_max * sizeof(double));
         }
     }
     /* Short rows (several per block): the segments of one whole row, relative to its start. */

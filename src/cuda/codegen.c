@@ -699,6 +699,18 @@ static const char *red_identity(kiln_pop op)
 }
 
 static int is_arg_red(kiln_pop op) { return op == KILN_POP_RED_ARGMAX || op == KILN_POP_RED_ARGMIN; }
+/* RED_VAR: a<i> the sum of squared deviations, m<i> the mean, x<i> the count (Welford). With
+ * lanes the VEC rows a worker owns see the same points, so x<i> is one count a worker and
+ * rn<i> its reciprocal, taken once a point for all lanes. */
+static int is_var_red(kiln_pop op) { return op == KILN_POP_RED_VAR; }
+
+/* Whether kernel k has a variance: its split partials take 24 bytes (value, count, mean), else 16. */
+static int has_var(const kiln_plan_kernel *k)
+{
+    for (int i = 0; i < k->ninstr; i++)
+        if (is_var_red((kiln_pop)k->instr[i].op)) return 1;
+    return 0;
+}
 
 /* COLUMN mode with lanes: a loop over the VEC rows a worker owns (nothing otherwise), and
  * the suffix that picks one row's accumulator or row value. */
@@ -719,14 +731,25 @@ static void emit_block_red(gen *g, int i, const char *mode)
 {
     kiln_pop op = (kiln_pop)g->k->instr[i].op;
     const char *x = lane(g);
-    if (g->red_lanes && !is_arg_red(op)) { /* all lanes in one reduction (kplan's smem) */
+    if (g->red_lanes && !is_arg_red(op) && !is_var_red(op)) { /* all lanes in one reduction (kplan's smem) */
         kiln__sbuf_printf(g->b, "  kiln_col_red_lanes<%s>(a%d, kiln_sm);\n", red_opname(op), i);
+        return;
+    }
+    if (is_var_red(op) && g->colvec) { /* each lane from the worker's one count; all end equal */
+        kiln__sbuf_printf(g->b, "  { const long long xs = x%d;\n", i);
+        lanes_open(g);
+        kiln__sbuf_printf(g->b, "  long long n_ = xs; kiln_%s_var(a%d[l], m%d[l], n_, kiln_sm); x%d = n_;\n", mode, i, i,
+                          i);
+        lanes_close(g);
+        kiln__sbuf_puts(g->b, "  }\n");
         return;
     }
     lanes_open(g);
     if (is_arg_red(op))
         kiln__sbuf_printf(g->b, "  kiln_%s_arg<%d>(a%d%s, x%d%s, kiln_sm);\n", mode, op == KILN_POP_RED_ARGMAX, i, x, i,
                           x);
+    else if (is_var_red(op))
+        kiln__sbuf_printf(g->b, "  kiln_%s_var(a%d, m%d, x%d, kiln_sm);\n", mode, i, i, i);
     else
         kiln__sbuf_printf(g->b, "  a%d%s = kiln_%s_red<%s>(a%d%s, kiln_sm);\n", i, x, mode, red_opname(op), i, x);
     lanes_close(g);
@@ -754,8 +777,11 @@ static void emit_split_exchange(gen *g, int ph, const char *mode)
                               slot, vec);
             lanes_open(g);
             kiln__sbuf_printf(b, "    __stcg(wsv + q%s, (double)a%d%s);\n", g->colvec ? " + l" : "", i, x);
-            if (is_arg_red((kiln_pop)in->op))
-                kiln__sbuf_printf(b, "    __stcg(wsx + q%s, x%d%s);\n", g->colvec ? " + l" : "", i, x);
+            if (is_arg_red((kiln_pop)in->op) || is_var_red((kiln_pop)in->op))
+                kiln__sbuf_printf(b, "    __stcg(wsx + q%s, x%d%s);\n", g->colvec ? " + l" : "", i,
+                                  is_var_red((kiln_pop)in->op) ? "" : x);
+            if (is_var_red((kiln_pop)in->op))
+                kiln__sbuf_printf(b, "    __stcg(wsm + q%s, (double)m%d%s);\n", g->colvec ? " + l" : "", i, x);
             lanes_close(g);
             kiln__sbuf_puts(b, "  }\n");
         }
@@ -772,21 +798,31 @@ static void emit_split_exchange(gen *g, int ph, const char *mode)
         kiln_pop op = (kiln_pop)in->op;
         if (!kiln__pop_is_reduction(op)) continue;
         if (in->pass == ph) {
+            if (is_var_red(op)) kiln__sbuf_printf(b, "  x%d = 0;\n", i);
             lanes_open(g);
             kiln__sbuf_printf(b, "  a%d%s = %s;\n", i, x, red_identity(op));
             if (is_arg_red(op)) kiln__sbuf_printf(b, "  x%d%s = -1;\n", i, x);
+            if (is_var_red(op)) kiln__sbuf_printf(b, "  m%d%s = (CT)0;\n", i, x);
             lanes_close(g);
             kiln__sbuf_printf(b, "  if (act) {\n    const long long q0 = ((long long)%d * R + r) * G%s;\n"
                                  "    for (int q = wk; q < G; q += nw) {\n", slot, vec);
             /* with lanes the VEC partials of a slice are neighbours: loaded together */
             const char *at = g->colvec ? "q0 + (long long)q * VEC + l" : "q0 + q";
+            if (is_var_red(op)) /* every lane merges from the same count; all end equal */
+                kiln__sbuf_printf(b, "      long long n_ = x%d;\n", i);
             lanes_open(g);
             if (is_arg_red(op))
                 kiln__sbuf_printf(b, "      kiln_arg_comb<%d>(a%d%s, x%d%s, (CT)__ldcg(wsv + %s), __ldcg(wsx + %s));\n",
                                   op == KILN_POP_RED_ARGMAX, i, x, i, x, at, at);
+            else if (is_var_red(op))
+                kiln__sbuf_printf(b,
+                                  "      n_ = x%d; kiln_var_comb(a%d%s, m%d%s, n_, (CT)__ldcg(wsv + %s), "
+                                  "(CT)__ldcg(wsm + %s), __ldcg(wsx + %s));\n",
+                                  i, i, x, i, x, at, at, at);
             else
                 kiln__sbuf_printf(b, "      a%d%s = %s::f(a%d%s, (CT)__ldcg(wsv + %s));\n", i, x, red_opname(op), i, x, at);
             lanes_close(g);
+            if (is_var_red(op)) kiln__sbuf_printf(b, "      x%d = n_;\n", i);
             kiln__sbuf_puts(b, "    }\n  }\n");
             emit_block_red(g, i, mode);
         }
@@ -900,6 +936,9 @@ static void gen_reduction(gen *g, int colmode, int kmax)
                           "  if (je > L) je = L;\n"
                           "  const bool fits = je - jb <= tile; (void)fits;\n",
                           g->l->w_ws, g->nred, g->colvec ? g->vec : 1, g->l->w_sync, kmax);
+        if (has_var(k)) /* a variance's means: a third array after the values and the counts */
+            kiln__sbuf_printf(b, "  double *wsm = (double *)(wsx + (long long)%d * R * %d * G);\n", g->nred,
+                              g->colvec ? g->vec : 1);
     } else {
         kiln__sbuf_printf(b, "  const bool fits = L <= (IDX)nw * %d; (void)fits;\n", kmax);
     }
@@ -933,11 +972,16 @@ static void gen_reduction(gen *g, int colmode, int kmax)
                 if (g->colvec) {
                     kiln__sbuf_printf(b, "  CT a%d[VEC];\n", i);
                     if (is_arg_red(op)) kiln__sbuf_printf(b, "  long long x%d[VEC];\n", i);
+                    if (is_var_red(op)) kiln__sbuf_printf(b, "  CT m%d[VEC]; long long x%d = 0; CT rn%d = (CT)0;\n", i, i, i);
                     lanes_open(g);
                 }
                 if (is_arg_red(op))
                     kiln__sbuf_printf(b, "  %sa%d%s = (CT)0; %sx%d%s = -1;\n", g->colvec ? "" : "CT ", i, x,
                                       g->colvec ? "" : "long long ", i, x);
+                else if (is_var_red(op) && g->colvec)
+                    kiln__sbuf_printf(b, "  a%d[l] = (CT)0; m%d[l] = (CT)0;\n", i, i);
+                else if (is_var_red(op))
+                    kiln__sbuf_printf(b, "  CT a%d = (CT)0, m%d = (CT)0; long long x%d = 0;\n", i, i, i);
                 else
                     kiln__sbuf_printf(b, "  %sa%d%s = %s;\n", g->colvec ? "" : "CT ", i, x, red_identity(op));
                 lanes_close(g);
@@ -980,6 +1024,13 @@ static void gen_reduction(gen *g, int colmode, int kmax)
                 if (op == KILN_POP_RED_ARGMAX || op == KILN_POP_RED_ARGMIN)
                     kiln__sbuf_printf(b, "      kiln_arg_comb<%d>(a%d%s, x%d%s, v%d, (long long)j%s);\n",
                                       op == KILN_POP_RED_ARGMAX, i, x, i, x, in->a, g->colvec ? "" : " * VEC + l");
+                else if (is_var_red(op) && g->colvec) /* the count and its reciprocal once a point */
+                    kiln__sbuf_printf(b,
+                                      "      if (l == 0) { x%d += 1; rn%d = kiln_var_div((CT)1, (CT)x%d); }\n"
+                                      "      kiln_var_upd(a%d[l], m%d[l], rn%d, v%d);\n",
+                                      i, i, i, i, i, i, in->a);
+                else if (is_var_red(op))
+                    kiln__sbuf_printf(b, "      kiln_var_add(a%d, m%d, x%d, v%d);\n", i, i, i, in->a);
                 else
                     kiln__sbuf_printf(b, "      a%d%s = %s::f(a%d%s, v%d);\n", i, x, red_opname(op), i, x, in->a);
             }
@@ -995,6 +1046,9 @@ static void gen_reduction(gen *g, int colmode, int kmax)
                 lanes_open(g);
                 if (is_arg_red((kiln_pop)in->op))
                     kiln__sbuf_printf(b, "  a%d%s = x%d%s < 0 ? (CT)0 : (CT)x%d%s;\n", i, x, i, x, i, x);
+                if (is_var_red((kiln_pop)in->op)) /* no point: NaN, as the two-pass mean of nothing */
+                    kiln__sbuf_printf(b, "  a%d%s = x%d > 0 ? a%d%s / (CT)x%d : (CT)__longlong_as_double(0x7ff8000000000000LL);\n",
+                                      i, x, i, i, x, i);
                 kiln__sbuf_printf(b, "  v%s%d%s = a%d%s;\n", g->colvec ? "r" : "", i, x, i, x);
                 lanes_close(g);
             }
@@ -1184,6 +1238,8 @@ static void set_lanes(const kiln_plan_kernel *k, kplan *kp, int vec)
     int lane_bytes = vec * (k->compute_f64 ? 8 : 4);
     kp->red_lanes = kp->colmode && vec > 1 && lane_bytes <= 32;
     kp->smem_thread = kp->red_lanes && lane_bytes > 16 ? lane_bytes : 16;
+    /* a variance's partial is three values (m2, mean, count): 24 bytes a thread in f64 */
+    if (has_var(k) && kp->smem_thread < 24) kp->smem_thread = 24;
 }
 
 static void launch_shape(const kiln_cuda_state *st, const kplan *kp, int64_t R, int64_t L, int narrow,
@@ -1391,7 +1447,7 @@ static void launch_shape(const kiln_cuda_state *st, const kplan *kp, int64_t R, 
         *bx = t;
         *by = rb;
         *gx = (unsigned)((R + rb - 1) / rb);
-        *smem = *bx * *by * 16;
+        *smem = *bx * *by * (unsigned)kp->smem_thread;
     } else {
         /* a block's row: at least 16 bytes; with lanes (16 bytes a thread) 64. With lanes the
          * blocks narrow to make 16 along x even when split: fewer along x, a split has more
@@ -1502,7 +1558,7 @@ static kiln_status run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
         if (s == KILN_OK) s = split_slices(ctx, k, &kp, gx, workers, tiles, occ, &G);
         if (s == KILN_OK && G > 1 &&
             (grid_sync_words(ctx) != KILN_OK ||
-             kiln__mem_try_alloc(ctx, (size_t)kp.nred * (size_t)(R * (kp.colmode ? vec : 1)) * (size_t)G * 16, __FILE__, __LINE__, &ws) != KILN_OK))
+             kiln__mem_try_alloc(ctx, (size_t)kp.nred * (size_t)(R * (kp.colmode ? vec : 1)) * (size_t)G * (has_var(k) ? 24 : 16), __FILE__, __LINE__, &ws) != KILN_OK))
             ws = NULL;
         if (!ws) {
             G = 1;

@@ -546,6 +546,13 @@ static kiln_expr *mean_keep(kiln_expr *x, uint32_t mask)
     return force_frac(kiln_mul(reduce_node(KILN_POP_RED_SUM, x, mask), kiln_scalar(1.0 / n)));
 }
 
+kiln_expr *kiln__var_two_pass(kiln_expr *x, uint32_t mask)
+{
+    kiln_expr_retain(x);
+    kiln_expr *m = mean_keep(x, mask);
+    return mean_keep(kiln_sqr(kiln_sub(x, m)), mask);
+}
+
 static kiln_expr *squeeze_node(kiln_expr *x, uint32_t mask)
 {
     if (x->kind == KILN_EN_ERROR || mask == 0) return x;
@@ -638,9 +645,12 @@ static kiln_expr *reduce_impl(const char *fn, const char *axes_name, kiln_reduce
     case KILN_REDUCE_MEAN: r = mean_keep(x, mask); break;
     case KILN_REDUCE_VAR:
     case KILN_REDUCE_STD: {
-        kiln_expr_retain(x);
-        kiln_expr *m = mean_keep(x, mask);
-        r = mean_keep(kiln_sqr(kiln_sub(x, m)), mask);
+        if (mask == 0) { /* nothing reduced: (x - x)^2, 0 or NaN as the two-pass form gives */
+            kiln_expr_retain(x);
+            r = force_frac(kiln_sqr(kiln_sub(x, x)));
+        } else { /* one pass: RED_VAR's Welford update and Chan's merges, mean((x - mean(x))^2) */
+            r = force_frac(reduce_node(KILN_POP_RED_VAR, x, mask));
+        }
         if (r->kind == KILN_EN_ERROR) return r;
         if (op == KILN_REDUCE_STD) r = kiln_sqrt(r);
         break;

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "expr/expr.h"
 #include "expr/plan.h"
 
@@ -98,6 +99,9 @@ typedef struct pbuild {
     const kiln_expr **ekey; /* expression pointer -> node id */
     int *eval;
     size_t ecap, ecount;
+    int var_mode;        /* RED_VAR: -1 not yet asked, 1 one pass, 0 lowered to two passes */
+    kiln_expr **lowered; /* the two-pass forms made for RED_VAR nodes (their pointers key ekey) */
+    int nlowered, clowered;
 } pbuild;
 
 /* The structural hashes of nodes and kernels (in-process only: the CSE table and the
@@ -272,11 +276,53 @@ static int is_wide(kiln_dtype dt)
     return dt == KILN_DTYPE_F64 || dt == KILN_DTYPE_I32;
 }
 
+static int canon(pbuild *b, const kiln_expr *e, kiln_status *st);
+
+/* A variance (RED_VAR) where it takes two passes (KILN_VAR_PASSES, kiln_backend.var_two_pass):
+ * canonicalizes mean((x - mean(x))^2) in its place, the same nodes the two-pass builder
+ * always made (so the kernels are those the backend ran before RED_VAR). -1 on failure. */
+static int canon_var_two_pass(pbuild *b, const kiln_expr *e, kiln_status *st)
+{
+    if (b->nlowered == b->clowered) {
+        int ncap = b->clowered ? 2 * b->clowered : 4;
+        kiln_expr **nl = realloc(b->lowered, (size_t)ncap * sizeof *nl);
+        if (!nl) {
+            *st = oom(b);
+            return -1;
+        }
+        b->lowered = nl;
+        b->clowered = ncap;
+    }
+    kiln_expr_retain(e->child[0]);
+    kiln_expr *lo = kiln__var_two_pass(e->child[0], e->mask);
+    b->lowered[b->nlowered++] = lo;
+    int id = canon(b, lo, st);
+    if (id >= 0 && emap_put(b, e, id)) {
+        *st = oom(b);
+        return -1;
+    }
+    return id;
+}
+
 /* Converts e into the canonical DAG; returns the node id or -1 (status recorded). */
 static int canon(pbuild *b, const kiln_expr *e, kiln_status *st)
 {
     int id = emap_get(b, e);
     if (id >= 0) return id;
+    if (e->kind == KILN_EN_REDUCE && e->op == KILN_POP_RED_VAR) {
+        if (b->var_mode < 0) { /* KILN_VAR_PASSES=1|2, else the backend's default */
+            static const char *const ways[] = {"1", "2"};
+            int env;
+            kiln_status s = kiln__env_choice(b->ctx, "kiln_assign", "KILN_VAR_PASSES", ways, 2, &env);
+            if (s != KILN_OK) {
+                *st = s;
+                return -1;
+            }
+            const kiln_backend *be = b->ctx->backend;
+            b->var_mode = env == 0 || (env < 0 && !(be && be->var_two_pass));
+        }
+        if (!b->var_mode) return canon_var_two_pass(b, e, st);
+    }
     pnode p;
     memset(&p, 0, sizeof p);
     p.kind = e->kind;
@@ -1004,6 +1050,8 @@ static kiln_status materialize(pbuild *b, int id)
 
 static void pbuild_free(pbuild *b)
 {
+    for (int i = 0; i < b->nlowered; i++) kiln_expr_release(b->lowered[i]);
+    free(b->lowered);
     free(b->n);
     free(b->htab);
     free(b->ekey);
@@ -1042,6 +1090,7 @@ kiln_status kiln__plan_build(kiln_tensor *dst, const kiln_expr *e, kiln_round ro
     pbuild b;
     memset(&b, 0, sizeof b);
     b.ctx = ctx;
+    b.var_mode = -1;
     b.plan = calloc(1, sizeof *b.plan);
     if (!b.plan) return oom(&b);
     kiln_status st = KILN_OK;

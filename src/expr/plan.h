@@ -77,6 +77,8 @@
     X(RED_SUM, 1)   /* sum of a over the reduced axes of the row */                              \
     X(RED_MAX, 1)                                                                                 \
     X(RED_MIN, 1)                                                                                 \
+    X(RED_VAR, 1)    /* population variance of a over the reduced axes, in one pass (Welford's \
+                        update a point, Chan's merge of partial counts, means and M2 sums) */   \
     X(RED_ARGMAX, 1) /* index (row-major over the reduced axes) of the first maximum */          \
     X(RED_ARGMIN, 1)
 
