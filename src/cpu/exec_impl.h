@@ -514,6 +514,7 @@ static size_t SFX(rup)(size_t n)
  * and indices. */
 typedef struct SFX(wsp) {
     T **valp, **rowp;
+    T **valo; /* the worker's own buffer of each instruction (valp[i] may point at an input instead) */
     SFX(racc) * acc;
     seglist fs, rs;
     int64_t *lane_off, *lane_lin, *lane_olin;
@@ -550,9 +551,13 @@ static void SFX(carve)(const SFX(job) * j, char *w, SFX(wsp) * s)
     } while (0)
     s->fs.ax = s->rs.ax = x->nd - 1;
     CARVE(s->valp, T *, ni);
+    CARVE(s->valo, T *, ni);
     CARVE(s->rowp, T *, ni);
     CARVE(s->acc, SFX(racc), x->nred);
-    for (int i = 0; i < ni; i++) CARVE(s->valp[i], T, B);
+    for (int i = 0; i < ni; i++) {
+        CARVE(s->valp[i], T, B);
+        s->valo[i] = s->valp[i];
+    }
     for (int i = 0; i < ni; i++) {
         if (x->mode == MODE_EW)
             s->rowp[i] = s->valp[i];
@@ -589,7 +594,39 @@ static size_t SFX(wsp_bytes)(const xk *x, int64_t B)
     const int nrowbuf = x->mode == MODE_EW ? 0 : ni;
     return (size_t)(ni + nrowbuf) * vb + (size_t)x->nred * redb + 2 * segb +
            SFX(rup)((size_t)B * (size_t)nio * sizeof(int64_t)) + 2 * SFX(rup)((size_t)B * sizeof(int64_t)) +
-           2 * SFX(rup)((size_t)ni * sizeof(T *)) + SFX(rup)((size_t)x->nred * sizeof(SFX(racc)));
+           3 * SFX(rup)((size_t)ni * sizeof(T *)) + SFX(rup)((size_t)x->nred * sizeof(SFX(racc)));
+}
+
+/* FULL instruction i over the block sg into s->valp[i]. A LOAD of an input stored as T whose
+ * block is one unit-stride run of memory is not copied: valp[i] points at the input (only
+ * read; an output stored in place is written after the block's last read, and only where it
+ * meets the input point for point, the planner's rule). Else valp[i] is the worker's buffer. */
+static void SFX(eval_full)(const xk *x, int i, const seglist *sg, SFX(wsp) * s)
+{
+    const kiln_plan_instr *in = &x->k->instr[i];
+    s->valp[i] = s->valo[i];
+    if (in->op == KILN_POP_LOAD && sg->n > 0) {
+        const kiln_plan_input *inp = &x->k->inputs[in->a];
+#if KILN_EXEC_F64
+        const kiln_dtype tdt = KILN_DTYPE_F64;
+#else
+        const kiln_dtype tdt = KILN_DTYPE_F32;
+#endif
+        if (inp->dtype == tdt && ST(x, in->a, sg->ax) == 1) {
+            const size_t nio = (size_t)x->nio;
+            int64_t at = sg->off[in->a];
+            int run = 1;
+            for (int g = 0; g + 1 < sg->n && run; g++) {
+                at += sg->len[g];
+                run = sg->off[(size_t)(g + 1) * nio + (size_t)in->a] == at;
+            }
+            if (run) {
+                s->valp[i] = (T *)(void *)(inp->base + (ptrdiff_t)(sg->off[in->a] * (int64_t)sizeof(T)));
+                return;
+            }
+        }
+    }
+    SFX(eval)(x, i, sg, s->valp);
 }
 
 /* EW task t: the points [t * ew_points, ...) in blocks of B. */
@@ -607,7 +644,7 @@ static void SFX(ew_task)(void *arg, int64_t t, int worker)
         s->fs.n = 0;
         s->fs.total = 0;
         gen_segs(x, all, x->nd, 0, s->lane_off, 0, start, n, &s->fs);
-        for (int q = 0; q < x->nfull[0]; q++) SFX(eval)(x, x->full_list[q], &s->fs, s->valp);
+        for (int q = 0; q < x->nfull[0]; q++) SFX(eval_full)(x, x->full_list[q], &s->fs, s);
         SFX(store)(x, &s->fs, s->valp[x->k->out_instr]);
     }
 }
@@ -706,7 +743,7 @@ static void SFX(walk)(const SFX(job) * j, SFX(wsp) * s, const SFX(wsp) * g, int6
                 }
                 fs->total += j->ps.total;
             }
-        for (int t = 0; t < x->nfull[wk]; t++) SFX(eval)(x, fulls[t], fs, s->valp);
+        for (int t = 0; t < x->nfull[wk]; t++) SFX(eval_full)(x, fulls[t], fs, s);
         if (is_out) {
             SFX(store)(x, fs, s->valp[k->out_instr]);
         } else {
