@@ -143,7 +143,7 @@ static void SFX(store)(const xk *x, const seglist *sg, const T *src)
 
 /* Evaluates instruction i (not a reduction) over the block sg into buf[i]; operands are
  * read from buf[a], buf[b], buf[c]. */
-static void SFX(eval)(const xk *x, int i, const seglist *sg, T *const *buf)
+KILN_CPU_HOT static void SFX(eval)(const xk *x, int i, const seglist *sg, T *const *buf)
 {
     const kiln_plan_kernel *k = x->k;
     const kiln_plan_instr *in = &k->instr[i];
@@ -292,7 +292,7 @@ static void SFX(red_init)(int op, int64_t nl, SFX(racc) r)
 
 /* v holds kn values of each of nl lanes, lane after lane; k0 is the inner index of v's first
  * column. */
-static void SFX(red_rows)(int op, const T *restrict v, int64_t nl, int64_t kn, int64_t k0, SFX(racc) r)
+KILN_CPU_HOT static void SFX(red_rows)(int op, const T *restrict v, int64_t nl, int64_t kn, int64_t k0, SFX(racc) r)
 {
     for (int64_t l = 0; l < nl; l++) {
         const T *restrict p = v + l * kn;
@@ -397,7 +397,7 @@ static void SFX(red_rows)(int op, const T *restrict v, int64_t nl, int64_t kn, i
 }
 
 /* v holds nl lanes for each of kn inner points, point after point (lanes innermost). */
-static void SFX(red_cols)(int op, const T *restrict v, int64_t nl, int64_t kn, int64_t k0, SFX(racc) r)
+KILN_CPU_HOT static void SFX(red_cols)(int op, const T *restrict v, int64_t nl, int64_t kn, int64_t k0, SFX(racc) r)
 {
     T *restrict best = r.best;
     switch (op) {
