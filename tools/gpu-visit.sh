@@ -15,8 +15,8 @@
 #      in kiln's own kernels' epilogues against kiln_dot's pass over C, tiled-ab the mma.sync and
 #      FFMA kernels of this tree against those of AB_BASE (ab-base), split the reductions split
 #      across blocks (tests, sanitizers, kiln-gpu-bench with and without); lanes COLUMN mode's
-#      lanes (tests, sanitizers, kiln-gpu-bench --ab KILN_REDUCE_COLVEC=0,1); step gemm-ncu runs
-#      Nsight Compute on one call of kiln's kernel and of cuBLASLt's per shape (NCU_SHAPES)
+#      lanes and the one-pass variance (tests, sanitizers, kiln-gpu-bench --ab KILN_REDUCE_COLVEC=0,1);
+#      step gemm-ncu runs Nsight Compute on one call of kiln's kernel and of cuBLASLt's per shape (NCU_SHAPES)
 #   3. the suite under compute-sanitizer (MODES="memcheck racecheck"; $OUT/table-san.txt)
 # Each step gets what is left of VISIT_SECONDS (default 540) and is cut off at the deadline,
 # keeping its partial output. Logs: $OUT/*.txt (OUT defaults to ./gpu-out). The device tool
@@ -47,6 +47,22 @@ step() { # name limit-seconds cmd... : runs cmd with min(limit, time left) into 
     timeout --kill-after=5 "$lim" "$@" >"$OUT/$name.txt" 2>&1
     rc=$?
     echo "== $name: rc $rc in $(($(date +%s) - t0)) s (limit $lim s)" | tee -a "$OUT/visit.txt"
+}
+
+# The reduction steps' build (test_cuda_backend and kiln-gpu-bench, log $OUT/NAME-build.txt) and
+# environment (the device, the kernel cache); then their sections under memcheck and racecheck.
+reduction_build() {
+    cmake -S "$ROOT" -B "$BUILD_GPU" -DKILN_CUDA=ON -DKILN_CUDA_ARCH=90a >"$OUT/$1-build.txt" 2>&1 &&
+        cmake --build "$BUILD_GPU" -j"$(nproc)" --target test_cuda_backend kiln-gpu-bench >>"$OUT/$1-build.txt" 2>&1
+    export KILN_DEVICE=cuda KILN_CACHE_DIR="$BUILD_GPU/kernel-cache"
+}
+reduction_sanitizers() { # name sections limit-seconds
+    local san
+    san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    step "$1-memcheck" "$3" env KILN_CUDA_TEST="$2" "$san" --tool memcheck --target-processes application-only \
+        --report-api-errors no --leak-check no --error-exitcode 99 "$BUILD_GPU/test_cuda_backend"
+    step "$1-racecheck" "$3" env KILN_CUDA_TEST="$2" "$san" --tool racecheck --error-exitcode 99 \
+        "$BUILD_GPU/test_cuda_backend"
 }
 
 {
@@ -133,36 +149,25 @@ for s in $STEPS; do
             # reductions and batchnorm, plain, under memcheck and racecheck; kiln-gpu-bench's table and
             # its --split-ab sweep (unsplit, rule, forced). Builds what it needs when the tests
             # step did not run.
-            cmake -S "$ROOT" -B "$BUILD_GPU" -DKILN_CUDA=ON -DKILN_CUDA_ARCH=90a >"$OUT/split-build.txt" 2>&1 &&
-                cmake --build "$BUILD_GPU" -j"$(nproc)" --target test_cuda_backend kiln-gpu-bench >>"$OUT/split-build.txt" 2>&1
-            san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-            export KILN_DEVICE=cuda KILN_CACHE_DIR="$BUILD_GPU/kernel-cache"
+            reduction_build split
             step split-tests 150 env KILN_CUDA_TEST=split,reductions,batchnorm "$BUILD_GPU/test_cuda_backend"
             step split-bench 120 "$BUILD_GPU/kiln-gpu-bench"
             # unsplit, the rule and forced splits in turn in one process, around the rule's thresholds
             # (16 tiles of 16 K elements one pass, 24 down columns, 8 for two passes; NOTES step 54)
             step split-ab 120 "$BUILD_GPU/kiln-gpu-bench" --split-ab --only 'sum(A),A-max(A),var(A,1),sum(A,0)' \
                 --sizes 256x256,1x131072,1x196608,1x262144,1x524288,4x65536,16x65536,4096x1000,8192x1000,16384x1000
-            step split-memcheck 150 env KILN_CUDA_TEST=split "$san" --tool memcheck --target-processes application-only \
-                --report-api-errors no --leak-check no --error-exitcode 99 "$BUILD_GPU/test_cuda_backend"
-            step split-racecheck 150 env KILN_CUDA_TEST=split "$san" --tool racecheck --error-exitcode 99 \
-                "$BUILD_GPU/test_cuda_backend"
+            reduction_sanitizers split split 150
             unset KILN_DEVICE KILN_CACHE_DIR ;;
-        lanes) # COLUMN mode with lanes (a thread owns VEC columns, 16-byte loads; src/cuda/codegen.c):
-            # test_cuda_backend's sections lanes, reductions, batchnorm and split, plain, memcheck and
-            # racecheck on lanes; kiln-gpu-bench --ab KILN_REDUCE_COLVEC=0,1 on column reductions
-            cmake -S "$ROOT" -B "$BUILD_GPU" -DKILN_CUDA=ON -DKILN_CUDA_ARCH=90a >"$OUT/lanes-build.txt" 2>&1 &&
-                cmake --build "$BUILD_GPU" -j"$(nproc)" --target test_cuda_backend kiln-gpu-bench >>"$OUT/lanes-build.txt" 2>&1
-            san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-            export KILN_DEVICE=cuda KILN_CACHE_DIR="$BUILD_GPU/kernel-cache"
-            step lanes-tests 150 env KILN_CUDA_TEST=lanes,reductions,batchnorm,split "$BUILD_GPU/test_cuda_backend"
+        lanes) # COLUMN mode with lanes (a thread owns VEC columns, 16-byte loads; src/cuda/codegen.c)
+            # and the one-pass variance (KILN_VAR_PASSES=1): test_cuda_backend's sections lanes, welford,
+            # reductions, batchnorm and split, plain, memcheck and racecheck on lanes and welford;
+            # kiln-gpu-bench --ab KILN_REDUCE_COLVEC=0,1 on column reductions
+            reduction_build lanes
+            step lanes-tests 150 env KILN_CUDA_TEST=lanes,welford,reductions,batchnorm,split "$BUILD_GPU/test_cuda_backend"
             step lanes-ab 150 "$BUILD_GPU/kiln-gpu-bench" --ab KILN_REDUCE_COLVEC=0,1 \
                 --only 'sum(A,0),batchnorm(A,0) in place' \
                 --sizes 512x1024,8192x1024,65536x1024,32768x4096,1024x65536,8192x8192,4096x64,100000x256,256x8192,2048x4096
-            step lanes-memcheck 120 env KILN_CUDA_TEST=lanes "$san" --tool memcheck --target-processes application-only \
-                --report-api-errors no --leak-check no --error-exitcode 99 "$BUILD_GPU/test_cuda_backend"
-            step lanes-racecheck 120 env KILN_CUDA_TEST=lanes "$san" --tool racecheck --error-exitcode 99 \
-                "$BUILD_GPU/test_cuda_backend"
+            reduction_sanitizers lanes lanes,welford 120
             unset KILN_DEVICE KILN_CACHE_DIR ;;
         gemm-sweep) # tile width x k splits x epilogue store per shape: the data for the tile rule
             step gemm-sweep 300 "$BUILD_GPU/kiln-bench" gemm-sweep --dtype f16 ;;
