@@ -16,6 +16,7 @@
 #      FFMA kernels of this tree against those of AB_BASE (ab-base), split the reductions split
 #      across blocks (tests, sanitizers, kiln-gpu-bench with and without); lanes COLUMN mode's
 #      lanes and the one-pass variance (tests, sanitizers, kiln-gpu-bench --ab KILN_REDUCE_COLVEC=0,1);
+#      var the one-pass variance alone (tests, sanitizers, --ab KILN_VAR_PASSES=2,1, the torch peer);
 #      step gemm-ncu runs Nsight Compute on one call of kiln's kernel and of cuBLASLt's per shape (NCU_SHAPES)
 #   3. the suite under compute-sanitizer (MODES="memcheck racecheck"; $OUT/table-san.txt)
 # Each step gets what is left of VISIT_SECONDS (default 540) and is cut off at the deadline,
@@ -168,6 +169,20 @@ for s in $STEPS; do
                 --only 'sum(A,0),batchnorm(A,0) in place' \
                 --sizes 512x1024,8192x1024,65536x1024,32768x4096,1024x65536,8192x8192,4096x64,100000x256,256x8192,2048x4096
             reduction_sanitizers lanes lanes,welford 120
+            unset KILN_DEVICE KILN_CACHE_DIR ;;
+        var) # the one-pass variance (RED_VAR, KILN_VAR_PASSES=1) on the GPU: test_cuda_backend's
+            # section welford and test_expr (its settings unset / 1 / 2), plain and under the
+            # sanitizers; kiln-gpu-bench --ab KILN_VAR_PASSES=2,1 on the variance and both batch
+            # norms; the PyTorch peer's batch norms (torch.compile's one pass) in the same visit
+            reduction_build var
+            cmake --build "$BUILD_GPU" -j"$(nproc)" --target test_expr >>"$OUT/var-build.txt" 2>&1
+            step var-tests 120 env KILN_CUDA_TEST=welford,batchnorm,reductions "$BUILD_GPU/test_cuda_backend"
+            step var-expr 120 "$BUILD_GPU/test_expr"
+            step var-ab 150 "$BUILD_GPU/kiln-gpu-bench" --ab KILN_VAR_PASSES=2,1 \
+                --only 'var(A,1),batchnorm A in place,batchnorm(A,0) in place' \
+                --sizes 8192x8192,65536x1024,1024x65536,4096x4096,32768x4096,256x8192
+            step var-peer 150 python3 bench/peers/torch_expr.py --quick --only 'batchnorm A in place,batchnorm(A,0) in place'
+            reduction_sanitizers var welford 120
             unset KILN_DEVICE KILN_CACHE_DIR ;;
         gemm-sweep) # tile width x k splits x epilogue store per shape: the data for the tile rule
             step gemm-sweep 300 "$BUILD_GPU/kiln-bench" gemm-sweep --dtype f16 ;;

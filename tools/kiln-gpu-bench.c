@@ -78,7 +78,7 @@ static kiln_status chain(data *d)
 }
 static kiln_status variance(data *d)
 {
-    return kiln_assign(d->rowout, kiln_mean(kiln_sqr(kiln_sub(kiln_t(d->A), kiln_mean(kiln_t(d->A), 1))), 1));
+    return kiln_assign(d->rowout, kiln_var(kiln_t(d->A), 1)); /* two passes or one: KILN_VAR_PASSES */
 }
 static kiln_status colsum(data *d)
 {

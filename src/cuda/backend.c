@@ -12,9 +12,14 @@
 
 #include "cuda/cuda.h"
 
+/* Makes the context's device current on the calling thread. The driver's current context is
+ * a thread-local read: where it is already the device's primary context (every call but a
+ * thread's first, unless the program switched devices) cudaSetDevice is skipped. */
 kiln_status kiln__cuda_enter(kiln_ctx *ctx)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
+    CUcontext cur = NULL;
+    if (st->primary && st->cu.CtxGetCurrent(&cur) == CUDA_SUCCESS && cur == st->primary) return KILN_OK;
     KILN_CK(ctx, rt, cudaSetDevice(st->device));
     return KILN_OK;
 }
@@ -79,6 +84,7 @@ static kiln_status cuda_init(kiln_ctx *ctx, void **state)
             {"cuDeviceGet", (void **)&st->cu.DeviceGet},
             {"cuDeviceGetName", (void **)&st->cu.DeviceGetName},
             {"cuDeviceTotalMem", (void **)&st->cu.DeviceTotalMem},
+            {"cuCtxGetCurrent", (void **)&st->cu.CtxGetCurrent},
         };
         for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
             enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
@@ -111,6 +117,7 @@ static kiln_status cuda_init(kiln_ctx *ctx, void **state)
         }
     }
     INIT_CK(rt, cudaFree(0)); /* creates (or retains) the primary context */
+    INIT_CK(drv, st->cu.CtxGetCurrent(&st->primary));
     INIT_CK(rt, cudaDeviceGetAttribute(&st->cc_major, cudaDevAttrComputeCapabilityMajor, st->device));
     INIT_CK(rt, cudaDeviceGetAttribute(&st->cc_minor, cudaDevAttrComputeCapabilityMinor, st->device));
     INIT_CK(rt, cudaDeviceGetAttribute(&st->sm_count, cudaDevAttrMultiProcessorCount, st->device));

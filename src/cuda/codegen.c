@@ -45,6 +45,8 @@
 /* ---- layout ----------------------------------------------------------------------------- */
 
 #define MAXD KILN_MAX_DIMS
+#define LAYOUT_NT 10    /* tensors a layout holds in place: 8 inputs, the output, the domain */
+#define ANALYSIS_N 64   /* instructions an analysis holds in place */
 
 typedef struct layout {
     int nd;                   /* merged rank */
@@ -60,13 +62,18 @@ typedef struct layout {
     int (*w_st)[MAXD];        /* [nt][nd] stride word, -1 when the stride is 0 */
     int w_consts, w_streams, w_sr, nwords;
     int w_ws, w_sync;         /* split reductions: the partials' workspace, the grid barrier */
+    /* the per-tensor arrays' storage for kernels of up to LAYOUT_NT tensors (every launch
+     * builds a layout: a small call's host time had ~20 % in malloc and free) */
+    int64_t st_in[LAYOUT_NT][MAXD];
+    int w_base_in[LAYOUT_NT];
+    int w_st_in[LAYOUT_NT][MAXD];
 } layout;
 
 static void layout_free(layout *l)
 {
-    free(l->st);
-    free(l->w_base);
-    free(l->w_st);
+    if (l->st != l->st_in) free(l->st);
+    if (l->w_base != l->w_base_in) free(l->w_base);
+    if (l->w_st != l->w_st_in) free(l->w_st);
 }
 
 static kiln_status layout_build(kiln_ctx *ctx, const kiln_plan_kernel *k, layout *l)
@@ -74,9 +81,15 @@ static kiln_status layout_build(kiln_ctx *ctx, const kiln_plan_kernel *k, layout
     memset(l, 0, sizeof *l);
     int ni = k->ninputs;
     l->nt = ni + 2;
-    l->st = calloc((size_t)l->nt, sizeof *l->st);
-    l->w_base = calloc((size_t)l->nt, sizeof *l->w_base);
-    l->w_st = calloc((size_t)l->nt, sizeof *l->w_st);
+    if (l->nt <= LAYOUT_NT) {
+        l->st = l->st_in;
+        l->w_base = l->w_base_in;
+        l->w_st = l->w_st_in;
+    } else {
+        l->st = calloc((size_t)l->nt, sizeof *l->st);
+        l->w_base = calloc((size_t)l->nt, sizeof *l->w_base);
+        l->w_st = calloc((size_t)l->nt, sizeof *l->w_st);
+    }
     if (!l->st || !l->w_base || !l->w_st) {
         layout_free(l);
         return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'plan': no host memory for a kernel layout");
@@ -242,14 +255,16 @@ typedef struct analysis {
     int *multi;     /* FULL LOADs used in >= 2 phases */
     char *need;     /* scratch [n] */
     int ncached;
+    int level_in[ANALYSIS_N + 1], first_in[ANALYSIS_N + 1], multi_in[ANALYSIS_N + 1]; /* in place */
+    char need_in[ANALYSIS_N + 1];
 } analysis;
 
 static void analysis_free(analysis *a)
 {
-    free(a->level);
-    free(a->first);
-    free(a->multi);
-    free(a->need);
+    if (a->level != a->level_in) free(a->level);
+    if (a->first != a->first_in) free(a->first);
+    if (a->multi != a->multi_in) free(a->multi);
+    if (a->need != a->need_in) free(a->need);
 }
 
 static int arg_of(const kiln_plan_instr *in, int j)
@@ -282,10 +297,17 @@ static kiln_status analyse(kiln_ctx *ctx, const kiln_plan_kernel *k, analysis *a
     memset(an, 0, sizeof *an);
     int n = k->ninstr;
     an->n = n;
-    an->level = calloc((size_t)n + 1, sizeof(int));
-    an->first = calloc((size_t)n + 1, sizeof(int));
-    an->multi = calloc((size_t)n + 1, sizeof(int));
-    an->need = calloc((size_t)n + 1, 1);
+    if (n <= ANALYSIS_N) { /* zeroed by the memset */
+        an->level = an->level_in;
+        an->first = an->first_in;
+        an->multi = an->multi_in;
+        an->need = an->need_in;
+    } else {
+        an->level = calloc((size_t)n + 1, sizeof(int));
+        an->first = calloc((size_t)n + 1, sizeof(int));
+        an->multi = calloc((size_t)n + 1, sizeof(int));
+        an->need = calloc((size_t)n + 1, 1);
+    }
     if (!an->level || !an->first || !an->multi || !an->need) {
         analysis_free(an);
         return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'plan': no host memory for kernel analysis");
@@ -1301,23 +1323,21 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_
     return KILN_OK;
 }
 
-/* The structural signature: everything the generated source depends on. */
-static void signature(const kiln_plan_kernel *k, const kplan *kp, kiln_sbuf *sig)
+/* The structural signature: everything the generated source depends on, written into
+ * out[0..cap) as far as it fits; returns its whole length (the caller retries with a buffer
+ * that large when it did not fit). */
+static size_t signature(const kiln_plan_kernel *k, const kplan *kp, unsigned char *out, size_t cap)
 {
     const layout *l = &kp->l;
     int hdr[17] = {k->ninstr, k->ninputs, k->nconsts, k->nstreams, (int)k->out.dtype,
                    (int)(k->out.round == KILN_ROUND_STOCHASTIC), k->out.is_row, k->compute_f64 != 0,
                    k->npasses, k->out_instr, l->nd, l->idx32, kp->elementwise, kp->colmode, kp->kmax, kp->vec,
                    kp->split};
-    kiln__sbuf_printf(sig, "%d", 0); /* make sure the buffer exists */
-    sig->len = 0;
-    char tmp[64];
-#define PUT(src_, n)                                                                               \
+    size_t len = 0;
+#define PUT(src_, n)                                                                            \
     do {                                                                                        \
-        if (kiln__sbuf_reserve(sig, (n))) {                                                           \
-            memcpy(sig->p + sig->len, (src_), (n));                                                \
-            sig->len += (n);                                                                    \
-        }                                                                                       \
+        if (len + (n) <= cap) memcpy(out + len, (src_), (n));                                   \
+        len += (n);                                                                             \
     } while (0)
     PUT(hdr, sizeof hdr);
     for (int i = 0; i < k->ninstr; i++) {
@@ -1330,14 +1350,15 @@ static void signature(const kiln_plan_kernel *k, const kplan *kp, kiln_sbuf *sig
         PUT(&d, sizeof d);
     }
     for (int a = 0; a < l->nd; a++) {
-        tmp[0] = (char)l->red[a];
-        PUT(tmp, 1);
+        unsigned char c = (unsigned char)l->red[a];
+        PUT(&c, 1);
         for (int t = 0; t < l->nt; t++) {
-            tmp[0] = (char)(l->st[t][a] == 0 ? 0 : l->st[t][a] == 1 ? 1 : 2);
-            PUT(tmp, 1);
+            c = (unsigned char)(l->st[t][a] == 0 ? 0 : l->st[t][a] == 1 ? 1 : 2);
+            PUT(&c, 1);
         }
     }
 #undef PUT
+    return len;
 }
 
 /* Generates the source of kernel k into *src (malloc'd). */
@@ -1397,16 +1418,18 @@ static kiln_status get_function(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan 
     kiln_cuda_state *st = kiln__cuda_state(ctx);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    kiln_sbuf sig = {0};
-    signature(k, kp, &sig);
-    if (sig.oom) {
-        kiln__sbuf_free(&sig);
-        return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'plan': no host memory for a kernel signature");
+    /* on the stack for kernels of up to ~60 instructions, the heap past that */
+    unsigned char sig_stack[2048], *sig = sig_stack;
+    size_t len = signature(k, kp, sig_stack, sizeof sig_stack);
+    if (len > sizeof sig_stack) {
+        sig = malloc(len);
+        if (!sig) return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'plan': no host memory for a kernel signature");
+        signature(k, kp, sig, len);
     }
     uint64_t h;
-    if (kiln__cuda_fast_find(st, sig.p, sig.len, &h, fn)) {
+    if (kiln__cuda_fast_find(st, sig, len, &h, fn)) {
         st->stats.mem_hits++;
-        kiln__sbuf_free(&sig);
+        if (sig != sig_stack) free(sig);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         st->stats.last_get_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
         return KILN_OK;
@@ -1415,8 +1438,8 @@ static kiln_status get_function(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan 
     kiln_status s = generate(ctx, k, kp, &src);
     if (s == KILN_OK) s = kiln__cuda_get_kernel(ctx, src, "kiln_kernel", fn);
     free(src);
-    if (s == KILN_OK) kiln__cuda_fast_add(st, h, sig.p, sig.len, *fn);
-    kiln__sbuf_free(&sig);
+    if (s == KILN_OK) kiln__cuda_fast_add(st, h, sig, len, *fn);
+    if (sig != sig_stack) free(sig);
     return s;
 }
 

@@ -69,6 +69,7 @@ typedef struct kiln_cuda_driver {
     CUresult (*DeviceGet)(CUdevice *, int);
     CUresult (*DeviceGetName)(char *, int, CUdevice);
     CUresult (*DeviceTotalMem)(size_t *, CUdevice);
+    CUresult (*CtxGetCurrent)(CUcontext *);
     /* optional (NULL when the driver lacks them; the wgmma GEMM then stays unused) */
     CUresult (*FuncSetAttribute)(CUfunction, CUfunction_attribute, int);
     CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **); /* clusters */
@@ -106,6 +107,7 @@ typedef struct kiln_cuda_lt_entry {
 typedef struct kiln_cuda_state {
     kiln_cuda_driver cu;
     int device;
+    CUcontext primary; /* the device's primary context (current in every call: kiln__cuda_enter) */
     int cc_major, cc_minor;
     int sm_count;
     double dram_bps; /* the DRAM's peak bytes a second from its clock and bus width (0 where the
@@ -148,8 +150,9 @@ kiln_status kiln__cuda_enter(kiln_ctx *ctx);
  * then take a path that needs no words (unsplit), so nothing has gone wrong for the user. */
 kiln_status kiln__cuda_zeroed_words(kiln_ctx *ctx, size_t bytes, void **words);
 
-/* FNV-1a over n bytes, continuing from h (KILN_FNV_INIT to start): the hash of kernel
- * signatures and cache entries. */
+/* FNV-1a over n bytes, continuing from h (KILN_FNV_INIT to start): the keys and checksums
+ * of the kernel cache's entries (stored on disk, so it does not change; the in-process map
+ * by signature hashes with kiln__hash_bytes). */
 #define KILN_FNV_INIT 0xcbf29ce484222325ull
 uint64_t kiln__cuda_fnv1a(uint64_t h, const void *p, size_t n);
 

@@ -371,7 +371,7 @@ void kiln__cuda_cache_init_dir(kiln_cuda_state *st) { pick_cache_dir(st); }
 
 int kiln__cuda_fast_find(kiln_cuda_state *st, const void *sig, size_t len, uint64_t *hash, CUfunction *fn)
 {
-    uint64_t h = kiln__cuda_fnv1a(KILN_FNV_INIT, sig, len);
+    uint64_t h = kiln__hash_bytes(KILN_HASH_INIT, sig, len); /* in-process only */
     *hash = h;
     for (kiln_cuda_fentry *e = st->fast[h % KILN_CUDA_KBUCKETS]; e; e = e->next) {
         if (e->hash == h && e->len == len && memcmp(e->sig, sig, len) == 0) {

@@ -104,29 +104,9 @@ typedef struct pbuild {
     int nlowered, clowered;
 } pbuild;
 
-/* The structural hashes of nodes and kernels (in-process only: the CSE table and the
- * kernels' keys): eight bytes a step, a multiply and a shift that brings the product's high
- * bits down to the low ones the table's index takes. Byte-at-a-time FNV-1a, which it
- * replaced, took a fifth of a 16-element assignment's host time on the CPU backend
- * (tools/host-prof). */
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *c = p;
-    for (; n >= 8; c += 8, n -= 8) {
-        uint64_t w;
-        memcpy(&w, c, 8);
-        h = (h ^ w) * 0x9e3779b97f4a7c15ull;
-        h ^= h >> 29;
-    }
-    if (n) {
-        uint64_t w = (uint64_t)n << 56;
-        memcpy(&w, c, n); /* the tail's bytes over the low end; its length stays in the top byte */
-        h = (h ^ w) * 0x9e3779b97f4a7c15ull;
-        h ^= h >> 29;
-    }
-    return h;
-}
-#define HASH_INIT      14695981039346656037ull
+/* The structural hashes of nodes and kernels: kiln__hash_bytes (core/internal.h). */
+#define hash_bytes     kiln__hash_bytes
+#define HASH_INIT      KILN_HASH_INIT
 #define HASH_VAL(h, v) hash_bytes((h), &(v), sizeof(v))
 
 static uint64_t ptr_hash(const void *p)
