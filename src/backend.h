@@ -43,9 +43,11 @@ typedef struct kiln_backend {
     /* Waits for queued work (optional: NULL = nothing is ever queued). */
     kiln_status (*synchronize)(kiln_ctx *ctx);
 
-    /* 1: the planner lowers a variance (RED_VAR, one pass) to mean((x - mean(x))^2), two
-     * dependent reductions, unless KILN_VAR_PASSES=1 asks for one pass (src/expr/plan.c). */
-    int var_two_pass;
+    /* Whether a variance (RED_VAR) of x (dtype dt, shape[ndim]) over the axes in mask runs
+     * in one pass (1: Welford's partials, one walk of x) or as mean((x - mean(x))^2), two
+     * dependent reductions (0: the planner lowers it). KILN_VAR_PASSES=1|2 overrides it
+     * (src/expr/plan.c). Optional: NULL = two passes. */
+    int (*var_one_pass)(const kiln_ctx *ctx, kiln_dtype dt, int ndim, const int64_t *shape, uint32_t mask);
 
     /* The stream work is queued on, as the API's handle (cudaStream_t on CUDA), for interop
      * (kiln_ctx_stream). Optional: NULL = no stream, work runs in the call. */

@@ -24,6 +24,7 @@
 #include "core/numeric.h"
 #include "cuda/cuda_hooks.h"
 #include "cuda/gemm_plan.h"
+#include "expr/plan.h"
 
 /* Weak: absent when kiln is built without CUDA (then no CUDA context can exist either). */
 #pragma weak kiln__cuda_cache_stats
@@ -371,8 +372,69 @@ static kiln_expr *b_welford(kiln_tensor *const *in, const void *p)
  * along rows and along columns and batch norm in both layouts, in f32, f16, bf16 and f64, on
  * shapes that run one block a row, split across blocks, and with lanes (the rule's and
  * forced); each split case twice with the same bits (a fixed merge order). A bad
- * KILN_VAR_PASSES names the variable. The GPU's default is two passes until this section has
- * passed on a GPU (bench/NOTES.md step 56). */
+ * KILN_VAR_PASSES names the variable. Then the default (unset): the plans the backend's rule
+ * gives (one pass down columns of >= 2048 rows over more bytes than the L2 holds, two passes
+ * elsewhere; cuda_var_one_pass) and a one-pass default against the CPU. */
+static int plan_red_vars(kiln_tensor *dst, const kiln_expr *e)
+{
+    kiln_plan *p = NULL;
+    int n = -1;
+    if (kiln__plan_build(dst, e, KILN_ROUND_DEFAULT, &p) == KILN_OK) {
+        n = 0;
+        for (int k = 0; k < p->nkernels; k++)
+            for (int i = 0; i < p->kernels[k].ninstr; i++) n += p->kernels[k].instr[i].op == KILN_POP_RED_VAR;
+        kiln__plan_free(p);
+    }
+    return n;
+}
+
+static void test_welford_rule(void)
+{
+    unsetenv("KILN_VAR_PASSES");
+    struct {
+        kiln_dtype dt;
+        int64_t n, c;
+        int axis, one; /* the rule's answer */
+    } rule[] = {
+        {KILN_DTYPE_F32, 8192, 8192, 0, 1}, /* 256 MB down columns */
+        {KILN_DTYPE_F16, 65536, 1024, 0, 1},
+        {KILN_DTYPE_F32, 8192, 8192, 1, 0}, /* along rows */
+        {KILN_DTYPE_F16, 4096, 4096, 0, 0}, /* 32 MB: the second walk hits the L2 */
+        {KILN_DTYPE_F32, 1024, 65536, 0, 0}, /* 1024 rows */
+        {KILN_DTYPE_F16, 256, 8192, 0, 0},
+    };
+    for (size_t r = 0; r < sizeof rule / sizeof rule[0]; r++) {
+        /* a plan needs a destination and an expression, not data: a broadcast view of one value */
+        kiln_tensor *one = NULL, *x = NULL, *dst = NULL;
+        int64_t shape[2] = {rule[r].n, rule[r].c};
+        int64_t dshape[2] = {rule[r].axis ? rule[r].n : 1, rule[r].axis ? 1 : rule[r].c};
+        CHECK_OK(gpu, kiln_tensor_empty(gpu, rule[r].dt, 0, NULL, &one));
+        CHECK_OK(gpu, kiln_tensor_broadcast_to(one, 2, shape, &x));
+        CHECK_OK(gpu, kiln_tensor_empty(gpu, KILN_DTYPE_F32, 2, dshape, &dst));
+        int ax = rule[r].axis;
+        kiln_expr *e = kiln_reduce(KILN_REDUCE_VAR, kiln_t(x), 1, &ax, 1);
+        int got = plan_red_vars(dst, e);
+        if (got != rule[r].one)
+            fprintf(stderr, "  welford rule case %zu: %d RED_VAR in the plan, want %d\n", r, got, rule[r].one);
+        CHECK(got == rule[r].one);
+        kiln_expr_release(e);
+        kiln_tensor_release(dst);
+        kiln_tensor_release(x);
+        kiln_tensor_release(one);
+    }
+    /* the default's one pass (6000 x 4096 f32: 98 MB, past the H100's 50 MB L2) against the CPU */
+    int64_t shape[2] = {6000, 4096};
+    kiln_tensor *tc, *tg;
+    make_pair(KILN_DTYPE_F32, 2, shape, V_PLAIN, -2, 3, &tc, &tg);
+    for (int kind = 0; kind < 6; kind += 2) {
+        char what[96];
+        snprintf(what, sizeof what, "welford default kind %d", kind);
+        compare(what, b_welford, &kind, &tc, &tg, KILN_DTYPE_AUTO, 2e-4);
+    }
+    kiln_tensor_release(tc);
+    kiln_tensor_release(tg);
+}
+
 static void test_welford(void)
 {
     struct {
@@ -413,6 +475,7 @@ static void test_welford(void)
     kiln_tensor_release(tc);
     kiln_tensor_release(tg);
     unsetenv("KILN_VAR_PASSES");
+    test_welford_rule();
 }
 
 /* ---- random numbers and stochastic rounding: bit identity ------------------------------------ */

@@ -80,6 +80,10 @@ static kiln_status variance(data *d)
 {
     return kiln_assign(d->rowout, kiln_var(kiln_t(d->A), 1)); /* two passes or one: KILN_VAR_PASSES */
 }
+static kiln_status colvar(data *d)
+{
+    return kiln_assign(d->bias, kiln_reduce(KILN_REDUCE_VAR, kiln_t(d->A), 1, (const int[]){0}, 0));
+}
 static kiln_status colsum(data *d)
 {
     return kiln_assign(d->bias, kiln_reduce(KILN_REDUCE_SUM, kiln_t(d->A), 1, (const int[]){0}, 0));
@@ -105,6 +109,7 @@ static const bcase cases[] = {
     {"batchnorm A in place", bn, 1, 1},
     {"batchnorm(A,0) in place", bn_columns, 1, 1},
     {"var(A,1)", variance, 1, 0},
+    {"var(A,0)", colvar, 1, 2},
     {"sum(A,0)", colsum, 1, 2},
     {"sum(A)", total, 1, 3},
     {"A-max(A)", minus_max, 1, 1},

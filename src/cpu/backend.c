@@ -187,6 +187,6 @@ const kiln_backend kiln__cpu_backend = {
     /* one pass (KILN_VAR_PASSES=1) measured 5-10 % slower on batch norm here (2 threads,
      * 1024-4096 x 1024 f32, bench/NOTES.md step 56): the interpreter is bound by its
      * arithmetic, not by the extra walk, so two passes stay its default */
-    .var_two_pass = 1,
+    .var_one_pass = NULL,
     .stream = NULL,
 };

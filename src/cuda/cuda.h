@@ -110,6 +110,7 @@ typedef struct kiln_cuda_state {
     CUcontext primary; /* the device's primary context (current in every call: kiln__cuda_enter) */
     int cc_major, cc_minor;
     int sm_count;
+    int l2_bytes; /* the L2's size (the variance's one-pass rule, cuda_var_one_pass) */
     double dram_bps; /* the DRAM's peak bytes a second from its clock and bus width (0 where the
                       * driver does not say), in the device description; the wgmma tile rule's
                       * fast-memory default from KILN_GEMM_FAST_DRAM_BPS up (gemm_plan.h) */

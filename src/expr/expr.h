@@ -48,7 +48,7 @@ struct kiln_expr {
 
 /* mean((x - mean(x))^2) over mask, keepdims, as two dependent reductions (x consumed): what
  * RED_VAR computes in one pass, for the backends that take the two passes instead
- * (kiln_backend.var_two_pass, KILN_VAR_PASSES; the planner lowers RED_VAR with it). */
+ * (kiln_backend.var_one_pass, KILN_VAR_PASSES; the planner lowers RED_VAR with it). */
 kiln_expr *kiln__var_two_pass(kiln_expr *x, uint32_t mask);
 
 /* Deepest expression a builder makes (the planner walks trees recursively); deeper ones

@@ -99,7 +99,7 @@ typedef struct pbuild {
     const kiln_expr **ekey; /* expression pointer -> node id */
     int *eval;
     size_t ecap, ecount;
-    int var_mode;        /* RED_VAR: -1 not yet asked, 1 one pass, 0 lowered to two passes */
+    int var_env;         /* KILN_VAR_PASSES: -2 not yet read, -1 unset, 0 "1", 1 "2" */
     kiln_expr **lowered; /* the two-pass forms made for RED_VAR nodes (their pointers key ekey) */
     int nlowered, clowered;
 } pbuild;
@@ -258,7 +258,7 @@ static int is_wide(kiln_dtype dt)
 
 static int canon(pbuild *b, const kiln_expr *e, kiln_status *st);
 
-/* A variance (RED_VAR) where it takes two passes (KILN_VAR_PASSES, kiln_backend.var_two_pass):
+/* A variance (RED_VAR) where it takes two passes (KILN_VAR_PASSES, kiln_backend.var_one_pass):
  * canonicalizes mean((x - mean(x))^2) in its place, the same nodes the two-pass builder
  * always made (so the kernels are those the backend ran before RED_VAR). -1 on failure. */
 static int canon_var_two_pass(pbuild *b, const kiln_expr *e, kiln_status *st)
@@ -290,18 +290,19 @@ static int canon(pbuild *b, const kiln_expr *e, kiln_status *st)
     int id = emap_get(b, e);
     if (id >= 0) return id;
     if (e->kind == KILN_EN_REDUCE && e->op == KILN_POP_RED_VAR) {
-        if (b->var_mode < 0) { /* KILN_VAR_PASSES=1|2, else the backend's default */
+        if (b->var_env < -1) { /* KILN_VAR_PASSES=1|2, else the backend's rule */
             static const char *const ways[] = {"1", "2"};
-            int env;
-            kiln_status s = kiln__env_choice(b->ctx, "kiln_assign", "KILN_VAR_PASSES", ways, 2, &env);
+            kiln_status s = kiln__env_choice(b->ctx, "kiln_assign", "KILN_VAR_PASSES", ways, 2, &b->var_env);
             if (s != KILN_OK) {
                 *st = s;
                 return -1;
             }
-            const kiln_backend *be = b->ctx->backend;
-            b->var_mode = env == 0 || (env < 0 && !(be && be->var_two_pass));
         }
-        if (!b->var_mode) return canon_var_two_pass(b, e, st);
+        const kiln_backend *be = b->ctx->backend;
+        const kiln_expr *x = e->child[0];
+        int one = b->var_env == 0 || (b->var_env < 0 && be && be->var_one_pass &&
+                                      be->var_one_pass(b->ctx, x->dtype, x->ndim, x->shape, e->mask));
+        if (!one) return canon_var_two_pass(b, e, st);
     }
     pnode p;
     memset(&p, 0, sizeof p);
@@ -1070,7 +1071,7 @@ kiln_status kiln__plan_build(kiln_tensor *dst, const kiln_expr *e, kiln_round ro
     pbuild b;
     memset(&b, 0, sizeof b);
     b.ctx = ctx;
-    b.var_mode = -1;
+    b.var_env = -2;
     b.plan = calloc(1, sizeof *b.plan);
     if (!b.plan) return oom(&b);
     kiln_status st = KILN_OK;
