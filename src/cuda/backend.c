@@ -84,7 +84,6 @@ static kiln_status cuda_init(kiln_ctx *ctx, void **state)
             {"cuDeviceGet", (void **)&st->cu.DeviceGet},
             {"cuDeviceGetName", (void **)&st->cu.DeviceGetName},
             {"cuDeviceTotalMem", (void **)&st->cu.DeviceTotalMem},
-            {"cuCtxGetCurrent", (void **)&st->cu.CtxGetCurrent},
         };
         for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
             enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
@@ -98,7 +97,7 @@ static kiln_status cuda_init(kiln_ctx *ctx, void **state)
         }
     }
     { /* optional entry points: the wgmma GEMM's tensor maps and its shared-memory size; the
-       * split reductions' occupancy */
+       * split reductions' occupancy; the current context (kiln__cuda_enter) */
         struct {
             const char *name;
             void **fn;
@@ -106,7 +105,8 @@ static kiln_status cuda_init(kiln_ctx *ctx, void **state)
                    {"cuTensorMapEncodeTiled", (void **)&st->cu.TensorMapEncodeTiled},
                    {"cuLaunchKernelEx", (void **)&st->cu.LaunchKernelEx},
                    {"cuOccupancyMaxActiveClusters", (void **)&st->cu.OccupancyMaxActiveClusters},
-                   {"cuOccupancyMaxActiveBlocksPerMultiprocessor", (void **)&st->cu.OccupancyMaxActiveBlocks}};
+                   {"cuOccupancyMaxActiveBlocksPerMultiprocessor", (void **)&st->cu.OccupancyMaxActiveBlocks},
+                   {"cuCtxGetCurrent", (void **)&st->cu.CtxGetCurrent}};
         for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++) {
             enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
             if (cudaGetDriverEntryPointByVersion(opt[i].name, opt[i].fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
@@ -117,7 +117,8 @@ static kiln_status cuda_init(kiln_ctx *ctx, void **state)
         }
     }
     INIT_CK(rt, cudaFree(0)); /* creates (or retains) the primary context */
-    INIT_CK(drv, st->cu.CtxGetCurrent(&st->primary));
+    /* the primary context, for kiln__cuda_enter's check (without it every call sets the device) */
+    if (!st->cu.CtxGetCurrent || st->cu.CtxGetCurrent(&st->primary) != CUDA_SUCCESS) st->primary = NULL;
     INIT_CK(rt, cudaDeviceGetAttribute(&st->cc_major, cudaDevAttrComputeCapabilityMajor, st->device));
     INIT_CK(rt, cudaDeviceGetAttribute(&st->cc_minor, cudaDevAttrComputeCapabilityMinor, st->device));
     INIT_CK(rt, cudaDeviceGetAttribute(&st->sm_count, cudaDevAttrMultiProcessorCount, st->device));

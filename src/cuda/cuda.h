@@ -69,12 +69,12 @@ typedef struct kiln_cuda_driver {
     CUresult (*DeviceGet)(CUdevice *, int);
     CUresult (*DeviceGetName)(char *, int, CUdevice);
     CUresult (*DeviceTotalMem)(size_t *, CUdevice);
-    CUresult (*CtxGetCurrent)(CUcontext *);
     /* optional (NULL when the driver lacks them; the wgmma GEMM then stays unused) */
     CUresult (*FuncSetAttribute)(CUfunction, CUfunction_attribute, int);
     CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **); /* clusters */
     CUresult (*OccupancyMaxActiveClusters)(int *, CUfunction, const CUlaunchConfig *); /* may be NULL */
     CUresult (*OccupancyMaxActiveBlocks)(int *, CUfunction, int, size_t); /* split reductions; may be NULL */
+    CUresult (*CtxGetCurrent)(CUcontext *); /* kiln__cuda_enter's check; may be NULL */
     CUresult (*TensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
                                      const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
                                      CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
