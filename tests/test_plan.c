@@ -9,6 +9,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "check.h"
+#include "expr/expr.h"
 #include "expr/plan.h"
 #include "cuda/cuda_hooks.h"
 
@@ -874,6 +875,34 @@ static void test_random_forms(void)
     unsetenv("KILN_VAR_PASSES");
 }
 
+/* The one-pass variance's rule for a GPU-like memory (kiln__var_one_pass_columns, what the
+ * CUDA backend asks with its L2's size): down columns, >= 2048 rows, past the cache. */
+static void test_var_one_pass_rule(void)
+{
+    const double l2 = 50.0 * 1024 * 1024;
+    struct {
+        kiln_dtype dt;
+        int ndim;
+        int64_t shape[3];
+        uint32_t mask;
+        int want;
+    } c[] = {
+        {KILN_DTYPE_F32, 2, {8192, 8192}, 1, 1},      {KILN_DTYPE_F16, 2, {65536, 1024}, 1, 1},
+        {KILN_DTYPE_F32, 2, {8192, 8192}, 2, 0},      {KILN_DTYPE_F16, 2, {4096, 4096}, 1, 0},
+        {KILN_DTYPE_F32, 2, {1024, 65536}, 1, 0},     {KILN_DTYPE_F16, 2, {256, 8192}, 1, 0},
+        {KILN_DTYPE_F32, 3, {64, 128, 4096}, 3, 1},   {KILN_DTYPE_F32, 3, {8192, 8192, 1}, 1, 1},
+        {KILN_DTYPE_F32, 3, {8192, 8192, 1}, 2, 0},   {KILN_DTYPE_F32, 3, {8192, 8, 1024}, 4, 0},
+        {KILN_DTYPE_F32, 2, {2047, 65536}, 1, 0},     {KILN_DTYPE_F32, 2, {2048, 65536}, 1, 1},
+        {KILN_DTYPE_F64, 2, {4096, 2048}, 1, 1},      {KILN_DTYPE_F32, 0, {0}, 0, 0},
+        {KILN_DTYPE_F32, 2, {1, 1}, 3, 0},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        int got = kiln__var_one_pass_columns(c[i].dt, c[i].ndim, c[i].shape, c[i].mask, l2);
+        if (got != c[i].want) fprintf(stderr, "  var one-pass rule case %zu: %d, want %d\n", i, got, c[i].want);
+        CHECK(got == c[i].want);
+    }
+}
+
 int main(void)
 {
     seed = check_seed();
@@ -888,6 +917,7 @@ int main(void)
     test_inplace();
     test_limits_hash_empty();
     test_compute_type_and_errors();
+    test_var_one_pass_rule();
     nvrtc_on = kiln__cuda_kernel_source && kiln_ctx_device(ctx) == KILN_DEVICE_CPU && nvrtc_ready(&nvrtc);
     test_random_forms();
     if (nvrtc_on) printf("random forms: %d kernel sources compiled by NVRTC\n", nvrtc_compiled);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cuda/cuda.h"
+#include "expr/expr.h" /* kiln__var_one_pass_columns */
 
 /* Makes the context's device current on the calling thread. The driver's current context is
  * a thread-local read: where it is already the device's primary context (every call but a
@@ -327,25 +328,16 @@ static kiln_status cuda_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d)
 }
 
 /* One pass for a variance down columns (the last axis kept: COLUMN mode) of at least 2048
- * rows over more bytes than the L2 holds; two passes elsewhere. Measured on the H100 (NOTES
- * step 57, one against two): batch norm with features last 1.13-1.30x where x outgrows the
- * L2 (8192 x 8192, 65536 x 1024, 32768 x 4096 in f32 and f16; 4096 x 4096 f32), but 0.42-0.95x
- * where the two passes' second walk hits the L2 (4096 x 4096 f16, 256 x 8192) or 1024 rows
- * leave each thread few points (1024 x 65536 f16); along rows (ROW mode) 0.39-0.93x
- * everywhere: a block's row is held on chip for the second pass, and Welford's update a
- * point is a dependent chain with a division in it. */
+ * rows over more bytes than the L2 holds; two passes elsewhere (kiln__var_one_pass_columns).
+ * Measured on the H100 (NOTES step 57, one against two): batch norm with features last
+ * 1.13-1.30x where x outgrows the L2 (8192 x 8192, 65536 x 1024, 32768 x 4096 in f32 and f16;
+ * 4096 x 4096 f32), but 0.42-0.95x where the two passes' second walk hits the L2 (4096 x 4096
+ * f16, 256 x 8192) or 1024 rows leave each thread few points (1024 x 65536 f16); along rows
+ * (ROW mode) 0.39-0.93x everywhere: a block's row is held on chip for the second pass, and
+ * Welford's update a point is a dependent chain with a division in it. */
 static int cuda_var_one_pass(const kiln_ctx *ctx, kiln_dtype dt, int ndim, const int64_t *shape, uint32_t mask)
 {
-    const kiln_cuda_state *st = kiln__cuda_state(ctx);
-    int last = ndim - 1;
-    while (last >= 0 && shape[last] == 1) last--;
-    if (last < 0 || ((mask >> last) & 1u)) return 0; /* along rows, or one point */
-    double points = 1, rows = 1;
-    for (int a = 0; a < ndim; a++) {
-        points *= (double)shape[a];
-        if ((mask >> a) & 1u) rows *= (double)shape[a];
-    }
-    return rows >= 2048 && points * (double)kiln_dtype_size(dt) > (double)st->l2_bytes;
+    return kiln__var_one_pass_columns(dt, ndim, shape, mask, (double)kiln__cuda_state(ctx)->l2_bytes);
 }
 
 static kiln_status cuda_synchronize(kiln_ctx *ctx)

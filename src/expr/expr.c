@@ -546,6 +546,19 @@ static kiln_expr *mean_keep(kiln_expr *x, uint32_t mask)
     return force_frac(kiln_mul(reduce_node(KILN_POP_RED_SUM, x, mask), kiln_scalar(1.0 / n)));
 }
 
+int kiln__var_one_pass_columns(kiln_dtype dt, int ndim, const int64_t *shape, uint32_t mask, double cache_bytes)
+{
+    int last = ndim - 1;
+    while (last >= 0 && shape[last] == 1) last--;
+    if (last < 0 || ((mask >> last) & 1u)) return 0; /* along rows, or one point */
+    double points = 1, rows = 1;
+    for (int a = 0; a < ndim; a++) {
+        points *= (double)shape[a];
+        if ((mask >> a) & 1u) rows *= (double)shape[a];
+    }
+    return rows >= 2048 && points * (double)kiln_dtype_size(dt) > cache_bytes;
+}
+
 kiln_expr *kiln__var_two_pass(kiln_expr *x, uint32_t mask)
 {
     kiln_expr_retain(x);
