@@ -17,6 +17,9 @@
 #      across blocks (tests, sanitizers, kiln-gpu-bench with and without); lanes COLUMN mode's
 #      lanes and the one-pass variance (tests, sanitizers, kiln-gpu-bench --ab KILN_REDUCE_COLVEC=0,1);
 #      var the one-pass variance alone (tests, sanitizers, --ab KILN_VAR_PASSES=2,1, the torch peer);
+#      var-rule times one pass against two around the default rule's edges; host-ab a small call's
+#      host time against the AB_BASE tree (kiln-bench overhead, host-prof); row-ncu Nsight Compute on
+#      ROW mode's f16 variance and batch norm;
 #      step gemm-ncu runs Nsight Compute on one call of kiln's kernel and of cuBLASLt's per shape (NCU_SHAPES)
 #   3. the suite under compute-sanitizer (MODES="memcheck racecheck"; $OUT/table-san.txt)
 # Each step gets what is left of VISIT_SECONDS (default 540) and is cut off at the deadline,
@@ -183,6 +186,53 @@ for s in $STEPS; do
                 --sizes 8192x8192,65536x1024,1024x65536,4096x4096,32768x4096,256x8192
             step var-peer 150 python3 bench/peers/torch_expr.py --quick --only 'batchnorm A in place,batchnorm(A,0) in place'
             reduction_sanitizers var welford 120
+            unset KILN_DEVICE KILN_CACHE_DIR ;;
+        var-rule) # the variance's one-pass rule (cuda_var_one_pass: down columns, >= 2048 rows, more
+            # bytes than the L2): --ab KILN_VAR_PASSES=2,1 around its edges, and the default's table
+            reduction_build var-rule
+            step var-rule-ab 120 "$BUILD_GPU/kiln-gpu-bench" --ab KILN_VAR_PASSES=2,1 \
+                --only 'var(A,0),batchnorm(A,0) in place' \
+                --sizes 8192x8192,65536x1024,1024x65536,4096x4096,2048x8192,6000x4096,16384x1024,1536x32768
+            step var-rule-default 60 "$BUILD_GPU/kiln-gpu-bench" --only 'var(A,0),batchnorm(A,0) in place' \
+                --sizes 8192x8192,4096x4096,1024x65536
+            unset KILN_DEVICE KILN_CACHE_DIR ;;
+        host-ab) # a small call's host time, this tree against AB_BASE (default ab-base, carried: see
+            # tiled-ab), three rounds of kiln-bench overhead alternating on one machine, then
+            # tools/host-prof on both (bench/NOTES.md steps 56-57)
+            base=${AB_BASE:-$ROOT/ab-base}
+            if [ -d "$base" ]; then
+                { cmake -S "$ROOT" -B "$BUILD_GPU" -DKILN_CUDA=ON -DKILN_CUDA_ARCH=90a &&
+                    cmake --build "$BUILD_GPU" -j8 --target kiln-bench host-prof; } >"$OUT/host-ab-build.txt" 2>&1 &
+                { cmake -S "$base" -B "$base/build-gpu" -DKILN_CUDA=ON -DKILN_CUDA_ARCH=90a &&
+                    cmake --build "$base/build-gpu" -j8 --target kiln-bench host-prof; } >"$OUT/host-ab-build-base.txt" 2>&1 &
+                wait
+                for r in 1 2 3; do
+                    for bin in "$base/build-gpu" "$BUILD_GPU"; do
+                        step "host-ab-$r-$([ "$bin" = "$BUILD_GPU" ] && echo new || echo base)" 40 env KILN_DEVICE=cuda \
+                            KILN_CACHE_DIR="$bin/kernel-cache" "$bin/kiln-bench" overhead
+                    done
+                done
+                step host-prof-new 40 env KILN_DEVICE=cuda KILN_CACHE_DIR="$BUILD_GPU/kernel-cache" "$BUILD_GPU/host-prof" assign 30000
+                step host-prof-base 40 env KILN_DEVICE=cuda KILN_CACHE_DIR="$base/build-gpu/kernel-cache" \
+                    "$base/build-gpu/host-prof" assign 30000
+            else
+                echo "== host-ab: no base tree $base (skipped)" | tee -a "$OUT/visit.txt"
+            fi ;;
+        row-ncu) # Nsight Compute on ROW mode's f16 reductions at 8192 x 8192 (var(A,1) 0.71 of copy, batch
+            # norm along rows 0.86x of torch.compile; NOTES step 57), one launch each, and their sources
+            # (a fresh kernel cache, packed into $OUT/row-ncu-cache.tgz)
+            reduction_build row-ncu
+            ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+            for c in 'var(A,1)' 'batchnorm A in place'; do
+                step "row-ncu-$(echo "$c" | tr -c 'a-zA-Z0-9\n' '_')" 90 "$ncu" --kernel-name regex:kiln_kernel \
+                    --launch-skip 3 --launch-count 1 --section SpeedOfLight --section Occupancy --section LaunchStats \
+                    --section WarpStateStats --section MemoryWorkloadAnalysis "$BUILD_GPU/kiln-gpu-bench" --only "$c" \
+                    --sizes 8192x8192 --dtype f16
+            done
+            rm -rf "$OUT/row-ncu-cache" && mkdir -p "$OUT/row-ncu-cache"
+            step row-ncu-sources 60 env KILN_CACHE_DIR="$OUT/row-ncu-cache" "$BUILD_GPU/kiln-gpu-bench" \
+                --only 'var(A,1),batchnorm A in place' --sizes 8192x8192 --dtype f16
+            tar czf "$OUT/row-ncu-cache.tgz" -C "$OUT" row-ncu-cache && rm -rf "$OUT/row-ncu-cache"
             unset KILN_DEVICE KILN_CACHE_DIR ;;
         gemm-sweep) # tile width x k splits x epilogue store per shape: the data for the tile rule
             step gemm-sweep 300 "$BUILD_GPU/kiln-bench" gemm-sweep --dtype f16 ;;
