@@ -86,6 +86,9 @@ static kiln_expr *build(int kind, kiln_tensor *x, int nd, const int64_t *shape, 
         *ond = 1;
         oshape[0] = shape[1];
         return kiln_reduce(KILN_REDUCE_SUM, kiln_add(kiln_mul(kiln_t(x), kiln_scalar(0)), kiln_max(kiln_t(x), 0)), 1, axis0, 0);
+    case 12: /* rows, variance (two passes, the row cached) */
+        *ond = 1;
+        return kiln_reduce(KILN_REDUCE_VAR, kiln_t(x), 1, axis1, 0);
     case 9: /* columns, sum */
         *ond = 1;
         oshape[0] = shape[1];
@@ -142,6 +145,12 @@ int main(void)
         {"lanes: batch norm f16 SR (one pass)", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {100000, 64}, 6,
          KILN_ROUND_STOCHASTIC},
         {"lanes: batch norm f64 (one pass)", KILN_DTYPE_F64, KILN_DTYPE_F64, 2, {100000, 16}, 6, KILN_ROUND_DEFAULT},
+        /* ROW mode's narrow inputs with f32's bytes a worker (KILN_REDUCE_ROWFILL=1, row_fill) */
+        {"row var f16", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {5, 8192}, 12, KILN_ROUND_DEFAULT},
+        {"row var f16 (rowfill)", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {5, 8192}, 12, KILN_ROUND_DEFAULT},
+        {"x - max(x) f16 SR (rowfill)", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {2, 50000}, 5, KILN_ROUND_STOCHASTIC},
+        {"softmax bf16 (rowfill)", KILN_DTYPE_BF16, KILN_DTYPE_BF16, 2, {3, 30000}, 8, KILN_ROUND_DEFAULT},
+        {"row max i8 (rowfill)", KILN_DTYPE_I8, KILN_DTYPE_F32, 2, {5, 9000}, 2, KILN_ROUND_DEFAULT},
     };
     int compiled = 0, reductions = 0;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -150,6 +159,10 @@ int main(void)
             setenv("KILN_VAR_PASSES", "1", 1);
         else
             unsetenv("KILN_VAR_PASSES");
+        if (strstr(cs->what, "(rowfill)"))
+            setenv("KILN_REDUCE_ROWFILL", "1", 1);
+        else
+            unsetenv("KILN_REDUCE_ROWFILL");
         kiln_tensor *x = random_tensor(ctx, cs->in_dt, cs->nd, cs->shape);
         int ond;
         int64_t oshape[3];
@@ -173,6 +186,13 @@ int main(void)
                             barrier ? "where none belongs" : "missing");
                 CHECK_INT(barrier, want);
                 reductions += want;
+                /* the f16 row's worker caches 2 vectors of 8 (16 values, 32 bytes), 4 with
+                 * ROWFILL (64 bytes, as an f32 worker's 4 vectors of 4) */
+                if (strncmp(cs->what, "row var f16", 11) == 0) {
+                    const char *want_cache = strstr(cs->what, "(rowfill)") ? "uint4 cc0[4];" : "uint4 cc0[2];";
+                    if (!strstr(src, want_cache)) fprintf(stderr, "  %s: no '%s'\n", cs->what, want_cache);
+                    CHECK(strstr(src, want_cache) != NULL);
+                }
                 char what[128];
                 snprintf(what, sizeof what, "%s, kernel %d%s", cs->what, k, split ? ", split" : "");
                 const char *dump = getenv("KILN_TEST_DUMP"); /* prints the sources whose name has it */
@@ -192,6 +212,26 @@ int main(void)
         kiln__plan_free(p);
         kiln_tensor_release(dst);
         kiln_tensor_release(x);
+    }
+    { /* a bad KILN_REDUCE_ROWFILL names the variable (read where a row's inputs are narrow) */
+        setenv("KILN_REDUCE_ROWFILL", "yes", 1);
+        int64_t shape[2] = {5, 8192}, oshape[3];
+        int ond;
+        kiln_tensor *x = random_tensor(ctx, KILN_DTYPE_F16, 2, shape);
+        kiln_expr *e = build(12, x, 2, shape, &ond, oshape);
+        kiln_tensor *dst = NULL;
+        CHECK_OK(ctx, kiln_tensor_empty(ctx, KILN_DTYPE_F32, ond, oshape, &dst));
+        kiln_plan *p = NULL;
+        CHECK_OK(ctx, kiln__plan_build(dst, e, KILN_ROUND_DEFAULT, &p));
+        char *src = NULL;
+        if (p && p->nkernels > 0)
+            CHECK_FAILS(ctx, kiln__cuda_kernel_source(ctx, &p->kernels[0], 0, &src), KILN_ERR_ARG, "KILN_REDUCE_ROWFILL");
+        free(src);
+        kiln__plan_free(p);
+        kiln_expr_release(e);
+        kiln_tensor_release(dst);
+        kiln_tensor_release(x);
+        unsetenv("KILN_REDUCE_ROWFILL");
     }
     printf("%d sources compiled (%d split reductions)\n", compiled, reductions);
     CHECK(reductions >= 13);

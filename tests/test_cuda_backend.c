@@ -318,6 +318,41 @@ static void test_reductions(void)
         kiln_tensor_release(c);
         kiln_tensor_release(g);
     }
+    /* ROW mode's 16-bit rows with f32's bytes a worker (KILN_REDUCE_ROWFILL=1: twice the
+     * vectors a worker, half the workers a row): several rows a block, one, and split */
+    setenv("KILN_REDUCE_ROWFILL", "1", 1);
+    int64_t fill_shapes[][2] = {{300, 264}, {7, 8192}, {3, 100000}};
+    kiln_dtype fill_dts[] = {KILN_DTYPE_F16, KILN_DTYPE_BF16};
+    kiln_reduce_op fill_ops[] = {KILN_REDUCE_SUM, KILN_REDUCE_MAX, KILN_REDUCE_VAR, KILN_REDUCE_ARGMAX};
+    for (int sh = 0; sh < 3; sh++)
+        for (int d = 0; d < 2; d++) {
+            kiln_tensor *c, *g;
+            make_pair(fill_dts[d], 2, fill_shapes[sh], V_PLAIN, -2, 3, &c, &g);
+            for (int o = 0; o < 4; o++)
+                for (int bcast = 0; bcast < 2; bcast++) { /* broadcast back: x - max(x), x - var(x) */
+                    if (bcast && fill_ops[o] != KILN_REDUCE_MAX && fill_ops[o] != KILN_REDUCE_VAR) continue;
+                    red_param rp = {fill_ops[o], 1, {1}, 1, bcast};
+                    char what[96];
+                    snprintf(what, sizeof what, "rowfill op %d shape %d dtype %d bcast %d", o, sh, d, bcast);
+                    double tol = fill_ops[o] == KILN_REDUCE_MAX || fill_ops[o] == KILN_REDUCE_ARGMAX ? 0
+                                 : fill_ops[o] == KILN_REDUCE_VAR                                   ? 8e-3
+                                                                                                     : 1e-4;
+                    compare(what, b_reduce, &rp, &c, &g, bcast ? KILN_DTYPE_AUTO : KILN_DTYPE_F32, bcast ? 8e-3 : tol);
+                }
+            kiln_tensor_release(c);
+            kiln_tensor_release(g);
+        }
+    setenv("KILN_REDUCE_ROWFILL", "2", 1); /* a bad value names the variable */
+    {
+        kiln_tensor *c, *g, *o = NULL;
+        make_pair(KILN_DTYPE_F16, 2, fill_shapes[1], V_PLAIN, -2, 3, &c, &g);
+        red_param rp = {KILN_REDUCE_SUM, 1, {1}, 0, 0};
+        CHECK_FAILS(gpu, kiln_eval(gpu, b_reduce(&g, &rp), KILN_DTYPE_F32, &o), KILN_ERR_ARG, "KILN_REDUCE_ROWFILL");
+        kiln_tensor_release(o);
+        kiln_tensor_release(c);
+        kiln_tensor_release(g);
+    }
+    unsetenv("KILN_REDUCE_ROWFILL");
 }
 
 /* batch-norm in place: A = rsqrt(var(A,1) + eps) * (A - mean(A,1)) */

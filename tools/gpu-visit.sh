@@ -19,7 +19,7 @@
 #      var the one-pass variance alone (tests, sanitizers, --ab KILN_VAR_PASSES=2,1, the torch peer);
 #      var-rule times one pass against two around the default rule's edges; host-ab a small call's
 #      host time against the AB_BASE tree (kiln-bench overhead, host-prof); row-ncu Nsight Compute on
-#      ROW mode's f16 variance and batch norm;
+#      ROW mode's f16 variance and batch norm; rowfill KILN_REDUCE_ROWFILL=0,1 (tests, memcheck, racecheck, A/B);
 #      step gemm-ncu runs Nsight Compute on one call of kiln's kernel and of cuBLASLt's per shape (NCU_SHAPES)
 #   3. the suite under compute-sanitizer (MODES="memcheck racecheck"; $OUT/table-san.txt)
 # Each step gets what is left of VISIT_SECONDS (default 540) and is cut off at the deadline,
@@ -218,6 +218,16 @@ for s in $STEPS; do
             else
                 echo "== host-ab: no base tree $base (skipped)" | tee -a "$OUT/visit.txt"
             fi ;;
+        rowfill) # ROW mode's 16-bit rows with f32's bytes a worker (KILN_REDUCE_ROWFILL=1, codegen.c
+            # row_fill; NOTES step 57): test_cuda_backend's section reductions (its rowfill cases) plain
+            # and under memcheck, then --ab KILN_REDUCE_ROWFILL=0,1 on the row reductions
+            reduction_build rowfill
+            step rowfill-tests 120 env KILN_CUDA_TEST=reductions,batchnorm "$BUILD_GPU/test_cuda_backend"
+            step rowfill-ab 150 "$BUILD_GPU/kiln-gpu-bench" --ab KILN_REDUCE_ROWFILL=0,1 \
+                --only 'var(A,1),batchnorm A in place,sum(A)' \
+                --sizes 8192x8192,65536x1024,1024x65536,4096x4096,256x8192,32768x4096,16384x2048
+            reduction_sanitizers rowfill reductions 120
+            unset KILN_DEVICE KILN_CACHE_DIR ;;
         row-ncu) # Nsight Compute on ROW mode's f16 reductions at 8192 x 8192 (var(A,1) 0.71 of copy, batch
             # norm along rows 0.86x of torch.compile; NOTES step 57), one launch each, and their sources
             # (a fresh kernel cache, packed into $OUT/row-ncu-cache.tgz)

@@ -1294,6 +1294,30 @@ static int lanes_pay(kiln_ctx *ctx, const kiln_cuda_state *st, const kiln_plan_k
     return (G > 1 && !kp->unsplit) || gxn >= (unsigned)st->sm_count;
 }
 
+/* ROW mode's worker over inputs narrower than 4 bytes in f32 arithmetic (f16, bf16, i8, u8):
+ * kmax_for counts values, 16 a worker, so a worker caches 32 bytes of an f16 row where it
+ * caches 64 of an f32 one, and a row takes twice the workers, in the same registers (a
+ * vector is 16 raw bytes either way). On the H100 f16 var(A,1) at 8192 x 8192 reached 0.71
+ * of copy bandwidth where f32 reached 0.87 (NOTES step 57). KILN_REDUCE_ROWFILL=1 gives the
+ * narrow worker f32's bytes (kmax times 4 / the widest input's size, at most 8 vectors): half
+ * the workers a row, twice the bytes each in flight, half the block-wide folds. 0 and unset
+ * keep kmax_for's count, until a GPU has measured it. */
+static kiln_status row_fill(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
+{
+    if (kp->elementwise || kp->colmode || kp->vec < 2 || k->compute_f64) return KILN_OK;
+    static const char *const ways[] = {"0", "1"};
+    int env;
+    KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_ROWFILL", ways, 2, &env));
+    if (env != 1) return KILN_OK;
+    size_t widest = 0;
+    for (int t = 0; t < k->ninputs; t++)
+        if (kiln_dtype_size(k->inputs[t].dtype) > widest) widest = kiln_dtype_size(k->inputs[t].dtype);
+    if (widest == 0 || widest >= 4) return KILN_OK;
+    int km = kp->kmax * (int)(4 / widest);
+    kp->kmax = km > 8 ? 8 : km;
+    return KILN_OK;
+}
+
 /* Layout, analysis and launch choices of kernel k. st: the device, whose size decides
  * whether COLUMN mode takes lanes (NULL: it takes them wherever the layout allows). */
 static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_cuda_state *st, kplan *kp)
@@ -1320,7 +1344,9 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_
         kp->unsplit = 0;
         set_lanes(k, kp, 1);
     }
-    return KILN_OK;
+    s = row_fill(ctx, k, kp);
+    if (s != KILN_OK) kplan_free(kp);
+    return s;
 }
 
 /* The structural signature: everything the generated source depends on, written into
