@@ -1234,6 +1234,15 @@ static kiln_status choose_vec(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *k
     return KILN_OK;
 }
 
+/* The size in bytes of k's widest input dtype (0 without inputs). */
+static size_t widest_input(const kiln_plan_kernel *k)
+{
+    size_t widest = 0;
+    for (int t = 0; t < k->ninputs; t++)
+        if (kiln_dtype_size(k->inputs[t].dtype) > widest) widest = kiln_dtype_size(k->inputs[t].dtype);
+    return widest;
+}
+
 /* The points a worker and shared bytes of kernel k at `vec` lanes. */
 static void set_lanes(const kiln_plan_kernel *k, kplan *kp, int vec)
 {
@@ -1250,9 +1259,7 @@ static void set_lanes(const kiln_plan_kernel *k, kplan *kp, int vec)
      * inputs of 2 bytes or less in f32 arithmetic (f16 column sums 2-7 % faster than at 8,
      * bench/NOTES.md step 54; f32 was level). Where the values stay cached for a later pass
      * 16 spill (batch norm: 192 bytes in f16, 392 in f64). */
-    size_t widest = 0;
-    for (int t = 0; t < k->ninputs; t++)
-        if (kiln_dtype_size(k->inputs[t].dtype) > widest) widest = kiln_dtype_size(k->inputs[t].dtype);
+    size_t widest = widest_input(k);
     if (kp->colmode && kp->kmax > 8 && (k->compute_f64 || widest > 2 || k->npasses > 1 || !k->out.is_row))
         kp->kmax = 8;
     /* a value and an index; with lanes all VEC values at once (kiln_col_red_lanes) where that
@@ -1309,9 +1316,7 @@ static kiln_status row_fill(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
     int env;
     KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_ROWFILL", ways, 2, &env));
     if (env != 1) return KILN_OK;
-    size_t widest = 0;
-    for (int t = 0; t < k->ninputs; t++)
-        if (kiln_dtype_size(k->inputs[t].dtype) > widest) widest = kiln_dtype_size(k->inputs[t].dtype);
+    size_t widest = widest_input(k);
     if (widest == 0 || widest >= 4) return KILN_OK;
     int km = kp->kmax * (int)(4 / widest);
     kp->kmax = km > 8 ? 8 : km;
