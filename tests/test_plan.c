@@ -5,7 +5,9 @@
  * in tests/test_expr.c; here plans are built with kiln__plan_build and inspected (a few are
  * also run, to see that split plans still compute the right thing). Random forms are run
  * against a host reference; without a GPU, where the library has the CUDA backend and NVRTC
- * loads, their kernels' sources are also compiled for sm_90a.
+ * loads, their kernels' sources are also compiled for sm_90a. Where it has the CUDA backend,
+ * every kernel of the random forms and of a sweep over dtypes, layouts, shapes and knobs is
+ * checked for the CUDA fast map's key: one signature, one source.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "check.h"
@@ -16,6 +18,7 @@
 #include "nvrtc_compile.h"
 
 #pragma weak kiln__cuda_kernel_source
+#pragma weak kiln__cuda_kernel_signature
 
 static kiln_ctx *ctx;
 static uint64_t seed;
@@ -784,6 +787,240 @@ static void compile_plan(const kiln_plan *p, int form)
         }
 }
 
+/* The CUDA backend's fast map (codegen.c get_function) finds a kernel's function by its
+ * structural signature and never looks at the source again, so one signature given to two
+ * different sources would run one kernel's code on the other's data. Every kernel seen here
+ * (plain and split) is kept as its signature and its source's hash; a second kernel with a
+ * seen signature must have the same source. Needs the CUDA backend compiled in, not a GPU
+ * or NVRTC. */
+typedef struct kernel_key {
+    unsigned char *sig;
+    size_t len;
+    uint64_t sig_hash, src_hash;
+    char what[96];
+} kernel_key;
+
+static struct {
+    kernel_key *v;
+    size_t n, cap; /* cap a power of two; open addressing on sig_hash */
+    int kernels, clashes;
+} keys;
+
+static uint64_t fnv(const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211ull;
+    return h;
+}
+
+static void key_insert(kernel_key k)
+{
+    if (2 * (keys.n + 1) > keys.cap) {
+        size_t cap = keys.cap ? 2 * keys.cap : 1024;
+        kernel_key *v = calloc(cap, sizeof *v);
+        CHECK(v != NULL);
+        if (!v) return;
+        for (size_t i = 0; i < keys.cap; i++)
+            if (keys.v[i].sig) {
+                size_t s = (size_t)keys.v[i].sig_hash & (cap - 1);
+                while (v[s].sig) s = (s + 1) & (cap - 1);
+                v[s] = keys.v[i];
+            }
+        free(keys.v);
+        keys.v = v;
+        keys.cap = cap;
+    }
+    size_t s = (size_t)k.sig_hash & (keys.cap - 1);
+    while (keys.v[s].sig) s = (s + 1) & (keys.cap - 1);
+    keys.v[s] = k;
+    keys.n++;
+}
+
+static void key_check(const kiln_plan *p, const char *what)
+{
+    if (!kiln__cuda_kernel_signature || !kiln__cuda_kernel_source) return;
+    for (int q = 0; q < p->nkernels; q++)
+        for (int split = 0; split < 2; split++) {
+            kernel_key k = {0};
+            char *src = NULL;
+            CHECK_OK(ctx, kiln__cuda_kernel_signature(ctx, &p->kernels[q], split, &k.sig, &k.len));
+            CHECK_OK(ctx, kiln__cuda_kernel_source(ctx, &p->kernels[q], split, &src));
+            if (!k.sig || !src) {
+                free(k.sig);
+                free(src);
+                continue;
+            }
+            keys.kernels++;
+            k.sig_hash = fnv(k.sig, k.len);
+            k.src_hash = fnv(src, strlen(src));
+            snprintf(k.what, sizeof k.what, "%s, kernel %d%s", what, q, split ? ", split" : "");
+            free(src);
+            const kernel_key *seen = NULL;
+            for (size_t s = keys.cap ? (size_t)k.sig_hash & (keys.cap - 1) : 0; keys.cap && keys.v[s].sig;
+                 s = (s + 1) & (keys.cap - 1))
+                if (keys.v[s].sig_hash == k.sig_hash && keys.v[s].len == k.len &&
+                    memcmp(keys.v[s].sig, k.sig, k.len) == 0) {
+                    seen = &keys.v[s];
+                    break;
+                }
+            if (seen) {
+                if (seen->src_hash != k.src_hash) {
+                    if (keys.clashes++ < 5)
+                        fprintf(stderr, "  one signature, two sources: '%s' and '%s'\n", seen->what, k.what);
+                    CHECK(seen->src_hash == k.src_hash);
+                }
+                free(k.sig);
+                continue;
+            }
+            key_insert(k);
+        }
+}
+
+static void key_free(void)
+{
+    for (size_t i = 0; i < keys.cap; i++) free(keys.v[i].sig);
+    free(keys.v);
+    memset(&keys, 0, sizeof keys);
+}
+
+/* A sweep for key_check over what decides a kernel's form: the expression (element-wise,
+ * reductions to one value, along rows and down columns, arg reductions, a reduction
+ * broadcast back, several passes, a variance in one or two passes), the input's and the
+ * output's dtypes, stochastic rounding, the shape (lanes or none, a worker's count, 32-bit
+ * or 64-bit indices through a broadcast domain of 2^32 points), the input's layout
+ * (contiguous, transposed, every other column, broadcast down the rows) and the knobs read
+ * while a kernel is prepared (KILN_REDUCE_ROWFILL, KILN_REDUCE_COLVEC, KILN_VAR_PASSES). */
+static void test_kernel_keys(void)
+{
+    if (!kiln__cuda_kernel_signature || !kiln__cuda_kernel_source) {
+        printf("kernel keys: the library has no CUDA backend: skipped\n");
+        return;
+    }
+    static const kiln_dtype dts[] = {KILN_DTYPE_F32, KILN_DTYPE_F16, KILN_DTYPE_BF16, KILN_DTYPE_F64,
+                                     KILN_DTYPE_I8,  KILN_DTYPE_U8,  KILN_DTYPE_I32};
+    static const int64_t shapes[][2] = {{3, 1000}, {5, 9000}, {4096, 64}, {30000, 6},   {2, 50001},
+                                        {7, 1},    {1, 7},    {64, 40},   {1 << 26, 64}};
+    static const char *const rowfill[] = {NULL, "1"}, *const colvec[] = {NULL, "0", "force"},
+                             *const passes[] = {NULL, "1", "2"};
+    const int nshapes = (int)(sizeof shapes / sizeof shapes[0]), huge = nshapes - 1;
+    int plans = 0;
+    for (int it = 0; it < 2500; it++) {
+        int kind = (int)(check_rand_u64(&seed) % 10);
+        int huge_ok = kind == 1 || kind == 4 || kind == 9; /* to a few values: no 2^32-point output */
+        int si = (int)(check_rand_u64(&seed) % (uint64_t)(huge_ok ? nshapes : nshapes - 1));
+        kiln_dtype in = dts[check_rand_u64(&seed) % 7];
+        int view = si == huge ? 3 : (int)(check_rand_u64(&seed) % 4);
+        int64_t R = shapes[si][0], C = shapes[si][1];
+        const char *rf = rowfill[check_rand_u64(&seed) % 2], *cv = colvec[check_rand_u64(&seed) % 3],
+                   *vp = passes[check_rand_u64(&seed) % 3];
+        if (rf)
+            setenv("KILN_REDUCE_ROWFILL", rf, 1);
+        else
+            unsetenv("KILN_REDUCE_ROWFILL");
+        if (cv)
+            setenv("KILN_REDUCE_COLVEC", cv, 1);
+        else
+            unsetenv("KILN_REDUCE_COLVEC");
+        if (vp)
+            setenv("KILN_VAR_PASSES", vp, 1);
+        else
+            unsetenv("KILN_VAR_PASSES");
+        /* x: R x C of dtype `in`, through one of four layouts */
+        kiln_tensor *base = NULL, *x = NULL;
+        if (view == 0) {
+            int64_t sh[2] = {R, C};
+            CHECK_OK(ctx, kiln_tensor_empty(ctx, in, 2, sh, &base));
+            x = kiln_tensor_retain(base);
+        } else if (view == 1) {
+            int64_t sh[2] = {C, R};
+            CHECK_OK(ctx, kiln_tensor_empty(ctx, in, 2, sh, &base));
+            CHECK_OK(ctx, kiln_tensor_transpose(base, 0, 1, &x));
+        } else if (view == 2) {
+            int64_t sh[2] = {R, 2 * C};
+            kiln_slice s[2] = {KILN_SLICE_ALL, KILN_SLICE_STEP(KILN_NONE, KILN_NONE, 2)};
+            CHECK_OK(ctx, kiln_tensor_empty(ctx, in, 2, sh, &base));
+            CHECK_OK(ctx, kiln_tensor_slice(base, 2, s, &x));
+        } else {
+            int64_t sh[2] = {1, C}, to[2] = {R, C};
+            CHECK_OK(ctx, kiln_tensor_empty(ctx, in, 2, sh, &base));
+            CHECK_OK(ctx, kiln_tensor_broadcast_to(base, 2, to, &x));
+        }
+        int is_float = in == KILN_DTYPE_F32 || in == KILN_DTYPE_F16 || in == KILN_DTYPE_BF16 || in == KILN_DTYPE_F64;
+        kiln_dtype out = is_float && check_rand_u64(&seed) % 2 ? in : KILN_DTYPE_F32;
+        if (in == KILN_DTYPE_F64) out = KILN_DTYPE_F64;
+        int axis0[1] = {0}, axis1[1] = {1};
+        int64_t osh[2] = {R, C};
+        int ond = 2;
+        kiln_expr *e;
+        switch (kind) {
+        case 0: e = kiln_mul(kiln_exp(kiln_t(x)), kiln_t(x)); break;
+        case 1:
+            e = kiln_reduce(KILN_REDUCE_SUM, kiln_t(x), 0, NULL, 0);
+            ond = 0;
+            break;
+        case 2:
+            e = kiln_reduce(KILN_REDUCE_MAX, kiln_t(x), 1, axis1, 0);
+            ond = 1;
+            break;
+        case 3:
+            e = kiln_reduce(KILN_REDUCE_ARGMAX, kiln_t(x), 1, axis1, 0);
+            ond = 1;
+            out = KILN_DTYPE_I32;
+            break;
+        case 4:
+            e = kiln_reduce(KILN_REDUCE_VAR, kiln_t(x), 1, axis0, 0);
+            ond = 1;
+            osh[0] = C;
+            break;
+        case 5: e = kiln_sub(kiln_t(x), kiln_max(kiln_t(x), 1)); break;
+        case 6:
+            e = kiln_mul(kiln_rsqrt(kiln_add(kiln_var(kiln_t(x), 0), kiln_scalar(1e-5))),
+                         kiln_sub(kiln_t(x), kiln_mean(kiln_t(x), 0)));
+            break;
+        case 7:
+            e = kiln_div(kiln_exp(kiln_sub(kiln_t(x), kiln_max(kiln_t(x), 1))),
+                         kiln_sum(kiln_exp(kiln_sub(kiln_t(x), kiln_max(kiln_t(x), 1))), 1));
+            break;
+        case 8:
+            e = kiln_reduce(KILN_REDUCE_ARGMIN, kiln_t(x), 1, axis0, 0);
+            ond = 1;
+            osh[0] = C;
+            out = KILN_DTYPE_I32;
+            break;
+        default:
+            e = kiln_reduce(KILN_REDUCE_SUM, kiln_t(x), 1, axis0, 0);
+            ond = 1;
+            osh[0] = C;
+            break;
+        }
+        kiln_round round = (out == KILN_DTYPE_F16 || out == KILN_DTYPE_BF16) && check_rand_u64(&seed) % 2
+                               ? KILN_ROUND_STOCHASTIC
+                               : KILN_ROUND_DEFAULT;
+        kiln_tensor *dst = NULL;
+        CHECK_OK(ctx, kiln_tensor_empty(ctx, out, ond, osh, &dst));
+        kiln_plan *p = NULL;
+        if (dst) CHECK_OK(ctx, kiln__plan_build(dst, e, round, &p));
+        char what[96];
+        snprintf(what, sizeof what, "sweep %d (kind %d, %s -> %s%s, %lldx%lld, layout %d, %s/%s/%s)", it, kind,
+                 kiln_dtype_name(in), kiln_dtype_name(out), round == KILN_ROUND_STOCHASTIC ? " SR" : "", (long long)R,
+                 (long long)C, view, rf ? rf : "-", cv ? cv : "-", vp ? vp : "-");
+        if (p) {
+            key_check(p, what);
+            plans++;
+        }
+        kiln__plan_free(p);
+        kiln_expr_release(e);
+        kiln_tensor_release(dst);
+        kiln_tensor_release(x);
+        kiln_tensor_release(base);
+    }
+    unsetenv("KILN_REDUCE_ROWFILL");
+    unsetenv("KILN_REDUCE_COLVEC");
+    unsetenv("KILN_VAR_PASSES");
+    printf("kernel keys: %d plans swept\n", plans);
+}
+
 static void test_random_forms(void)
 {
     static const int64_t sizes[5] = {1, 2, 3, 5, 7};
@@ -827,10 +1064,15 @@ static void test_random_forms(void)
             kiln_tensor_release(base);
         }
         if (!dst) CHECK_OK(ctx, kiln_tensor_full(ctx, KILN_DTYPE_F64, nd, S, NAN, &dst));
-        if (nvrtc_on) { /* stochastic rounding too, for its generator paths */
+        if (kiln__cuda_kernel_source) { /* stochastic rounding too, for its generator paths */
             kiln_plan *p = NULL;
             CHECK_OK(ctx, kiln__plan_build(dst, e, fz_rand(2) ? KILN_ROUND_STOCHASTIC : KILN_ROUND_DEFAULT, &p));
-            if (p) compile_plan(p, it);
+            if (p) {
+                char what[48];
+                snprintf(what, sizeof what, "random form %d", it);
+                key_check(p, what);
+                compile_plan(p, it);
+            }
             kiln__plan_free(p);
         }
         kiln_expr_retain(e);
@@ -887,13 +1129,13 @@ static void test_var_one_pass_rule(void)
         uint32_t mask;
         int want;
     } c[] = {
-        {KILN_DTYPE_F32, 2, {8192, 8192}, 1, 1},      {KILN_DTYPE_F16, 2, {65536, 1024}, 1, 1},
-        {KILN_DTYPE_F32, 2, {8192, 8192}, 2, 0},      {KILN_DTYPE_F16, 2, {4096, 4096}, 1, 0},
-        {KILN_DTYPE_F32, 2, {1024, 65536}, 1, 0},     {KILN_DTYPE_F16, 2, {256, 8192}, 1, 0},
-        {KILN_DTYPE_F32, 3, {64, 128, 4096}, 3, 1},   {KILN_DTYPE_F32, 3, {8192, 8192, 1}, 1, 1},
-        {KILN_DTYPE_F32, 3, {8192, 8192, 1}, 2, 0},   {KILN_DTYPE_F32, 3, {8192, 8, 1024}, 4, 0},
-        {KILN_DTYPE_F32, 2, {2047, 65536}, 1, 0},     {KILN_DTYPE_F32, 2, {2048, 65536}, 1, 1},
-        {KILN_DTYPE_F64, 2, {4096, 2048}, 1, 1},      {KILN_DTYPE_F32, 0, {0}, 0, 0},
+        {KILN_DTYPE_F32, 2, {8192, 8192}, 1, 1},    {KILN_DTYPE_F16, 2, {65536, 1024}, 1, 1},
+        {KILN_DTYPE_F32, 2, {8192, 8192}, 2, 0},    {KILN_DTYPE_F16, 2, {4096, 4096}, 1, 0},
+        {KILN_DTYPE_F32, 2, {1024, 65536}, 1, 0},   {KILN_DTYPE_F16, 2, {256, 8192}, 1, 0},
+        {KILN_DTYPE_F32, 3, {64, 128, 4096}, 3, 1}, {KILN_DTYPE_F32, 3, {8192, 8192, 1}, 1, 1},
+        {KILN_DTYPE_F32, 3, {8192, 8192, 1}, 2, 0}, {KILN_DTYPE_F32, 3, {8192, 8, 1024}, 4, 0},
+        {KILN_DTYPE_F32, 2, {2047, 65536}, 1, 0},   {KILN_DTYPE_F32, 2, {2048, 65536}, 1, 1},
+        {KILN_DTYPE_F64, 2, {4096, 2048}, 1, 1},    {KILN_DTYPE_F32, 0, {0}, 0, 0},
         {KILN_DTYPE_F32, 2, {1, 1}, 3, 0},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
@@ -921,6 +1163,11 @@ int main(void)
     nvrtc_on = kiln__cuda_kernel_source && kiln_ctx_device(ctx) == KILN_DEVICE_CPU && nvrtc_ready(&nvrtc);
     test_random_forms();
     if (nvrtc_on) printf("random forms: %d kernel sources compiled by NVRTC\n", nvrtc_compiled);
+    test_kernel_keys();
+    if (keys.kernels)
+        printf("kernel keys: %d kernels, %zu signatures, %d with one signature and two sources\n", keys.kernels, keys.n,
+               keys.clashes);
+    key_free();
     kiln_ctx_destroy(ctx);
     return check_finish();
 }

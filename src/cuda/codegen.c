@@ -1442,6 +1442,25 @@ kiln_status kiln__cuda_kernel_source(kiln_ctx *ctx, const kiln_plan_kernel *k, i
     return s;
 }
 
+kiln_status kiln__cuda_kernel_signature(kiln_ctx *ctx, const kiln_plan_kernel *k, int split, unsigned char **sig,
+                                        size_t *len)
+{
+    *sig = NULL;
+    *len = 0;
+    KILN_TRY(check_plan_kernel(ctx, k));
+    kplan kp;
+    KILN_TRY(prepare(ctx, k, NULL, &kp));
+    kp.split = split != 0;
+    size_t n = signature(k, &kp, NULL, 0);
+    unsigned char *p = malloc(n ? n : 1);
+    if (p) signature(k, &kp, p, n);
+    kplan_free(&kp);
+    if (!p) return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'plan': no host memory for a kernel signature");
+    *sig = p;
+    *len = n;
+    return KILN_OK;
+}
+
 /* The kernel of k: from the structural fast map, else generated and fetched through the
  * source-keyed cache (memory, disk, NVRTC) and remembered in the fast map. */
 static kiln_status get_function(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp, CUfunction *fn)

@@ -12,21 +12,21 @@
 #include "kiln.h"
 
 typedef struct kiln_cuda_stats {
-    int64_t compiles;        /* NVRTC compilations */
-    int64_t mem_hits;        /* kernels found in the memory cache */
-    int64_t disk_hits;       /* kernels loaded from the disk cache */
-    int64_t disk_rejects;    /* disk entries found corrupt or truncated (then rebuilt) */
-    int64_t disk_writes;     /* entries written to the disk cache */
-    int64_t launches;        /* kernels launched */
-    int64_t lt_queries;      /* cuBLASLt plans built (descriptors + heuristic query) */
-    int64_t lt_hits;         /* cuBLASLt GEMMs that reused a cached plan */
-    int64_t gemm_own;        /* GEMMs run by kiln's own kernels (wgmma, mma.sync, FFMA) */
+    int64_t compiles;         /* NVRTC compilations */
+    int64_t mem_hits;         /* kernels found in the memory cache */
+    int64_t disk_hits;        /* kernels loaded from the disk cache */
+    int64_t disk_rejects;     /* disk entries found corrupt or truncated (then rebuilt) */
+    int64_t disk_writes;      /* entries written to the disk cache */
+    int64_t launches;         /* kernels launched */
+    int64_t lt_queries;       /* cuBLASLt plans built (descriptors + heuristic query) */
+    int64_t lt_hits;          /* cuBLASLt GEMMs that reused a cached plan */
+    int64_t gemm_own;         /* GEMMs run by kiln's own kernels (wgmma, mma.sync, FFMA) */
     int64_t gemm_vendor_pass; /* GEMMs run as cuBLASLt's f32 product and kiln's epilogue pass */
-    int64_t gemm_reference;  /* GEMMs run by the reference kernel (what neither can take) */
-    int64_t reduce_splits;   /* reduction kernels launched with their rows split across blocks */
-    int64_t reduce_lanes;    /* COLUMN-mode reductions launched with VEC columns a thread */
-    double last_compile_ms;  /* NVRTC time of the last compilation */
-    double last_get_ms;      /* time of the last kernel lookup (compile, disk or memory) */
+    int64_t gemm_reference;   /* GEMMs run by the reference kernel (what neither can take) */
+    int64_t reduce_splits;    /* reduction kernels launched with their rows split across blocks */
+    int64_t reduce_lanes;     /* COLUMN-mode reductions launched with VEC columns a thread */
+    double last_compile_ms;   /* NVRTC time of the last compilation */
+    double last_get_ms;       /* time of the last kernel lookup (compile, disk or memory) */
 } kiln_cuda_stats;
 
 /* Copies ctx's kernel-cache statistics into *out. KILN_ERR_UNSUPPORTED on a non-CUDA ctx. */
@@ -46,6 +46,13 @@ kiln_status kiln__cuda_compile_source(kiln_ctx *ctx, const char *source, const c
  * context will do. For tests (test_codegen_nvrtc compiles them without a GPU). */
 struct kiln_plan_kernel;
 kiln_status kiln__cuda_kernel_source(kiln_ctx *ctx, const struct kiln_plan_kernel *k, int split, char **source);
+
+/* The structural signature under which the backend's in-process map (get_function's fast
+ * map) keeps the function of plan kernel k, prepared as kiln__cuda_kernel_source prepares it:
+ * malloc'd into *sig, its length into *len. Two kernels with one signature must have one
+ * source, or the map would hand one the other's function; test_plan checks that. */
+kiln_status kiln__cuda_kernel_signature(kiln_ctx *ctx, const struct kiln_plan_kernel *k, int split, unsigned char **sig,
+                                        size_t *len);
 
 /* Benchmark helpers. kiln__cuda_timer_start/_stop record CUDA events on ctx's stream and
  * give the device time between them in ms. kiln__cuda_time_copy times a device-to-device
