@@ -569,7 +569,9 @@ static kiln_status launch_simple(kiln_ctx *ctx, const kiln_gemm_desc *d, const b
         g[0] = (unsigned)((d->N + 15) / 16);
         g[1] = (unsigned)((d->M + 15) / 16);
     }
-    /* a tag ("GKSP") and this source's version first: codegen.c's signatures never start so */
+    /* a tag ("GKSP") and this source's version first (codegen.c's signatures never start so),
+     * then every field of simple_cfg */
+    _Static_assert(sizeof(simple_cfg) == 7 * sizeof(int32_t), "a new field of simple_cfg goes into this signature too");
     const int32_t sig[9] = {0x50534b47, 1, c.pass, c.dtype, c.bias, c.relu, c.beta, c.sr, c.nbatch};
     CUfunction fn;
     KILN_TRY(kiln__cuda_gemm_kernel(ctx, sig, 9, gen_simple, &c, pass ? "kiln_gemm_pass" : "kiln_gemm", 0, &fn));

@@ -72,7 +72,10 @@ kiln_status kiln__cuda_gemm_ffma(kiln_ctx *ctx, const kiln_gemm_desc *d_in, cons
     }
     l.w[KILN_GEMM_FFMA_W_STATS] = (uint64_t)(uintptr_t)stats_words;
     const kiln_gemm_ffma_cfg *c = &l.cfg;
-    /* a tag ("GKFF") and this kernel's version first */
+    /* a tag ("GKFF") and this kernel's version first, then every field of the configuration:
+     * a field left out would let two sources share one key of the fast map */
+    _Static_assert(sizeof(kiln_gemm_ffma_cfg) == 18 * sizeof(int32_t),
+                   "a new field of kiln_gemm_ffma_cfg goes into this signature too");
     const int32_t sig[20] = {0x46464b47, 11,       c->a_kmajor, c->a_vec,  c->b_kmajor,  c->b_vec, c->bias,
                              c->beta,    c->c_vec, c->split,    c->bk,     c->minb,      c->warps, c->wide,
                              c->order,   c->early, c->walk,     c->slices, c->edge_walk, c->stats};

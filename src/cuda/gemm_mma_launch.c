@@ -20,7 +20,10 @@ kiln_status kiln__cuda_gemm_mma(kiln_ctx *ctx, const kiln_gemm_desc *d_in, const
     kiln_gemm_mma_launch l;
     kiln__cuda_gemm_mma_prepare(&d, bt, ctx->seed, &l);
     l.w[KILN_GEMM_MMA_W_STATS] = (uint64_t)(uintptr_t)stats_words;
-    /* a tag ("GKMM") and this kernel's version first: codegen.c's signatures never start so */
+    /* a tag ("GKMM") and this kernel's version first (codegen.c's signatures never start so),
+     * then every field of the configuration: one left out would let two sources share a key */
+    _Static_assert(sizeof(kiln_gemm_mma_cfg) == 10 * sizeof(int32_t),
+                   "a new field of kiln_gemm_mma_cfg goes into this signature too");
     const kiln_gemm_mma_cfg *c = &l.cfg;
     const int32_t sig[12] = {0x4d4d4b47, 4,       (int32_t)c->dtype, c->a_kmajor, c->a_vec, c->b_kmajor,
                              c->b_vec,   c->bias, c->beta,           c->sr,       c->c_pair, c->stats};

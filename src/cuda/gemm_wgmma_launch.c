@@ -224,7 +224,10 @@ kiln_status kiln__cuda_gemm_wgmma(kiln_ctx *ctx, const kiln_gemm_desc *d_in, con
     if (r == KILN_OK && c->tma_store) r = encode_map(ctx, &args.tc, d->dtype, &l.map[2], "C");
     if (r == KILN_OK && l.map[3].used) r = encode_map(ctx, &args.tae, d->dtype, &l.map[3], "A");
     if (r == KILN_OK && l.map[4].used) r = encode_map(ctx, &args.tbe, d->dtype, &l.map[4], "B");
-    /* a tag ("GKWG") and this kernel's version first */
+    /* a tag ("GKWG") and this kernel's version first, then every field of the configuration:
+     * a field left out would let two sources share one key of the fast map */
+    _Static_assert(sizeof(kiln_gemm_wgmma_cfg) == 25 * sizeof(int32_t),
+                   "a new field of kiln_gemm_wgmma_cfg goes into this signature too");
     const int32_t sig[27] = {0x47574b47,   22,         (int32_t)c->dtype, c->a_kmajor,  c->b_kmajor,  c->bias,
                              c->beta,      c->sr,      c->c_pair,         c->bn,        c->tma_store, c->pingpong,
                              c->sr_unroll, c->cbufs,   c->cluster,        c->slice_sum, c->mcast,     c->kpair,
