@@ -754,6 +754,15 @@ static kiln_expr *fz_gen(fz *z, int nd, const int64_t *S, int depth, harr *out)
     return kiln_reduce(rop, ea, na, axes, 0);
 }
 
+/* FNV-1a of n bytes: the sources' and signatures' hashes below */
+static uint64_t fnv(const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211ull;
+    return h;
+}
+
 /* Without a GPU, where the library has the CUDA backend and NVRTC loads: each new source
  * of plan p's kernels (plain and split) as the backend generates it, compiled for sm_90a.
  * The random forms reach generator paths the named cases do not (COLUMN mode's lanes with
@@ -770,8 +779,7 @@ static void compile_plan(const kiln_plan *p, int form)
             char *src = NULL;
             CHECK_OK(ctx, kiln__cuda_kernel_source(ctx, &p->kernels[q], split, &src));
             if (!src) continue;
-            uint64_t h = 1469598103934665603ull;
-            for (const char *c = src; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+            uint64_t h = fnv(src, strlen(src));
             size_t slot = (size_t)(h % 4096);
             while (nvrtc_seen[slot] && nvrtc_seen[slot] != h) slot = (slot + 1) % 4096;
             if (nvrtc_seen[slot] == h || nvrtc_compiled >= 3000) {
@@ -805,14 +813,6 @@ static struct {
     size_t n, cap; /* cap a power of two; open addressing on sig_hash */
     int kernels, clashes;
 } keys;
-
-static uint64_t fnv(const void *p, size_t n)
-{
-    const unsigned char *c = p;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211ull;
-    return h;
-}
 
 static void key_insert(kernel_key k)
 {
