@@ -173,6 +173,35 @@ static void test_slices(void)
     CHECK_INT(kiln_tensor_numel(v), 0);
     kiln_tensor_release(v);
 
+    /* steps as large as int64 holds (the length and the stride once overflowed): each keeps
+     * the one element where it starts; and a step of 3 over 4 rows keeps rows 0 and 3 */
+    const struct {
+        kiln_slice s;
+        int64_t len, first; /* rows kept, the first row */
+    } big[] = {
+        {KILN_SLICE_STEP(1, KILN_NONE, INT64_MAX), 1, 1},
+        {KILN_SLICE_STEP(KILN_NONE, KILN_NONE, INT64_MAX), 1, 0},
+        {KILN_SLICE_STEP(KILN_NONE, KILN_NONE, -INT64_MAX), 1, 3},
+        {KILN_SLICE_STEP(2, KILN_NONE, INT64_MIN + 1), 1, 2},
+        {KILN_SLICE_STEP(-1, -100, INT64_MIN + 1), 1, 3},
+        {KILN_SLICE_STEP(INT64_MIN + 1, INT64_MAX, INT64_MAX), 1, 0},
+        {KILN_SLICE_STEP(INT64_MAX, INT64_MIN + 1, -INT64_MAX), 1, 3},
+        {KILN_SLICE_STEP(0, 4, 3), 2, 0},
+    };
+    double now[120]; /* t as the writes above left it */
+    CHECK_OK(ctx, kiln_tensor_read(t, now, KILN_DTYPE_F64));
+    for (size_t b = 0; b < sizeof big / sizeof big[0]; b++) {
+        v = NULL;
+        CHECK_OK(ctx, kiln_tensor_slice(t, 1, &big[b].s, &v));
+        if (!v) continue;
+        CHECK_INT(kiln_tensor_dim(v, 0), big[b].len);
+        double want[60];
+        for (int64_t r = 0; r < big[b].len; r++)
+            for (int j = 0; j < 30; j++) want[r * 30 + j] = now[(big[b].first + 3 * r) * 30 + j];
+        check_values(v, want, big[b].len * 30, 0);
+        kiln_tensor_release(v);
+    }
+
     /* errors */
     kiln_slice bad[1] = {KILN_INDEX(4)};
     v = NULL;

@@ -61,11 +61,16 @@ kiln_status kiln_tensor_slice(kiln_tensor *t, int n, const kiln_slice *s, kiln_t
             if (start > dim - 1) start = dim - 1;
             if (stop > dim - 1) stop = dim - 1;
         }
+        /* written so that no step (up to +-INT64_MAX) overflows: the distance first, then the
+         * step. st * step as numpy has it; it can overflow only where the axis keeps at most
+         * one element (two or more keep |step| < dim, inside the tensor's own extent), and
+         * there the stride is never stepped: st then */
         int64_t len = 0;
-        if (step > 0 && stop > start) len = (stop - start + step - 1) / step;
-        if (step < 0 && start > stop) len = (start - stop + (-step) - 1) / (-step);
+        if (step > 0 && stop > start) len = (stop - start - 1) / step + 1;
+        if (step < 0 && start > stop) len = (start - stop - 1) / -step + 1;
+        uint64_t st_abs = st < 0 ? -(uint64_t)st : (uint64_t)st, step_abs = step < 0 ? -(uint64_t)step : (uint64_t)step;
         shape[nd] = len;
-        strides[nd++] = st * step;
+        strides[nd++] = st_abs != 0 && step_abs > (uint64_t)INT64_MAX / st_abs ? st : st * step;
         if (len > 0) offset += start * st;
     }
     return kiln__tensor_view(t, nd, shape, strides, offset, out);
