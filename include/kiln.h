@@ -452,7 +452,10 @@ typedef enum kiln_reduce_op {
 
 /* Reduces x over the naxes axes listed (negative values count from the end, no repeats);
  * axes NULL with naxes 0 reduces over all axes. keepdims 1 keeps reduced axes as size 1
- * (then the result broadcasts back against x), 0 removes them (numpy's default). */
+ * (then the result broadcasts back against x), 0 removes them (numpy's default).
+ * Over no elements (a reduced axis of size 0): sum 0, max -inf, min +inf (their
+ * identities), mean, var and std NaN; argmax and argmin give an error node (SHAPE: there is
+ * no index to give). */
 KILN_API kiln_expr *kiln_reduce(kiln_reduce_op op, kiln_expr *x, int naxes, const int *axes, int keepdims);
 /* Shorthands over one axis that keep the reduced axis (nervanagpu's style, so the result
  * broadcasts back into x): kiln_mean(x, 1) of an (N, C) x is (N, 1). */

@@ -512,6 +512,31 @@ static void test_reductions(void)
     double *eg = read_all(ed);
     CHECK(eg[0] == 0 && eg[1] == 0 && eg[2] == 0);
     free(eg);
+    /* max and min give their identities; argmax and argmin have no index to give */
+    CHECK_OK(ctx, kiln_assign(ed, kiln_reduce(KILN_REDUCE_MAX, kiln_t(ez), 1, &ax_e, 0)));
+    eg = read_all(ed);
+    CHECK(eg[0] == -INFINITY && eg[1] == -INFINITY && eg[2] == -INFINITY);
+    free(eg);
+    CHECK_OK(ctx, kiln_assign(ed, kiln_reduce(KILN_REDUCE_MIN, kiln_t(ez), 1, &ax_e, 0)));
+    eg = read_all(ed);
+    CHECK(eg[0] == INFINITY && eg[1] == INFINITY && eg[2] == INFINITY);
+    free(eg);
+    kiln_tensor *ei = poisoned(KILN_DTYPE_I32, 1, s3z);
+    CHECK_FAILS(ctx, kiln_assign(ei, kiln_reduce(KILN_REDUCE_ARGMAX, kiln_t(ez), 1, &ax_e, 0)), KILN_ERR_SHAPE,
+                "empty along reduced axis 1");
+    CHECK_FAILS(ctx, kiln_assign(ei, kiln_argmin(kiln_t(ez), -1)), KILN_ERR_SHAPE, "argmin has no index");
+    kiln_tensor *e0 = NULL;
+    CHECK_FAILS(ctx, kiln_eval(ctx, kiln_reduce(KILN_REDUCE_ARGMAX, kiln_t(ez), 0, NULL, 0), KILN_DTYPE_AUTO, &e0),
+                KILN_ERR_SHAPE, "(3, 0)");
+    CHECK(e0 == NULL);
+    /* an argmax along the axis that is not empty: an empty result, no error */
+    int ax_0 = 0;
+    int64_t zero = 0;
+    kiln_tensor *ei0 = NULL;
+    CHECK_OK(ctx, kiln_tensor_empty(ctx, KILN_DTYPE_I32, 1, &zero, &ei0));
+    CHECK_OK(ctx, kiln_assign(ei0, kiln_reduce(KILN_REDUCE_ARGMAX, kiln_t(ez), 1, &ax_0, 0)));
+    kiln_tensor_release(ei0);
+    kiln_tensor_release(ei);
     CHECK_OK(ctx, kiln_tensor_empty(ctx, KILN_DTYPE_F32, 2, se, &ee));
     CHECK_OK(ctx, kiln_assign(ee, kiln_exp(kiln_t(ez))));
     kiln_tensor_release(ez);

@@ -214,7 +214,7 @@ kiln_status kiln_tensor_arange_at(kiln_ctx *ctx, kiln_dtype dtype, double start,
     if (step == 0) return KILN_ERROR(ctx, KILN_ERR_ARG, "kiln_tensor_arange: argument 'step' is 0");
     double nd = ceil((stop - start) / step);
     if (nd < 0) nd = 0;
-    if (nd > 9.0e15) return KILN_ERROR(ctx, KILN_ERR_OVERFLOW, "kiln_tensor_arange: %.0f elements are too many", nd);
+    if (nd > 9.0e15) return KILN_ERROR(ctx, KILN_ERR_OVERFLOW, "kiln_tensor_arange: %.6g elements are too many", nd);
     int64_t n = (int64_t)nd;
     double *host = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
     if (!host) return KILN_ERROR(ctx, KILN_ERR_OOM, "kiln_tensor_arange: no host memory for %lld values", (long long)n);

@@ -652,6 +652,17 @@ static kiln_expr *reduce_impl(const char *fn, const char *axes_name, kiln_reduce
         break;
     case KILN_REDUCE_ARGMAX:
     case KILN_REDUCE_ARGMIN:
+        /* an empty reduced axis has no index to give (0 would name an element that is not
+         * there); numpy and the Python package raise here too */
+        for (int a = 0; a < x->ndim; a++)
+            if (((mask >> a) & 1u) && x->shape[a] == 0) {
+                kiln__shape_str(sh, sizeof sh, x->ndim, x->shape);
+                kiln_expr_release(x);
+                return error_node(KILN_ERR_SHAPE,
+                                  "%s: argument 'x' of shape %s is empty along reduced axis %d: an %s has no "
+                                  "index to give",
+                                  fn, sh, a, op == KILN_REDUCE_ARGMAX ? "argmax" : "argmin");
+            }
         if (mask == 0) return kiln_cast(kiln_mul(kiln_finite(x), kiln_scalar(0.0)), KILN_DTYPE_I32);
         r = reduce_node(op == KILN_REDUCE_ARGMAX ? KILN_POP_RED_ARGMAX : KILN_POP_RED_ARGMIN, x, mask);
         break;
