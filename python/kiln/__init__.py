@@ -16,7 +16,9 @@ Semantics worth knowing:
     numpy conversion, indexing, a dot operand) is evaluated then, once (the value is cached).
     A lazy value reads its inputs when it is evaluated, not when it was written.
   - Comparisons give 0/1 in the promoted dtype (kiln has no bool dtype); int64 input
-    becomes int32, bool becomes uint8.
+    becomes int32 (an OverflowError where a value does not fit, unless a float dtype is
+    asked for), bool becomes uint8, complex input with zero imaginary parts its real part
+    (a TypeError otherwise).
   - Constructors without a dtype make float32 (the deep-learning default), kn.array keeps
     the dtype of its numpy input (with the two changes above).
   - Indexing with integers and slices (steps, negative steps, Ellipsis, None) gives views;
@@ -123,17 +125,34 @@ def _to_dtype(x, argname="dtype"):
     return d
 
 
-def _np_src(a):
-    """(contiguous numpy array in a dtype kiln reads, its kiln dtype) for host data a."""
+def _np_src(a, target=None, argname="obj"):
+    """(contiguous numpy array in a dtype kiln reads, its kiln dtype) for host data a, on its
+    way to a kiln tensor of dtype target (None: the tensor takes the returned dtype). Wide
+    integers (int64, uint32, uint64) come as int32 when every value fits; otherwise as
+    float64 where target is a float dtype, and an OverflowError naming the value where it is
+    not (astype would wrap them silently: 2**40 would become 0)."""
     d = _BY_NP.get(a.dtype)
     if d is None:
         d = _NP_FALLBACK.get(a.dtype)
         if d is None:
             if a.dtype.kind in "fc":
                 d = float64
-                a = a.real if a.dtype.kind == "c" else a
+                if a.dtype.kind == "c":
+                    if a.size and _np.any(a.imag != 0):
+                        raise TypeError(f"argument '{argname}': complex values with non-zero imaginary parts; kiln "
+                                        "has no complex dtype (pass .real or .imag)")
+                    a = a.real
             else:
-                raise TypeError(f"argument 'obj': numpy dtype {a.dtype} cannot become a kiln tensor")
+                raise TypeError(f"argument '{argname}': numpy dtype {a.dtype} cannot become a kiln tensor")
+        elif d is int32 and a.dtype.kind in "iu" and a.size:
+            lo, hi = a.min(), a.max()
+            if lo < -2**31 or hi > 2**31 - 1:
+                if target is not None and target.kind == "f":
+                    d = float64
+                else:
+                    bad = int(hi) if hi > 2**31 - 1 else int(lo)
+                    raise OverflowError(f"argument '{argname}': {a.dtype} value {bad} does not fit int32, kiln's "
+                                        "widest integer dtype (ask for a float dtype to keep it)")
         a = a.astype(d.np)
     return _np.ascontiguousarray(a), d
 
@@ -560,13 +579,16 @@ class Tensor(_kiln.TensorBase, _Methods):
             adv = _advanced(index)
             if adv:
                 a = self.get()
-                a[_np_index(index)] = _np.asarray(value)
-                src, d = _np_src(a)
+                vals = _np.asarray(value)
+                if vals.dtype.kind in "iuc":  # numpy's setitem would wrap wide integers, drop imaginary parts
+                    vals = _np_src(vals, self.dtype, "value")[0]
+                a[_np_index(index)] = vals
+                src, d = _np_src(a, self.dtype, "value")
                 self._write(src, d.code)
                 return
             view = _getitem(self, index)
         if isinstance(value, _np.ndarray) and value.shape == view.shape:
-            src, d = _np_src(value)
+            src, d = _np_src(value, view.dtype, "value")
             view._write(src, d.code)
             return
         _kiln.assign(view, value)
@@ -755,7 +777,7 @@ def array(obj, dtype=None, ctx=None, copy=True):
     a = _np.asarray(obj)
     if a.dtype == object:
         raise TypeError("argument 'obj': cannot make a kiln tensor from Python objects")
-    src, sd = _np_src(a)
+    src, sd = _np_src(a, d)
     if d is None:
         d = sd
     return _kiln.from_buffer(c, d.code, a.shape, src, sd.code)
@@ -1301,8 +1323,8 @@ def from_dlpack(obj, ctx=None, copy=None):
     the other, and it keeps that memory alive (after `del obj` too). On CUDA, kiln's work
     is queued on its own stream: kn.synchronize() before another library reads what kiln
     wrote. kiln tensors come back as themselves.
-    Otherwise a copy, as kn.array makes it (int64 becomes int32, bool uint8); a dtype that
-    cannot be copied either raises TypeError naming it. copy=True always copies;
+    Otherwise a copy, as kn.array makes it (int64 becomes int32 where every value fits, bool
+    uint8); a dtype that cannot be copied either raises TypeError naming it. copy=True always copies;
     copy=False raises BufferError instead of copying."""
     if _is_kiln(obj):
         v = _kiln.value(obj)

@@ -1071,13 +1071,24 @@ static PyObject *t_slice(TensorObject *self, PyObject *arg)
         for (int k = 0; k < 3; k++) {
             if (parts[k] == Py_None) {
                 vals[k] = KILN_NONE;
-            } else {
-                vals[k] = PyLong_AsLongLong(parts[k]);
-                if (vals[k] == -1 && PyErr_Occurred()) {
-                    Py_DECREF(seq);
-                    return NULL;
-                }
+                continue;
             }
+            PyObject *num = PyNumber_Index(parts[k]);
+            int over = 0;
+            long long v = num ? PyLong_AsLongLongAndOverflow(num, &over) : -1;
+            Py_XDECREF(num);
+            if (!num || (v == -1 && PyErr_Occurred())) {
+                Py_DECREF(seq);
+                return NULL;
+            }
+            if (idx && over) {
+                Py_DECREF(seq);
+                return PyErr_Format(PyExc_IndexError, "argument 'index': index %S is out of bounds for axis %zd",
+                                    parts[k], i);
+            }
+            /* numpy's clamping for any Python int: past int64 is as far as int64 reaches, and
+             * INT64_MIN (kiln's "omitted") is one step short of it, which no axis can tell apart */
+            vals[k] = over > 0 ? INT64_MAX : over < 0 || v == INT64_MIN ? INT64_MIN + 1 : (int64_t)v;
         }
         s[i] = (kiln_slice){vals[0], vals[1], vals[2], idx};
     }

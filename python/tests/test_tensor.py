@@ -44,6 +44,32 @@ def test_array_inference():
     np.testing.assert_array_equal(kn.array([[1, 2], [3, 4]]).get(), [[1, 2], [3, 4]])
 
 
+def test_wide_integers_and_complex_not_lost():
+    big = np.array([1, -5, 2**40], np.int64)            # astype(int32) would make 2**40 a 0
+    for make_it in (lambda: kn.array(big), lambda: kn.array(2**40), lambda: kn.array(big, dtype=kn.int8),
+                    lambda: kn.array(np.array([2**32], np.uint64))):
+        with pytest.raises(OverflowError) as e:
+            make_it()
+        assert "does not fit int32" in str(e.value) and "'obj'" in str(e.value)
+    assert str(2**40) in str(pytest.raises(OverflowError, kn.array, big).value)
+    f = kn.array(big, dtype=kn.float64)                 # a float dtype keeps them
+    np.testing.assert_array_equal(f.get(), big.astype(np.float64))
+    assert kn.array(np.array([-2**31, 2**31 - 1], np.int64)).get().tolist() == [-2**31, 2**31 - 1]
+    t = kn.zeros(3, dtype=kn.float32)
+    t[:] = big                                          # into a float tensor: as floats
+    np.testing.assert_array_equal(t.get(), big.astype(np.float32))
+    i = kn.zeros(3, dtype=kn.int32)
+    with pytest.raises(OverflowError) as e:
+        i[:] = big
+    assert "'value'" in str(e.value)
+    with pytest.raises(OverflowError):
+        i[[0, 1, 2]] = big                              # the advanced path too
+    with pytest.raises(TypeError) as e:
+        kn.array(np.array([1 + 2j]))
+    assert "imaginary" in str(e.value)
+    assert kn.array(np.array([1.5 + 0j, 2])).get().tolist() == [1.5, 2.0]
+
+
 def test_constructors(rng):
     np.testing.assert_array_equal(kn.zeros((2, 3)).get(), np.zeros((2, 3), np.float32))
     np.testing.assert_array_equal(kn.ones(4, 5).get(), np.ones((4, 5), np.float32))
@@ -161,6 +187,17 @@ def test_index_errors(rng):
         t[..., ...]
     with pytest.raises(IndexError):
         t[:, -7]
+    with pytest.raises(IndexError) as e:                # past int64: out of bounds, not an OverflowError
+        t[10**30]
+    assert "index" in str(e.value)
+
+
+def test_slices_with_any_python_int(rng):
+    t, ref = make(rng, (4, 6), kn.float32)
+    for index in (np.s_[::2**63 - 1], np.s_[::2**63], np.s_[::-2**63], np.s_[::-(2**63 - 1)], np.s_[::-10**30],
+                  np.s_[-2**63::-1], np.s_[-2**63:], np.s_[:-2**63:-1], np.s_[2**70:], np.s_[-10**30:10**30:3],
+                  np.s_[1, ::-2**63], np.s_[:, 2**64::-2]):
+        np.testing.assert_array_equal(t[index].get(), ref[index], err_msg=str(index))
 
 
 def test_setitem(rng):
