@@ -376,6 +376,10 @@ KILN_API kiln_status kiln_tensor_broadcast_to(kiln_tensor *t, int ndim, const in
  * Lazy expressions. Nothing is computed until kiln_assign or kiln_eval. Shapes follow
  * numpy broadcasting (aligned at the right). The whole assignment becomes the fewest
  * kernels the backend can run it in; identical subtrees are computed once.
+ * Arithmetic runs in f32, or in f64 where a kernel has an f64 or i32 leaf or cast (so i32 sums and
+ * products are exact up to 2^53). Stores convert to the destination's dtype: floats round to
+ * nearest (or stochastically, kiln_round); integers truncate toward zero and saturate, NaN
+ * giving 0 (uint8 250 * 2 is 255 and int8 -(-128) is 127, where numpy would wrap).
  * All builders consume their kiln_expr* arguments (see the ownership rules above).
  * ------------------------------------------------------------------------------------- */
 
