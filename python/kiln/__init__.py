@@ -40,7 +40,7 @@ __all__ = [
     "rsqrt", "sign", "isfinite", "where", "sum", "mean", "var", "std", "max", "min", "amax", "amin",
     "argmax", "argmin", "use", "context", "memory_in_use", "max_memory_usage", "memory_report",
     "memory_stats", "set_memory_limit", "free_cached", "from_dlpack", "get", "evaluate", "dropout",
-    "reshape", "transpose", "expand_dims", "squeeze", "concatenate", "stack", "where", "cast",
+    "reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "concatenate", "stack", "where", "cast",
 ]
 
 __version__ = _kiln.version()
@@ -131,6 +131,8 @@ def _np_src(a, target=None, argname="obj"):
     integers (int64, uint32, uint64) come as int32 when every value fits; otherwise as
     float64 where target is a float dtype, and an OverflowError naming the value where it is
     not (astype would wrap them silently: 2**40 would become 0)."""
+    if not a.dtype.isnative:  # big-endian data: the same values in this machine's order first
+        a = a.astype(a.dtype.newbyteorder("="))
     d = _BY_NP.get(a.dtype)
     if d is None:
         d = _NP_FALLBACK.get(a.dtype)
@@ -1183,6 +1185,11 @@ matmul = dot
 
 def reshape(a, shape):
     return asarray(a).reshape(shape)
+
+
+def broadcast_to(a, shape):
+    """A read-only view of a broadcast to shape (numpy's rules; no copy)."""
+    return asarray(a).broadcast_to(shape)
 
 
 def transpose(a, axes=None):

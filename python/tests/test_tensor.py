@@ -44,6 +44,22 @@ def test_array_inference():
     np.testing.assert_array_equal(kn.array([[1, 2], [3, 4]]).get(), [[1, 2], [3, 4]])
 
 
+def test_byte_order_and_broadcast_to():
+    for dt in (">f4", ">i4", ">f8", ">i8", ">u2"):
+        a = np.arange(-2, 4).astype(dt)
+        t = kn.array(a)
+        assert t.dtype is kn.array(a.astype(a.dtype.newbyteorder("="))).dtype, dt
+        np.testing.assert_array_equal(t.get(), a, err_msg=dt)
+    assert kn.array(np.arange(3, dtype=">f4")).dtype is kn.float32   # not widened to float64
+    b = kn.broadcast_to(kn.array(np.arange(4, dtype=np.float32)), (3, 4))
+    assert b.shape == (3, 4) and b.get().tolist() == [[0, 1, 2, 3]] * 3
+    assert kn.broadcast_to(np.arange(2.0), (2, 2)).get().tolist() == [[0, 1], [0, 1]]
+    with pytest.raises(ValueError):
+        b[...] = 1.0                                    # a broadcast view is read-only
+    with pytest.raises(ValueError):
+        kn.broadcast_to(kn.zeros(3), (2, 4))
+
+
 def test_wide_integers_and_complex_not_lost():
     big = np.array([1, -5, 2**40], np.int64)            # astype(int32) would make 2**40 a 0
     for make_it in (lambda: kn.array(big), lambda: kn.array(2**40), lambda: kn.array(big, dtype=kn.int8),
