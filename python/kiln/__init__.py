@@ -1207,6 +1207,10 @@ def expand_dims(a, axis):
 
 def squeeze(a, axis=None):
     v = _kiln.value(asarray(a))
+    if axis is not None:
+        for ax in _axes(axis):
+            if not -v.ndim <= ax < v.ndim:
+                raise ShapeError(f"argument 'axis': {ax} is out of range for {v.ndim} axes")
     axes = range(v.ndim) if axis is None else [ax % v.ndim for ax in _axes(axis)]
     for ax in axes:
         if axis is not None and v.shape[ax] != 1:
@@ -1251,6 +1255,10 @@ def stack(arrays, axis=0):
     parts = [asarray(a) for a in arrays]
     if not parts:
         raise ArgumentError("argument 'arrays': needs at least one array")
+    for i, p in enumerate(parts[1:], 1):
+        if p.shape != parts[0].shape:
+            raise ShapeError(f"argument 'arrays': array {i} has shape {p.shape}, array 0 {parts[0].shape} "
+                             "(stack needs one shape)")
     return concatenate([expand_dims(p, axis) for p in parts], axis=axis)
 
 

@@ -387,6 +387,13 @@ def test_shape_functions(rng):
     with pytest.raises(ValueError) as e:
         kn.expand_dims(a, 5)
     assert "'axis'" in str(e.value)
+    for bad in (5, -3, (0, 7)):                           # out of range, not wrapped onto another axis
+        with pytest.raises(ValueError) as e:
+            kn.squeeze(a[:1], axis=bad)
+        assert "out of range" in str(e.value)
+    with pytest.raises(ValueError) as e:
+        kn.stack([a, a.T])
+    assert "stack needs one shape" in str(e.value) and str(a.T.shape) in str(e.value)
 
 
 def test_buffer_flags_and_dlpack_copy(rng):
