@@ -68,7 +68,8 @@ kiln_status kiln_tensor_slice(kiln_tensor *t, int n, const kiln_slice *s, kiln_t
         int64_t len = 0;
         if (step > 0 && stop > start) len = (stop - start - 1) / step + 1;
         if (step < 0 && start > stop) len = (start - stop - 1) / -step + 1;
-        uint64_t st_abs = st < 0 ? -(uint64_t)st : (uint64_t)st, step_abs = step < 0 ? -(uint64_t)step : (uint64_t)step;
+        uint64_t st_abs = st < 0 ? -(uint64_t)st : (uint64_t)st;
+        uint64_t step_abs = step < 0 ? -(uint64_t)step : (uint64_t)step;
         shape[nd] = len;
         strides[nd++] = st_abs != 0 && step_abs > (uint64_t)INT64_MAX / st_abs ? st : st * step;
         if (len > 0) offset += start * st;

@@ -1431,12 +1431,20 @@ static kiln_status generate(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp,
     return KILN_OK;
 }
 
-kiln_status kiln__cuda_kernel_source(kiln_ctx *ctx, const kiln_plan_kernel *k, int split, char **source)
+/* Kernel k prepared as the test hooks below see it: no device (COLUMN mode takes lanes
+ * wherever the layout allows), rows split across the grid's y or not. */
+static kiln_status prepare_for_hooks(kiln_ctx *ctx, const kiln_plan_kernel *k, int split, kplan *kp)
 {
     KILN_TRY(check_plan_kernel(ctx, k));
+    KILN_TRY(prepare(ctx, k, NULL, kp));
+    kp->split = split != 0;
+    return KILN_OK;
+}
+
+kiln_status kiln__cuda_kernel_source(kiln_ctx *ctx, const kiln_plan_kernel *k, int split, char **source)
+{
     kplan kp;
-    KILN_TRY(prepare(ctx, k, NULL, &kp));
-    kp.split = split != 0;
+    KILN_TRY(prepare_for_hooks(ctx, k, split, &kp));
     kiln_status s = generate(ctx, k, &kp, source);
     kplan_free(&kp);
     return s;
@@ -1447,10 +1455,8 @@ kiln_status kiln__cuda_kernel_signature(kiln_ctx *ctx, const kiln_plan_kernel *k
 {
     *sig = NULL;
     *len = 0;
-    KILN_TRY(check_plan_kernel(ctx, k));
     kplan kp;
-    KILN_TRY(prepare(ctx, k, NULL, &kp));
-    kp.split = split != 0;
+    KILN_TRY(prepare_for_hooks(ctx, k, split, &kp));
     size_t n = signature(k, &kp, NULL, 0);
     unsigned char *p = malloc(n ? n : 1);
     if (p) signature(k, &kp, p, n);

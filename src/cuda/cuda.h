@@ -199,7 +199,8 @@ kiln_status kiln__cuda_launch_ex(kiln_ctx *ctx, CUfunction fn, unsigned gx, unsi
 
 /* ---- code generation (codegen.c) ------------------------------------------------------ */
 
-/* kiln__cuda_kernel_source and kiln__cuda_kernel_signature (one plan kernel's source and fast-map key, for tests): cuda_hooks.h */
+/* kiln__cuda_kernel_source and kiln__cuda_kernel_signature (one plan kernel's source and
+ * fast-map key, for tests): cuda_hooks.h */
 /* Generates, compiles (through the cache) and launches one plan kernel. */
 kiln_status kiln__cuda_run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k);
 
