@@ -1188,7 +1188,8 @@ def reshape(a, shape):
 
 
 def broadcast_to(a, shape):
-    """A read-only view of a broadcast to shape (numpy's rules; no copy)."""
+    """A view of a broadcast to shape (numpy's rules; no copy), not writable while it has a
+    stride 0 on an axis longer than 1."""
     return asarray(a).broadcast_to(shape)
 
 
@@ -1207,11 +1208,11 @@ def expand_dims(a, axis):
 
 def squeeze(a, axis=None):
     v = _kiln.value(asarray(a))
-    if axis is not None:
-        for ax in _axes(axis):
-            if not -v.ndim <= ax < v.ndim:
-                raise ShapeError(f"argument 'axis': {ax} is out of range for {v.ndim} axes")
-    axes = range(v.ndim) if axis is None else [ax % v.ndim for ax in _axes(axis)]
+    asked = () if axis is None else _axes(axis)
+    for ax in asked:
+        if not -v.ndim <= ax < v.ndim:
+            raise ShapeError(f"argument 'axis': {ax} is out of range for {v.ndim} axes")
+    axes = range(v.ndim) if axis is None else [ax % v.ndim for ax in asked]
     for ax in axes:
         if axis is not None and v.shape[ax] != 1:
             raise ShapeError(f"argument 'axis': axis {ax} has size {v.shape[ax]}, not 1")
