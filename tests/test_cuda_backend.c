@@ -408,7 +408,8 @@ static kiln_expr *b_welford(kiln_tensor *const *in, const void *p)
  * shapes that run one block a row, split across blocks, and with lanes (the rule's and
  * forced); each split case twice with the same bits (a fixed merge order). A bad
  * KILN_VAR_PASSES names the variable. Then the default (unset): the plans the backend's rule
- * gives (one pass down columns of >= 2048 rows over more bytes than the L2 holds, two passes
+ * gives (one pass down columns of >= 1024 rows of 4 bytes or more, 2048 of fewer, over more
+ * bytes than the L2 holds, two passes
  * elsewhere; cuda_var_one_pass) and a one-pass default against the CPU. */
 static int plan_red_vars(kiln_tensor *dst, const kiln_expr *e)
 {
@@ -435,7 +436,9 @@ static void test_welford_rule(void)
         {KILN_DTYPE_F16, 65536, 1024, 0, 1},
         {KILN_DTYPE_F32, 8192, 8192, 1, 0}, /* along rows */
         {KILN_DTYPE_F16, 4096, 4096, 0, 0}, /* 32 MB: the second walk hits the L2 */
-        {KILN_DTYPE_F32, 1024, 65536, 0, 0}, /* 1024 rows */
+        {KILN_DTYPE_F32, 1024, 65536, 0, 1}, /* 1024 rows of 4 bytes */
+        {KILN_DTYPE_F16, 1024, 65536, 0, 0}, /* 1024 rows of 2 bytes */
+        {KILN_DTYPE_F32, 1000, 65536, 0, 0}, /* fewer than 1024 rows */
         {KILN_DTYPE_F16, 256, 8192, 0, 0},
     };
     for (size_t r = 0; r < sizeof rule / sizeof rule[0]; r++) {

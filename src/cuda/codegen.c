@@ -1307,15 +1307,18 @@ static int lanes_pay(kiln_ctx *ctx, const kiln_cuda_state *st, const kiln_plan_k
  * vector is 16 raw bytes either way). On the H100 f16 var(A,1) at 8192 x 8192 reached 0.71
  * of copy bandwidth where f32 reached 0.87 (NOTES step 57). KILN_REDUCE_ROWFILL=1 gives the
  * narrow worker f32's bytes (kmax times 4 / the widest input's size, at most 8 vectors): half
- * the workers a row, twice the bytes each in flight, half the block-wide folds. 0 and unset
- * keep kmax_for's count, until a GPU has measured it. */
+ * the workers a row, twice the bytes each in flight, half the block-wide folds. Unset: where
+ * the output is one value a row; 0 never; 1 everywhere. */
 static kiln_status row_fill(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
 {
     if (kp->elementwise || kp->colmode || kp->vec < 2 || k->compute_f64) return KILN_OK;
     static const char *const ways[] = {"0", "1"};
     int env;
     KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_ROWFILL", ways, 2, &env));
-    if (env != 1) return KILN_OK;
+    /* unset: where the kernel writes one value a row (a reduction that is not broadcast back:
+     * H100 f16 var(A,1) 1.03-1.26x, sums level); a row written back whole (batch norm along
+     * rows) ran 0.82-0.87x with it (NOTES step 58) */
+    if (env == 0 || (env < 0 && !k->out.is_row)) return KILN_OK;
     size_t widest = widest_input(k);
     if (widest == 0 || widest >= 4) return KILN_OK;
     int km = kp->kmax * (int)(4 / widest);
