@@ -390,7 +390,10 @@ KILN_API kiln_expr *kiln_scalar(double value);
 
 /* Element-wise unary functions. sqr(x)=x*x, rsqrt(x)=1/sqrt(x), reciprocal(x)=1/x,
  * sigmoid(x)=1/(1+exp(-x)), relu(x)=max(x,0), finite(x)=1 if x is finite else 0,
- * sign(x) in {-1,0,1}. */
+ * sign(x) in {-1,0,1}. log1p(x)=log(1+x) and expm1(x)=exp(x)-1 keep their accuracy near x=0;
+ * erf is the error function (GELU's). floor, ceil, rint (to nearest, ties to even, as numpy's
+ * rint/round) and trunc (toward zero) keep an integer dtype; the others give a float dtype, as
+ * sqrt does. */
 KILN_API kiln_expr *kiln_neg(kiln_expr *x);
 KILN_API kiln_expr *kiln_abs(kiln_expr *x);
 KILN_API kiln_expr *kiln_sqr(kiln_expr *x);
@@ -406,6 +409,15 @@ KILN_API kiln_expr *kiln_tanh(kiln_expr *x);
 KILN_API kiln_expr *kiln_relu(kiln_expr *x);
 KILN_API kiln_expr *kiln_finite(kiln_expr *x);
 KILN_API kiln_expr *kiln_sign(kiln_expr *x);
+KILN_API kiln_expr *kiln_log1p(kiln_expr *x);
+KILN_API kiln_expr *kiln_expm1(kiln_expr *x);
+KILN_API kiln_expr *kiln_sin(kiln_expr *x);
+KILN_API kiln_expr *kiln_cos(kiln_expr *x);
+KILN_API kiln_expr *kiln_erf(kiln_expr *x);
+KILN_API kiln_expr *kiln_floor(kiln_expr *x);
+KILN_API kiln_expr *kiln_ceil(kiln_expr *x);
+KILN_API kiln_expr *kiln_rint(kiln_expr *x);
+KILN_API kiln_expr *kiln_trunc(kiln_expr *x);
 
 /* Element-wise binary functions with broadcasting. pow(a,b)=a^b; comparisons give 1 or 0. */
 KILN_API kiln_expr *kiln_add(kiln_expr *a, kiln_expr *b);

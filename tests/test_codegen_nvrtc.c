@@ -89,6 +89,11 @@ static kiln_expr *build(int kind, kiln_tensor *x, int nd, const int64_t *shape, 
     case 12: /* rows, variance (two passes, the row cached) */
         *ond = 1;
         return kiln_reduce(KILN_REDUCE_VAR, kiln_t(x), 1, axis1, 0);
+    case 13: /* element-wise, every library function of the math set (f32: their f-suffixed names) */
+        return kiln_add(kiln_add(kiln_mul(kiln_log1p(kiln_abs(kiln_t(x))), kiln_expm1(kiln_t(x))),
+                                 kiln_mul(kiln_sin(kiln_t(x)), kiln_add(kiln_cos(kiln_t(x)), kiln_erf(kiln_t(x))))),
+                        kiln_add(kiln_add(kiln_floor(kiln_t(x)), kiln_ceil(kiln_t(x))),
+                                 kiln_add(kiln_rint(kiln_t(x)), kiln_trunc(kiln_t(x)))));
     case 9: /* columns, sum */
         *ond = 1;
         oshape[0] = shape[1];
@@ -136,6 +141,9 @@ int main(void)
         {"lanes: batch norm f64", KILN_DTYPE_F64, KILN_DTYPE_F64, 2, {100000, 16}, 6, KILN_ROUND_DEFAULT},
         {"lanes: column sum broadcast back f16", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {3000, 64}, 10, KILN_ROUND_DEFAULT},
         {"lanes: sum of x * 0 + max(x) f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3000, 64}, 11, KILN_ROUND_DEFAULT},
+        {"math functions f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 1000}, 13, KILN_ROUND_DEFAULT},
+        {"math functions f64", KILN_DTYPE_F64, KILN_DTYPE_F64, 2, {3, 1000}, 13, KILN_ROUND_DEFAULT},
+        {"math functions f16 SR", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {3, 1000}, 13, KILN_ROUND_STOCHASTIC},
         {"softmax f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 30000}, 8, KILN_ROUND_DEFAULT},
         /* the variance in one pass (KILN_VAR_PASSES=1: RED_VAR, Welford's update, Chan's merges) */
         {"column var bf16 (one pass)", KILN_DTYPE_BF16, KILN_DTYPE_F32, 2, {30000, 6}, 4, KILN_ROUND_DEFAULT},

@@ -97,6 +97,15 @@ static double ref_unary(kiln_pop op, double v)
     case KILN_POP_RELU: return v < 0 ? 0 : v;
     case KILN_POP_FINITE: return isfinite(v) ? 1 : 0;
     case KILN_POP_SIGN: return v > 0 ? 1 : (v < 0 ? -1 : v);
+    case KILN_POP_LOG1P: return log1p(v);
+    case KILN_POP_EXPM1: return expm1(v);
+    case KILN_POP_SIN: return sin(v);
+    case KILN_POP_COS: return cos(v);
+    case KILN_POP_ERF: return erf(v);
+    case KILN_POP_FLOOR: return floor(v);
+    case KILN_POP_CEIL: return ceil(v);
+    case KILN_POP_RINT: return rint(v);
+    case KILN_POP_TRUNC: return trunc(v);
     default: return NAN;
     }
 }

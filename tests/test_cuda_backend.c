@@ -184,6 +184,9 @@ static void test_elementwise(void)
         {"exp", kiln_exp, -5, 5},     {"exp2", kiln_exp2, -5, 5},   {"log", kiln_log, 0.01, 50},
         {"log2", kiln_log2, 0.01, 50}, {"sigmoid", kiln_sigmoid, -8, 8}, {"tanh", kiln_tanh, -4, 4},
         {"relu", kiln_relu, -3, 3},   {"finite", kiln_finite, -3, 3}, {"sign", kiln_sign, -3, 3},
+        {"log1p", kiln_log1p, -0.5, 9}, {"expm1", kiln_expm1, -5, 5}, {"sin", kiln_sin, -9, 9},
+        {"cos", kiln_cos, -9, 9},     {"erf", kiln_erf, -3, 3},     {"floor", kiln_floor, -9, 9},
+        {"ceil", kiln_ceil, -9, 9},   {"rint", kiln_rint, -9, 9},   {"trunc", kiln_trunc, -9, 9},
     };
     struct {
         const char *name;

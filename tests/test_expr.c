@@ -184,9 +184,90 @@ static const uop uops[] = {
     {"relu", kiln_relu, -3, 3, r_relu},
     {"finite", kiln_finite, -3, 3, r_finite},
     {"sign", kiln_sign, -3, 3, r_sign},
+    {"log1p", kiln_log1p, -0.6, 4, log1p},
+    {"expm1", kiln_expm1, -3, 3, expm1},
+    {"sin", kiln_sin, -7, 7, sin},
+    {"cos", kiln_cos, -7, 7, cos},
+    {"erf", kiln_erf, -3, 3, erf},
+    {"floor", kiln_floor, -5, 5, floor},
+    {"ceil", kiln_ceil, -5, 5, ceil},
+    {"rint", kiln_rint, -5, 5, rint},
+    {"trunc", kiln_trunc, -5, 5, trunc},
 };
 
 static const kiln_dtype test_dtypes[] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_F16};
+
+/* The rounding functions at ties, signed zeros and the float edge, on every dtype they keep; log1p and expm1 where
+ * log(1 + x) and exp(x) - 1 lose every digit. */
+static void test_unary_edges(void)
+{
+    double tv[10] = {-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -0.25, 0.75, 1099511627776.0, -7.0};
+    double want_rint[10] = {-2, -2, -0.0, 0, 2, 2, -0.0, 1, 1099511627776.0, -7};
+    double want_floor[10] = {-3, -2, -1, 0, 1, 2, -1, 0, 1099511627776.0, -7};
+    double want_ceil[10] = {-2, -1, -0.0, 1, 2, 3, -0.0, 1, 1099511627776.0, -7};
+    double want_trunc[10] = {-2, -1, -0.0, 0, 1, 2, -0.0, 0, 1099511627776.0, -7};
+    int64_t n10[1] = {10};
+    const kiln_dtype fdt[2] = {KILN_DTYPE_F32, KILN_DTYPE_F64};
+    struct {
+        const char *name;
+        kiln_expr *(*fn)(kiln_expr *);
+        const double *want;
+    } r[4] = {{"rint", kiln_rint, want_rint}, {"floor", kiln_floor, want_floor}, {"ceil", kiln_ceil, want_ceil},
+              {"trunc", kiln_trunc, want_trunc}};
+    for (int d = 0; d < 2; d++) {
+        arr x = from_host(fdt[d], 1, n10, tv);
+        kiln_tensor *dst = poisoned(fdt[d], 1, n10);
+        for (int f = 0; f < 4; f++) {
+            CHECK_OK(ctx, kiln_assign(dst, r[f].fn(kiln_t(x.t))));
+            double *got = read_all(dst);
+            char what[64];
+            snprintf(what, sizeof what, "%s ties %s", r[f].name, kiln_dtype_name(fdt[d]));
+            compare(what, got, r[f].want, 10, 0);
+            for (int i = 0; i < 10; i++) CHECK(signbit(got[i]) == signbit(r[f].want[i])); /* -0 where it is due */
+            free(got);
+        }
+        kiln_tensor_release(dst);
+        arr_free(&x);
+    }
+    /* Integers stay integers and keep their value. */
+    double iv[5] = {-7, -1, 0, 3, 120};
+    int64_t n5[1] = {5};
+    arr xi = from_host(KILN_DTYPE_I32, 1, n5, iv);
+    for (int f = 0; f < 4; f++) {
+        kiln_expr *e = r[f].fn(kiln_t(xi.t));
+        CHECK(kiln_expr_dtype(e) == KILN_DTYPE_I32);
+        kiln_tensor *dst = poisoned(KILN_DTYPE_I32, 1, n5);
+        CHECK_OK(ctx, kiln_assign(dst, e));
+        double *got = read_all(dst);
+        compare("rounding i32", got, iv, 5, 0);
+        free(got);
+        kiln_tensor_release(dst);
+    }
+    kiln_expr *es = kiln_sin(kiln_t(xi.t));
+    CHECK(kiln_expr_dtype(es) == KILN_DTYPE_F32);
+    kiln_expr_release(es);
+    arr_free(&xi);
+    /* Near 0: relative error within f32's, where the naive forms give 0 or 1e-7-sized garbage. */
+    double sv[4] = {1e-10, -3e-9, 2.5e-7, 1e-30};
+    int64_t n4[1] = {4};
+    arr xs = from_host(KILN_DTYPE_F32, 1, n4, sv);
+    kiln_tensor *dst = poisoned(KILN_DTYPE_F32, 1, n4);
+    kiln_expr *(*near0[2])(kiln_expr *) = {kiln_log1p, kiln_expm1};
+    double (*ref0[2])(double) = {log1p, expm1};
+    for (int f = 0; f < 2; f++) {
+        CHECK_OK(ctx, kiln_assign(dst, near0[f](kiln_t(xs.t))));
+        double *got = read_all(dst);
+        for (int i = 0; i < 4; i++) {
+            double want = ref0[f](xs.h[i]);
+            if (!(fabs(got[i] - want) <= 2e-7 * fabs(want)))
+                fprintf(stderr, "%s near 0: [%d] got %.9g, want %.9g\n", f ? "expm1" : "log1p", i, got[i], want);
+            CHECK(fabs(got[i] - want) <= 2e-7 * fabs(want));
+        }
+        free(got);
+    }
+    kiln_tensor_release(dst);
+    arr_free(&xs);
+}
 
 static void test_unary(void)
 {
@@ -224,6 +305,7 @@ static void test_unary(void)
     free(got);
     kiln_tensor_release(dst);
     arr_free(&x);
+    test_unary_edges();
 }
 
 typedef struct bop {

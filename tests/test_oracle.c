@@ -310,7 +310,7 @@ static int expect_dtype(const char *name, kiln_expr *e, kiln_dtype want)
 /* ---- element-wise unary ------------------------------------------------------------------ */
 
 typedef enum { U_NEG, U_ABS, U_SQR, U_SQRT, U_RSQRT, U_RECIP, U_EXP, U_EXP2, U_LOG, U_LOG2, U_SIGMOID, U_TANH, U_RELU,
-               U_FINITE, U_SIGN, U_COUNT } unop;
+               U_FINITE, U_SIGN, U_LOG1P, U_EXPM1, U_SIN, U_COS, U_ERF, U_FLOOR, U_CEIL, U_RINT, U_TRUNC, U_COUNT } unop;
 static const struct {
     const char *name;
     kiln_expr *(*fn)(kiln_expr *);
@@ -324,7 +324,11 @@ static const struct {
     {"log", kiln_log, 0.25, 4, 0},        {"log2", kiln_log2, 0.25, 4, 0},
     {"sigmoid", kiln_sigmoid, -5, 5, 0},  {"tanh", kiln_tanh, -3, 3, 0},
     {"relu", kiln_relu, -3, 3, 1},        {"finite", kiln_finite, -3, 3, 0},
-    {"sign", kiln_sign, -3, 3, 1},
+    {"sign", kiln_sign, -3, 3, 1},        {"log1p", kiln_log1p, -0.5, 4, 0},
+    {"expm1", kiln_expm1, -3, 3, 0},      {"sin", kiln_sin, -7, 7, 0},
+    {"cos", kiln_cos, -7, 7, 0},          {"erf", kiln_erf, -3, 3, 0},
+    {"floor", kiln_floor, -4, 4, 1},      {"ceil", kiln_ceil, -4, 4, 1},
+    {"rint", kiln_rint, -4, 4, 1},        {"trunc", kiln_trunc, -4, 4, 1},
 };
 
 static double un_ref(int op, double x)
@@ -344,6 +348,15 @@ static double un_ref(int op, double x)
     case U_TANH: return tanh(x);
     case U_RELU: return x > 0 ? x : 0;
     case U_FINITE: return isfinite(x) ? 1 : 0;
+    case U_LOG1P: return log1p(x);
+    case U_EXPM1: return expm1(x);
+    case U_SIN: return sin(x);
+    case U_COS: return cos(x);
+    case U_ERF: return erf(x);
+    case U_FLOOR: return floor(x);
+    case U_CEIL: return ceil(x);
+    case U_RINT: return rint(x);
+    case U_TRUNC: return trunc(x);
     default: return x > 0 ? 1 : x < 0 ? -1 : 0;
     }
 }

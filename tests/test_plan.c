@@ -680,16 +680,24 @@ static kiln_expr *fz_gen(fz *z, int nd, const int64_t *S, int depth, harr *out)
     if (c < 11) { /* unary */
         harr a;
         kiln_expr *ea = fz_gen(z, nd, S, depth - 1, &a);
-        int u = fz_rand(5);
+        int u = fz_rand(7);
         for (int64_t i = 0; i < h_numel(a.nd, a.sh); i++) {
             double x = a.v[i];
-            a.v[i] = u == 0 ? -x : u == 1 ? fabs(x) : u == 2 ? tanh(x) : u == 3 ? 1 / (1 + exp(-x)) : x * x;
+            a.v[i] = u == 0   ? -x
+                     : u == 1 ? fabs(x)
+                     : u == 2 ? tanh(x)
+                     : u == 3 ? 1 / (1 + exp(-x))
+                     : u == 4 ? sin(x)
+                     : u == 5 ? erf(x)
+                              : x * x;
         }
         *out = a;
         return u == 0   ? kiln_neg(ea)
                : u == 1 ? kiln_abs(ea)
                : u == 2 ? kiln_tanh(ea)
                : u == 3 ? kiln_sigmoid(ea)
+               : u == 4 ? kiln_sin(ea)
+               : u == 5 ? kiln_erf(ea)
                         : kiln_sqr(ea);
     }
     if (c < 17) { /* binary */

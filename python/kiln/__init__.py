@@ -41,6 +41,8 @@ __all__ = [
     "argmax", "argmin", "use", "context", "memory_in_use", "max_memory_usage", "memory_report",
     "memory_stats", "set_memory_limit", "free_cached", "from_dlpack", "get", "evaluate", "dropout",
     "reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "concatenate", "stack", "where", "cast",
+    "log1p", "expm1", "sin", "cos", "erf", "floor", "ceil", "rint", "trunc", "fix", "round", "around", "softplus",
+    "gelu", "any", "all",
 ]
 
 __version__ = _kiln.version()
@@ -517,6 +519,18 @@ class _Methods:
     def sigmoid(self):
         return sigmoid(self)
 
+    def round(self, decimals=0):
+        return round(self, decimals)
+
+    def __round__(self, ndigits=None):
+        return round(self, 0 if ndigits is None else ndigits)
+
+    def any(self, axis=None, keepdims=False):
+        return any(self, axis, keepdims=keepdims)
+
+    def all(self, axis=None, keepdims=False):
+        return all(self, axis, keepdims=keepdims)
+
     logistic = sigmoid
 
     def relu(self):
@@ -813,7 +827,7 @@ def arange(start, stop=None, step=1, dtype=None, ctx=None):
     if stop is None:
         start, stop = 0, start
     if dtype is None:
-        ints = all(isinstance(x, _numbers.Integral) for x in (start, stop, step))
+        ints = builtin_all(isinstance(x, _numbers.Integral) for x in (start, stop, step))
         dtype = int32 if ints else float32
     return _kiln.arange(_ctx(ctx), _to_dtype(dtype).code, float(start), float(stop), float(step))
 
@@ -888,7 +902,8 @@ def dropout(x, p):
 (_B_ADD, _B_SUB, _B_MUL, _B_DIV, _B_POW, _B_MAXIMUM, _B_MINIMUM, _B_EQ, _B_NE, _B_LT, _B_LE, _B_GT,
  _B_GE) = range(13)
 (_U_NEG, _U_ABS, _U_SQR, _U_SQRT, _U_RSQRT, _U_RECIPROCAL, _U_EXP, _U_EXP2, _U_LOG, _U_LOG2, _U_SIGMOID, _U_TANH,
- _U_RELU, _U_FINITE, _U_SIGN) = range(15)
+ _U_RELU, _U_FINITE, _U_SIGN, _U_LOG1P, _U_EXPM1, _U_SIN, _U_COS, _U_ERF, _U_FLOOR, _U_CEIL, _U_RINT,
+ _U_TRUNC) = range(24)
 (_R_SUM, _R_MEAN, _R_MAX, _R_MIN, _R_VAR, _R_STD, _R_ARGMAX, _R_ARGMIN) = range(8)
 
 
@@ -913,12 +928,61 @@ tanh = _unary(_U_TANH)
 relu = _unary(_U_RELU)
 isfinite = finite = _unary(_U_FINITE)
 sign = _unary(_U_SIGN)
+log1p = _unary(_U_LOG1P)
+expm1 = _unary(_U_EXPM1)
+sin = _unary(_U_SIN)
+cos = _unary(_U_COS)
+erf = _unary(_U_ERF)
+floor = _unary(_U_FLOOR)
+ceil = _unary(_U_CEIL)
+rint = _unary(_U_RINT)
+trunc = fix = _unary(_U_TRUNC)
 for _n, _f in (("negative", negative), ("absolute", absolute), ("square", square), ("sqrt", sqrt),
                ("rsqrt", rsqrt), ("reciprocal", reciprocal), ("exp", exp), ("exp2", exp2), ("log", log),
                ("log2", log2), ("sigmoid", sigmoid), ("tanh", tanh), ("relu", relu), ("isfinite", isfinite),
-               ("sign", sign)):
+               ("sign", sign), ("log1p", log1p), ("expm1", expm1), ("sin", sin), ("cos", cos), ("erf", erf),
+               ("floor", floor), ("ceil", ceil), ("rint", rint), ("trunc", trunc)):
     _f.__name__ = _n
     _f.__doc__ = f"Lazy element-wise {_n}(x)."
+floor.__doc__ += " Integer dtypes stay integer (as ceil, rint and trunc)."
+rint.__doc__ += " To the nearest integer, ties to even (numpy's rint and round)."
+
+
+def round(a, decimals=0):  # noqa: A001 - numpy's name
+    """Lazy rounding to `decimals` decimal places, ties to even, as numpy's round: rint(a * 10**d) / 10**d.
+    Integer tensors are returned as they are for decimals >= 0 and rounded to tens, hundreds, ... below."""
+    if not isinstance(decimals, _numbers.Integral) or isinstance(decimals, bool):
+        raise TypeError(f"argument 'decimals': an integer, not {type(decimals).__name__}")
+    decimals = int(decimals)
+    if not _is_kiln(a):
+        a = array(a)
+    if a.dtype.kind != "f":
+        if decimals >= 0:
+            return cast(a, a.dtype)
+        scale = 10.0 ** -decimals
+        return cast(rint(cast(a, float64) / scale) * scale, a.dtype)
+    if decimals == 0:
+        return rint(a)
+    if _builtin_abs(decimals) > 400:
+        raise ArgumentError(f"argument 'decimals': {decimals} is past any float's range")
+    scale = 10.0 ** decimals if decimals > 0 else 10.0 ** -decimals
+    return rint(a * scale) / scale if decimals > 0 else rint(a / scale) * scale
+
+
+around = round
+
+
+def softplus(x):
+    """Lazy log(1 + exp(x)), without overflow for large x: relu(x) + log1p(exp(-|x|))."""
+    return relu(x) + log1p(exp(-abs(x)))
+
+
+def gelu(x, approximate=False):
+    """Lazy GELU: x * Phi(x) with the exact erf form, or approximate=True: the tanh form
+    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    if approximate:
+        return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * square(x))))
+    return 0.5 * x * (1 + erf(x * 0.7071067811865476))
 
 
 def _binary(op, name):
@@ -979,6 +1043,7 @@ builtin_sum = sum
 builtin_max = max
 builtin_min = min
 builtin_any = any
+builtin_all = all
 
 
 def abs(x):  # noqa: A001 - numpy's name
@@ -1080,6 +1145,21 @@ def min(a, axis=None, keepdims=False):  # noqa: A001
 
 
 amax, amin = max, min
+
+
+def any(a, axis=None, keepdims=False):  # noqa: A001
+    """1 where some element along the axes is non-zero (NaN counts), else 0 (float32, as comparisons give);
+    an empty reduction gives 0."""
+    if not _is_kiln(a):
+        a = array(a)
+    return sum(not_equal(a, 0), axis, keepdims=keepdims) > 0
+
+
+def all(a, axis=None, keepdims=False):  # noqa: A001
+    """1 where every element along the axes is non-zero (NaN counts), else 0; an empty reduction gives 1."""
+    if not _is_kiln(a):
+        a = array(a)
+    return sum(equal(a, 0), axis, keepdims=keepdims) == 0
 
 
 def argmax(a, axis=None, keepdims=False):
@@ -1233,7 +1313,7 @@ def concatenate(arrays, axis=0, out=None):
     axis %= nd
     shape = list(parts[0].shape)
     for i, p in enumerate(parts[1:], 1):
-        if p.ndim != nd or any(p.shape[k] != shape[k] for k in range(nd) if k != axis):
+        if p.ndim != nd or builtin_any(p.shape[k] != shape[k] for k in range(nd) if k != axis):
             raise ShapeError(f"argument 'arrays': array {i} has shape {p.shape}, array 0 {tuple(shape)} "
                              f"(all axes but {axis} must match)")
     shape[axis] = builtin_sum(p.shape[axis] for p in parts)
@@ -1380,5 +1460,6 @@ _UFUNCS = {
     "exp2": exp2, "log": log, "log2": log2, "tanh": tanh, "maximum": maximum, "minimum": minimum,
     "equal": equal, "not_equal": not_equal, "less": less, "less_equal": less_equal, "greater": greater,
     "greater_equal": greater_equal, "reciprocal": reciprocal, "isfinite": isfinite, "sign": sign,
-    "matmul": dot,
+    "matmul": dot, "log1p": log1p, "expm1": expm1, "sin": sin, "cos": cos, "floor": floor, "ceil": ceil,
+    "rint": rint, "trunc": trunc,
 }

@@ -367,12 +367,14 @@ static const binary_fn binary_fns[B_COUNT] = {kiln_add,     kiln_sub,     kiln_m
 
 enum {
     U_NEG, U_ABS, U_SQR, U_SQRT, U_RSQRT, U_RECIPROCAL, U_EXP, U_EXP2, U_LOG, U_LOG2, U_SIGMOID, U_TANH,
-    U_RELU, U_FINITE, U_SIGN, U_COUNT
+    U_RELU, U_FINITE, U_SIGN, U_LOG1P, U_EXPM1, U_SIN, U_COS, U_ERF, U_FLOOR, U_CEIL, U_RINT, U_TRUNC, U_COUNT
 };
 typedef kiln_expr *(*unary_fn)(kiln_expr *);
 static const unary_fn unary_fns[U_COUNT] = {kiln_neg,     kiln_abs,  kiln_sqr,  kiln_sqrt, kiln_rsqrt,
                                             kiln_reciprocal, kiln_exp, kiln_exp2, kiln_log,  kiln_log2,
-                                            kiln_sigmoid, kiln_tanh, kiln_relu, kiln_finite, kiln_sign};
+                                            kiln_sigmoid, kiln_tanh, kiln_relu, kiln_finite, kiln_sign,
+                                            kiln_log1p,   kiln_expm1, kiln_sin, kiln_cos, kiln_erf,
+                                            kiln_floor,   kiln_ceil, kiln_rint, kiln_trunc};
 
 static PyObject *build_binary(int op, PyObject *a, PyObject *b)
 {

@@ -1,6 +1,8 @@
 """Element-wise operators and functions, reductions and broadcasting against float64 numpy
 references, for every dtype, on odd shapes and on non-contiguous views, with outputs
 poisoned before each assignment."""
+import math
+
 import numpy as np
 import pytest
 
@@ -107,6 +109,18 @@ UNARY = [
     ("reciprocal", kn.reciprocal, lambda x: 1 / x, 0.5, 4),
     ("rsqrt", kn.rsqrt, lambda x: 1 / np.sqrt(x), 0.5, 4),
     ("sign", kn.sign, np.sign, -3, 3),
+    ("log1p", kn.log1p, np.log1p, -0.6, 4),
+    ("expm1", kn.expm1, np.expm1, -3, 3),
+    ("sin", kn.sin, np.sin, -7, 7),
+    ("cos", kn.cos, np.cos, -7, 7),
+    ("erf", kn.erf, np.vectorize(math.erf), -3, 3),
+    ("floor", kn.floor, np.floor, -5, 5),
+    ("ceil", kn.ceil, np.ceil, -5, 5),
+    ("rint", kn.rint, np.rint, -5, 5),
+    ("trunc", kn.trunc, np.trunc, -5, 5),
+    ("round", kn.round, np.round, -5, 5),
+    ("softplus", kn.softplus, lambda x: np.logaddexp(0, x), -30, 30),
+    ("gelu", kn.gelu, lambda x: 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2))), -4, 4),
 ]
 
 
@@ -124,6 +138,62 @@ def test_unary_ints(rng, dt):
     check_into_out(kn.square(x), xv * xv, dt)
     check_into_out(kn.relu(x), np.maximum(xv, 0), dt)
     check_into_out(kn.maximum(x, 2), np.maximum(xv, 2), dt)
+
+
+def test_rounding_ties_and_zeros():
+    for dt in (kn.float32, kn.float64, kn.float16):
+        xv = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -0.25, 3.75, 2.0**40 if dt.itemsize > 2 else 1024.5, -7.0])
+        x = kn.array(xv, dtype=dt)
+        for fn, ref in ((kn.rint, np.rint), (kn.floor, np.floor), (kn.ceil, np.ceil), (kn.trunc, np.trunc),
+                        (kn.round, np.round), (round, np.round)):
+            got = np.asarray(fn(x).get(), dtype=np.float64)
+            want = ref(xv.astype(dt.np)).astype(np.float64)
+            assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want)), (fn, dt)
+
+
+@pytest.mark.parametrize("dt", INTS, ids=lambda d: d.name)
+def test_rounding_ints(rng, dt):
+    x, xv = make(rng, (3, 11), dt)
+    for fn in (kn.floor, kn.ceil, kn.rint, kn.trunc, kn.round):
+        r = fn(x)
+        assert r.dtype == dt
+        assert np.array_equal(r.get(), xv.astype(dt.np))
+    big = kn.array(np.array([1234, -1250, 1350, 49], dtype=dt.np if dt is kn.int32 else np.int32), dtype=kn.int32)
+    assert np.array_equal(kn.round(big, -2).get(), np.round(np.array([1234, -1250, 1350, 49], dtype=np.int32), -2))
+    assert kn.sin(x).dtype == kn.float32
+
+
+@pytest.mark.parametrize("decimals", [1, 2, 3, -1])
+def test_round_decimals(rng, decimals):
+    x, xv = make(rng, (5, 9), kn.float64, -300, 300)
+    close(kn.round(x, decimals), np.round(xv, decimals), kn.float64)
+    close(x.round(decimals), np.round(xv, decimals), kn.float64)
+    with pytest.raises(TypeError, match="decimals"):
+        kn.round(x, 1.5)
+
+
+def test_near_zero_accuracy():
+    xv = np.array([1e-10, -3e-9, 2.5e-7, 1e-30], dtype=np.float32)
+    x = kn.array(xv)
+    for fn, ref in ((kn.log1p, np.log1p), (kn.expm1, np.expm1)):
+        got = fn(x).get().astype(np.float64)
+        want = ref(xv.astype(np.float64))
+        assert np.all(np.abs(got - want) <= 2e-7 * np.abs(want)), (fn, got, want)
+    big = kn.array(np.array([-200.0, 0.0, 200.0, 1e30], dtype=np.float32))
+    want = np.logaddexp(0, np.array([-200.0, 0.0, 200.0, 1e30])).astype(np.float32)  # exp(-200) is 0 in f32
+    assert np.allclose(kn.softplus(big).get(), want, rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 1), -1])
+def test_any_all(rng, axis):
+    xv = np.array([[0, 0, 1.5, 0], [0, 0, 0, 0], [np.nan, 2, -1, 3]], dtype=np.float32)
+    x = kn.array(xv)
+    for keep in (False, True):
+        close(kn.any(x, axis, keepdims=keep), np.any(xv, axis, keepdims=keep).astype(np.float32), kn.float32)
+        close(x.all(axis, keepdims=keep), np.all(xv, axis, keepdims=keep).astype(np.float32), kn.float32)
+    e = kn.zeros((0, 3))
+    close(kn.any(e, axis), np.any(np.zeros((0, 3)), axis).astype(np.float32), kn.float32)
+    close(kn.all(e, axis), np.all(np.zeros((0, 3)), axis).astype(np.float32), kn.float32)
 
 
 @pytest.mark.parametrize("dt", ALL, ids=lambda d: d.name)

@@ -477,6 +477,11 @@ static int64_t op_cost(int op)
     case KILN_POP_LOG2:
     case KILN_POP_SIGMOID:
     case KILN_POP_TANH:
+    case KILN_POP_LOG1P:
+    case KILN_POP_EXPM1:
+    case KILN_POP_SIN:
+    case KILN_POP_COS:
+    case KILN_POP_ERF:
     case KILN_POP_POW:
     case KILN_POP_RAND:
     case KILN_POP_RANDN:

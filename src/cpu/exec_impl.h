@@ -199,6 +199,15 @@ KILN_CPU_HOT static void SFX(eval)(const xk *x, int i, const seglist *sg, T *con
     case KILN_POP_RELU: U(v < zero ? zero : v); /* NaN < 0 is false: NaN stays */
     case KILN_POP_FINITE: U(isfinite(v) ? one : zero);
     case KILN_POP_SIGN: U(v > zero ? one : (v < zero ? -one : v)); /* 0 and NaN stay */
+    case KILN_POP_LOG1P: U(KF(log1p)(v));
+    case KILN_POP_EXPM1: U(KF(expm1)(v));
+    case KILN_POP_SIN: U(KF(sin)(v));
+    case KILN_POP_COS: U(KF(cos)(v));
+    case KILN_POP_ERF: U(KF(erf)(v));
+    case KILN_POP_FLOOR: U(KF(floor)(v));
+    case KILN_POP_CEIL: U(KF(ceil)(v));
+    case KILN_POP_RINT: U(KF(rint)(v)); /* the default rounding mode: to nearest, ties to even */
+    case KILN_POP_TRUNC: U(KF(trunc)(v));
     case KILN_POP_CAST: {
         const kiln_dtype dt = (kiln_dtype)in->dtype;
         U(SFX(cast1)(v, dt));

@@ -439,6 +439,15 @@ static void emit_instr(gen *g, int i, const char *lin)
     case KILN_POP_LOG2: kiln__sbuf_printf(b, "%s(v%d)", fn_name(f64, "log2"), A); break;
     case KILN_POP_SIGMOID: kiln__sbuf_printf(b, "(CT)1 / ((CT)1 + %s(-v%d))", fn_name(f64, "exp"), A); break;
     case KILN_POP_TANH: kiln__sbuf_printf(b, "%s(v%d)", fn_name(f64, "tanh"), A); break;
+    case KILN_POP_LOG1P: kiln__sbuf_printf(b, "%s(v%d)", fn_name(f64, "log1p"), A); break;
+    case KILN_POP_EXPM1: kiln__sbuf_printf(b, "%s(v%d)", fn_name(f64, "expm1"), A); break;
+    case KILN_POP_SIN: kiln__sbuf_printf(b, "%s(v%d)", fn_name(f64, "sin"), A); break;
+    case KILN_POP_COS: kiln__sbuf_printf(b, "%s(v%d)", fn_name(f64, "cos"), A); break;
+    case KILN_POP_ERF: kiln__sbuf_printf(b, "%s(v%d)", fn_name(f64, "erf"), A); break;
+    case KILN_POP_FLOOR: kiln__sbuf_printf(b, "%s(v%d)", fn_name(f64, "floor"), A); break;
+    case KILN_POP_CEIL: kiln__sbuf_printf(b, "%s(v%d)", fn_name(f64, "ceil"), A); break;
+    case KILN_POP_RINT: kiln__sbuf_printf(b, "%s(v%d)", fn_name(f64, "rint"), A); break;
+    case KILN_POP_TRUNC: kiln__sbuf_printf(b, "%s(v%d)", fn_name(f64, "trunc"), A); break;
     case KILN_POP_RELU: kiln__sbuf_printf(b, "v%d < (CT)0 ? (CT)0 : v%d", A, A); break;
     case KILN_POP_FINITE: kiln__sbuf_printf(b, "(v%d - v%d) == (CT)0 ? (CT)1 : (CT)0", A, A); break;
     case KILN_POP_SIGN:

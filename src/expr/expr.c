@@ -151,6 +151,11 @@ static int pop_makes_fraction(int op)
     case KILN_POP_LOG2:
     case KILN_POP_SIGMOID:
     case KILN_POP_TANH:
+    case KILN_POP_LOG1P:
+    case KILN_POP_EXPM1:
+    case KILN_POP_SIN:
+    case KILN_POP_COS:
+    case KILN_POP_ERF:
     case KILN_POP_RAND:
     case KILN_POP_RANDN: return 1;
     default: return 0;
@@ -353,6 +358,43 @@ kiln_expr *kiln_finite(kiln_expr *x)
 kiln_expr *kiln_sign(kiln_expr *x)
 {
     return unary("kiln_sign", KILN_POP_SIGN, x);
+}
+
+kiln_expr *kiln_log1p(kiln_expr *x)
+{
+    return unary("kiln_log1p", KILN_POP_LOG1P, x);
+}
+kiln_expr *kiln_expm1(kiln_expr *x)
+{
+    return unary("kiln_expm1", KILN_POP_EXPM1, x);
+}
+kiln_expr *kiln_sin(kiln_expr *x)
+{
+    return unary("kiln_sin", KILN_POP_SIN, x);
+}
+kiln_expr *kiln_cos(kiln_expr *x)
+{
+    return unary("kiln_cos", KILN_POP_COS, x);
+}
+kiln_expr *kiln_erf(kiln_expr *x)
+{
+    return unary("kiln_erf", KILN_POP_ERF, x);
+}
+kiln_expr *kiln_floor(kiln_expr *x)
+{
+    return unary("kiln_floor", KILN_POP_FLOOR, x);
+}
+kiln_expr *kiln_ceil(kiln_expr *x)
+{
+    return unary("kiln_ceil", KILN_POP_CEIL, x);
+}
+kiln_expr *kiln_rint(kiln_expr *x)
+{
+    return unary("kiln_rint", KILN_POP_RINT, x);
+}
+kiln_expr *kiln_trunc(kiln_expr *x)
+{
+    return unary("kiln_trunc", KILN_POP_TRUNC, x);
 }
 
 kiln_expr *kiln_add(kiln_expr *a, kiln_expr *b)

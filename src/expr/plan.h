@@ -56,6 +56,15 @@
     X(RELU, 1)                                                                                    \
     X(FINITE, 1)                                                                                  \
     X(SIGN, 1)                                                                                    \
+    X(LOG1P, 1)     /* log(1 + a), accurate near 0 */                                             \
+    X(EXPM1, 1)     /* exp(a) - 1, accurate near 0 */                                             \
+    X(SIN, 1)                                                                                     \
+    X(COS, 1)                                                                                     \
+    X(ERF, 1)                                                                                     \
+    X(FLOOR, 1)                                                                                   \
+    X(CEIL, 1)                                                                                    \
+    X(RINT, 1)      /* to the nearest integer, ties to even */                                    \
+    X(TRUNC, 1)     /* towards 0 */                                                               \
     X(CAST, 1)      /* round a to instr.dtype as a store of that dtype would (no SR) */           \
     X(ADD, 2)                                                                                     \
     X(SUB, 2)                                                                                     \
