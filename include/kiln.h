@@ -463,13 +463,14 @@ typedef enum kiln_reduce_op {
     KILN_REDUCE_STD, /* sqrt(var) */
     KILN_REDUCE_ARGMAX, /* i32 index into the reduced axes, flattened row-major; first of ties */
     KILN_REDUCE_ARGMIN,
+    KILN_REDUCE_PROD, /* product; in the compute type within a block, in double across blocks */
     KILN_REDUCE_COUNT
 } kiln_reduce_op;
 
 /* Reduces x over the naxes axes listed (negative values count from the end, no repeats);
  * axes NULL with naxes 0 reduces over all axes. keepdims 1 keeps reduced axes as size 1
  * (then the result broadcasts back against x), 0 removes them (numpy's default).
- * Over no elements (a reduced axis of size 0): sum 0, max -inf, min +inf (their
+ * Over no elements (a reduced axis of size 0): sum 0, prod 1, max -inf, min +inf (their
  * identities), mean, var and std NaN; argmax and argmin give an error node (SHAPE: there is
  * no index to give). */
 KILN_API kiln_expr *kiln_reduce(kiln_reduce_op op, kiln_expr *x, int naxes, const int *axes, int keepdims);

@@ -94,6 +94,13 @@ static kiln_expr *build(int kind, kiln_tensor *x, int nd, const int64_t *shape, 
                                  kiln_mul(kiln_sin(kiln_t(x)), kiln_add(kiln_cos(kiln_t(x)), kiln_erf(kiln_t(x))))),
                         kiln_add(kiln_add(kiln_floor(kiln_t(x)), kiln_ceil(kiln_t(x))),
                                  kiln_add(kiln_rint(kiln_t(x)), kiln_trunc(kiln_t(x)))));
+    case 14: /* rows, product */
+        *ond = 1;
+        return kiln_reduce(KILN_REDUCE_PROD, kiln_t(x), 1, axis1, 0);
+    case 15: /* columns, product */
+        *ond = 1;
+        oshape[0] = shape[1];
+        return kiln_reduce(KILN_REDUCE_PROD, kiln_t(x), 1, axis0, 0);
     case 9: /* columns, sum */
         *ond = 1;
         oshape[0] = shape[1];
@@ -144,6 +151,9 @@ int main(void)
         {"math functions f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 1000}, 13, KILN_ROUND_DEFAULT},
         {"math functions f64", KILN_DTYPE_F64, KILN_DTYPE_F64, 2, {3, 1000}, 13, KILN_ROUND_DEFAULT},
         {"math functions f16 SR", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {3, 1000}, 13, KILN_ROUND_STOCHASTIC},
+        {"row prod f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 40000}, 14, KILN_ROUND_DEFAULT},
+        {"column prod f16", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {30000, 6}, 15, KILN_ROUND_DEFAULT},
+        {"lanes: column prod f16", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {65536, 1024}, 15, KILN_ROUND_DEFAULT},
         {"softmax f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 30000}, 8, KILN_ROUND_DEFAULT},
         /* the variance in one pass (KILN_VAR_PASSES=1: RED_VAR, Welford's update, Chan's merges) */
         {"column var bf16 (one pass)", KILN_DTYPE_BF16, KILN_DTYPE_F32, 2, {30000, 6}, 4, KILN_ROUND_DEFAULT},

@@ -242,6 +242,51 @@ static void test_chunked_reference(void)
 /* ---- in-place batch-norm -------------------------------------------------------------- */
 
 /* A = rsqrt(var(A, ax) + eps) * (A - mean(A, ax)), in place, in each context. */
+/* PROD through the chunked walks: (4, 150000) f32 near 1 along rows and along its transpose's columns, against
+ * f64 products; every thread count gives the same bytes. */
+static void test_chunked_prod(void)
+{
+    const int64_t R = 4, C = 150000, n = R * C;
+    double *h = malloc(sizeof(double) * (size_t)n), want[4], got[4];
+    check_fill(&g_seed, h, n, 0.999, 1.001);
+    for (int64_t i = 0; i < n; i += 1000) h[i] = -h[i];
+    for (int64_t i = 0; i < n; i++) h[i] = (double)(float)h[i];
+    for (int64_t i = 0; i < R; i++) {
+        want[i] = 1;
+        for (int64_t j = 0; j < C; j++) want[i] *= h[i * C + j];
+    }
+    const int64_t shape[2] = {R, C};
+    kiln_tensor *first[2] = {0};
+    for (int t = 0; t < NT; t++) {
+        kiln_ctx *ctx = g_ctxs[t];
+        kiln_tensor *x = from_host(ctx, KILN_DTYPE_F32, 2, shape, h), *xt = NULL;
+        CHECK_OK(ctx, kiln_tensor_transpose(x, 0, 1, &xt));
+        for (int colstyle = 0; colstyle < 2; colstyle++) {
+            const int ax = colstyle ? 0 : 1;
+            kiln_tensor *r = NULL;
+            CHECK_OK(ctx, kiln_eval(ctx, kiln_reduce(KILN_REDUCE_PROD, kiln_t(colstyle ? xt : x), 1, &ax, 0),
+                                    KILN_DTYPE_AUTO, &r));
+            if (!r) continue;
+            CHECK_OK(ctx, kiln_tensor_read(r, got, KILN_DTYPE_F64));
+            char what[64];
+            snprintf(what, sizeof what, "chunked %s prod, %d threads", colstyle ? "column" : "row", g_threads[t]);
+            for (int64_t i = 0; i < R; i++) got[i] /= want[i]; /* relative: each factor rounds in f32 */
+            double ones[4] = {1, 1, 1, 1};
+            check_array(what, got, ones, R, 3e-4);
+            if (t == 0)
+                first[colstyle] = r;
+            else {
+                same_bytes(what, g_threads[t], first[colstyle], r);
+                kiln_tensor_release(r);
+            }
+        }
+        kiln_tensor_release(xt);
+        kiln_tensor_release(x);
+    }
+    for (int c = 0; c < 2; c++) kiln_tensor_release(first[c]);
+    free(h);
+}
+
 static void test_batchnorm(int64_t N, int64_t C, int ax, kiln_dtype dt)
 {
     const int64_t shape[2] = {N, C}, n = N * C;
@@ -572,6 +617,7 @@ int main(void)
     test_random_kernels(60);
     test_reductions();
     test_chunked_reference();
+    test_chunked_prod();
     test_batchnorm(2048, 300, 1, KILN_DTYPE_F32);
     test_batchnorm(3, 120000, 1, KILN_DTYPE_F32);
     test_batchnorm(60000, 7, 0, KILN_DTYPE_F32);

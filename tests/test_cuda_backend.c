@@ -305,6 +305,20 @@ static void test_reductions(void)
             }
         }
     }
+    /* products over every axis set, values near 1 so hundreds of thousands of factors stay in range */
+    for (int s = 0; s < 5; s++) {
+        for (int a = 0; a < 7; a++) {
+            int view = s == 1 || s == 2 ? V_PLAIN : (s + a) % 4;
+            kiln_tensor *c, *g;
+            make_pair(KILN_DTYPE_F32, 3, shapes[s], view, 0.995, 1.005, &c, &g);
+            red_param rp = {KILN_REDUCE_PROD, axn[a], {axsets[a][0], axsets[a][1], axsets[a][2]}, a % 2, (s + a) % 3 == 0};
+            char what[96];
+            snprintf(what, sizeof what, "reduce prod axes %d shape %d view %d bcast %d", a, s, view, rp.bcast);
+            compare(what, b_reduce, &rp, &c, &g, KILN_DTYPE_AUTO, 1e-4);
+            kiln_tensor_release(c);
+            kiln_tensor_release(g);
+        }
+    }
     /* f16 and f64 inputs, row-style and column-style */
     kiln_dtype dts[] = {KILN_DTYPE_F16, KILN_DTYPE_F64, KILN_DTYPE_BF16};
     for (int d = 0; d < 3; d++) {
@@ -700,6 +714,36 @@ static void test_split(void)
         check_repeatable(cases[c].what, b_reduce, &cases[c].rp, &tg, KILN_DTYPE_AUTO);
         kiln_tensor_release(tc);
         kiln_tensor_release(tg);
+    }
+    /* products (factors near 1, so they stay in range): split along rows, columns and to one value */
+    {
+        struct {
+            const char *what;
+            kiln_dtype dt;
+            int nd;
+            int64_t shape[2];
+            int view;
+            red_param rp;
+            double lo, hi;
+        } pc[] = {
+            {"prod to one f32", KILN_DTYPE_F32, 1, {3000001}, V_PLAIN, {KILN_REDUCE_PROD, 0, {0}, 0, 0}, 0.9999, 1.0001},
+            {"row prod f16", KILN_DTYPE_F16, 2, {3, 1000003}, V_PLAIN, {KILN_REDUCE_PROD, 1, {1}, 0, 0}, 0.999, 1.001},
+            {"column prod f32, transposed", KILN_DTYPE_F32, 2, {1000000, 3}, V_T, {KILN_REDUCE_PROD, 1, {0}, 0, 0},
+             0.9999, 1.0001},
+            {"x - prod(x) rows f64", KILN_DTYPE_F64, 2, {2, 700001}, V_PLAIN, {KILN_REDUCE_PROD, 1, {1}, 1, 1}, 0.9999,
+             1.0001},
+        };
+        for (size_t c = 0; c < sizeof pc / sizeof pc[0]; c++) {
+            kiln_tensor *tc, *tg;
+            make_pair(pc[c].dt, pc[c].nd, pc[c].shape, pc[c].view, pc[c].lo, pc[c].hi, &tc, &tg);
+            int64_t before = split_count();
+            double tol = pc[c].dt == KILN_DTYPE_F64 ? 1e-10 : pc[c].dt == KILN_DTYPE_F16 ? 2e-3 : 1e-4;
+            compare(pc[c].what, b_reduce, &pc[c].rp, &tc, &tg, KILN_DTYPE_AUTO, tol);
+            CHECK(split_count() > before);
+            check_repeatable(pc[c].what, b_reduce, &pc[c].rp, &tg, KILN_DTYPE_AUTO);
+            kiln_tensor_release(tc);
+            kiln_tensor_release(tg);
+        }
     }
     /* short rows (100 000 f32, ~7 tiles): reduced to one value in one pass they stay on one
      * block, since a split would cost more than it saves; written back whole they split */

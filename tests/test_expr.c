@@ -475,7 +475,8 @@ static void ref_reduce(kiln_reduce_op op, const double *x, int nd, const int64_t
         if ((mask >> i) & 1u) rn *= sh[i];
     }
     double *sum = calloc((size_t)on, sizeof *sum), *sq = calloc((size_t)on, sizeof *sq);
-    double *best = malloc((size_t)on * sizeof *best);
+    double *best = malloc((size_t)on * sizeof *best), *prod = malloc((size_t)on * sizeof *prod);
+    for (int64_t o = 0; o < on; o++) prod[o] = 1;
     int64_t *bi = calloc((size_t)on, sizeof *bi), *cnt = calloc((size_t)on, sizeof *cnt);
     for (int64_t o = 0; o < on; o++) best[o] = NAN;
     for (int pass = 0; pass < 2; pass++) {
@@ -489,6 +490,7 @@ static void ref_reduce(kiln_reduce_op op, const double *x, int nd, const int64_t
             double v = x[f];
             if (pass == 0) {
                 sum[o] += v;
+                prod[o] *= v;
                 int better =
                     isnan(best[o]) || (op == KILN_REDUCE_MIN || op == KILN_REDUCE_ARGMIN ? v < best[o] : v > best[o]);
                 if (better) {
@@ -510,9 +512,11 @@ static void ref_reduce(kiln_reduce_op op, const double *x, int nd, const int64_t
         case KILN_REDUCE_MIN: out[o] = best[o]; break;
         case KILN_REDUCE_VAR: out[o] = sq[o] / (double)rn; break;
         case KILN_REDUCE_STD: out[o] = sqrt(sq[o] / (double)rn); break;
+        case KILN_REDUCE_PROD: out[o] = prod[o]; break;
         default: out[o] = (double)bi[o]; break;
         }
     }
+    free(prod);
     free(sum);
     free(sq);
     free(best);
@@ -523,7 +527,7 @@ static void ref_reduce(kiln_reduce_op op, const double *x, int nd, const int64_t
 static void test_reductions(void)
 {
     int64_t sh[3] = {5, 7, 3};
-    static const char *const opn[] = {"sum", "mean", "max", "min", "var", "std", "argmax", "argmin"};
+    static const char *const opn[] = {"sum", "mean", "max", "min", "var", "std", "argmax", "argmin", "prod"};
     struct {
         int naxes;
         int axes[3];
@@ -534,8 +538,14 @@ static void test_reductions(void)
     };
     for (size_t d = 0; d < sizeof test_dtypes / sizeof test_dtypes[0]; d++) {
         kiln_dtype dt = test_dtypes[d];
-        arr x = mk(dt, 3, sh, -2, 2, 0);
+        /* products of up to 105 factors near 1 (either sign), so they neither vanish nor overflow */
+        arr x = mk(dt, 3, sh, -2, 2, 0), xp = mk(dt, 3, sh, 0.8, 1.25, 0);
+        for (int64_t i = 0; i < xp.n; i += 7) xp.h[i] = -xp.h[i];
+        kiln_tensor *xpt = NULL;
+        CHECK_OK(ctx, kiln_tensor_from_host(ctx, dt, 3, sh, xp.h, KILN_DTYPE_F64, &xpt));
         for (int op = 0; op < KILN_REDUCE_COUNT; op++) {
+            const arr *src = op == KILN_REDUCE_PROD ? &xp : &x;
+            kiln_tensor *srct = op == KILN_REDUCE_PROD ? xpt : x.t;
             for (size_t si = 0; si < sizeof sets / sizeof sets[0]; si++) {
                 for (int keep = 0; keep < 2; keep++) {
                     uint32_t m = sets[si].mask;
@@ -549,7 +559,7 @@ static void test_reductions(void)
                     }
                     int isarg = op == KILN_REDUCE_ARGMAX || op == KILN_REDUCE_ARGMIN;
                     kiln_dtype odt = isarg ? KILN_DTYPE_I32 : dt;
-                    kiln_expr *e = kiln_reduce((kiln_reduce_op)op, kiln_t(x.t), sets[si].naxes,
+                    kiln_expr *e = kiln_reduce((kiln_reduce_op)op, kiln_t(srct), sets[si].naxes,
                                                sets[si].naxes ? sets[si].axes : NULL, keep);
                     CHECK_INT(kiln_expr_status(e, NULL), KILN_OK);
                     CHECK_INT(kiln_expr_ndim(e), ond);
@@ -557,7 +567,7 @@ static void test_reductions(void)
                     kiln_tensor *dst = poisoned(odt, ond, osh);
                     CHECK_OK(ctx, kiln_assign(dst, e));
                     double *got = read_all(dst), ref[105];
-                    ref_reduce((kiln_reduce_op)op, x.h, 3, sh, m, ref);
+                    ref_reduce((kiln_reduce_op)op, src->h, 3, sh, m, ref);
                     char what[96];
                     snprintf(what, sizeof what, "%s %s axes-set %d keepdims %d", opn[op], kiln_dtype_name(dt), (int)si,
                              keep);
@@ -567,6 +577,8 @@ static void test_reductions(void)
                 }
             }
         }
+        kiln_tensor_release(xpt);
+        arr_free(&xp);
         arr_free(&x);
     }
     /* Reductions over an axis of size 1 (and a row of one element). */

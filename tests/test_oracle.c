@@ -639,7 +639,7 @@ static const struct {
 } RED[] = {
     {"sum", KILN_REDUCE_SUM, 1},   {"mean", KILN_REDUCE_MEAN, 0}, {"max", KILN_REDUCE_MAX, 1},
     {"min", KILN_REDUCE_MIN, 1},   {"var", KILN_REDUCE_VAR, 0},   {"std", KILN_REDUCE_STD, 0},
-    {"argmax", KILN_REDUCE_ARGMAX, 1}, {"argmin", KILN_REDUCE_ARGMIN, 1},
+    {"argmax", KILN_REDUCE_ARGMAX, 1}, {"argmin", KILN_REDUCE_ARGMIN, 1}, {"prod", KILN_REDUCE_PROD, 1},
 };
 #define NRED ((int)(sizeof RED / sizeof RED[0]))
 
@@ -663,7 +663,7 @@ static void reduce_ref(int op, kiln_dtype odt, const double *x, const int64_t *s
     *nred = nr;
     for (int64_t o = 0; o < nout; o++) {
         int64_t oi[3] = {o / (os[1] * os[2]), (o / os[2]) % os[1], o % os[2]};
-        double sum = 0, sabs = 0, sq = 0, mx = -INFINITY, mn = INFINITY;
+        double sum = 0, sabs = 0, sq = 0, mx = -INFINITY, mn = INFINITY, prod = 1;
         int64_t amx = 0, amn = 0;
         for (int64_t r = 0; r < nr; r++) {
             int64_t ri[3] = {r / (rsz[1] * rsz[2]), (r / rsz[2]) % rsz[1], r % rsz[2]};
@@ -671,6 +671,7 @@ static void reduce_ref(int op, kiln_dtype odt, const double *x, const int64_t *s
             for (int a = 0; a < 3; a++) idx[a] = (mask >> a) & 1 ? ri[a] : oi[a];
             double v = x[(idx[0] * s[1] + idx[1]) * s[2] + idx[2]];
             sum += v;
+            prod *= v;
             sabs += fabs(v);
             sq += v * v;
             if (v > mx) mx = v, amx = r;
@@ -693,6 +694,7 @@ static void reduce_ref(int op, kiln_dtype odt, const double *x, const int64_t *s
         case KILN_REDUCE_VAR: r = var, m = sq / (double)nr; break;
         case KILN_REDUCE_STD: r = sqrt(var), m = sqrt(sq / (double)nr); break;
         case KILN_REDUCE_ARGMAX: r = (double)amx, m = 1; break;
+        case KILN_REDUCE_PROD: r = prod, m = fabs(prod); break;
         default: r = (double)amn, m = 1; break;
         }
         ref[o] = qz(r, odt);
@@ -721,6 +723,10 @@ static void test_reductions(void)
                     snprintf(name, sizeof name, "reduce %s %s axes {%s} keepdims %d shape (%lld,%lld,%lld) (in %s)", RED[op].name,
                              kiln_dtype_name(dt), axs, keep, (long long)S[0], (long long)S[1], (long long)S[2], LAYOUT_NAME[lay]);
                     double lo = is_float(dt) ? -2 : dt == KILN_DTYPE_U8 ? 1 : -11, hi = is_float(dt) ? 2 : 12;
+                    if (RED[op].op == KILN_REDUCE_PROD) { /* products of hundreds of terms that stay in range */
+                        lo = is_float(dt) ? 0.8 : dt == KILN_DTYPE_U8 ? 1 : -1; /* integers: -1, 1, 2 */
+                        hi = is_float(dt) ? 1.25 : 3;
+                    }
                     opnd a, o;
                     if (!make_input(dt, 3, S, lay, lo, hi, &a)) continue;
                     int64_t osh[3];
@@ -742,6 +748,7 @@ static void test_reductions(void)
                         int exact = RED[op].op == KILN_REDUCE_MAX || RED[op].op == KILN_REDUCE_MIN || !is_float(odt);
                         double tol = exact ? 0 : tol_for(odt, compute_f64(dt), nred);
                         if (RED[op].op == KILN_REDUCE_VAR || RED[op].op == KILN_REDUCE_STD) tol *= 2;
+                        if (RED[op].op == KILN_REDUCE_PROD) tol *= 4; /* every factor's rounding counts relatively */
                         finish_case(name, &o, ref, mag, tol);
                         free(ref);
                         free(mag);

@@ -19,7 +19,7 @@
  * are sized to the domain (at most BLOCK values), and the workspace comes from the
  * context's counting allocator.
  *
- * Numbers: f32 compute uses the f32 libm functions; SUM adds in the compute type within a
+ * Numbers: f32 compute uses the f32 libm functions; SUM (PROD) adds (multiplies) in the compute type within a
  * block and in double across blocks (and across chunks, see Threads); MAX/MIN propagate NaN; ARG* give the first index
  * of the extreme (a NaN counts as the extreme). In f32 compute an ARG* index above 2^24 is not exact (the planner
  * should pick f64 compute for such rows). Stochastic rounding from f64 compute rounds to f32 first (the recipe in
@@ -45,7 +45,7 @@
  *       into chunks of CHUNK_BLOCKS whole blocks or more (at most CHUNKS_MAX chunks, from k
  *       = 0; the chunk size depends on the shape only). Each chunk reduces into its own
  *       partial accumulators, and the calling thread combines the partials in chunk order
- *       after the walk (SUM: the chunks' double sums added in order; MAX/MIN/ARG*: the same
+ *       after the walk (SUM/PROD: the chunks' double sums/products combined in order; MAX/MIN/ARG*: the same
  *       answers as one walk, ARG* the first index). Every pass ends before the next walk
  *       starts. This changes the association of a long SUM against one walk (the chunk sums
  *       are added, not the block sums one by one) and, with ties of -0 and +0, which zero a

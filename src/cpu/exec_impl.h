@@ -291,7 +291,7 @@ static void SFX(red_init)(int op, int64_t nl, SFX(racc) r)
 {
     const T inf = (T)INFINITY;
     for (int64_t l = 0; l < nl; l++) {
-        r.sum[l] = 0.0;
+        r.sum[l] = op == KILN_POP_RED_PROD ? 1.0 : 0.0;
         r.m2[l] = 0.0;
         r.idx[l] = 0;
         r.nans[l] = 0;
@@ -314,6 +314,16 @@ KILN_CPU_HOT static void SFX(red_rows)(int op, const T *restrict v, int64_t nl, 
             T s = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
             for (; j < kn; j++) s += p[j];
             r.sum[l] += (double)s;
+            break;
+        }
+        case KILN_POP_RED_PROD: { /* as SUM: 8 partial products in the compute type, the block's in double */
+            T part[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+            int64_t j = 0;
+            for (; j + 8 <= kn; j += 8)
+                for (int q = 0; q < 8; q++) part[q] *= p[j + q];
+            T s = ((part[0] * part[1]) * (part[2] * part[3])) * ((part[4] * part[5]) * (part[6] * part[7]));
+            for (; j < kn; j++) s *= p[j];
+            r.sum[l] *= (double)s;
             break;
         }
         case KILN_POP_RED_VAR: { /* the block's mean and m2 in the compute type, 8 independent
@@ -418,6 +428,14 @@ KILN_CPU_HOT static void SFX(red_cols)(int op, const T *restrict v, int64_t nl, 
         }
         for (int64_t l = 0; l < nl; l++) r.sum[l] += (double)best[l];
         break;
+    case KILN_POP_RED_PROD:
+        for (int64_t l = 0; l < nl; l++) best[l] = 1;
+        for (int64_t j = 0; j < kn; j++) {
+            const T *restrict p = v + j * nl;
+            for (int64_t l = 0; l < nl; l++) best[l] *= p[l];
+        }
+        for (int64_t l = 0; l < nl; l++) r.sum[l] *= (double)best[l];
+        break;
     case KILN_POP_RED_VAR: /* Welford's update a point, in double */
         for (int64_t j = 0; j < kn; j++) {
             const T *restrict p = v + j * nl;
@@ -473,7 +491,8 @@ static void SFX(red_final)(int op, int64_t nl, SFX(racc) r, T *restrict out)
 {
     for (int64_t l = 0; l < nl; l++) {
         switch (op) {
-        case KILN_POP_RED_SUM: out[l] = (T)r.sum[l]; break;
+        case KILN_POP_RED_SUM:
+        case KILN_POP_RED_PROD: out[l] = (T)r.sum[l]; break;
         case KILN_POP_RED_VAR: out[l] = r.idx[l] > 0 ? (T)(r.m2[l] / (double)r.idx[l]) : (T)NAN; break;
         case KILN_POP_RED_ARGMAX:
         case KILN_POP_RED_ARGMIN: out[l] = (T)r.idx[l]; break;
@@ -493,6 +512,7 @@ static void SFX(red_combine)(int op, int64_t nl, SFX(racc) r, SFX(racc) p)
         const T m = r.best[l], y = p.best[l];
         switch (op) {
         case KILN_POP_RED_SUM: r.sum[l] += p.sum[l]; break;
+        case KILN_POP_RED_PROD: r.sum[l] *= p.sum[l]; break;
         case KILN_POP_RED_VAR: var_merge(&r.idx[l], &r.sum[l], &r.m2[l], p.idx[l], p.sum[l], p.m2[l]); break;
         case KILN_POP_RED_MAX:
         case KILN_POP_RED_MIN:

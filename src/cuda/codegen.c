@@ -709,6 +709,7 @@ static const char *red_opname(kiln_pop op)
 {
     switch (op) {
     case KILN_POP_RED_SUM: return "kiln_op_sum";
+    case KILN_POP_RED_PROD: return "kiln_op_prod";
     case KILN_POP_RED_MAX: return "kiln_op_max";
     case KILN_POP_RED_MIN: return "kiln_op_min";
     default: return NULL;
@@ -721,6 +722,7 @@ static const char *red_identity(kiln_pop op)
 {
     switch (op) {
     case KILN_POP_RED_SUM: return "(CT)0";
+    case KILN_POP_RED_PROD: return "(CT)1";
     case KILN_POP_RED_MAX:
     case KILN_POP_RED_ARGMAX: return "-(CT)__longlong_as_double(0x7ff0000000000000LL)";
     case KILN_POP_RED_MIN:

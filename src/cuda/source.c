@@ -98,6 +98,7 @@ static const char prelude_src[] =
     "template <class T> __device__ __forceinline__ unsigned char kiln_to_u8(T x) { return x != x ? 0 : x <= (T)0 ? 0 : x >= (T)255 ? 255 : (unsigned char)x; }\n"
     "template <class T> __device__ __forceinline__ int kiln_to_i32(T x) { return x != x ? 0 : x <= (T)-2147483648.0 ? (-2147483647 - 1) : x >= (T)2147483647.0 ? 2147483647 : (int)x; }\n"
     "struct kiln_op_sum { template <class T> __device__ __forceinline__ static T f(T a, T b) { return a + b; } };\n"
+    "struct kiln_op_prod { template <class T> __device__ __forceinline__ static T f(T a, T b) { return a * b; } };\n"
     "struct kiln_op_max { template <class T> __device__ __forceinline__ static T f(T a, T b) { return (a != a || a > b) ? a : b; } };\n"
     "struct kiln_op_min { template <class T> __device__ __forceinline__ static T f(T a, T b) { return (a != a || a < b) ? a : b; } };\n"
     /* arg reductions: (value, index), index < 0 = nothing seen; first index wins ties; NaN

@@ -688,12 +688,14 @@ static kiln_expr *reduce_impl(const char *fn, const char *axes_name, kiln_reduce
     kiln_expr *r;
     switch (op) {
     case KILN_REDUCE_SUM:
+    case KILN_REDUCE_PROD:
     case KILN_REDUCE_MAX:
     case KILN_REDUCE_MIN:
         if (mask == 0) return x;
-        r = reduce_node(op == KILN_REDUCE_SUM   ? KILN_POP_RED_SUM
-                        : op == KILN_REDUCE_MAX ? KILN_POP_RED_MAX
-                                                : KILN_POP_RED_MIN,
+        r = reduce_node(op == KILN_REDUCE_SUM    ? KILN_POP_RED_SUM
+                        : op == KILN_REDUCE_PROD ? KILN_POP_RED_PROD
+                        : op == KILN_REDUCE_MAX  ? KILN_POP_RED_MAX
+                                                 : KILN_POP_RED_MIN,
                         x, mask);
         break;
     case KILN_REDUCE_ARGMAX:

@@ -84,6 +84,7 @@
     X(RANDN, 0)     /* standard normal, stream streams[a] */                                     \
     X(BERNOULLI, 0) /* 1 with probability consts[b], stream streams[a] */                        \
     X(RED_SUM, 1)   /* sum of a over the reduced axes of the row */                              \
+    X(RED_PROD, 1)  /* product of a over the reduced axes of the row */                          \
     X(RED_MAX, 1)                                                                                 \
     X(RED_MIN, 1)                                                                                 \
     X(RED_VAR, 1)    /* population variance of a over the reduced axes, in one pass (Welford's \
