@@ -615,6 +615,10 @@ static void test_reductions(void)
     eg = read_all(ed);
     CHECK(eg[0] == INFINITY && eg[1] == INFINITY && eg[2] == INFINITY);
     free(eg);
+    CHECK_OK(ctx, kiln_assign(ed, kiln_reduce(KILN_REDUCE_PROD, kiln_t(ez), 1, &ax_e, 0))); /* the empty product */
+    eg = read_all(ed);
+    CHECK(eg[0] == 1 && eg[1] == 1 && eg[2] == 1);
+    free(eg);
     kiln_tensor *ei = poisoned(KILN_DTYPE_I32, 1, s3z);
     CHECK_FAILS(ctx, kiln_assign(ei, kiln_reduce(KILN_REDUCE_ARGMAX, kiln_t(ez), 1, &ax_e, 0)), KILN_ERR_SHAPE,
                 "empty along reduced axis 1");
