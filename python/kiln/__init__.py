@@ -42,7 +42,10 @@ __all__ = [
     "memory_stats", "set_memory_limit", "free_cached", "from_dlpack", "get", "evaluate", "dropout",
     "reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "concatenate", "stack", "where", "cast",
     "log1p", "expm1", "sin", "cos", "erf", "floor", "ceil", "rint", "trunc", "fix", "round", "around", "softplus",
-    "gelu", "any", "all",
+    "gelu", "any", "all", "isnan", "isinf", "nan_to_num", "log10", "sinh", "cosh", "logaddexp", "hypot",
+    "count_nonzero", "isclose", "allclose", "array_equal", "floor_divide", "mod", "remainder", "eye", "identity",
+    "linspace", "flip", "fliplr", "flipud", "ravel", "vstack", "hstack", "split", "array_split", "tril", "triu",
+    "outer", "tile", "repeat", "diag", "prod",
 ]
 
 __version__ = _kiln.version()
@@ -446,6 +449,9 @@ class _Methods:
             axes = tuple(axes[0])
         return _kiln.value(self)._permute(axes)
 
+    def repeat(self, repeats, axis=None):
+        return repeat(self, repeats, axis)
+
     def swapaxes(self, a, b):
         nd = self.ndim
         axes = list(range(nd))
@@ -466,16 +472,22 @@ class _Methods:
         return dot(other, self)
 
     def __floordiv__(self, other):
-        return _np_fallback(_np.floor_divide, self, other)
+        return floor_divide(self, other)
 
     def __rfloordiv__(self, other):
-        return _np_fallback(_np.floor_divide, other, self)
+        return floor_divide(other, self)
 
     def __mod__(self, other):
-        return _np_fallback(_np.mod, self, other)
+        return mod(self, other)
+
+    def __rmod__(self, other):
+        return mod(other, self)
 
     def sum(self, axis=None, keepdims=False, dtype=None):
         return sum(self, axis, keepdims=keepdims, dtype=dtype)
+
+    def prod(self, axis=None, keepdims=False, dtype=None):
+        return prod(self, axis, keepdims=keepdims, dtype=dtype)
 
     def mean(self, axis=None, keepdims=False, dtype=None):
         return mean(self, axis, keepdims=keepdims, dtype=dtype)
@@ -623,6 +635,14 @@ class Tensor(_kiln.TensorBase, _Methods):
 
     def __imatmul__(self, other):
         self[...] = dot(self, other)
+        return self
+
+    def __ifloordiv__(self, other):
+        self[...] = floor_divide(self, other)
+        return self
+
+    def __imod__(self, other):
+        self[...] = mod(self, other)
         return self
 
 
@@ -858,6 +878,82 @@ def full_like(a, fill_value, dtype=None, shape=None):
     return full(s, fill_value, dtype=d, ctx=c)
 
 
+def _int_arg(v, argname, lo=None):
+    """v as an int (TypeError for other types); lo: the smallest value allowed (ArgumentError)."""
+    if not isinstance(v, _numbers.Integral):
+        raise TypeError(f"argument '{argname}': {v!r} is not an int")
+    v = int(v)
+    if lo is not None and v < lo:
+        raise ArgumentError(f"argument '{argname}': {v}; it must be >= {lo}")
+    return v
+
+
+def _diag_slice(rows, cols, k):
+    """The slice of a row-major (rows, cols) matrix's flattened elements on diagonal k (0 the
+    main one, > 0 above, < 0 below), or None where the diagonal is empty."""
+    n = builtin_min(rows, cols - k) if k >= 0 else builtin_min(rows + k, cols)
+    if n <= 0:
+        return None
+    start = k if k >= 0 else -k * cols
+    return slice(start, start + (n - 1) * (cols + 1) + 1, cols + 1)
+
+
+def eye(N, M=None, k=0, dtype=None, ctx=None):
+    """A new (N, M) tensor (M = N when None) with ones on diagonal k (0 the main one, > 0 above,
+    < 0 below) and zeros elsewhere; float32 unless dtype."""
+    N = _int_arg(N, "N", 0)
+    M = N if M is None else _int_arg(M, "M", 0)
+    k = _int_arg(k, "k")
+    t = zeros((N, M), dtype=float32 if dtype is None else dtype, ctx=ctx)
+    sl = _diag_slice(N, M, k)
+    if sl is not None:
+        t.reshape(-1)[sl] = 1
+    return t
+
+
+def identity(n, dtype=None, ctx=None):
+    """A new (n, n) identity matrix; float32 unless dtype."""
+    return eye(_int_arg(n, "n", 0), dtype=dtype, ctx=ctx)
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, ctx=None):
+    """A new tensor of num evenly spaced values from start to stop (stop included when endpoint),
+    computed in float64 as numpy does: arange(num) * step + start with step = (stop - start) / div,
+    the last value exactly stop; integer dtypes take the floor. float32 unless dtype. retstep=True
+    returns (tensor, step). Array-like start / stop (numpy's axis) are computed by numpy."""
+    if not isinstance(num, _numbers.Integral):
+        raise TypeError(f"argument 'num': {num!r} is not an int")
+    num = int(num)
+    if num < 0:
+        raise ArgumentError(f"argument 'num': {num} samples; it must be >= 0")
+    d = float32 if dtype is None else _to_dtype(dtype)
+    for name, v in (("start", start), ("stop", stop)):
+        if isinstance(v, complex) or (isinstance(v, (_np.generic, _np.ndarray)) and v.dtype.kind == "c"):
+            raise TypeError(f"argument '{name}': {v!r} is complex; kiln has no complex dtype")
+    if not (_scalar(start) and _scalar(stop)):
+        y, step = _np.linspace(get(start), get(stop), num, endpoint, True, _np.float64, axis)
+        t = array(_np.floor(y) if d.kind != "f" else y, dtype=d, ctx=ctx)
+        return (t, array(step, dtype=float64, ctx=t.ctx)) if retstep else t
+    c = _ctx(ctx)
+    start, stop = float(start), float(stop)
+    div = num - 1 if endpoint else num
+    delta = stop - start
+    y = _kiln.arange(c, float64.code, 0.0, float(num), 1.0)
+    if div > 0:
+        step = delta / div
+        # numpy's rule for a step that underflows to 0: divide first, then scale
+        e = (y / div) * delta + start if step == 0 else y * step + start
+    else:
+        step = _math.nan
+        e = y * delta + start
+    t = empty((num,), dtype=d, ctx=c)
+    if num:
+        t[...] = floor(e) if d.kind != "f" else e
+        if endpoint and num > 1:
+            t[-1] = float(_np.floor(stop)) if d.kind != "f" else stop
+    return (t, step) if retstep else t
+
+
 def rand(*shape, dtype=float32, ctx=None):
     """Uniform [0, 1). With a shape: a new tensor. Without: a lazy shapeless generator
     (`A[...] = kn.rand()` fills A, as in nervanagpu)."""
@@ -904,7 +1000,7 @@ def dropout(x, p):
 (_U_NEG, _U_ABS, _U_SQR, _U_SQRT, _U_RSQRT, _U_RECIPROCAL, _U_EXP, _U_EXP2, _U_LOG, _U_LOG2, _U_SIGMOID, _U_TANH,
  _U_RELU, _U_FINITE, _U_SIGN, _U_LOG1P, _U_EXPM1, _U_SIN, _U_COS, _U_ERF, _U_FLOOR, _U_CEIL, _U_RINT,
  _U_TRUNC) = range(24)
-(_R_SUM, _R_MEAN, _R_MAX, _R_MIN, _R_VAR, _R_STD, _R_ARGMAX, _R_ARGMIN) = range(8)
+(_R_SUM, _R_MEAN, _R_MAX, _R_MIN, _R_VAR, _R_STD, _R_ARGMAX, _R_ARGMIN, _R_PROD) = range(9)
 
 
 def _unary(op):
@@ -1032,12 +1128,6 @@ def cast(x, dtype):
     return _kiln.cast(x, _to_dtype(dtype).code)
 
 
-def _np_fallback(fn, a, b):
-    a = a.get() if _is_kiln(a) else a
-    b = b.get() if _is_kiln(b) else b
-    return array(fn(a, b))
-
-
 _builtin_abs = abs
 builtin_sum = sum
 builtin_max = max
@@ -1051,6 +1141,207 @@ def abs(x):  # noqa: A001 - numpy's name
     if _is_kiln(x) or isinstance(x, _np.ndarray):
         return _kiln.unary(_U_ABS, x)
     return _builtin_abs(x)
+
+
+def _scalar(x):
+    """Whether x is a scalar operand (Python or numpy number, 0-d numpy array): weak in kiln's promotion."""
+    if isinstance(x, _numbers.Real):
+        return True
+    return isinstance(x, (_np.generic, _np.ndarray)) and x.ndim == 0 and x.dtype.kind in "biuf"
+
+
+def _kiln_arg(x, argname):
+    """x as a kiln object: kiln objects as they are, anything else through kn.array."""
+    if _is_kiln(x):
+        return x
+    try:
+        return array(x)
+    except TypeError as e:
+        msg = str(e)
+        if msg.startswith("argument 'obj': "):
+            msg = msg[len("argument 'obj': "):]
+        raise TypeError(f"argument '{argname}': {msg}") from None
+
+
+def _operand(x, argname):
+    """x as an operand of a binary function: kiln objects and scalars (weak) as they are, other
+    array-likes as tensors."""
+    return x if _scalar(x) else _kiln_arg(x, argname)
+
+
+def _operands(x1, x2, names):
+    """(x1, x2, kiln's promoted dtype) as operands; two scalars make x1 a tensor."""
+    a, b = _operand(x1, names[0]), _operand(x2, names[1])
+    if not _is_kiln(a) and not _is_kiln(b):
+        a = array(a)
+    if not _is_kiln(b):
+        return a, b, a.dtype
+    if not _is_kiln(a):
+        return a, b, b.dtype
+    return a, b, _promote(a.dtype, b.dtype)
+
+
+def _as(x, d):
+    """x in dtype d: x itself when it has it, else a lazy cast."""
+    return x if x._dtype == d.code else _kiln.cast(x, d.code)
+
+
+def _fwork(d, wide=False):
+    """(result dtype, working dtype) of a float function of dtype d: integers give float32 (as
+    kiln's log and sin do); 16-bit floats work in float32, float32 in float64 when wide."""
+    r = d if d.kind == "f" else float32
+    if r.itemsize == 2:
+        return r, float32
+    return r, (float64 if wide else r)
+
+
+def _float_operand(x, wide=False):
+    """(x in the working dtype, result dtype) for a float function of one argument."""
+    t = _kiln_arg(x, "x")
+    r, w = _fwork(t.dtype, wide)
+    return _as(t, w), r
+
+
+def _float_operands(x1, x2):
+    """(x1, x2 in the working dtype, result dtype) for a float function of two arguments; a
+    scalar becomes a 0-d tensor of the working dtype."""
+    a, b, d = _operands(x1, x2, ("x1", "x2"))
+    r, w = _fwork(d)
+    c = (a if _is_kiln(a) else b).ctx
+    a, b = (_as(x, w) if _is_kiln(x) else full((), float(x), dtype=w, ctx=c) for x in (a, b))
+    return a, b, r
+
+
+def isnan(x):
+    """Lazy 1 where x is NaN, else 0, in x's dtype (as comparisons give; integers give 0)."""
+    t = _kiln_arg(x, "x")
+    return not_equal(t, t)
+
+
+def isinf(x):
+    """Lazy 1 where x is +inf or -inf, else 0, in x's dtype (integers give 0)."""
+    t = _kiln_arg(x, "x")
+    if t.dtype.kind != "f":
+        return not_equal(t, t)
+    return equal(abs(t), _math.inf)
+
+
+_FLOAT_MAX = {"float32": float(_np.finfo(_np.float32).max), "float16": 65504.0,
+              "bfloat16": (2 - 2.0 ** -7) * 2.0 ** 127, "float64": float(_np.finfo(_np.float64).max)}
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """Lazy x with NaN replaced by nan, +inf by posinf and -inf by neginf (None: the dtype's
+    largest / smallest finite value); integer tensors come back unchanged. copy=False writes the
+    result into x when x is a Tensor and returns x."""
+    for name, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
+        if v is not None and not _scalar(v):
+            raise TypeError(f"argument '{name}': {v!r} is not a real number")
+    t = _kiln_arg(x, "x")
+    d = t.dtype
+    if d.kind != "f":
+        return t if not copy else _kiln.cast(t, d.code)
+    hi = _FLOAT_MAX[d.name] if posinf is None else float(posinf)
+    lo = -_FLOAT_MAX[d.name] if neginf is None else float(neginf)
+    r = where(t != t, float(nan), where(t == _math.inf, hi, where(t == -_math.inf, lo, t)))
+    if not copy and isinstance(t, _kiln.TensorBase):
+        t[...] = r
+        return t
+    return r
+
+
+_LOG10_2 = _math.log10(2.0)
+_LN2 = _math.log(2.0)
+
+
+def log10(x):
+    """Lazy base-10 logarithm, log2(x) * log10(2), computed in float64 for float32 (so powers of
+    10 give exact integers) and in float32 for 16-bit floats. Integers give float32."""
+    t, r = _float_operand(x, wide=True)
+    return _as(log2(t) * _LOG10_2, r)
+
+
+def sinh(x):
+    """Lazy hyperbolic sine: (expm1(x) - expm1(-x)) / 2 (no cancellation near 0) below |x| = 20,
+    sign(x) * (h / 2) * h with h = exp(|x| / 2) from there (overflows only where sinh does).
+    16-bit floats are computed in float32; integers give float32."""
+    t, r = _float_operand(x)
+    h = exp(0.5 * abs(t))
+    return _as(where(abs(t) < 20, 0.5 * (expm1(t) - expm1(-t)), sign(t) * (0.5 * h) * h), r)
+
+
+def cosh(x):
+    """Lazy hyperbolic cosine: (exp(|x|) + exp(-|x|)) / 2 below |x| = 20, (h / 2) * h with
+    h = exp(|x| / 2) from there (overflows only where cosh does). Integers give float32."""
+    t, r = _float_operand(x)
+    a = abs(t)
+    h = exp(0.5 * a)
+    return _as(where(a < 20, 0.5 * (exp(a) + exp(-a)), (0.5 * h) * h), r)
+
+
+def logaddexp(x1, x2):
+    """Lazy log(exp(x1) + exp(x2)) without overflow: max + log1p(exp(-|x1 - x2|)), and x1 + log(2)
+    where x1 == x2 as numpy (so equal infinities give themselves). Integers give float32."""
+    a, b, r = _float_operands(x1, x2)
+    return _as(where(a == b, a + _LN2, maximum(a, b) + log1p(exp(-abs(a - b)))), r)
+
+
+def hypot(x1, x2):
+    """Lazy sqrt(x1**2 + x2**2) without overflow or underflow: the larger |x| times
+    sqrt(1 + (smaller / larger)**2); 0 where both are 0, inf where either is inf (the other
+    NaN too, as numpy). Integers give float32."""
+    a, b, r = _float_operands(x1, x2)
+    p, q = abs(a), abs(b)
+    hi = maximum(p, q)
+    t = minimum(p, q) / hi
+    h = where(hi == 0, 0, hi * sqrt(1 + t * t))
+    return _as(where(maximum(p == _math.inf, q == _math.inf), _math.inf, h), r)
+
+
+def _np_fallback(fn, a, b, d):
+    """fn(a, b) computed by numpy on the host, as a tensor of dtype d in the operands' context."""
+    c = (a if _is_kiln(a) else b).ctx
+    a = a.get() if _is_kiln(a) else a
+    b = b.get() if _is_kiln(b) else b
+    return array(fn(a, b), dtype=d, ctx=c)
+
+
+def _int_divmod(a, b, d, remainder):
+    """floor(a / b), or a - floor(a / b) * b, in float64 and 0 where b == 0, as dtype d (numpy's
+    integer rules). Exact for integers of int32's range: the quotient's rounding never reaches
+    the next integer, and q * b and the difference are exact."""
+    x = _as(a, float64) if _is_kiln(a) else float(a)
+    y = _as(b, float64) if _is_kiln(b) else float(b)
+    q = floor(x / y)
+    r = x - q * y if remainder else q
+    if _is_kiln(y):
+        r = where(y == 0, 0, r)
+    elif y == 0:
+        r = x * 0.0
+    return _kiln.cast(r, d.code)
+
+
+def floor_divide(x1, x2):
+    """x1 // x2 with numpy broadcasting. Integer results are lazy: floor(x1 / x2), 0 where
+    x2 == 0, as numpy's integer floor division; float results are computed by numpy on the
+    host (numpy's fmod-based rule, which differs from floor(x1 / x2) at edges)."""
+    a, b, d = _operands(x1, x2, ("x1", "x2"))
+    if d.kind != "f":
+        return _int_divmod(a, b, d, False)
+    return _np_fallback(_np.floor_divide, a, b, d)
+
+
+def mod(x1, x2):
+    """x1 % x2 with numpy broadcasting, the sign of x2's. Integer results are lazy:
+    x1 - floor_divide(x1, x2) * x2, 0 where x2 == 0, as numpy; float results are computed by
+    numpy on the host."""
+    a, b, d = _operands(x1, x2, ("x1", "x2"))
+    if d.kind != "f":
+        return _int_divmod(a, b, d, True)
+    return _np_fallback(_np.mod, a, b, d)
+
+
+remainder = mod
 
 
 # ---------------------------------------------------------------------------------------
@@ -1076,7 +1367,7 @@ def _axes(axis):
 
 # numpy widens integer sums (to the platform int; kiln's widest int is int32) and computes
 # integer means, variances and deviations in float64.
-_WIDEN = {_R_SUM: int32, _R_MEAN: float64, _R_VAR: float64, _R_STD: float64}
+_WIDEN = {_R_SUM: int32, _R_PROD: int32, _R_MEAN: float64, _R_VAR: float64, _R_STD: float64}
 _NO_IDENTITY = frozenset((_R_MAX, _R_MIN, _R_ARGMAX, _R_ARGMIN))
 
 
@@ -1100,6 +1391,13 @@ def _reduce(op, a, axis, keepdims):
 
 def sum(a, axis=None, dtype=None, keepdims=False):  # noqa: A001
     r = _reduce(_R_SUM, a, axis, keepdims)
+    return r if dtype is None else cast(r, dtype)
+
+
+def prod(a, axis=None, dtype=None, keepdims=False):
+    """Product over axis (None: all); 1 over no elements. Integer products are int32 and
+    saturate where numpy's wrap."""
+    r = _reduce(_R_PROD, a, axis, keepdims)
     return r if dtype is None else cast(r, dtype)
 
 
@@ -1169,6 +1467,51 @@ def argmax(a, axis=None, keepdims=False):
 
 def argmin(a, axis=None, keepdims=False):
     return _reduce(_R_ARGMIN, a, axis, keepdims)
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    """Lazy number of non-zero elements (NaN counts) along axis (None: all), int32."""
+    t = _kiln_arg(a, "a")
+    return sum(_kiln.cast(not_equal(t, 0), int32.code), axis, keepdims=keepdims)
+
+
+def _tol_arg(v, argname):
+    if _scalar(v):
+        return float(v)
+    return _kiln_arg(v, argname)
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Lazy 1 where |a - b| <= atol + rtol * |b| (numpy's test, not symmetric in a and b), else 0;
+    an infinity is close only to itself, NaN to NaN only with equal_nan. 0/1 in the promoted
+    dtype, as comparisons give; integers are compared in float64, as numpy does."""
+    x, y, d = _operands(a, b, ("a", "b"))
+    rt, at = _tol_arg(rtol, "rtol"), _tol_arg(atol, "atol")
+    w = d if d.kind == "f" else float64
+    c = (x if _is_kiln(x) else y).ctx
+    x, y = (_as(v, w) if _is_kiln(v) else full((), float(v), dtype=w, ctx=c) for v in (x, y))
+    within = less_equal(abs(x - y), at + rt * abs(y))
+    r = where(isfinite(x) * isfinite(y), within, equal(x, y))
+    if equal_nan:
+        r = where(not_equal(x, x) * not_equal(y, y), 1, r)
+    return _as(r, d)
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether every element of isclose(a, b, ...) is 1, as a Python bool (evaluated now)."""
+    return bool(all(isclose(a, b, rtol, atol, equal_nan)))
+
+
+def array_equal(a1, a2, equal_nan=False):
+    """Whether a1 and a2 have one shape and equal elements (NaN equals NaN only with equal_nan),
+    as a Python bool (evaluated now); different shapes give False, without broadcasting."""
+    x, y = _kiln_arg(a1, "a1"), _kiln_arg(a2, "a2")
+    if tuple(x.shape) != tuple(y.shape):
+        return False
+    eq = equal(x, y)
+    if equal_nan:
+        eq = maximum(eq, not_equal(x, x) * not_equal(y, y))
+    return bool(all(eq))
 
 
 # ---------------------------------------------------------------------------------------
@@ -1343,6 +1686,219 @@ def stack(arrays, axis=0):
     return concatenate([expand_dims(p, axis) for p in parts], axis=axis)
 
 
+def _axis_arg(axis, nd, argname="axis"):
+    """axis as an index in 0..nd-1 (negative ones count from the end)."""
+    if not isinstance(axis, _numbers.Integral):
+        raise TypeError(f"argument '{argname}': {axis!r} is not an int")
+    if not -nd <= axis < nd:
+        raise ShapeError(f"argument '{argname}': {axis} is out of range for {nd} axes")
+    return int(axis) % nd
+
+
+def flip(m, axis=None):
+    """A view of m with the elements' order reversed along axis (None: every axis; int or tuple)."""
+    v = _kiln.value(_kiln_arg(m, "m"))
+    nd = v.ndim
+    if axis is None:
+        axes = set(range(nd))
+    else:
+        axes = set()
+        for ax in _axes(axis):
+            a = _axis_arg(ax, nd)
+            if a in axes:
+                raise ShapeError(f"argument 'axis': axis {ax} is given twice")
+            axes.add(a)
+    return v[tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(nd))]
+
+
+def fliplr(m):
+    """A view of m with the columns (axis 1) in reverse order; m needs 2 axes or more."""
+    v = _kiln.value(_kiln_arg(m, "m"))
+    if v.ndim < 2:
+        raise ShapeError(f"argument 'm': fliplr needs at least 2 axes, m has {v.ndim}")
+    return v[:, ::-1]
+
+
+def flipud(m):
+    """A view of m with the rows (axis 0) in reverse order; m needs 1 axis or more."""
+    v = _kiln.value(_kiln_arg(m, "m"))
+    if v.ndim < 1:
+        raise ShapeError("argument 'm': flipud needs at least 1 axis, m is 0-d")
+    return v[::-1]
+
+
+def ravel(a):
+    """a as 1-D: a view where the layout allows, else a copy (numpy's rule)."""
+    return _kiln.value(_kiln_arg(a, "a")).reshape(-1)
+
+
+def _array_list(tup, argname):
+    """The arrays of a sequence (a kiln tensor's rows too) as kiln values; at least one."""
+    if _is_kiln(tup):
+        parts = list(_kiln.value(tup))
+    else:
+        try:
+            parts = list(tup)
+        except TypeError:
+            raise TypeError(f"argument '{argname}': {type(tup).__name__} is not a sequence of arrays") from None
+    if not parts:
+        raise ArgumentError(f"argument '{argname}': needs at least one array")
+    return [_kiln.value(_kiln_arg(p, argname)) for p in parts]
+
+
+def vstack(tup):
+    """A new tensor of the arrays stacked along axis 0; 1-D arrays (N,) become rows (1, N)."""
+    parts = [p.reshape((1, 1)) if p.ndim == 0 else (p[None] if p.ndim == 1 else p)
+             for p in _array_list(tup, "tup")]
+    return concatenate(parts, axis=0)
+
+
+def hstack(tup):
+    """A new tensor of the arrays joined along axis 1 (axis 0 for 1-D arrays); 0-d ones become (1,)."""
+    parts = [p.reshape(1) if p.ndim == 0 else p for p in _array_list(tup, "tup")]
+    return concatenate(parts, axis=0 if parts[0].ndim == 1 else 1)
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    """A list of views of ary along axis: an int n gives n parts, the first len % n one longer;
+    a sequence of indices gives the parts between them (Python's slice rules)."""
+    v = _kiln.value(_kiln_arg(ary, "ary"))
+    ax = _axis_arg(axis, v.ndim)
+    n = v.shape[ax]
+    ios = indices_or_sections
+    if _is_kiln(ios) or (isinstance(ios, _np.ndarray) and ios.ndim == 0):
+        ios = _np.asarray(get(ios)).tolist()
+    if isinstance(ios, _numbers.Integral):
+        parts = int(ios)
+        if parts <= 0:
+            raise ArgumentError(f"argument 'indices_or_sections': {parts} sections; it must be > 0")
+        each, extras = divmod(n, parts)
+        points = [0]
+        for i in range(parts):
+            points.append(points[-1] + each + (1 if i < extras else 0))
+    else:
+        try:
+            idx = list(ios)
+        except TypeError:
+            raise TypeError(f"argument 'indices_or_sections': {ios!r} is not an int or a sequence of ints") from None
+        for i in idx:
+            if not isinstance(i, _numbers.Integral):
+                raise TypeError(f"argument 'indices_or_sections': index {i!r} is not an int")
+        points = [0] + [int(i) for i in idx] + [n]
+    pre = (slice(None),) * ax
+    return [v[pre + (slice(points[i], points[i + 1]),)] for i in range(len(points) - 1)]
+
+
+def split(ary, indices_or_sections, axis=0):
+    """array_split, but an int n must divide the axis' length (numpy's rule)."""
+    v = _kiln.value(_kiln_arg(ary, "ary"))
+    ios = indices_or_sections
+    if isinstance(ios, _numbers.Integral) and int(ios) > 0:
+        n = v.shape[_axis_arg(axis, v.ndim)]
+        if n % int(ios):
+            raise ArgumentError(f"argument 'indices_or_sections': {int(ios)} sections do not divide axis {axis} "
+                                f"of length {n} equally (array_split allows that)")
+    return array_split(v, ios, axis)
+
+
+def _tri(m, k, upper):
+    x = _kiln_arg(m, "m")
+    k = _int_arg(k, "k")
+    if x.ndim == 0:
+        raise ShapeError(f"argument 'm': {'triu' if upper else 'tril'} needs at least 1 axis, m is 0-d")
+    rows, cols = x.shape[-2:] if x.ndim >= 2 else (x.shape[0], x.shape[0])
+    c = x.ctx
+    i = _kiln.arange(c, int32.code, 0.0, float(rows), 1.0)._reshape((rows, 1))
+    j = _kiln.arange(c, int32.code, 0.0, float(cols), 1.0)._reshape((1, cols))
+    return where(greater_equal(j - i, k) if upper else less_equal(j - i, k), x, 0)
+
+
+def tril(m, k=0):
+    """Lazy lower triangle of m (of each matrix of the last two axes): m where j - i <= k, else 0.
+    A 1-D m is taken as the rows of a square matrix, as numpy does."""
+    return _tri(m, k, False)
+
+
+def triu(m, k=0):
+    """Lazy upper triangle of m (of each matrix of the last two axes): m where j - i >= k, else 0."""
+    return _tri(m, k, True)
+
+
+def outer(a, b):
+    """Lazy outer product: out[i, j] = a.ravel()[i] * b.ravel()[j]."""
+    return ravel(a)[:, None] * ravel(b)[None, :]
+
+
+def tile(A, reps):
+    """A new tensor of A repeated reps times along each axis (numpy's rules: the shorter of A's
+    shape and reps is padded with leading 1s)."""
+    v = _kiln.value(_kiln_arg(A, "A"))
+    try:
+        tup = (reps,) if isinstance(reps, _numbers.Integral) else tuple(reps)
+    except TypeError:
+        raise TypeError(f"argument 'reps': {reps!r} is not an int or a sequence of ints") from None
+    tup = tuple(_int_arg(r, "reps", 0) for r in tup)
+    nd = builtin_max(len(tup), v.ndim)
+    shape = (1,) * (nd - v.ndim) + tuple(v.shape)
+    tup = (1,) * (nd - len(tup)) + tup
+    out = empty(tuple(s * r for s, r in zip(shape, tup)), dtype=v.dtype, ctx=v.ctx)
+    if out.size:
+        # out seen as (r0, s0, r1, s1, ...) gets A seen as (1, s0, 1, s1, ...), broadcast
+        dst = out._reshape(tuple(x for pair in zip(tup, shape) for x in pair))
+        src = v[(None, None) * (nd - v.ndim) + (None, slice(None)) * v.ndim]
+        _kiln.assign(dst, src)
+    return out
+
+
+def repeat(a, repeats, axis=None):
+    """A new tensor with each element of a repeated `repeats` times along axis (None: of the
+    flattened a). repeats: an int, or one count per element (computed by numpy on the host)."""
+    v = _kiln.value(_kiln_arg(a, "a"))
+    if axis is None:
+        v, ax = v.reshape(-1), 0
+    else:
+        ax = _axis_arg(axis, v.ndim)
+    if not isinstance(repeats, _numbers.Integral):
+        rep = _np.asarray(get(repeats))
+        if rep.dtype.kind not in "biu":
+            raise TypeError(f"argument 'repeats': {repeats!r} is not an int or a sequence of ints")
+        if rep.ndim > 1 or (rep.size != 1 and rep.size != v.shape[ax]):
+            raise ArgumentError(f"argument 'repeats': {rep.size} counts for an axis of length {v.shape[ax]}")
+        if rep.size != 1:
+            if (rep < 0).any():
+                raise ArgumentError(f"argument 'repeats': a count is negative ({int(rep.min())})")
+            return array(_np.repeat(v.get(), rep, axis=ax), dtype=v.dtype, ctx=v.ctx)
+        repeats = int(rep.reshape(-1)[0])
+    r = _int_arg(repeats, "repeats", 0)
+    s = tuple(v.shape)
+    out = empty(s[:ax] + (s[ax] * r,) + s[ax + 1:], dtype=v.dtype, ctx=v.ctx)
+    if out.size:
+        # out seen as (..., s[ax], r, ...) gets a seen as (..., s[ax], 1, ...), broadcast
+        _kiln.assign(out._reshape(s[:ax + 1] + (r,) + s[ax + 1:]), v[(slice(None),) * (ax + 1) + (None,)])
+    return out
+
+
+def diag(v, k=0):
+    """1-D v: a new square tensor with v on diagonal k (0 the main one, > 0 above, < 0 below),
+    zeros elsewhere. 2-D v: its diagonal k, a view when v or v.T is contiguous, else a copy."""
+    t = _kiln.value(_kiln_arg(v, "v"))
+    k = _int_arg(k, "k")
+    if t.ndim == 1:
+        n = t.shape[0] + _builtin_abs(k)
+        out = zeros((n, n), dtype=t.dtype, ctx=t.ctx)
+        sl = _diag_slice(n, n, k)
+        if sl is not None:
+            _kiln.assign(out.reshape(-1)[sl], t)
+        return out
+    if t.ndim != 2:
+        raise ShapeError(f"argument 'v': diag needs 1 or 2 axes, v has {t.ndim}")
+    if not t._is_contiguous and t.T._is_contiguous:
+        return diag(t.T, -k)
+    rows, cols = t.shape
+    sl = _diag_slice(rows, cols, k)
+    return t.reshape(-1)[sl if sl is not None else slice(0, 0)]
+
+
 def evaluate(x, dtype=None):
     """A new tensor with the value of x (an Expr is computed now)."""
     return _kiln.eval(x, _to_dtype(dtype).code if dtype is not None else 0)
@@ -1461,5 +2017,6 @@ _UFUNCS = {
     "equal": equal, "not_equal": not_equal, "less": less, "less_equal": less_equal, "greater": greater,
     "greater_equal": greater_equal, "reciprocal": reciprocal, "isfinite": isfinite, "sign": sign,
     "matmul": dot, "log1p": log1p, "expm1": expm1, "sin": sin, "cos": cos, "floor": floor, "ceil": ceil,
-    "rint": rint, "trunc": trunc,
+    "rint": rint, "trunc": trunc, "isnan": isnan, "isinf": isinf, "log10": log10, "sinh": sinh, "cosh": cosh,
+    "logaddexp": logaddexp, "hypot": hypot, "floor_divide": floor_divide, "remainder": mod,
 }

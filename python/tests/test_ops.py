@@ -264,7 +264,7 @@ def test_inplace(rng, dt):
 
 REDUCTIONS = [
     ("sum", kn.sum, np.sum), ("mean", kn.mean, np.mean), ("max", kn.max, np.max), ("min", kn.min, np.min),
-    ("var", kn.var, np.var), ("std", kn.std, np.std),
+    ("var", kn.var, np.var), ("std", kn.std, np.std), ("prod", kn.prod, np.prod),
 ]
 AXES = [None, 0, 1, -1, (0, 2), (1, 2), (0, 1, 2), (-3, -1)]
 
@@ -272,7 +272,11 @@ AXES = [None, 0, 1, -1, (0, 2), (1, 2), (0, 1, 2), (-3, -1)]
 @pytest.mark.parametrize("dt", FLOATS, ids=lambda d: d.name)
 @pytest.mark.parametrize("name,fn,ref", REDUCTIONS, ids=[r[0] for r in REDUCTIONS])
 def test_reductions(rng, dt, name, fn, ref):
-    base, bref = make(rng, (5, 9, 14), dt)
+    lo, hi = (0.8, 1.25) if name == "prod" else (-3, 3)  # products of up to 350 factors that stay in range
+    base, bref = make(rng, (5, 9, 14), dt, lo, hi)
+    if name == "prod":
+        base[::2, 1::3] = -base[::2, 1::3]
+        bref[::2, 1::3] = -bref[::2, 1::3]
     x, xv = base[:, ::2, ::-1], bref[:, ::2, ::-1]          # (5, 5, 14) view
     rt = 4 * RED_RTOL[dt.name]
     for axis in AXES:
@@ -315,6 +319,19 @@ def test_argmax_argmin(rng, dt):
     np.testing.assert_array_equal(v.argmax(axis=1).get(), xv[:, ::-2].argmax(axis=1))
     ties = kn.array(np.array([1.0, 3.0, 3.0, 0.0, 3.0]), dtype=dt)
     assert ties.argmax().item() == 1                          # first of ties
+
+
+@pytest.mark.parametrize("dt", INTS, ids=lambda d: d.name)
+def test_prod_ints(rng, dt):
+    xv = rng.integers(1 if dt is kn.uint8 else -2, 3, size=(4, 7)).astype(dt.np)
+    x = kn.array(xv)
+    for axis in (None, 0, 1):
+        p = kn.prod(x, axis)
+        assert p.dtype is kn.int32                                  # widened as integer sums are
+        np.testing.assert_array_equal(p.get(), np.prod(xv.astype(np.int64), axis))
+    assert kn.prod(kn.zeros((0, 3)), axis=0).get().tolist() == [1.0, 1.0, 1.0]    # the empty product
+    big = kn.array(np.full(40, 3, dtype=np.int32))
+    assert kn.prod(big).item() == 2**31 - 1                         # saturates where numpy wraps
 
 
 def test_var_std_ddof(rng):

@@ -1,0 +1,734 @@
+"""numpy functions beyond the core set: isnan/isinf/nan_to_num, log10/sinh/cosh, logaddexp,
+hypot, count_nonzero, isclose/allclose/array_equal, integer // and %, eye/identity/linspace,
+flip/ravel/stack/split/tril/triu/outer/tile/repeat/diag. Each against numpy on random data,
+several dtypes, odd shapes and non-contiguous views, with NaN/inf and empty edge cases,
+lazy results assigned into poisoned outputs, and bad arguments named in the error."""
+import math
+
+import numpy as np
+import pytest
+
+import kiln as kn
+from conftest import ALL, FLOATS, INTS, RTOL, close, make, poisoned
+
+FMAX = {"float32": float(np.finfo(np.float32).max), "float16": 65504.0, "bfloat16": 3.3895313892515355e38,
+        "float64": float(np.finfo(np.float64).max)}
+
+
+def strided(rng, dt, lo=-3.0, hi=3.0):
+    """A (5, 4) non-contiguous view (every other row, every third column reversed, transposed)
+    and its values."""
+    base, bref = make(rng, (9, 14), dt, lo, hi)
+    return base[1::2, ::-3].T, bref[1::2, ::-3].T
+
+
+def specials(rng, dt):
+    """strided()'s view with NaN, inf, -inf and 0 among random values (floats)."""
+    v = rng.uniform(-3, 3, size=(9, 14))
+    flat = v.reshape(-1)
+    idx = rng.choice(flat.size, size=20, replace=False)
+    flat[idx] = rng.choice([np.nan, np.inf, -np.inf, 0.0], size=idx.size)
+    v[1, 13], v[3, 10], v[5, 7], v[7, 4] = np.nan, np.inf, -np.inf, 0.0   # each one inside the view
+    base = kn.array(v, dtype=dt)
+    bref = base.get().astype(np.float64)
+    return base[1::2, ::-3].T, bref[1::2, ::-3].T
+
+
+def check(expr, ref, dt, rtol=None, atol=None):
+    """expr is lazy; assigned into a poisoned tensor and used as a value, both match ref."""
+    assert isinstance(expr, kn.Expr), type(expr)
+    out = poisoned(np.shape(ref), expr.dtype)
+    out[...] = expr
+    close(out, ref, dt, rtol=rtol, atol=atol)
+    close(expr, ref, dt, rtol=rtol, atol=atol)
+
+
+# ---------------------------------------------------------------------------------------
+# isnan, isinf, nan_to_num
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dt", ALL, ids=lambda d: d.name)
+def test_isnan_isinf(rng, dt):
+    x, xv = specials(rng, dt) if dt.kind == "f" else strided(rng, dt)
+    for fn, ref in ((kn.isnan, np.isnan), (kn.isinf, np.isinf)):
+        e = fn(x)
+        assert e.dtype is dt                      # 0/1 in x's dtype, as comparisons give
+        want = ref(xv).astype(np.float64)
+        if dt.kind == "f":
+            assert 0 < want.sum() < want.size
+        check(e, want, dt, rtol=0, atol=0)
+    assert kn.isnan(np.array([1.0, np.nan])).get().tolist() == [0, 1]
+    assert kn.isinf([np.inf, 2.0, -np.inf]).get().tolist() == [1, 0, 1]
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=lambda d: d.name)
+def test_nan_to_num(rng, dt):
+    x, xv = specials(rng, dt)
+    m = FMAX[dt.name]
+    e = kn.nan_to_num(x)
+    assert e.dtype is dt
+    check(e, np.nan_to_num(xv, posinf=m, neginf=-m), dt, rtol=0, atol=0)
+    check(kn.nan_to_num(x, nan=-1.5, posinf=2.25, neginf=-7), np.nan_to_num(xv, nan=-1.5, posinf=2.25, neginf=-7),
+          dt, rtol=0, atol=0)
+    check(kn.nan_to_num(x, neginf=0.5), np.nan_to_num(xv, posinf=m, neginf=0.5), dt, rtol=0, atol=0)
+    # copy=False writes into a Tensor and returns it
+    y = kn.array(xv, dtype=dt)
+    assert kn.nan_to_num(y, copy=False, nan=3.0) is y
+    close(y, np.nan_to_num(xv, nan=3.0, posinf=m, neginf=-m), dt, rtol=0, atol=0)
+    with pytest.raises(TypeError, match="'nan'"):
+        kn.nan_to_num(x, nan="zero")
+    with pytest.raises(TypeError, match="'posinf'"):
+        kn.nan_to_num(x, posinf=[1.0])
+
+
+@pytest.mark.parametrize("dt", INTS, ids=lambda d: d.name)
+def test_nan_to_num_ints(rng, dt):
+    x, xv = strided(rng, dt)
+    e = kn.nan_to_num(x, nan=5)
+    assert e.dtype is dt
+    check(e, xv, dt)
+    assert kn.nan_to_num(x, copy=False) is x
+
+
+# ---------------------------------------------------------------------------------------
+# log10, sinh, cosh, logaddexp, hypot
+# ---------------------------------------------------------------------------------------
+
+FLOAT_FNS = [("log10", kn.log10, np.log10, 0.001, 1000.0), ("sinh", kn.sinh, np.sinh, -30, 30),
+             ("cosh", kn.cosh, np.cosh, -30, 30)]
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=lambda d: d.name)
+@pytest.mark.parametrize("name,fn,ref,lo,hi", FLOAT_FNS, ids=[f[0] for f in FLOAT_FNS])
+def test_float_functions(rng, dt, name, fn, ref, lo, hi):
+    if dt is kn.float16 and name != "log10":
+        lo, hi = -10, 10                          # sinh, cosh pass float16's largest value from 11.8
+    base, bv = make(rng, (7, 129), dt, lo, hi)
+    for x, xv in ((base, bv), (base[::2, ::-5], bv[::2, ::-5]), (base[3], bv[3])):
+        e = fn(x)
+        assert e.dtype is dt
+        check(e, ref(xv), dt, rtol=4 * RTOL[dt.name])
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=lambda d: d.name)
+def test_sinh_cosh_edges(dt):
+    rt = 4 * RTOL[dt.name]
+    # near 0: no cancellation (exp(x) - exp(-x) would lose every digit)
+    x = kn.array(np.array([1e-7, -3e-5, 2e-3, -0.01, 0.3]), dtype=dt)
+    xv = x.get().astype(np.float64)
+    close(kn.sinh(x), np.sinh(xv), dt, rtol=rt, atol=0)
+    close(kn.cosh(x), np.cosh(xv), dt, rtol=rt, atol=0)
+    # near the top of the range: finite where exp(|x|) alone overflows
+    top = {"float64": [700.0, -709.5, 710.4], "float32": [85.0, -88.5, 89.4], "float16": [10.5, -11.0, 11.7],
+           "bfloat16": [80.0, -87.0, 88.0]}[dt.name]
+    x = kn.array(np.array(top), dtype=dt)
+    xv = x.get().astype(np.float64)
+    for fn, ref in ((kn.sinh, np.sinh), (kn.cosh, np.cosh)):
+        got = fn(x).get().astype(np.float64)
+        assert np.isfinite(got).all(), (fn, got)
+        close(got, ref(xv), dt, rtol=2 * rt)
+    # past it, infinities and NaN as numpy
+    sv = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1000.0, -1000.0])
+    s = kn.array(sv, dtype=dt)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(kn.sinh(s).get().astype(np.float64), np.sinh(sv))
+        np.testing.assert_array_equal(kn.cosh(s).get().astype(np.float64), np.cosh(sv))
+    assert np.signbit(kn.sinh(s).get()[4])       # sinh(-0.0) is -0.0
+
+
+def test_log10_exact_powers_of_ten():
+    p = (10.0 ** np.arange(-37, 39)).astype(np.float32)
+    got = kn.log10(kn.array(p)).get()
+    np.testing.assert_array_equal(got, np.log10(p.astype(np.float64)).astype(np.float32))
+    assert kn.log10(kn.array([10.0, 100.0, 1000.0])).get().tolist() == [1.0, 2.0, 3.0]
+    v = np.array([0.0, -1.0, np.inf, np.nan])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.testing.assert_array_equal(kn.log10(kn.array(v)).get(), np.log10(v))
+
+
+@pytest.mark.parametrize("dt", INTS, ids=lambda d: d.name)
+def test_float_functions_of_ints(rng, dt):
+    x, xv = strided(rng, dt)
+    y, yv = make(rng, (4,), dt)
+    rt = 8 * RTOL["float32"]
+    for e, want in ((kn.sinh(x), np.sinh(xv)), (kn.cosh(x), np.cosh(xv)),
+                    (kn.log10(abs(x) + 1), np.log10(np.abs(xv) + 1)),
+                    (kn.logaddexp(x, y), np.logaddexp(xv, yv)), (kn.hypot(x, y), np.hypot(xv, yv))):
+        assert e.dtype is kn.float32              # kiln's rule for float functions of integers
+        check(e, want, kn.float32, rtol=rt, atol=rt)
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=lambda d: d.name)
+def test_logaddexp(rng, dt):
+    rt = 4 * RTOL[dt.name]
+    x, xv = strided(rng, dt, -20, 20)
+    y, yv = make(rng, (4,), dt, -20, 20)
+    check(kn.logaddexp(x, y), np.logaddexp(xv, yv), dt, rtol=rt, atol=20 * rt)
+    check(kn.logaddexp(y, x), np.logaddexp(yv, xv), dt, rtol=rt, atol=20 * rt)
+    check(kn.logaddexp(x, x), xv + math.log(2), dt, rtol=rt, atol=20 * rt)
+    e = kn.logaddexp(x, 1.5)
+    assert e.dtype is dt                          # the scalar is weak
+    check(e, np.logaddexp(xv, 1.5), dt, rtol=rt, atol=20 * rt)
+    check(kn.logaddexp(-2.0, x), np.logaddexp(-2.0, xv), dt, rtol=rt, atol=20 * rt)
+    # large values: no overflow of exp
+    m = 1e4 if dt is kn.float16 else 1e30
+    b, bv = make(rng, (3, 7), dt, -m, m)
+    c, cv = make(rng, (3, 7), dt, -m, m)
+    check(kn.logaddexp(b, c), np.logaddexp(bv, cv), dt, rtol=rt)
+    # infinities and NaN exactly as numpy (equal infinities give themselves, not NaN)
+    av = np.array([np.inf, -np.inf, np.inf, -np.inf, np.nan, 1.0, -np.inf, 2.0, np.nan])
+    bv = np.array([np.inf, -np.inf, -np.inf, np.inf, 1.0, np.nan, 3.0, -np.inf, np.nan])
+    got = kn.logaddexp(kn.array(av, dtype=dt), kn.array(bv, dtype=dt)).get().astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(got, np.logaddexp(av, bv))
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=lambda d: d.name)
+def test_hypot(rng, dt):
+    rt = 4 * RTOL[dt.name]
+    x, xv = strided(rng, dt)
+    y, yv = make(rng, (4,), dt)
+    check(kn.hypot(x, y), np.hypot(xv, yv), dt, rtol=rt)
+    e = kn.hypot(2.5, x)
+    assert e.dtype is dt
+    check(e, np.hypot(2.5, xv), dt, rtol=rt)
+    # no overflow or underflow of the squares
+    for scale in {"float64": (1e200, 1e-200), "float16": (1e4, 1e-3)}.get(dt.name, (1e30, 1e-30)):
+        b = kn.array(rng.uniform(0.5, 3, (6,)) * scale * rng.choice([-1, 1], 6), dtype=dt)
+        c = kn.array(rng.uniform(0.5, 3, (6,)) * scale, dtype=dt)
+        bv, cv = b.get().astype(np.float64), c.get().astype(np.float64)
+        check(kn.hypot(b, c), np.hypot(bv, cv), dt, rtol=rt, atol=0)
+    # inf wins over NaN; both 0 gives 0
+    av = np.array([np.inf, np.nan, -np.inf, 0.0, -0.0, np.nan, 3.0, 0.0])
+    bv = np.array([np.nan, -np.inf, 1.0, 0.0, 0.0, 2.0, -4.0, -5.0])
+    got = kn.hypot(kn.array(av, dtype=dt), kn.array(bv, dtype=dt)).get().astype(np.float64)
+    np.testing.assert_array_equal(got, np.hypot(av, bv))
+
+
+# ---------------------------------------------------------------------------------------
+# count_nonzero, isclose, allclose, array_equal
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dt", ALL, ids=lambda d: d.name)
+def test_count_nonzero(rng, dt):
+    v = rng.integers(0 if dt is kn.uint8 else -2, 3, size=(4, 7, 6)).astype(np.float64)
+    if dt.kind == "f":
+        v[rng.random(v.shape) < 0.1] = np.nan      # NaN counts as non-zero
+    base = kn.array(v, dtype=dt)
+    x, xv = base[:, ::-2, 1:], v[:, ::-2, 1:]
+    for axis in (None, 0, 1, -1, (0, 2)):
+        for keepdims in (False, True):
+            e = kn.count_nonzero(x, axis, keepdims=keepdims)
+            assert isinstance(e, kn.Expr) and e.dtype is kn.int32
+            want = np.count_nonzero(xv, axis=axis, keepdims=keepdims)
+            assert e.shape == np.shape(want)
+            np.testing.assert_array_equal(e.get(), want)
+    assert kn.count_nonzero(kn.zeros((0, 3))).item() == 0
+    np.testing.assert_array_equal(kn.count_nonzero(kn.zeros((0, 3)), axis=0).get(), [0, 0, 0])
+    with pytest.raises(ValueError, match="axis"):
+        kn.count_nonzero(x, axis=3)
+    with pytest.raises(TypeError, match="'a'"):
+        kn.count_nonzero("text")
+
+
+CLOSE_TOL = {"float64": 1e-9, "float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-1}
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=lambda d: d.name)
+def test_isclose(rng, dt):
+    x, xv = strided(rng, dt, 0.5, 3)
+    tol = CLOSE_TOL[dt.name]
+    # b differs by 0.2 or 5 tolerances: some close, some not, none near the boundary
+    y = kn.array(xv * (1 + rng.choice([0.2, -0.2, 5, -5], size=xv.shape) * tol), dtype=dt)
+    yv = y.get().astype(np.float64)
+    want = np.isclose(xv, yv, rtol=tol, atol=0)
+    assert 0 < want.sum() < want.size
+    e = kn.isclose(x, y, rtol=tol, atol=0)
+    assert e.dtype is dt
+    check(e, want.astype(np.float64), dt, rtol=0, atol=0)
+    z = kn.array(xv + rng.choice([0.2, -0.2, 5, -5], size=xv.shape) * 2 * tol, dtype=dt)   # atol
+    zv = z.get().astype(np.float64)
+    want = np.isclose(xv, zv, rtol=0, atol=2 * tol)
+    assert 0 < want.sum() < want.size
+    check(kn.isclose(x, z, rtol=0, atol=2 * tol), want.astype(np.float64), dt, rtol=0, atol=0)
+    # broadcasting and a scalar operand
+    r, rv = make(rng, (4,), dt, 0.5, 3)
+    check(kn.isclose(x, r, rtol=0.5), np.isclose(xv, rv, rtol=0.5).astype(np.float64), dt, rtol=0, atol=0)
+    check(kn.isclose(x, 1.5, rtol=0.3), np.isclose(xv, 1.5, rtol=0.3).astype(np.float64), dt, rtol=0, atol=0)
+    # not symmetric: the tolerance scales with |b|
+    assert kn.isclose(kn.array([1.0], dtype=dt), 2.0, rtol=0.5, atol=0).item() == 1
+    assert kn.isclose(kn.array([2.0], dtype=dt), 1.0, rtol=0.5, atol=0).item() == 0
+    # infinities only close to themselves, NaN to NaN only with equal_nan
+    av = np.array([np.inf, np.inf, -np.inf, np.nan, np.nan, 1.0, np.inf, 0.0])
+    bv = np.array([np.inf, -np.inf, -np.inf, np.nan, 1.0, np.nan, 3.0, 0.0])
+    a, b = kn.array(av, dtype=dt), kn.array(bv, dtype=dt)
+    for equal_nan in (False, True):
+        np.testing.assert_array_equal(kn.isclose(a, b, equal_nan=equal_nan).get(),
+                                      np.isclose(av, bv, equal_nan=equal_nan))
+    with pytest.raises(TypeError, match="'rtol'"):
+        kn.isclose(x, y, rtol="loose")
+    with pytest.raises(TypeError, match="'b'"):
+        kn.isclose(x, "y")
+
+
+@pytest.mark.parametrize("dt", INTS, ids=lambda d: d.name)
+def test_isclose_ints(rng, dt):
+    x, xv = strided(rng, dt)
+    x = kn.array(xv + 20, dtype=dt)[::-1]
+    xv = xv[::-1] + 20
+    y = kn.array(xv + np.resize([0, 1, 6, -7, 3], xv.shape), dtype=dt)      # close, close, not, not, either
+    yv = y.get()
+    e = kn.isclose(x, y, rtol=0.1, atol=1)
+    assert e.dtype is dt
+    want = np.isclose(xv.astype(dt.np), yv, rtol=0.1, atol=1)
+    assert 0 < want.sum() < want.size
+    check(e, want.astype(np.float64), dt, rtol=0, atol=0)
+    r, rv = make(rng, (4,), dt)
+    check(kn.isclose(x, r, rtol=0.3, atol=1), np.isclose(xv, rv, rtol=0.3, atol=1).astype(np.float64), dt,
+          rtol=0, atol=0)
+    lo, hi = (0, 255) if dt is kn.uint8 else (-128, 127)
+    # compared in float64: the difference of extreme values does not saturate
+    ends = kn.array(np.array([lo, hi]), dtype=dt)
+    np.testing.assert_array_equal(kn.isclose(ends, ends[::-1], rtol=0, atol=254).get(), [0, 0])
+    np.testing.assert_array_equal(kn.isclose(ends, ends[::-1], rtol=0, atol=255).get(), [1, 1])
+
+
+def test_allclose_array_equal(rng):
+    x, xv = strided(rng, kn.float32)
+    assert kn.allclose(x, x * (1 + 2e-6)) is True
+    assert kn.allclose(x, x * (1 + 2e-5)) is False
+    assert kn.allclose(xv, x) is True
+    assert kn.allclose(x, x[:1], rtol=0.0) is False           # broadcasts, as numpy's
+    nan = kn.array([1.0, np.nan])
+    assert kn.allclose(nan, nan) is False and kn.allclose(nan, nan, equal_nan=True) is True
+    assert kn.allclose(kn.zeros((0, 3)), kn.ones((0, 3))) is True
+    assert kn.array_equal(x, x.copy()) is True
+    assert kn.array_equal(x, xv) is True
+    y = x.copy()
+    y[2, 1] = 7.5
+    assert kn.array_equal(x, y) is False
+    assert kn.array_equal(x, x[:1]) is False                  # shapes differ: no broadcasting
+    assert kn.array_equal(kn.ones((2, 3)), kn.ones(3)) is False
+    assert kn.array_equal(nan, nan) is False and kn.array_equal(nan, nan, equal_nan=True) is True
+    assert kn.array_equal(kn.zeros((0, 3)), np.zeros((0, 3))) is True
+    i = kn.array(np.array([1, -2, 3], dtype=np.int8))
+    assert kn.array_equal(i, kn.array([1.0, -2.0, 3.0])) is True
+    assert kn.array_equal(i, [1, -2, 4]) is False
+    with pytest.raises(TypeError, match="'a2'"):
+        kn.array_equal(i, "abc")
+
+
+# ---------------------------------------------------------------------------------------
+# // and %
+# ---------------------------------------------------------------------------------------
+
+
+def int_operands(rng, dt):
+    """(a, a's values, b, b's values): a a non-contiguous (5, 4) view, b a broadcast row with a 0."""
+    lo = 0 if dt is kn.uint8 else -100
+    av = rng.integers(lo, 100, size=(9, 14)).astype(dt.np)
+    a, an = kn.array(av)[1::2, ::-3].T, av[1::2, ::-3].T
+    bn = rng.integers(1 if dt is kn.uint8 else -9, 10, size=4).astype(dt.np)
+    bn[1] = 0
+    if dt is not kn.uint8:
+        bn[2] = -abs(bn[2]) or -3
+    return a, an, kn.array(bn), bn
+
+
+@pytest.mark.parametrize("dt", INTS, ids=lambda d: d.name)
+def test_int_floor_divide_mod(rng, dt):
+    a, an, b, bn = int_operands(rng, dt)
+    z = dt.np.type(0)
+    with np.errstate(divide="ignore", invalid="ignore"):    # numpy's references divide by 0 too
+        cases = [
+            (a // b, an // bn), (a % b, an % bn), (kn.floor_divide(a, b), np.floor_divide(an, bn)),
+            (kn.mod(a, b), np.mod(an, bn)), (kn.remainder(b, a), np.remainder(bn, an)), (b // a, bn // an),
+            (a // 7, an // 7), (a % 7, an % 7), (97 // b, 97 // bn), (97 % b, 97 % bn),
+            (a // 0, an // z), (a % 0, an % z),
+            (kn.floor_divide(an, b), an // bn), (kn.mod(an, b), an % bn), (a // 1, an // 1),
+        ]
+        if dt is not kn.uint8:
+            cases += [(a // -7, an // -7), (a % -7, an % -7), (-97 // b, -97 // bn), (-97 % b, -97 % bn)]
+    for i, (got, want) in enumerate(cases):
+        assert isinstance(got, kn.Expr), i
+        assert got.dtype == want.dtype, (i, got.dtype, want.dtype)
+        out = poisoned(want.shape, got.dtype)
+        out[...] = got
+        np.testing.assert_array_equal(out.get(), want, err_msg=str(i))
+        np.testing.assert_array_equal(got.get(), want, err_msg=str(i))
+    # an integer tensor with a float scalar stays integer (weak scalars): floor(a / b)
+    e = a // 2.0
+    assert e.dtype is dt
+    np.testing.assert_array_equal(e.get(), np.floor_divide(an, 2.0).astype(dt.np))
+    np.testing.assert_array_equal((a % 4.0).get(), np.mod(an, 4.0).astype(dt.np))
+    # in place
+    t = kn.array(an)
+    ident = id(t)
+    t //= 3
+    t %= 4
+    assert id(t) == ident
+    np.testing.assert_array_equal(t.get(), (an // 3) % 4)
+    # numpy's ufuncs stay in kiln
+    assert isinstance(np.floor_divide(a, b), kn.Expr) and isinstance(np.remainder(an, b), kn.Expr)
+    np.testing.assert_array_equal(np.remainder(a, 3).get(), an % 3)
+
+
+def test_int_floor_divide_mixed_dtypes_and_errors(rng):
+    a8 = rng.integers(-100, 100, size=(3, 5)).astype(np.int8)
+    b32 = rng.integers(-100000, 100000, size=(5,)).astype(np.int32)
+    b32[0] = 0
+    with np.errstate(divide="ignore"):
+        for got, want in ((kn.array(a8) // kn.array(b32), a8 // b32), (kn.array(b32) % kn.array(a8), b32 % a8)):
+            assert got.dtype is kn.int32 and want.dtype == np.int32
+            np.testing.assert_array_equal(got.get(), want)
+    x = kn.array(a8)
+    with pytest.raises(TypeError, match="'x2'"):
+        kn.floor_divide(x, "three")
+    with pytest.raises(TypeError, match="'x1'"):
+        kn.mod("three", x)
+    with pytest.raises(ValueError):
+        kn.floor_divide(x, kn.array(b32[:4]))    # shapes that do not broadcast
+
+
+def test_int32_floor_divide_full_range(rng):
+    """floor(a / b) in float64 is exact for every int32 pair (but -2**31 // -1)."""
+    an = rng.integers(-2**31 + 1, 2**31, size=3000).astype(np.int32)
+    an[:50] = -2**31
+    bn = np.concatenate([rng.integers(-2**31 + 1, 2**31, size=1000), rng.integers(-1000, 1000, size=1000),
+                         np.resize([1, -1, 2, -2, 3, -3, 7, 0, 2**31 - 1, -2**31 + 1], 1000)]).astype(np.int32)
+    bn[:50] = rng.choice([2, -2, 3, 2**31 - 1, -7], size=50)        # a = -2**31 with divisors other than -1
+    a, b = kn.array(an), kn.array(bn)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_array_equal((a // b).get(), an // bn)
+        np.testing.assert_array_equal((a % b).get(), an % bn)
+
+
+def test_int_divide_documented_differences():
+    """The edges python/README.md lists: results outside the dtype saturate (numpy wraps or
+    widens); an integer tensor with a float scalar divides as floor(a / b)."""
+    edge = kn.array(np.array([-2**31, 5], dtype=np.int32))
+    assert (edge // -1).get().tolist() == [2**31 - 1, -5]
+    assert (edge % -1).get().tolist() == [0, 0]
+    assert (kn.array(np.array([-128], dtype=np.int8)) // -1).get().tolist() == [127]
+    u = kn.array(np.array([5, 0, 200], dtype=np.uint8)) // -3
+    assert u.dtype is kn.uint8 and u.get().tolist() == [0, 0, 0]
+    assert (kn.array(np.array([-5], dtype=np.int8)) % 1000).get().tolist() == [127]
+    assert (kn.array(np.array([1, 7], dtype=np.int32)) // 0.1).get().tolist() == [10, 70]
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=lambda d: d.name)
+def test_float_floor_divide_mod(rng, dt):
+    """Float // and % go through numpy on the host; the result keeps kiln's promoted dtype."""
+    a, av = strided(rng, dt, -20, 20)
+    b, bv = make(rng, (4,), dt, 0.5, 3)
+    nb = kn.array(-bv, dtype=dt)
+    for got, want, exact in ((a // b, np.floor_divide(av, bv), True), (a // nb, np.floor_divide(av, -bv), True),
+                             (a % b, np.mod(av, bv), False), (a % nb, np.mod(av, -bv), False),
+                             (a // 2, av // 2, True), (7 // b, 7 // bv, True),
+                             (kn.mod(7.5, b), np.mod(7.5, bv), False)):
+        assert got.dtype is dt
+        if exact:
+            close(got, want, dt, rtol=0, atol=0)
+        else:
+            close(got, want, dt, rtol=2 * RTOL[dt.name], atol=8 * RTOL[dt.name])
+
+
+# ---------------------------------------------------------------------------------------
+# eye, identity, linspace
+# ---------------------------------------------------------------------------------------
+
+EYES = [(1, None, 0), (5, None, 0), (4, 7, 2), (7, 4, -3), (5, 5, 4), (5, 5, -4), (5, 5, 5), (3, 6, 9), (6, 3, -9),
+        (0, 3, 0), (4, 0, 1), (5, None, -1)]
+
+
+@pytest.mark.parametrize("N,M,k", EYES)
+def test_eye(N, M, k):
+    for dt in (None, kn.float64, kn.int8, kn.bfloat16):
+        t = kn.eye(N, M, k, dtype=dt)
+        assert isinstance(t, kn.Tensor) and t.dtype is (dt or kn.float32)
+        np.testing.assert_array_equal(t.get(), np.eye(N, M, k))
+    np.testing.assert_array_equal(kn.eye(N, M=M, k=k, dtype=np.int32).get(), np.eye(N, M, k, dtype=np.int32))
+
+
+def test_identity_and_bad_arguments():
+    t = kn.identity(4)
+    assert t.dtype is kn.float32
+    np.testing.assert_array_equal(t.get(), np.identity(4))
+    assert kn.identity(3, dtype=kn.uint8).get().tolist() == np.identity(3, dtype=np.uint8).tolist()
+    with pytest.raises(ValueError, match="'N'"):
+        kn.eye(-1)
+    with pytest.raises(ValueError, match="'M'"):
+        kn.eye(3, -2)
+    with pytest.raises(TypeError, match="'k'"):
+        kn.eye(3, k=1.5)
+    with pytest.raises(TypeError, match="'N'"):
+        kn.eye(2.0)
+    with pytest.raises(ValueError, match="'n'"):
+        kn.identity(-3)
+
+
+LINSPACES = [(0, 1, 5, True), (0, 1, 5, False), (-3.5, 7.25, 13, True), (7.25, -3.5, 13, False), (2, 2, 4, True),
+             (1, 10, 1, True), (1, 10, 1, False), (0, 1, 0, True), (0, 1, 0, False), (-1e6, 1e-3, 1001, True),
+             (5, -5, 2, True), (0, 1.5e-323, 10, True), (-7, 5, 50, True), (0.1, 0.7, 7, False)]
+
+
+@pytest.mark.parametrize("start,stop,num,endpoint", LINSPACES)
+def test_linspace(start, stop, num, endpoint):
+    want, wstep = np.linspace(start, stop, num, endpoint, retstep=True)
+    t, step = kn.linspace(start, stop, num, endpoint, retstep=True, dtype=kn.float64)
+    assert isinstance(t, kn.Tensor) and t.dtype is kn.float64
+    np.testing.assert_array_equal(t.get(), want)              # the same float64 operations as numpy
+    assert step == wstep or (math.isnan(step) and math.isnan(wstep))
+    if endpoint and num > 1:
+        assert t.get()[-1] == stop
+    f = kn.linspace(start, stop, num=num, endpoint=endpoint)
+    assert f.dtype is kn.float32
+    np.testing.assert_array_equal(f.get(), want.astype(np.float32))
+    for dt in INTS:
+        info = np.iinfo(dt.np)
+        if info.min <= min(start, stop) and max(start, stop) <= info.max:
+            got = kn.linspace(start, stop, num, endpoint, dtype=dt)
+            assert got.dtype is dt
+            np.testing.assert_array_equal(got.get(), np.linspace(start, stop, num, endpoint, dtype=dt.np))
+
+
+def test_linspace_arrays_and_bad_arguments():
+    want = np.linspace([0, 1], [10, 5], 4)
+    np.testing.assert_allclose(kn.linspace([0, 1], kn.array([10.0, 5.0]), 4, dtype=kn.float64).get(), want, rtol=0)
+    np.testing.assert_allclose(kn.linspace([0, 1], [10, 5], 4, axis=1, dtype=kn.float64).get(),
+                               np.linspace([0, 1], [10, 5], 4, axis=1), rtol=0)
+    with pytest.raises(ValueError, match="'num'"):
+        kn.linspace(0, 1, -1)
+    with pytest.raises(TypeError, match="'num'"):
+        kn.linspace(0, 1, 2.5)
+    with pytest.raises(TypeError, match="'start'"):
+        kn.linspace(1j, 2, 3)
+
+
+# ---------------------------------------------------------------------------------------
+# flip, ravel, vstack, hstack, split
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dt", [kn.float32, kn.bfloat16, kn.int8], ids=lambda d: d.name)
+def test_flip(rng, dt):
+    base, bv = make(rng, (5, 6, 7), dt)
+    x, xv = base[:, ::2, 1:], bv[:, ::2, 1:]
+    for axis in (None, 0, 1, -1, (0, 2), (), (-1, 0)):
+        np.testing.assert_array_equal(kn.flip(x, axis).get(), np.flip(xv, axis))
+    np.testing.assert_array_equal(kn.fliplr(x).get(), np.fliplr(xv))
+    np.testing.assert_array_equal(kn.flipud(x).get(), np.flipud(xv))
+    np.testing.assert_array_equal(kn.flipud(base[0, 0]).get(), np.flipud(bv[0, 0]))
+    np.testing.assert_array_equal(kn.flip(x * 2, 1).get(), np.flip(xv * 2, 1))
+    r = kn.flip(x, (0, 2))                      # a view: writes show in x
+    r[0, 1, 0] = 99
+    assert x.get()[-1, 1, -1] == 99
+    assert kn.fliplr(x)[0, 0, 0].item() == x[0, -1, 0].item()
+    with pytest.raises(ValueError, match="'axis'"):
+        kn.flip(x, 3)
+    with pytest.raises(ValueError, match="'axis'"):
+        kn.flip(x, (0, -3))
+    with pytest.raises(TypeError, match="'axis'"):
+        kn.flip(x, 1.5)
+    with pytest.raises(ValueError, match="'m'"):
+        kn.fliplr(base[0, 0])
+    with pytest.raises(ValueError, match="'m'"):
+        kn.flipud(base[0, 0, 0])
+
+
+def test_ravel(rng):
+    base, bv = make(rng, (4, 5), kn.float32)
+    v = base[:, ::-2]
+    np.testing.assert_array_equal(kn.ravel(v).get(), bv[:, ::-2].ravel())
+    np.testing.assert_array_equal(kn.ravel(base * 2).get(), (bv * 2).ravel())
+    assert kn.ravel([[1, 2], [3, 4]]).get().tolist() == [1, 2, 3, 4]
+    r = kn.ravel(base)                          # contiguous: a view
+    assert r.shape == (20,)
+    r[7] = 42.0
+    assert base.get()[1, 2] == 42.0
+    np.testing.assert_array_equal(base.T.ravel().get(), base.get().T.ravel())
+
+
+def test_vstack_hstack(rng):
+    a, av = make(rng, (3, 5), kn.float32)
+    b, bv = strided(rng, kn.float32)            # (5, 4)
+    c, cv = make(rng, (5,), kn.int8)
+    v = kn.vstack([a, b.T, c])
+    assert isinstance(v, kn.Tensor) and v.dtype is kn.float32
+    np.testing.assert_array_equal(v.get(), np.vstack([av, bv.T, cv]))
+    np.testing.assert_array_equal(kn.vstack(a).get(), np.vstack(av))           # a tensor's rows
+    np.testing.assert_array_equal(kn.vstack([kn.array(2.5), kn.array([1.5])]).get(), np.vstack([2.5, [1.5]]))
+    h = kn.hstack((b.T[:3], a, av[:, :2]))
+    np.testing.assert_array_equal(h.get(), np.hstack((bv.T[:3], av, av[:, :2])))
+    np.testing.assert_array_equal(kn.hstack([c, kn.array(2.0), c[::-2]]).get(), np.hstack([cv, 2.0, cv[::-2]]))
+    with pytest.raises(ValueError, match="'tup'"):
+        kn.vstack([])
+    with pytest.raises(TypeError, match="'tup'"):
+        kn.hstack(5)
+    with pytest.raises(ValueError):
+        kn.vstack([a, b])
+
+
+def test_split_array_split(rng):
+    base, bv = make(rng, (6, 11, 4), kn.float32)
+    x, xv = base[:, ::-1, 1:], bv[:, ::-1, 1:]            # (6, 11, 3)
+    cases = [(3, 0), (4, 1), (11, 1), (13, 1), ([2, 5], 1), ([-3, 4, 100], 1), ([], 0), ([5, 2], 1), (2, -1),
+             (np.array([1, 3]), 0), (np.int64(2), 0)]
+    for ios, axis in cases:
+        got, want = kn.array_split(x, ios, axis), np.array_split(xv, ios, axis)
+        assert len(got) == len(want), (ios, axis)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape, (ios, axis)
+            np.testing.assert_array_equal(g.get(), w)
+    for ios, axis in ((3, 0), (2, 0), (11, 1), ([2, 5], 1), (3, -1)):
+        got, want = kn.split(x, ios, axis=axis), np.split(xv, ios, axis=axis)
+        assert [g.shape for g in got] == [w.shape for w in want]
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g.get(), w)
+    parts = kn.split(base, 2)                               # views: writes show in base
+    parts[1][0, 0, 0] = 7.0
+    assert base.get()[3, 0, 0] == 7.0
+    with pytest.raises(ValueError, match="'indices_or_sections'"):
+        kn.split(x, 4, axis=1)                                # 11 is not 4 equal parts
+    with pytest.raises(ValueError, match="'indices_or_sections'"):
+        kn.array_split(x, 0)
+    with pytest.raises(TypeError, match="'indices_or_sections'"):
+        kn.array_split(x, 2.5)
+    with pytest.raises(TypeError, match="'indices_or_sections'"):
+        kn.array_split(x, [1, "a"])
+    with pytest.raises(ValueError, match="'axis'"):
+        kn.split(x, 2, axis=3)
+
+
+# ---------------------------------------------------------------------------------------
+# tril, triu, outer, tile, repeat, diag
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dt", ALL, ids=lambda d: d.name)
+def test_tril_triu(rng, dt):
+    v = (rng.uniform(-3, 3, (3, 11, 15)) if dt.kind == "f" else rng.integers(1, 11, (3, 11, 15))).astype(np.float64)
+    if dt.kind == "f":
+        v[:, 5, 2] = np.nan                      # NaN below the diagonal: tril keeps it, triu gives 0
+    base = kn.array(v, dtype=dt)
+    bv = base.get().astype(np.float64)
+    views = [(base[0, :5, :7], bv[0, :5, :7]), (base[1, 1::2, ::-2], bv[1, 1::2, ::-2]),
+             (base[2, :7, :5].T, bv[2, :7, :5].T), (base[:, 2:, 1::3], bv[:, 2:, 1::3]), (base[0, 0, :6], bv[0, 0, :6])]
+    for x, xv in views:
+        for k in (-8, -2, -1, 0, 1, 3, 9):
+            for fn, ref in ((kn.tril, np.tril), (kn.triu, np.triu)):
+                e = fn(x, k)
+                assert e.dtype is dt
+                check(e, ref(xv, k), dt, rtol=0, atol=0)
+    assert kn.tril(kn.zeros((0, 3))).shape == (0, 3)
+    with pytest.raises(ValueError, match="'m'"):
+        kn.tril(kn.array(2.0))
+    with pytest.raises(TypeError, match="'k'"):
+        kn.triu(base, 0.5)
+
+
+def test_outer(rng):
+    a, av = strided(rng, kn.float32)
+    b, bv = make(rng, (7,), kn.float16)
+    e = kn.outer(a, b)
+    assert e.dtype is kn.float32
+    check(e, np.outer(av, bv), kn.float32, rtol=4 * RTOL["float32"])
+    i, iv = make(rng, (6,), kn.int8)
+    j, jv = make(rng, (3,), kn.int8)
+    check(kn.outer(i[::-1], j), np.outer(iv[::-1], jv), kn.int8)
+    check(kn.outer([1.5, 2.0], kn.array(3.0)), np.outer([1.5, 2.0], 3.0), kn.float64)
+
+
+@pytest.mark.parametrize("reps", [2, (2,), (1, 1), (2, 3), (3, 1, 2), (0, 2), (1, 0, 1), ()], ids=str)
+def test_tile(rng, reps):
+    for dt in (kn.int32, kn.bfloat16):
+        x, xv = strided(rng, dt)
+        t = kn.tile(x, reps)
+        assert isinstance(t, kn.Tensor) and t.dtype is dt
+        np.testing.assert_array_equal(t.get(), np.tile(xv, reps))
+        np.testing.assert_array_equal(kn.tile(x[0], reps).get(), np.tile(xv[0], reps))
+    np.testing.assert_array_equal(kn.tile(kn.array(3.5), reps).get(), np.tile(3.5, reps))
+
+
+def test_tile_bad_reps(rng):
+    x, _ = strided(rng, kn.float32)
+    with pytest.raises(ValueError, match="'reps'"):
+        kn.tile(x, (2, -1))
+    with pytest.raises(TypeError, match="'reps'"):
+        kn.tile(x, (2, 1.5))
+    with pytest.raises(TypeError, match="'reps'"):
+        kn.tile(x, None)
+
+
+def test_repeat(rng):
+    for dt in (kn.float32, kn.int8, kn.bfloat16):
+        x, xv = strided(rng, dt)                           # (5, 4)
+        for reps, axis in ((2, None), (3, 0), (2, 1), (2, -1), (0, 1), (1, None), ([2], 0), ([1, 0, 2, 3, 1], 0),
+                           ([3, 0, 1, 2], 1), (np.array([1, 2, 1, 0]), -1), (np.int64(2), 0)):
+            r = kn.repeat(x, reps, axis)
+            assert isinstance(r, kn.Tensor) and r.dtype is dt
+            np.testing.assert_array_equal(r.get(), np.repeat(xv, reps, axis))
+        np.testing.assert_array_equal(x.repeat(2, axis=0).get(), xv.repeat(2, axis=0))
+    assert kn.repeat(kn.array(2.0), 3).get().tolist() == [2.0, 2.0, 2.0]
+    with pytest.raises(ValueError, match="'repeats'"):
+        kn.repeat(x, -1)
+    with pytest.raises(ValueError, match="'repeats'"):
+        kn.repeat(x, [1, 2], axis=0)
+    with pytest.raises(ValueError, match="'repeats'"):
+        kn.repeat(x, [1, -1, 1, 1], axis=1)
+    with pytest.raises(TypeError, match="'repeats'"):
+        kn.repeat(x, 1.5)
+    with pytest.raises(ValueError, match="'axis'"):
+        kn.repeat(x, 2, axis=2)
+
+
+def test_diag(rng):
+    v, vv = make(rng, (5,), kn.float32)
+    for k in (0, 1, -2, 6, -6):
+        d = kn.diag(v[::-1], k)
+        assert isinstance(d, kn.Tensor)
+        np.testing.assert_array_equal(d.get(), np.diag(vv[::-1], k))
+    m, mv = make(rng, (4, 6), kn.int32)
+    for k in (-5, -4, -3, -1, 0, 2, 5, 6, 9):
+        np.testing.assert_array_equal(kn.diag(m, k).get(), np.diag(mv, k))
+        np.testing.assert_array_equal(kn.diag(m.T, k).get(), np.diag(mv.T, k))
+        np.testing.assert_array_equal(kn.diag(m[::2, ::-1], k).get(), np.diag(mv[::2, ::-1], k))
+        np.testing.assert_array_equal(kn.diag(m * 2, k).get(), np.diag(mv * 2, k))
+    d = kn.diag(m, 1)                           # contiguous: a view, writes show in m
+    d[2] = 99
+    assert m.get()[2, 3] == 99
+    d = kn.diag(m.T, -1)                        # the transpose of a contiguous tensor: a view too
+    d[0] = -99
+    assert m.get()[0, 1] == -99
+    with pytest.raises(ValueError, match="'v'"):
+        kn.diag(kn.zeros((2, 2, 2)))
+    with pytest.raises(ValueError, match="'v'"):
+        kn.diag(kn.array(1.0))
+    with pytest.raises(TypeError, match="'k'"):
+        kn.diag(m, 1.5)
+
+
+def test_numpy_ufuncs_stay_in_kiln(rng):
+    x, xv = strided(rng, kn.float32, 0.5, 3)
+    for uf in (np.isnan, np.isinf, np.log10, np.sinh, np.cosh):
+        r = uf(x)
+        assert isinstance(r, kn.Expr), uf
+        close(r, uf(xv).astype(np.float64), kn.float32, rtol=8 * RTOL["float32"])
+    for uf in (np.logaddexp, np.hypot):
+        r = uf(x, x[::-1])
+        assert isinstance(r, kn.Expr), uf
+        close(r, uf(xv, xv[::-1]), kn.float32, rtol=8 * RTOL["float32"])
+
+
+def test_binary_function_errors(rng):
+    x, _ = strided(rng, kn.float32)
+    with pytest.raises(TypeError, match="'x2'"):
+        kn.hypot(x, "a")
+    with pytest.raises(TypeError, match="'x1'"):
+        kn.logaddexp(["a"], x)
+    with pytest.raises(TypeError, match="'x'"):
+        kn.sinh("a")
+    with pytest.raises(ValueError):
+        kn.hypot(x, kn.ones(3))
