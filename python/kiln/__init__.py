@@ -1916,15 +1916,53 @@ asnumpy = get
 # ---------------------------------------------------------------------------------------
 
 
+def _device_narrow(obj, dt, mod, target, argname="obj"):
+    """A PyTorch or CuPy device array of numpy dtype dt, which kiln lacks, converted on its
+    device to a kiln dtype by the host path's rules (_np_src): bool to uint8, int16/uint16 to
+    int32; int64, uint32 and uint64 to int32 when every value fits, else to float64 where target
+    is a float dtype and an OverflowError naming the value where it is not; complex to the
+    float64 of its real part when every imaginary part is 0 (TypeError otherwise)."""
+    if mod == "torch":
+        import torch as lib
+        n, conv = obj.numel(), obj.to
+    else:
+        import cupy as lib
+        n, conv = obj.size, obj.astype
+    if dt.kind == "c":
+        if n and bool((obj.imag != 0).any()):
+            raise TypeError(f"argument '{argname}': complex values with non-zero imaginary parts; kiln has no "
+                            "complex dtype (pass .real or .imag)")
+        real = obj.real
+        return real.to(lib.float64) if mod == "torch" else real.astype(lib.float64)
+    near = _NP_FALLBACK.get(dt)
+    if near is None:
+        raise TypeError(f"argument '{argname}': device dtype {dt} cannot become a kiln tensor")
+    if near is int32 and dt.itemsize >= 4 and n:
+        lo, hi = int(obj.min()), int(obj.max())
+        if lo < -2**31 or hi > 2**31 - 1:
+            if target is not None and target.kind == "f":
+                return conv(lib.float64)
+            bad = hi if hi > 2**31 - 1 else lo
+            raise OverflowError(f"argument '{argname}': {dt} value {bad} does not fit int32, kiln's widest integer "
+                                "dtype (ask for a float dtype to keep it)")
+    return conv(lib.int32 if near is int32 else lib.uint8)
+
+
 def _from_device(obj, d, c):
     """Copy of a CUDA array (PyTorch, CuPy, anything with __cuda_array_interface__) into a
     new kiln tensor, device to device: the path for producers from_dlpack cannot wrap
-    (__cuda_array_interface__ without __dlpack__, another GPU, a dtype kiln lacks)."""
+    (__cuda_array_interface__ without __dlpack__, another GPU, a dtype kiln lacks). A PyTorch
+    or CuPy dtype kiln lacks is first converted on the device as host data would be
+    (_device_narrow)."""
+    mod = type(obj).__module__.split(".")[0]
     cai = obj.__cuda_array_interface__
+    dt = _np.dtype(cai["typestr"])
+    if dt not in _BY_NP and mod in ("torch", "cupy"):
+        obj = _device_narrow(obj, dt, mod, d)
+        cai = obj.__cuda_array_interface__
     shape = tuple(cai["shape"])
     src_d = _to_dtype(_np.dtype(cai["typestr"]))
     t = _kiln.empty(c, src_d.code, shape)
-    mod = type(obj).__module__.split(".")[0]
     # The copy runs on the producer library's current stream, which knows nothing of kiln's:
     # kiln's stream is drained first (t's memory may be a block that queued kiln work still
     # uses) and the producer's after (kiln's later work on t must see the copy: without it

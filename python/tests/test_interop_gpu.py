@@ -107,10 +107,25 @@ def test_torch_zero_copy(cuda, rng):
             k = kn.from_dlpack(y)                               # stream= kiln's, from the context
             assert kn.sum(k).item() == pytest.approx(float(i + 1) * (1 << 24), rel=1e-5)   # not i's
             del k, y
-    # dtypes kiln lacks: int64 neither wraps nor copies (no int64 in kiln), named
-    with pytest.raises(TypeError) as e:
-        kn.from_dlpack(torch.arange(4, device=dev))
-    assert "int64" in str(e.value)
+    # dtypes kiln lacks are copied, converted on the device by the host path's rules: int64 that
+    # fits becomes int32, past int32 an OverflowError naming the value (float64 where a float dtype
+    # is asked for), bool uint8, complex with zero imaginary parts float64
+    k64 = kn.from_dlpack(torch.arange(-3, 4, device=dev))
+    assert k64.dtype is kn.int32 and k64.get().tolist() == list(range(-3, 4))
+    assert kn.asarray(torch.arange(5, device=dev)[::2]).get().tolist() == [0, 2, 4]
+    with pytest.raises(OverflowError, match="2199023255552"):
+        kn.from_dlpack(torch.tensor([1, 2**41], device=dev))
+    with pytest.raises(OverflowError, match="-2147483649"):
+        kn.array(torch.tensor([-2**31 - 1, 5], device=dev))
+    wide = kn.array(torch.tensor([1, 2**41], device=dev), dtype=kn.float64)
+    assert wide.dtype is kn.float64 and wide.get().tolist() == [1.0, 2.0**41]
+    kb = kn.from_dlpack(torch.tensor([True, False, True], device=dev))
+    assert kb.dtype is kn.uint8 and kb.get().tolist() == [1, 0, 1]
+    kc = kn.from_dlpack(torch.tensor([1.5, -2.0], dtype=torch.complex64, device=dev))
+    assert kc.dtype is kn.float64 and kc.get().tolist() == [1.5, -2.0]
+    with pytest.raises(TypeError, match="imaginary"):
+        kn.from_dlpack(torch.tensor([1 + 1j], dtype=torch.complex64, device=dev))
+    assert kn.from_dlpack(torch.empty(0, dtype=torch.int64, device=dev)).dtype is kn.int32
     with pytest.raises(BufferError) as e:
         kn.from_dlpack(torch.ones(3, dtype=torch.complex64, device=dev), copy=False)
     assert "complex64" in str(e.value)
@@ -156,3 +171,9 @@ def test_cupy(cuda, rng):
     want = np.arange(10, dtype=np.float32)
     want[1::3] *= 10
     np.testing.assert_array_equal(cupy.asnumpy(x), want)
+    # a CuPy dtype kiln lacks: converted on the device, as host data would be
+    w = kn.array(cupy.arange(6, dtype=cupy.uint64)[::-1])
+    assert w.dtype is kn.int32 and w.get().tolist() == [5, 4, 3, 2, 1, 0]
+    with pytest.raises(OverflowError, match="4294967295"):
+        kn.array(cupy.asarray([1, 2**32 - 1], dtype=cupy.uint32))
+    assert kn.array(cupy.asarray([3, 2**40], dtype=cupy.int64), dtype=kn.float32).get().tolist() == [3.0, 2.0**40]
