@@ -98,6 +98,23 @@ static kiln_status minus_max(data *d)
     return kiln_assign(d->out, kiln_sub(kiln_t(d->A), kiln_reduce(KILN_REDUCE_MAX, kiln_t(d->A), 0, NULL, 1)));
 }
 
+/* element-wise activations through the math library's functions (erf, log1p, expm1) */
+static kiln_status gelu(data *d)
+{
+    kiln_expr *x = kiln_t(d->A);
+    return kiln_assign(d->out, kiln_mul(kiln_mul(kiln_expr_retain(x), kiln_scalar(0.5)),
+                                        kiln_add(kiln_scalar(1), kiln_erf(kiln_mul(x, kiln_scalar(0.7071067811865476))))));
+}
+static kiln_status softplus(data *d)
+{
+    kiln_expr *x = kiln_t(d->A);
+    return kiln_assign(d->out, kiln_add(kiln_relu(kiln_expr_retain(x)), kiln_log1p(kiln_exp(kiln_neg(kiln_abs(x))))));
+}
+static kiln_status rowprod(data *d)
+{
+    return kiln_assign(d->rowout, kiln_reduce(KILN_REDUCE_PROD, kiln_t(d->A), 1, (const int[]){1}, 1));
+}
+
 typedef struct bcase {
     const char *name;
     kiln_status (*fn)(data *);
@@ -115,6 +132,9 @@ static const bcase cases[] = {
     {"sum(A,0)", colsum, 1, 2},
     {"sum(A)", total, 1, 3},
     {"A-max(A)", minus_max, 1, 1},
+    {"gelu(A)", gelu, 1, 1},
+    {"softplus(A)", softplus, 1, 1},
+    {"prod(A,1)", rowprod, 1, 0},
 };
 
 /* The bytes case bc must move on an N x C shape: inputs read once, the output written once. */
