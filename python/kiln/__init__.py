@@ -452,6 +452,15 @@ class _Methods:
     def repeat(self, repeats, axis=None):
         return repeat(self, repeats, axis)
 
+    def squeeze(self, axis=None):
+        return squeeze(self, axis)
+
+    def diagonal(self, offset=0):
+        """Diagonal `offset` of a 2-D tensor (diag's rule: a view when the layout allows)."""
+        if self.ndim != 2:
+            raise ShapeError(f"argument 'self': diagonal needs 2 axes here, the tensor has {self.ndim}")
+        return diag(self, offset)
+
     def swapaxes(self, a, b):
         nd = self.ndim
         axes = list(range(nd))
@@ -482,6 +491,12 @@ class _Methods:
 
     def __rmod__(self, other):
         return mod(other, self)
+
+    def __divmod__(self, other):
+        return floor_divide(self, other), mod(self, other)
+
+    def __rdivmod__(self, other):
+        return floor_divide(other, self), mod(other, self)
 
     def sum(self, axis=None, keepdims=False, dtype=None):
         return sum(self, axis, keepdims=keepdims, dtype=dtype)
@@ -1359,10 +1374,13 @@ def _axes(axis):
     if isinstance(axis, (str, bytes)):
         raise TypeError(f"argument 'axis': {axis!r} is not None, an int or a tuple of ints")
     try:
-        axes = tuple(int(a) for a in axis)
-    except (TypeError, ValueError):
+        axes = tuple(axis)
+    except TypeError:
         raise TypeError(f"argument 'axis': {axis!r} is not None, an int or a tuple of ints") from None
-    return axes
+    for a in axes:  # numpy takes integers only: (1.5,) is an error, not axis 1
+        if not isinstance(a, _numbers.Integral) or isinstance(a, bool):
+            raise TypeError(f"argument 'axis': {a!r} in {axis!r} is not an int")
+    return tuple(int(a) for a in axes)
 
 
 # numpy widens integer sums (to the platform int; kiln's widest int is int32) and computes

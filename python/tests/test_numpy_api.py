@@ -732,3 +732,26 @@ def test_binary_function_errors(rng):
         kn.sinh("a")
     with pytest.raises(ValueError):
         kn.hypot(x, kn.ones(3))
+
+
+def test_divmod_squeeze_diagonal_axis_types(rng):
+    av = rng.integers(-50, 50, size=(4, 5)).astype(np.int32)
+    a = kn.array(av)
+    q, r = divmod(a, 7)
+    np.testing.assert_array_equal(q.get(), av // 7)
+    np.testing.assert_array_equal(r.get(), av % 7)
+    q, r = divmod(100, a + 60)                               # __rdivmod__, positive divisors
+    np.testing.assert_array_equal(q.get(), 100 // (av + 60))
+    np.testing.assert_array_equal(r.get(), 100 % (av + 60))
+    x = kn.array(rng.standard_normal((3, 1, 5)).astype(np.float32))
+    assert x.squeeze().shape == (3, 5) and x.squeeze(1).shape == (3, 5)
+    m, mv = kn.array(rng.standard_normal((4, 6))), None
+    mv = m.get()
+    for k in (0, 2, -1):
+        np.testing.assert_array_equal(m.diagonal(k).get(), np.diagonal(mv, k))
+    with pytest.raises(kn.ShapeError, match="diagonal"):
+        x.diagonal()
+    with pytest.raises(TypeError, match="axis"):
+        kn.sum(x, axis=(0, 1.5))
+    with pytest.raises(TypeError, match="axis"):
+        x.max(axis=(True,))
