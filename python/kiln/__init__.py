@@ -498,35 +498,37 @@ class _Methods:
     def __rdivmod__(self, other):
         return floor_divide(other, self), mod(other, self)
 
-    def sum(self, axis=None, keepdims=False, dtype=None):
-        return sum(self, axis, keepdims=keepdims, dtype=dtype)
+    # The reductions take numpy's `out` (numpy's np.sum(t), np.max(t), ... call these methods with
+    # out=None; a Tensor out receives the result); var and std also numpy's dtype.
+    def sum(self, axis=None, keepdims=False, dtype=None, out=None):
+        return _into(sum(self, axis, keepdims=keepdims, dtype=dtype), out)
 
-    def prod(self, axis=None, keepdims=False, dtype=None):
-        return prod(self, axis, keepdims=keepdims, dtype=dtype)
+    def prod(self, axis=None, keepdims=False, dtype=None, out=None):
+        return _into(prod(self, axis, keepdims=keepdims, dtype=dtype), out)
 
-    def mean(self, axis=None, keepdims=False, dtype=None):
-        return mean(self, axis, keepdims=keepdims, dtype=dtype)
+    def mean(self, axis=None, keepdims=False, dtype=None, out=None):
+        return _into(mean(self, axis, keepdims=keepdims, dtype=dtype), out)
 
-    def var(self, axis=None, keepdims=False, ddof=0):
-        return var(self, axis, keepdims=keepdims, ddof=ddof)
+    def var(self, axis=None, keepdims=False, ddof=0, dtype=None, out=None):
+        return _into(var(self, axis, dtype=dtype, keepdims=keepdims, ddof=ddof), out)
 
-    def std(self, axis=None, keepdims=False, ddof=0):
-        return std(self, axis, keepdims=keepdims, ddof=ddof)
+    def std(self, axis=None, keepdims=False, ddof=0, dtype=None, out=None):
+        return _into(std(self, axis, dtype=dtype, keepdims=keepdims, ddof=ddof), out)
 
-    def max(self, axis=None, keepdims=False):
-        return max(self, axis, keepdims=keepdims)
+    def max(self, axis=None, keepdims=False, out=None):
+        return _into(max(self, axis, keepdims=keepdims), out)
 
-    def min(self, axis=None, keepdims=False):
-        return min(self, axis, keepdims=keepdims)
+    def min(self, axis=None, keepdims=False, out=None):
+        return _into(min(self, axis, keepdims=keepdims), out)
 
-    def argmax(self, axis=None, keepdims=False):
-        return argmax(self, axis, keepdims=keepdims)
+    def argmax(self, axis=None, keepdims=False, out=None):
+        return _into(argmax(self, axis, keepdims=keepdims), out)
 
-    def argmin(self, axis=None, keepdims=False):
-        return argmin(self, axis, keepdims=keepdims)
+    def argmin(self, axis=None, keepdims=False, out=None):
+        return _into(argmin(self, axis, keepdims=keepdims), out)
 
-    def clip(self, lo=None, hi=None):
-        return clip(self, lo, hi)
+    def clip(self, lo=None, hi=None, out=None):
+        return _into(clip(self, lo, hi), out)
 
     def dot(self, other, out=None):
         return dot(self, other, out=out)
@@ -546,17 +548,17 @@ class _Methods:
     def sigmoid(self):
         return sigmoid(self)
 
-    def round(self, decimals=0):
-        return round(self, decimals)
+    def round(self, decimals=0, out=None):
+        return _into(round(self, decimals), out)
 
     def __round__(self, ndigits=None):
         return round(self, 0 if ndigits is None else ndigits)
 
-    def any(self, axis=None, keepdims=False):
-        return any(self, axis, keepdims=keepdims)
+    def any(self, axis=None, keepdims=False, out=None):
+        return _into(any(self, axis, keepdims=keepdims), out)
 
-    def all(self, axis=None, keepdims=False):
-        return all(self, axis, keepdims=keepdims)
+    def all(self, axis=None, keepdims=False, out=None):
+        return _into(all(self, axis, keepdims=keepdims), out)
 
     logistic = sigmoid
 
@@ -608,6 +610,16 @@ class _Methods:
             raise AttributeError(f"__array_interface__: dtype {v.dtype.name} has no numpy typestr")
         return {"shape": v.shape, "typestr": ts, "data": (v._data or 0, False), "version": 3,
                 "strides": None if v._is_contiguous else v.strides}
+
+
+def _into(r, out):
+    """r, or r assigned into out (a kiln Tensor of a shape r broadcasts to; numpy's out=)."""
+    if out is None:
+        return r
+    if not isinstance(out, _kiln.TensorBase):
+        raise TypeError(f"argument 'out': a kiln Tensor to write into, not {type(out).__name__}")
+    out[...] = r
+    return out
 
 
 class Tensor(_kiln.TensorBase, _Methods):

@@ -755,3 +755,21 @@ def test_divmod_squeeze_diagonal_axis_types(rng):
         kn.sum(x, axis=(0, 1.5))
     with pytest.raises(TypeError, match="axis"):
         x.max(axis=(True,))
+
+
+def test_numpy_reduction_functions_stay_in_kiln(rng):
+    """np.sum(t) and its kin call the tensor's methods with numpy's out= (and dtype= for var/std)."""
+    xv = rng.uniform(0.5, 2.0, size=(4, 6)).astype(np.float32)
+    x = kn.array(xv)
+    for name in ("sum", "prod", "mean", "max", "min", "std", "var", "argmax", "argmin", "any", "all"):
+        for axis in (None, 1):
+            got = getattr(np, name)(x, axis=axis)
+            assert kn._is_kiln(got), name
+            close(got, getattr(np, name)(xv.astype(np.float64), axis=axis), kn.float32, rtol=1e-5, atol=1e-6)
+    close(np.std(x, axis=0, ddof=1), np.std(xv.astype(np.float64), axis=0, ddof=1), kn.float32, rtol=1e-5)
+    close(np.round(x, 1), np.round(xv, 1), kn.float32)
+    out = kn.zeros((4,))
+    assert np.sum(x, axis=1, out=out) is out
+    close(out, xv.astype(np.float64).sum(axis=1), kn.float32, rtol=1e-5)
+    with pytest.raises(TypeError, match="'out'"):
+        x.sum(out=np.zeros(1))
