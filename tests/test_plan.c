@@ -914,8 +914,8 @@ static void test_kernel_keys(void)
     const int nshapes = (int)(sizeof shapes / sizeof shapes[0]), huge = nshapes - 1;
     int plans = 0;
     for (int it = 0; it < 2500; it++) {
-        int kind = (int)(check_rand_u64(&seed) % 10);
-        int huge_ok = kind == 1 || kind == 4 || kind == 9; /* to a few values: no 2^32-point output */
+        int kind = (int)(check_rand_u64(&seed) % 12);
+        int huge_ok = kind == 1 || kind == 4 || kind == 9 || kind == 10; /* to a few values: no 2^32-point output */
         int si = (int)(check_rand_u64(&seed) % (uint64_t)(huge_ok ? nshapes : nshapes - 1));
         kiln_dtype in = dts[check_rand_u64(&seed) % 7];
         int view = si == huge ? 3 : (int)(check_rand_u64(&seed) % 4);
@@ -995,6 +995,15 @@ static void test_kernel_keys(void)
             ond = 1;
             osh[0] = C;
             out = KILN_DTYPE_I32;
+            break;
+        case 10: /* a product down columns (the same trees as a sum, another functor) */
+            e = kiln_reduce(KILN_REDUCE_PROD, kiln_t(x), 1, axis0, 0);
+            ond = 1;
+            osh[0] = C;
+            break;
+        case 11: /* the math library's functions, one of each family */
+            e = kiln_add(kiln_mul(kiln_erf(kiln_t(x)), kiln_log1p(kiln_abs(kiln_t(x)))),
+                         kiln_add(kiln_floor(kiln_t(x)), kiln_sin(kiln_t(x))));
             break;
         default:
             e = kiln_reduce(KILN_REDUCE_SUM, kiln_t(x), 1, axis0, 0);
