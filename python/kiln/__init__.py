@@ -130,6 +130,19 @@ def _to_dtype(x, argname="dtype"):
     return d
 
 
+def _wide_int_dtype(lo, hi, dt, target, argname):
+    """The kiln dtype for wide integers (numpy dtype dt) whose values span [lo, hi]: int32 when
+    they fit, float64 where target is a float dtype, else an OverflowError naming the value
+    (a cast would wrap it silently: 2**40 would become 0). Host and device data share it."""
+    if -2**31 <= lo and hi <= 2**31 - 1:
+        return int32
+    if target is not None and target.kind == "f":
+        return float64
+    bad = hi if hi > 2**31 - 1 else lo
+    raise OverflowError(f"argument '{argname}': {dt} value {bad} does not fit int32, kiln's widest integer dtype "
+                        "(ask for a float dtype to keep it)")
+
+
 def _np_src(a, target=None, argname="obj"):
     """(contiguous numpy array in a dtype kiln reads, its kiln dtype) for host data a, on its
     way to a kiln tensor of dtype target (None: the tensor takes the returned dtype). Wide
@@ -152,14 +165,7 @@ def _np_src(a, target=None, argname="obj"):
             else:
                 raise TypeError(f"argument '{argname}': numpy dtype {a.dtype} cannot become a kiln tensor")
         elif d is int32 and a.dtype.kind in "iu" and a.size:
-            lo, hi = a.min(), a.max()
-            if lo < -2**31 or hi > 2**31 - 1:
-                if target is not None and target.kind == "f":
-                    d = float64
-                else:
-                    bad = int(hi) if hi > 2**31 - 1 else int(lo)
-                    raise OverflowError(f"argument '{argname}': {a.dtype} value {bad} does not fit int32, kiln's "
-                                        "widest integer dtype (ask for a float dtype to keep it)")
+            d = _wide_int_dtype(int(a.min()), int(a.max()), a.dtype, target, argname)
         a = a.astype(d.np)
     return _np.ascontiguousarray(a), d
 
@@ -1968,14 +1974,8 @@ def _device_narrow(obj, dt, mod, target, argname="obj"):
     if near is None:
         raise TypeError(f"argument '{argname}': device dtype {dt} cannot become a kiln tensor")
     if near is int32 and dt.itemsize >= 4 and n:
-        lo, hi = int(obj.min()), int(obj.max())
-        if lo < -2**31 or hi > 2**31 - 1:
-            if target is not None and target.kind == "f":
-                return conv(lib.float64)
-            bad = hi if hi > 2**31 - 1 else lo
-            raise OverflowError(f"argument '{argname}': {dt} value {bad} does not fit int32, kiln's widest integer "
-                                "dtype (ask for a float dtype to keep it)")
-    return conv(lib.int32 if near is int32 else lib.uint8)
+        near = _wide_int_dtype(int(obj.min()), int(obj.max()), dt, target, argname)
+    return conv(lib.float64 if near is float64 else lib.int32 if near is int32 else lib.uint8)
 
 
 def _from_device(obj, d, c):
