@@ -19,7 +19,8 @@
 #      var the one-pass variance alone (tests, sanitizers, --ab KILN_VAR_PASSES=2,1, the torch peer);
 #      var-rule times one pass against two around the default rule's edges; host-ab a small call's
 #      host time against the AB_BASE tree (kiln-bench overhead, host-prof); row-ncu Nsight Compute on
-#      ROW mode's f16 variance and batch norm; rowfill KILN_REDUCE_ROWFILL=0,1 (tests, memcheck, racecheck, A/B);
+#      ROW mode's f16 variance and batch norm; row-ab ROW mode's
+#      reductions against the AB_BASE tree; rowfill KILN_REDUCE_ROWFILL=0,1 (tests, memcheck, racecheck, A/B);
 #      step gemm-ncu runs Nsight Compute on one call of kiln's kernel and of cuBLASLt's per shape (NCU_SHAPES)
 #   3. the suite under compute-sanitizer (MODES="memcheck racecheck"; $OUT/table-san.txt)
 # Each step gets what is left of VISIT_SECONDS (default 540) and is cut off at the deadline,
@@ -217,6 +218,28 @@ for s in $STEPS; do
                     "$base/build-gpu/host-prof" assign 30000
             else
                 echo "== host-ab: no base tree $base (skipped)" | tee -a "$OUT/visit.txt"
+            fi ;;
+        row-ab) # ROW mode's reductions, this tree against AB_BASE (default ab-base, carried): both
+            # trees' kiln-gpu-bench built side by side, then ROW_AB_ROUNDS (default 3) rounds that
+            # alternate base and new on ROW_AB_CASES / ROW_AB_SIZES (bench/NOTES.md step 59 v59c)
+            base=${AB_BASE:-$ROOT/ab-base}
+            if [ -d "$base" ]; then
+                reduction_build row-ab &
+                { cmake -S "$base" -B "$base/build-gpu" -DKILN_CUDA=ON -DKILN_CUDA_ARCH=90a &&
+                    cmake --build "$base/build-gpu" -j8 --target kiln-gpu-bench; } >"$OUT/row-ab-build-base.txt" 2>&1 &
+                wait
+                export KILN_DEVICE=cuda
+                for r in $(seq 1 "${ROW_AB_ROUNDS:-3}"); do
+                    for t in base new; do
+                        bin=$BUILD_GPU; [ $t = base ] && bin=$base/build-gpu
+                        step "row-ab-$r-$t" 90 env KILN_CACHE_DIR="$bin/kernel-cache" "$bin/kiln-gpu-bench" \
+                            --only "${ROW_AB_CASES:-batchnorm A in place,prod(A,1),var(A,1),sum(A)}" \
+                            --sizes "${ROW_AB_SIZES:-8192x8192,4096x1024,65536x1024}"
+                    done
+                done
+                unset KILN_DEVICE
+            else
+                echo "== row-ab: no base tree $base (skipped)" | tee -a "$OUT/visit.txt"
             fi ;;
         rowfill) # ROW mode's 16-bit rows with f32's bytes a worker (KILN_REDUCE_ROWFILL=1, codegen.c
             # row_fill; NOTES step 57): test_cuda_backend's section reductions (its rowfill cases) plain
