@@ -163,6 +163,8 @@ int main(void)
         {"lanes: batch norm f16 SR (one pass)", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {100000, 64}, 6,
          KILN_ROUND_STOCHASTIC},
         {"lanes: batch norm f64 (one pass)", KILN_DTYPE_F64, KILN_DTYPE_F64, 2, {100000, 16}, 6, KILN_ROUND_DEFAULT},
+        {"row var f32 (one pass)", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {5, 8192}, 12, KILN_ROUND_DEFAULT},
+        {"row var f64 (one pass)", KILN_DTYPE_F64, KILN_DTYPE_F64, 2, {5, 8192}, 12, KILN_ROUND_DEFAULT},
         /* ROW mode's narrow inputs with f32's bytes a worker (KILN_REDUCE_ROWFILL=1, row_fill) */
         {"row var f16", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {5, 8192}, 12, KILN_ROUND_DEFAULT},
         {"row var f16 (rowfill 0)", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {5, 8192}, 12, KILN_ROUND_DEFAULT},

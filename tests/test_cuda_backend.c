@@ -511,6 +511,60 @@ static void test_welford_rule(void)
     kiln_tensor_release(tg);
 }
 
+/* A row's statistic broadcast back into the row (x * 0 + stat(x, 1), computed in f64 so the
+ * statistic's bits survive): every element of a row must hold the same bits, whichever lane and
+ * warp of the block combined it. The one-pass variance's merges (kiln_var_comb) and the arg
+ * reductions' are symmetric, so the butterflies of kiln_row_var / kiln_row_arg leave every lane
+ * with one value; so is a sum's (kiln_row_red). Rows of one warp, of 16 and of a split. */
+static kiln_expr *b_row_stat(kiln_tensor *const *in, const void *p)
+{
+    int kind = *(const int *)p, ax = 1;
+    kiln_expr *zero = kiln_mul(kiln_cast(kiln_t(in[0]), KILN_DTYPE_F64), kiln_scalar(0));
+    kiln_expr *stat = kind == 0   ? kiln_reduce(KILN_REDUCE_VAR, kiln_t(in[0]), 1, &ax, 1)
+                      : kind == 1 ? kiln_reduce(KILN_REDUCE_MEAN, kiln_t(in[0]), 1, &ax, 1)
+                                  : kiln_reduce(KILN_REDUCE_ARGMAX, kiln_t(in[0]), 1, &ax, 1);
+    return kiln_add(zero, kiln_cast(stat, KILN_DTYPE_F64));
+}
+
+static void test_row_stat_bits(void)
+{
+    const struct {
+        kiln_dtype dt;
+        int64_t shape[2];
+    } cases[] = {{KILN_DTYPE_F32, {7, 129}},  {KILN_DTYPE_F32, {64, 8192}}, {KILN_DTYPE_F16, {33, 8192}},
+                 {KILN_DTYPE_F64, {5, 3001}}, {KILN_DTYPE_F32, {3, 300001}}};
+    const char *passes[] = {"1", NULL};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        kiln_tensor *tc, *tg;
+        make_pair(cases[c].dt, 2, cases[c].shape, V_PLAIN, -2, 3, &tc, &tg);
+        for (int ps = 0; ps < 2; ps++) {
+            if (passes[ps]) setenv("KILN_VAR_PASSES", passes[ps], 1);
+            else unsetenv("KILN_VAR_PASSES");
+            for (int kind = 0; kind < 3; kind++) {
+                char what[96];
+                snprintf(what, sizeof what, "row stat bits case %zu kind %d passes %s", c, kind,
+                         passes[ps] ? passes[ps] : "default");
+                compare(what, b_row_stat, &kind, &tc, &tg, KILN_DTYPE_F64, cases[c].dt == KILN_DTYPE_F64 ? 1e-10 : 4e-3);
+                kiln_tensor *o = NULL;
+                CHECK_OK(gpu, kiln_eval(gpu, b_row_stat(&tg, &kind), KILN_DTYPE_F64, &o));
+                if (!o) continue;
+                int64_t rows = cases[c].shape[0], cols = cases[c].shape[1], bad = 0;
+                uint64_t *h = malloc((size_t)(rows * cols) * sizeof *h);
+                CHECK_OK(gpu, kiln_tensor_read(o, h, KILN_DTYPE_F64));
+                for (int64_t r = 0; r < rows; r++)
+                    for (int64_t j = 1; j < cols; j++) bad += h[r * cols + j] != h[r * cols];
+                if (bad) fprintf(stderr, "  %s: %lld elements differ from their row's first\n", what, (long long)bad);
+                CHECK(bad == 0);
+                free(h);
+                kiln_tensor_release(o);
+            }
+        }
+        kiln_tensor_release(tc);
+        kiln_tensor_release(tg);
+    }
+    unsetenv("KILN_VAR_PASSES");
+}
+
 static void test_welford(void)
 {
     struct {
@@ -552,6 +606,7 @@ static void test_welford(void)
     kiln_tensor_release(tg);
     unsetenv("KILN_VAR_PASSES");
     test_welford_rule();
+    test_row_stat_bits();
 }
 
 /* ---- random numbers and stochastic rounding: bit identity ------------------------------------ */

@@ -125,11 +125,19 @@ static const char prelude_src[] =
     "template <class T> __device__ __forceinline__ void kiln_var_upd(T &m2, T &mean, T rn, T v) {\n"
     "  const T d = v - mean; mean += d * rn; m2 += d * (v - mean);\n"
     "}\n"
+    /* Chan's merge written symmetrically: comb(a, b) and comb(b, a) give the same bits (each
+     * side's weight from its own count, products and sums that commute, and the mean's two
+     * terms rounded apart so no contraction into an FMA can favour one side). A butterfly of
+     * merges then leaves every lane with the same partial, as the broadcast of a variance
+     * back into its row needs. */
+    "__device__ __forceinline__ float kiln_mul_rn(float a, float b) { return __fmul_rn(a, b); }\n"
+    "__device__ __forceinline__ double kiln_mul_rn(double a, double b) { return __dmul_rn(a, b); }\n"
     "template <class T> __device__ __forceinline__ void kiln_var_comb(T &m2, T &mean, long long &n, T m2b, T mb, long long nb) {\n"
     "  if (nb == 0) return;\n"
     "  if (n == 0) { m2 = m2b; mean = mb; n = nb; return; }\n"
-    "  const long long nn = n + nb; const T d = mb - mean, fb = (T)nb / (T)nn;\n"
-    "  mean += d * fb; m2 += m2b + d * d * (T)n * fb; n = nn;\n"
+    "  const long long nn = n + nb; const T r = kiln_var_div((T)1, (T)nn), d = mb - mean;\n"
+    "  const T wa = kiln_mul_rn((T)n, r), wb = kiln_mul_rn((T)nb, r), w = kiln_mul_rn(kiln_mul_rn((T)n, (T)nb), r);\n"
+    "  mean = kiln_mul_rn(mean, wa) + kiln_mul_rn(mb, wb); m2 = (m2 + m2b) + kiln_mul_rn(d, d) * w; n = nn;\n"
     "}\n"
     /* ROW mode: workers along x (blockDim.x a power of two >= 32), rows along y. */
     "template <class Op, class T> __device__ __forceinline__ T kiln_row_red(T v, void *smv) {\n"
@@ -163,8 +171,10 @@ static const char prelude_src[] =
     "  T *sv = (T *)smv; long long *si = (long long *)(sv + blockDim.x * blockDim.y);\n"
     "  if ((threadIdx.x & 31) == 0) { sv[threadIdx.y * nwarp + (threadIdx.x >> 5)] = v; si[threadIdx.y * nwarp + (threadIdx.x >> 5)] = i; }\n"
     "  __syncthreads();\n"
-    "  v = sv[threadIdx.y * nwarp]; i = si[threadIdx.y * nwarp];\n"
-    "  for (int w = 1; w < nwarp; w++) kiln_arg_comb<MAXI>(v, i, sv[threadIdx.y * nwarp + w], si[threadIdx.y * nwarp + w]);\n"
+    /* the butterfly of kiln_row_red: kiln_arg_comb picks the same (value, index) either way round */
+    "  const int w0 = threadIdx.y * nwarp + ((threadIdx.x & 31) & (nwarp - 1));\n"
+    "  v = sv[w0]; i = si[w0];\n"
+    "  for (int o = nwarp >> 1; o > 0; o >>= 1) { T v2 = __shfl_xor_sync(0xffffffffu, v, o); long long i2 = __shfl_xor_sync(0xffffffffu, i, o); kiln_arg_comb<MAXI>(v, i, v2, i2); }\n"
     "  __syncthreads();\n"
     "}\n"
     "template <class T> __device__ __forceinline__ void kiln_row_var(T &m2, T &mean, long long &n, void *smv) {\n"
@@ -176,8 +186,10 @@ static const char prelude_src[] =
     "  T *sa = (T *)smv, *sb = sa + nt; long long *sn = (long long *)(sb + nt);\n"
     "  if ((threadIdx.x & 31) == 0) { sa[at + (threadIdx.x >> 5)] = m2; sb[at + (threadIdx.x >> 5)] = mean; sn[at + (threadIdx.x >> 5)] = n; }\n"
     "  __syncthreads();\n"
-    "  m2 = sa[at]; mean = sb[at]; n = sn[at];\n"
-    "  for (int w = 1; w < nwarp; w++) kiln_var_comb(m2, mean, n, sa[at + w], sb[at + w], sn[at + w]);\n"
+    /* the butterfly of kiln_row_red over the symmetric merge: log2(nwarp) merges a thread, not nwarp - 1 */
+    "  const int w0 = at + ((threadIdx.x & 31) & (nwarp - 1));\n"
+    "  m2 = sa[w0]; mean = sb[w0]; n = sn[w0];\n"
+    "  for (int o = nwarp >> 1; o > 0; o >>= 1) { T a2 = __shfl_xor_sync(0xffffffffu, m2, o), b2 = __shfl_xor_sync(0xffffffffu, mean, o); long long n2 = __shfl_xor_sync(0xffffffffu, n, o); kiln_var_comb(m2, mean, n, a2, b2, n2); }\n"
     "  __syncthreads();\n"
     "}\n"
     /* COLUMN mode: rows along x, workers along y. */
