@@ -419,12 +419,15 @@ KILN_API kiln_expr *kiln_ceil(kiln_expr *x);
 KILN_API kiln_expr *kiln_rint(kiln_expr *x);
 KILN_API kiln_expr *kiln_trunc(kiln_expr *x);
 
-/* Element-wise binary functions with broadcasting. pow(a,b)=a^b; comparisons give 1 or 0. */
+/* Element-wise binary functions with broadcasting. pow(a,b)=a^b; fmod(a,b) is C's fmod (the
+ * exact remainder of a / b truncated, with a's sign; NaN where b = 0 or a is infinite, so 0 in an
+ * integer dtype); comparisons give 1 or 0. */
 KILN_API kiln_expr *kiln_add(kiln_expr *a, kiln_expr *b);
 KILN_API kiln_expr *kiln_sub(kiln_expr *a, kiln_expr *b);
 KILN_API kiln_expr *kiln_mul(kiln_expr *a, kiln_expr *b);
 KILN_API kiln_expr *kiln_div(kiln_expr *a, kiln_expr *b);
 KILN_API kiln_expr *kiln_pow(kiln_expr *a, kiln_expr *b);
+KILN_API kiln_expr *kiln_fmod(kiln_expr *a, kiln_expr *b);
 KILN_API kiln_expr *kiln_maximum(kiln_expr *a, kiln_expr *b);
 KILN_API kiln_expr *kiln_minimum(kiln_expr *a, kiln_expr *b);
 KILN_API kiln_expr *kiln_eq(kiln_expr *a, kiln_expr *b);

@@ -93,7 +93,7 @@ static kiln_expr *build(int kind, kiln_tensor *x, int nd, const int64_t *shape, 
         return kiln_add(kiln_add(kiln_mul(kiln_log1p(kiln_abs(kiln_t(x))), kiln_expm1(kiln_t(x))),
                                  kiln_mul(kiln_sin(kiln_t(x)), kiln_add(kiln_cos(kiln_t(x)), kiln_erf(kiln_t(x))))),
                         kiln_add(kiln_add(kiln_floor(kiln_t(x)), kiln_ceil(kiln_t(x))),
-                                 kiln_add(kiln_rint(kiln_t(x)), kiln_trunc(kiln_t(x)))));
+                                 kiln_add(kiln_rint(kiln_t(x)), kiln_fmod(kiln_trunc(kiln_t(x)), kiln_scalar(0.7)))));
     case 14: /* rows, product */
         *ond = 1;
         return kiln_reduce(KILN_REDUCE_PROD, kiln_t(x), 1, axis1, 0);

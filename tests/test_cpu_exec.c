@@ -118,6 +118,7 @@ static double ref_binary(kiln_pop op, double v, double w)
     case KILN_POP_MUL: return v * w;
     case KILN_POP_DIV: return v / w;
     case KILN_POP_POW: return pow(v, w);
+    case KILN_POP_FMOD: return fmod(v, w);
     case KILN_POP_MAX: return (isnan(v) || isnan(w)) ? NAN : (v > w ? v : w);
     case KILN_POP_MIN: return (isnan(v) || isnan(w)) ? NAN : (v < w ? v : w);
     case KILN_POP_EQ: return v == w;

@@ -192,6 +192,7 @@ static void test_elementwise(void)
         const char *name;
         bin_fn f;
     } bin[] = {{"add", kiln_add}, {"sub", kiln_sub}, {"mul", kiln_mul}, {"div", kiln_div}, {"pow", kiln_pow},
+               {"fmod", kiln_fmod},
                {"maximum", kiln_maximum}, {"minimum", kiln_minimum}, {"eq", kiln_eq}, {"ne", kiln_ne},
                {"lt", kiln_lt}, {"le", kiln_le}, {"gt", kiln_gt}, {"ge", kiln_ge}};
     kiln_dtype dts[] = {KILN_DTYPE_F32, KILN_DTYPE_F16, KILN_DTYPE_F64, KILN_DTYPE_BF16};

@@ -199,6 +199,47 @@ static const kiln_dtype test_dtypes[] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DT
 
 /* The rounding functions at ties, signed zeros and the float edge, on every dtype they keep; log1p and expm1 where
  * log(1 + x) and exp(x) - 1 lose every digit. */
+/* fmod at the signs (the result takes a's), a zero divisor and infinities (NaN; an infinite
+ * divisor gives a back), a zero dividend (its sign kept), a huge quotient (exact, unlike
+ * a - trunc(a / b) * b), and integers (a zero divisor stores 0). */
+static void test_fmod_edges(void)
+{
+    const double av[10] = {5.5, -5.5, 5.5, -5.5, 1, -0.0, INFINITY, 3, NAN, 1e30};
+    const double bv[10] = {2, 2, -2, -2, 0, 3, 2, INFINITY, 2, 3};
+    int64_t n10[1] = {10};
+    const kiln_dtype fdt[2] = {KILN_DTYPE_F32, KILN_DTYPE_F64};
+    for (int d = 0; d < 2; d++) {
+        arr a = from_host(fdt[d], 1, n10, av), b = from_host(fdt[d], 1, n10, bv);
+        kiln_tensor *dst = poisoned(fdt[d], 1, n10);
+        CHECK_OK(ctx, kiln_assign(dst, kiln_fmod(kiln_t(a.t), kiln_t(b.t))));
+        double *got = read_all(dst), want[10];
+        for (int i = 0; i < 10; i++) want[i] = fmod(a.h[i], b.h[i]); /* the stored operands: 1e30 in f32 */
+        CHECK(want[0] == 1.5 && want[1] == -1.5 && want[2] == 1.5 && want[3] == -1.5 && isnan(want[4]));
+        CHECK(want[5] == 0 && signbit(want[5]) && isnan(want[6]) && want[7] == 3 && isnan(want[8]));
+        char what[64];
+        snprintf(what, sizeof what, "fmod edges %s", kiln_dtype_name(fdt[d]));
+        compare(what, got, want, 10, 0);
+        for (int i = 0; i < 10; i++) CHECK(isnan(want[i]) || signbit(got[i]) == signbit(want[i]));
+        free(got);
+        kiln_tensor_release(dst);
+        arr_free(&a);
+        arr_free(&b);
+    }
+    const double ia[5] = {7, -7, 7, -7, 5}, ib[5] = {3, 3, -3, -3, 0}, iw[5] = {1, -1, 1, -1, 0};
+    int64_t n5[1] = {5};
+    arr a = from_host(KILN_DTYPE_I32, 1, n5, ia), b = from_host(KILN_DTYPE_I32, 1, n5, ib);
+    kiln_expr *e = kiln_fmod(kiln_t(a.t), kiln_t(b.t));
+    CHECK(kiln_expr_dtype(e) == KILN_DTYPE_I32);
+    kiln_tensor *dst = poisoned(KILN_DTYPE_I32, 1, n5);
+    CHECK_OK(ctx, kiln_assign(dst, e));
+    double *got = read_all(dst);
+    compare("fmod i32", got, iw, 5, 0);
+    free(got);
+    kiln_tensor_release(dst);
+    arr_free(&a);
+    arr_free(&b);
+}
+
 static void test_unary_edges(void)
 {
     double tv[10] = {-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -0.25, 0.75, 1099511627776.0, -7.0};
@@ -267,6 +308,7 @@ static void test_unary_edges(void)
     }
     kiln_tensor_release(dst);
     arr_free(&xs);
+    test_fmod_edges();
 }
 
 static void test_unary(void)
@@ -371,6 +413,7 @@ static const bop bops[] = {
     {"mul", kiln_mul, -3, 3, -3, 3, 0, r_mul},
     {"div", kiln_div, -3, 3, 0.5, 2, 0, r_div},
     {"pow", kiln_pow, 0.1, 3, -2, 2, 0, pow},
+    {"fmod", kiln_fmod, -7, 7, 0.3, 2, 0, fmod},
     {"maximum", kiln_maximum, -3, 3, -3, 3, 1, r_max},
     {"minimum", kiln_minimum, -3, 3, -3, 3, 1, r_min},
     {"eq", kiln_eq, -2, 2, -2, 2, 1, r_eq},

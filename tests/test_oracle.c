@@ -399,14 +399,14 @@ static void test_unary(void)
 
 /* ---- element-wise binary with broadcasting ------------------------------------------------ */
 
-typedef enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE, B_COUNT } binop;
+typedef enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_FMOD, B_MAX, B_MIN, B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE, B_COUNT } binop;
 static const struct {
     const char *name;
     kiln_expr *(*fn)(kiln_expr *, kiln_expr *);
     int ints, cmp;
 } BIN[B_COUNT] = {
     {"add", kiln_add, 1, 0},     {"sub", kiln_sub, 1, 0}, {"mul", kiln_mul, 1, 0}, {"div", kiln_div, 0, 0},
-    {"pow", kiln_pow, 0, 0},     {"maximum", kiln_maximum, 1, 0}, {"minimum", kiln_minimum, 1, 0},
+    {"pow", kiln_pow, 0, 0},     {"fmod", kiln_fmod, 1, 0}, {"maximum", kiln_maximum, 1, 0}, {"minimum", kiln_minimum, 1, 0},
     {"eq", kiln_eq, 1, 1},       {"ne", kiln_ne, 1, 1},   {"lt", kiln_lt, 1, 1},   {"le", kiln_le, 1, 1},
     {"gt", kiln_gt, 1, 1},       {"ge", kiln_ge, 1, 1},
 };
@@ -419,6 +419,7 @@ static double bin_ref(int op, double a, double b)
     case B_MUL: return a * b;
     case B_DIV: return a / b;
     case B_POW: return pow(a, b);
+    case B_FMOD: return fmod(a, b); /* exact; NaN (an integer 0) for b = 0 */
     case B_MAX: return a > b ? a : b;
     case B_MIN: return a < b ? a : b;
     case B_EQ: return a == b;

@@ -483,6 +483,7 @@ static int64_t op_cost(int op)
     case KILN_POP_COS:
     case KILN_POP_ERF:
     case KILN_POP_POW:
+    case KILN_POP_FMOD:
     case KILN_POP_RAND:
     case KILN_POP_RANDN:
     case KILN_POP_BERNOULLI: return 8;

@@ -217,6 +217,7 @@ KILN_CPU_HOT static void SFX(eval)(const xk *x, int i, const seglist *sg, T *con
     case KILN_POP_MUL: BIN(v * w);
     case KILN_POP_DIV: BIN(v / w);
     case KILN_POP_POW: BIN(KF(pow)(v, w));
+    case KILN_POP_FMOD: BIN(KF(fmod)(v, w));
     case KILN_POP_MAX: BIN((v != v || w != w) ? v + w : (v > w ? v : w));
     case KILN_POP_MIN: BIN((v != v || w != w) ? v + w : (v < w ? v : w));
     case KILN_POP_EQ: BIN(v == w ? one : zero);

@@ -475,6 +475,7 @@ static void emit_instr(gen *g, int i, const char *lin)
     case KILN_POP_MUL: kiln__sbuf_printf(b, "v%d * v%d", A, B); break;
     case KILN_POP_DIV: kiln__sbuf_printf(b, "v%d / v%d", A, B); break;
     case KILN_POP_POW: kiln__sbuf_printf(b, "%s(v%d, v%d)", fn_name(f64, "pow"), A, B); break;
+    case KILN_POP_FMOD: kiln__sbuf_printf(b, "%s(v%d, v%d)", fn_name(f64, "fmod"), A, B); break;
     case KILN_POP_MAX: kiln__sbuf_printf(b, "kiln_op_max::f(v%d, v%d)", A, B); break;
     case KILN_POP_MIN: kiln__sbuf_printf(b, "kiln_op_min::f(v%d, v%d)", A, B); break;
     case KILN_POP_EQ: kiln__sbuf_printf(b, "v%d == v%d ? (CT)1 : (CT)0", A, B); break;

@@ -417,6 +417,10 @@ kiln_expr *kiln_pow(kiln_expr *a, kiln_expr *b)
 {
     return binary("kiln_pow", KILN_POP_POW, a, b);
 }
+kiln_expr *kiln_fmod(kiln_expr *a, kiln_expr *b)
+{
+    return binary("kiln_fmod", KILN_POP_FMOD, a, b);
+}
 kiln_expr *kiln_maximum(kiln_expr *a, kiln_expr *b)
 {
     return binary("kiln_maximum", KILN_POP_MAX, a, b);

@@ -71,6 +71,7 @@
     X(MUL, 2)                                                                                     \
     X(DIV, 2)                                                                                     \
     X(POW, 2)                                                                                     \
+    X(FMOD, 2)      /* C's fmod: a - trunc(a / b) * b, exact, the sign of a; NaN for b = 0 */     \
     X(MAX, 2)       /* NaN-propagating maximum */                                                 \
     X(MIN, 2)                                                                                     \
     X(EQ, 2)                                                                                      \
