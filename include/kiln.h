@@ -499,6 +499,9 @@ KILN_API int kiln_expr_ndim(const kiln_expr *e);
 KILN_API const int64_t *kiln_expr_shape(const kiln_expr *e);
 /* The dtype kiln_eval would give the result (promotion of the leaves; i32 for arg*). */
 KILN_API kiln_dtype kiln_expr_dtype(const kiln_expr *e);
+/* The distinct nodes of e's graph, leaves and scalars included: a subexpression used twice
+ * counts once (it is computed once). 0 for NULL; -1 when memory for the walk ran out. */
+KILN_API int64_t kiln_expr_nodes(const kiln_expr *e);
 
 /* Per-assignment settings; zero means the default. */
 typedef struct kiln_assign_args {

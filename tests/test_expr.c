@@ -1261,6 +1261,24 @@ static void test_deep(void)
     for (int i = 0; i < 37; i++) ref[i] = x.h[i] + 750;
     compare("deep chain", got, ref, 37, 1e-6);
     free(got);
+    /* kiln_expr_nodes counts a shared node once: e + e doubled 60 times is a tree of 2^61 - 1
+     * nodes but a graph of 61, computed and counted as such */
+    CHECK(kiln_expr_nodes(NULL) == 0);
+    e = kiln_t(x.t);
+    CHECK(kiln_expr_nodes(e) == 1);
+    for (int i = 0; i < 60; i++) e = kiln_add(e, kiln_expr_retain(e));
+    CHECK(kiln_expr_nodes(e) == 61);
+    kiln_expr *f = kiln_mul(kiln_expr_retain(e), kiln_sub(kiln_t(x.t), kiln_scalar(1)));
+    CHECK(kiln_expr_nodes(f) == 65); /* the 61, a new leaf, a scalar, sub and mul */
+    kiln_expr_release(f);
+    CHECK_OK(ctx, kiln_assign(d, kiln_mul(e, kiln_scalar(0x1p-60))));
+    got = read_all(d);
+    compare("shared doublings", got, x.h, 37, 1e-6);
+    free(got);
+    e = kiln_t(x.t);
+    for (int i = 0; i < 3000; i++) e = kiln_add(e, kiln_scalar(1));
+    CHECK(kiln_expr_nodes(e) == 6001); /* a chain: every node once, the walk's set grown past 64 */
+    kiln_expr_release(e);
     e = kiln_t(x.t);
     for (int i = 0; i < 5000; i++) e = kiln_add(e, kiln_scalar(1));
     CHECK_FAILS(ctx, kiln_assign(d, e), KILN_ERR_LIMIT, "'a'");

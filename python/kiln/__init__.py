@@ -43,7 +43,7 @@ __all__ = [
     "reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "concatenate", "stack", "where", "cast",
     "log1p", "expm1", "sin", "cos", "erf", "floor", "ceil", "rint", "trunc", "fix", "round", "around", "softplus",
     "gelu", "any", "all", "isnan", "isinf", "nan_to_num", "log10", "sinh", "cosh", "logaddexp", "hypot",
-    "count_nonzero", "isclose", "allclose", "array_equal", "floor_divide", "mod", "remainder", "eye", "identity",
+    "count_nonzero", "isclose", "allclose", "array_equal", "floor_divide", "mod", "remainder", "fmod", "eye", "identity",
     "linspace", "flip", "fliplr", "flipud", "ravel", "vstack", "hstack", "split", "array_split", "tril", "triu",
     "outer", "tile", "repeat", "diag", "prod",
 ]
@@ -1029,7 +1029,7 @@ def dropout(x, p):
 # ---------------------------------------------------------------------------------------
 
 (_B_ADD, _B_SUB, _B_MUL, _B_DIV, _B_POW, _B_MAXIMUM, _B_MINIMUM, _B_EQ, _B_NE, _B_LT, _B_LE, _B_GT,
- _B_GE) = range(13)
+ _B_GE, _B_FMOD) = range(14)
 (_U_NEG, _U_ABS, _U_SQR, _U_SQRT, _U_RSQRT, _U_RECIPROCAL, _U_EXP, _U_EXP2, _U_LOG, _U_LOG2, _U_SIGMOID, _U_TANH,
  _U_RELU, _U_FINITE, _U_SIGN, _U_LOG1P, _U_EXPM1, _U_SIN, _U_COS, _U_ERF, _U_FLOOR, _U_CEIL, _U_RINT,
  _U_TRUNC) = range(24)
@@ -1134,6 +1134,17 @@ less = _binary(_B_LT, "less")
 less_equal = _binary(_B_LE, "less_equal")
 greater = _binary(_B_GT, "greater")
 greater_equal = _binary(_B_GE, "greater_equal")
+
+
+def fmod(x1, x2):
+    """Lazy C fmod(x1, x2) with numpy broadcasting: the exact remainder of x1 / x2 truncated
+    toward zero, with x1's sign; NaN where x2 == 0 or x1 is infinite (0 in an integer dtype,
+    as numpy). A Python float beside a float tensor is first rounded to the tensor's dtype,
+    as numpy does (fmod of float16 x by 0.1 divides by float16(0.1))."""
+    a, b, d = _operands(x1, x2, ("x1", "x2"))
+    if d.kind == "f":
+        a, b = (x if _is_kiln(x) else _scalar_in(x, d) for x in (a, b))
+    return _kiln.binary(_B_FMOD, a, b)
 
 
 def divide(a, b):
@@ -1331,14 +1342,6 @@ def hypot(x1, x2):
     return _as(where(maximum(p == _math.inf, q == _math.inf), _math.inf, h), r)
 
 
-def _np_fallback(fn, a, b, d):
-    """fn(a, b) computed by numpy on the host, as a tensor of dtype d in the operands' context."""
-    c = (a if _is_kiln(a) else b).ctx
-    a = a.get() if _is_kiln(a) else a
-    b = b.get() if _is_kiln(b) else b
-    return array(fn(a, b), dtype=d, ctx=c)
-
-
 def _int_divmod(a, b, d, remainder):
     """floor(a / b), or a - floor(a / b) * b, in float64 and 0 where b == 0, as dtype d (numpy's
     integer rules). Exact for integers of int32's range: the quotient's rounding never reaches
@@ -1354,24 +1357,65 @@ def _int_divmod(a, b, d, remainder):
     return _kiln.cast(r, d.code)
 
 
+def _float_divmod(a, b, d, remainder):
+    """numpy's float floor division or remainder (npy_divmod), lazily from the exact fmod:
+    m = fmod(a, b) moved by b where its sign differs from b's; the quotient (a - m) / b,
+    rounded to the nearer integer above its floor (so 1 // 0.1 is 9 as in numpy, where
+    floor(1 / 0.1) is 10); a zero quotient takes a / b's sign, a zero remainder b's; b == 0
+    gives a / b and NaN. Computed in d's compute type (16-bit floats in float32, as numpy)."""
+    a, b = (_as(x, d) if _is_kiln(x) else _scalar_in(x, d) for x in (a, b))
+    m = _kiln.binary(_B_FMOD, a, b)
+    if _is_kiln(b):
+        fix, neg_b, b_zero = sign(m) * sign(b) < 0, b < 0, b == 0
+    else:
+        fix, neg_b, b_zero = sign(m) * ((b > 0) - (b < 0)) < 0, b < 0, b == 0
+    if remainder:
+        r = where(fix, m + b, m)
+        z = (where(neg_b, -abs(r), abs(r)) if _is_kiln(b) else -abs(r) if neg_b else abs(r))
+        return _as(where(r == 0, z, r), d)
+    q = (a - m) / b
+    q = where(fix, q - 1, q)
+    f = floor(q)
+    f = where(q - f > 0.5, f + 1, f)
+    out = where(q == 0, (a / b) * 0, f)
+    if _is_kiln(b):
+        out = where(b_zero, a / b, out)
+    elif b_zero:
+        out = a / b
+    return _as(out, d)
+
+
+def _scalar_in(x, d):
+    """A Python number as dtype d holds it (numpy converts a weak scalar to the array's dtype
+    before its loop; kiln's own weak scalars stay in the compute type)."""
+    x = float(x)
+    if d.np is not None:
+        return float(_np.asarray(x).astype(d.np))
+    if d is bfloat16 and _math.isfinite(x):    # float32, then to nearest bfloat16, ties to even
+        w = int(_np.float32(x).view(_np.uint32))
+        w = ((w + 0x7FFF + ((w >> 16) & 1)) >> 16) << 16
+        return float(_np.uint32(w & 0xFFFFFFFF).view(_np.float32))
+    return x
+
+
 def floor_divide(x1, x2):
-    """x1 // x2 with numpy broadcasting. Integer results are lazy: floor(x1 / x2), 0 where
-    x2 == 0, as numpy's integer floor division; float results are computed by numpy on the
-    host (numpy's fmod-based rule, which differs from floor(x1 / x2) at edges)."""
+    """x1 // x2 with numpy broadcasting, lazy. Integers: floor(x1 / x2), 0 where x2 == 0, as
+    numpy's integer floor division; floats: numpy's fmod-based rule (which differs from
+    floor(x1 / x2) where x1 / x2 rounds up to an integer: 1 // 0.1 is 9)."""
     a, b, d = _operands(x1, x2, ("x1", "x2"))
     if d.kind != "f":
         return _int_divmod(a, b, d, False)
-    return _np_fallback(_np.floor_divide, a, b, d)
+    return _float_divmod(a, b, d, False)
 
 
 def mod(x1, x2):
-    """x1 % x2 with numpy broadcasting, the sign of x2's. Integer results are lazy:
-    x1 - floor_divide(x1, x2) * x2, 0 where x2 == 0, as numpy; float results are computed by
-    numpy on the host."""
+    """x1 % x2 with numpy broadcasting, lazy, the sign of x2's. Integers: x1 - floor_divide(x1,
+    x2) * x2, 0 where x2 == 0; floats: numpy's fmod-based rule (exact; a zero result takes
+    x2's sign, NaN where x2 == 0)."""
     a, b, d = _operands(x1, x2, ("x1", "x2"))
     if d.kind != "f":
         return _int_divmod(a, b, d, True)
-    return _np_fallback(_np.mod, a, b, d)
+    return _float_divmod(a, b, d, True)
 
 
 remainder = mod
@@ -2087,4 +2131,5 @@ _UFUNCS = {
     "matmul": dot, "log1p": log1p, "expm1": expm1, "sin": sin, "cos": cos, "floor": floor, "ceil": ceil,
     "rint": rint, "trunc": trunc, "isnan": isnan, "isinf": isinf, "log10": log10, "sinh": sinh, "cosh": cosh,
     "logaddexp": logaddexp, "hypot": hypot, "floor_divide": floor_divide, "remainder": mod,
+    "fmod": fmod,
 }

@@ -23,9 +23,12 @@
 
 #include "kiln.h"
 
-/* An operand expression larger than this many nodes is evaluated (and cached) before it is
- * used in a new node, so that expressions carried across loop iterations stay small. */
-#define MAX_LAZY_NODES 24
+/* An operand expression of more than this many distinct nodes is evaluated (and cached)
+ * before it is used in a new node, so that expressions carried across loop iterations stay
+ * small. Distinct: a subexpression used several times counts once, as the kernel computes it
+ * once (x - mean(x) used four times in a normalization is not four times its size). An
+ * expression assigned or evaluated is never cut, whatever its size. */
+#define MAX_LAZY_NODES 48
 
 /* ---- module state (set up once by kiln/__init__.py through _setup) ------------------ */
 
@@ -52,7 +55,8 @@ typedef struct {
     PyObject_HEAD kiln_expr *e; /* NULL once value is set */
     PyObject *ctx;              /* CtxObject */
     PyObject *value;            /* TensorObject once evaluated, else NULL */
-    Py_ssize_t size;            /* nodes in the tree (an upper bound) */
+    Py_ssize_t size;            /* nodes in the tree, shared ones counted again (an upper bound) */
+    Py_ssize_t distinct;        /* kiln_expr_nodes(e) once counted (size > MAX_LAZY_NODES), else 0 */
 } ExprObject;
 
 static PyTypeObject CtxType, TensorType, ExprType;
@@ -267,6 +271,7 @@ static PyObject *wrap_expr(kiln_expr *e, PyObject *ctx, Py_ssize_t size)
     o->ctx = ctx;
     o->value = NULL;
     o->size = size;
+    o->distinct = 0;
     return (PyObject *)o;
 }
 
@@ -308,7 +313,10 @@ static kiln_expr *to_expr(PyObject *o, PyObject **ctx, Py_ssize_t *size, int *no
     if (IS_EXPR(o)) {
         ExprObject *x = (ExprObject *)o;
         if (!*ctx) *ctx = x->ctx;
-        if (!x->value && x->size > MAX_LAZY_NODES && !materialize(x)) return NULL;
+        if (!x->value && x->size > MAX_LAZY_NODES) {
+            if (!x->distinct) x->distinct = (Py_ssize_t)kiln_expr_nodes(x->e);
+            if ((x->distinct < 0 || x->distinct > MAX_LAZY_NODES) && !materialize(x)) return NULL;
+        }
         if (x->value) {
             *size += 1;
             return kiln_t(((TensorObject *)x->value)->t);
@@ -359,11 +367,11 @@ static kiln_expr *to_expr(PyObject *o, PyObject **ctx, Py_ssize_t *size, int *no
 
 /* ---- expression builders ---------------------------------------------------------------- */
 
-enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAXIMUM, B_MINIMUM, B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE, B_COUNT };
+enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAXIMUM, B_MINIMUM, B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE, B_FMOD, B_COUNT };
 typedef kiln_expr *(*binary_fn)(kiln_expr *, kiln_expr *);
 static const binary_fn binary_fns[B_COUNT] = {kiln_add,     kiln_sub,     kiln_mul, kiln_div, kiln_pow,
                                               kiln_maximum, kiln_minimum, kiln_eq,  kiln_ne,  kiln_lt,
-                                              kiln_le,      kiln_gt,      kiln_ge};
+                                              kiln_le,      kiln_gt,      kiln_ge,  kiln_fmod};
 
 enum {
     U_NEG, U_ABS, U_SQR, U_SQRT, U_RSQRT, U_RECIPROCAL, U_EXP, U_EXP2, U_LOG, U_LOG2, U_SIGMOID, U_TANH,
@@ -419,6 +427,10 @@ static PyObject *build_unary(int op, PyObject *x)
     return wrap_expr(unary_fns[op](ex), ctx, size);
 }
 
+/* The whole right-hand side of an assignment or evaluation: an unevaluated Expr as it is
+ * (the size limit is for operands of new nodes), anything else as arg_expr converts it. */
+static kiln_expr *root_expr(PyObject *o, const char *argname, PyObject **ctx, Py_ssize_t *size);
+
 /* Converts an argument that must be usable (raises TypeError naming it otherwise). */
 static kiln_expr *arg_expr(PyObject *o, const char *argname, PyObject **ctx, Py_ssize_t *size)
 {
@@ -427,6 +439,17 @@ static kiln_expr *arg_expr(PyObject *o, const char *argname, PyObject **ctx, Py_
     if (!e && notimpl)
         PyErr_Format(PyExc_TypeError, "argument '%s': kiln cannot use a %s", argname, Py_TYPE(o)->tp_name);
     return e;
+}
+
+static kiln_expr *root_expr(PyObject *o, const char *argname, PyObject **ctx, Py_ssize_t *size)
+{
+    if (IS_EXPR(o) && !((ExprObject *)o)->value) {
+        ExprObject *x = (ExprObject *)o;
+        if (!*ctx) *ctx = x->ctx;
+        *size += x->size;
+        return kiln_expr_retain(x->e);
+    }
+    return arg_expr(o, argname, ctx, size);
 }
 
 static PyObject *m_binary(PyObject *self, PyObject *args)
@@ -612,7 +635,7 @@ static PyObject *m_eval(PyObject *self, PyObject *args)
     if (parse_dtype(dto, &dt, "dtype") < 0) return NULL;
     PyObject *ctx = NULL;
     Py_ssize_t size = 1;
-    kiln_expr *ex = arg_expr(x, "a", &ctx, &size);
+    kiln_expr *ex = root_expr(x, "a", &ctx, &size);
     if (!ex) return NULL;
     if (!ctx) ctx = (PyObject *)current_context();
     if (!ctx) {
@@ -640,7 +663,7 @@ static PyObject *m_assign(PyObject *self, PyObject *args)
     TensorObject *d = (TensorObject *)dst;
     PyObject *ctx = d->ctx;
     Py_ssize_t size = 1;
-    kiln_expr *e = arg_expr(val, "value", &ctx, &size);
+    kiln_expr *e = root_expr(val, "value", &ctx, &size);
     if (!e) return NULL;
     kiln_assign_args a = {.round = (kiln_round)round};
     kiln_status s = kiln_assign_ex(d->t, e, &a);

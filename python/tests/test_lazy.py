@@ -47,6 +47,36 @@ def test_long_chains_stay_bounded(rng):
     close(acc, ref, kn.float64, rtol=1e-12)
 
 
+def test_shared_subexpressions_stay_lazy(rng):
+    """The size limit counts distinct nodes: e + e * 0.5 twelve times is a tree of 16 381 nodes
+    but a graph of 37, one kernel, and no step of it is evaluated on the way."""
+    a, av = make(rng, (5, 6), kn.float64)
+    e, steps = a, []
+    for _ in range(12):
+        e = e + e * 0.5
+        steps.append(e)
+    assert e._nodes == 16381 and not any(s._evaluated for s in steps)
+    close(e, av * 1.5 ** 12, kn.float64, rtol=1e-12)
+    assert not any(s._evaluated for s in steps[:-1])
+
+
+def test_assigned_expression_is_not_cut(rng):
+    """Assignment and evaluation take the whole right-hand side whatever its size: the limit is
+    for operands of new nodes. 49 distinct nodes, assigned: the Expr itself stays unevaluated."""
+    a, av = make(rng, (4, 3), kn.float64)
+    e, ref = a, av.copy()
+    for _ in range(12):
+        e = e * 0.5 + 1.0
+        ref = ref * 0.5 + 1.0
+    assert e._nodes == 49 > kn._kiln.MAX_LAZY_NODES
+    out = kn.empty(4, 3, dtype=kn.float64)
+    out[...] = e
+    assert not e._evaluated
+    close(out, ref, kn.float64, rtol=1e-12)
+    close(kn.evaluate(e), ref, kn.float64, rtol=1e-12)
+    assert not e._evaluated
+
+
 def test_random_node_used_twice():
     g = kn.rand()
     out = kn.empty(50, 20)

@@ -1,5 +1,5 @@
 """numpy functions beyond the core set: isnan/isinf/nan_to_num, log10/sinh/cosh, logaddexp,
-hypot, count_nonzero, isclose/allclose/array_equal, integer // and %, eye/identity/linspace,
+hypot, count_nonzero, isclose/allclose/array_equal, integer and float // and % and fmod, eye/identity/linspace,
 flip/ravel/stack/split/tril/triu/outer/tile/repeat/diag. Each against numpy on random data,
 several dtypes, odd shapes and non-contiguous views, with NaN/inf and empty edge cases,
 lazy results assigned into poisoned outputs, and bad arguments named in the error."""
@@ -373,6 +373,86 @@ def test_int_floor_divide_mod(rng, dt):
     # numpy's ufuncs stay in kiln
     assert isinstance(np.floor_divide(a, b), kn.Expr) and isinstance(np.remainder(an, b), kn.Expr)
     np.testing.assert_array_equal(np.remainder(a, 3).get(), an % 3)
+
+
+def _bf16(v):
+    """float32 values rounded to the nearest bfloat16 (ties to even), as float32."""
+    v = np.atleast_1d(np.asarray(v, dtype=np.float32))
+    w = v.view(np.uint32).astype(np.int64)
+    w = ((w + 0x7FFF + ((w >> 16) & 1)) >> 16) << 16
+    out = (w & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(v), np.float32(np.nan), out)
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=lambda d: d.name)
+def test_float_floor_divide_mod_fmod(rng, dt):
+    """Float //, %, divmod and fmod are lazy and give numpy's bits: the fmod-based rule (1 // 0.1
+    is 9, not floor(10.0)), signed zeros, zero and infinite divisors, NaN; on a non-contiguous
+    view, a broadcast row, Python floats on either side (rounded to the dtype first, as numpy)
+    and numpy's ufuncs. bfloat16 (no numpy dtype) against numpy in float32, rounded."""
+    edge_a = [5.5, -5.5, 5.5, -5.5, 1.0, 0.0, -0.0, np.inf, 3.0, -3.0, 1.0, -1.0, 0.3, 7.0, np.nan, 2.0, -2.0, 0.0]
+    edge_b = [2, 2, -2, -2, 0, 3, -3, 2, np.inf, np.inf, 0.1, 0.1, -0.1, -0.0, 2, -np.inf, np.inf, -0.0]
+    npdt = dt.np.type if dt.np is not None else np.float32
+    av = np.concatenate([edge_a, rng.uniform(-9, 9, 9 * 14 - len(edge_a))]).reshape(9, 14).astype(npdt)
+    bv = np.concatenate([edge_b, rng.uniform(-3, 3, 14 - len(edge_b) % 14)])[:14].astype(npdt)
+    bv[rng.integers(0, 14)] = 0.25
+    if dt is kn.bfloat16:
+        av, bv = _bf16(av), _bf16(bv)
+    a, b = kn.array(av, dtype=dt), kn.array(bv, dtype=dt)
+    s = kn.array(av, dtype=dt)[1::2, ::-3]          # a (4, 5) view; its row operand b[:5]
+    sn, bs, bsn = av[1::2, ::-3], b[:5], bv[:5]
+
+    def fix(x):
+        return _bf16(x) if dt is kn.bfloat16 else x
+
+    def sc(x):                                       # a Python float as numpy sees it beside dt
+        return float(_bf16(np.float32(x))[0]) if dt is kn.bfloat16 else npdt(x)
+
+    with np.errstate(all="ignore"):
+        cases = [
+            ("a // b", a // b, np.floor_divide(av, bv)), ("a % b", a % b, np.remainder(av, bv)),
+            ("fmod", kn.fmod(a, b), np.fmod(av, bv)), ("b // a", b // a, np.floor_divide(bv, av)),
+            ("view // row", s // bs, np.floor_divide(sn, bsn)), ("view % row", s % bs, np.remainder(sn, bsn)),
+            ("a // 0.1", a // 0.1, np.floor_divide(av, sc(0.1))), ("a % 0.1", a % 0.1, np.remainder(av, sc(0.1))),
+            ("fmod(a, 0.1)", kn.fmod(a, 0.1), np.fmod(av, sc(0.1))),
+            ("7.3 // b", 7.3 // b, np.floor_divide(sc(7.3), bv)), ("-7.3 % b", -7.3 % b, np.remainder(sc(-7.3), bv)),
+            ("a // -0.0", a // -0.0, np.floor_divide(av, sc(-0.0))), ("a % 0", a % 0, np.remainder(av, sc(0))),
+            ("divmod q", divmod(a, b)[0], np.divmod(av, bv)[0]), ("divmod r", divmod(a, b)[1], np.divmod(av, bv)[1]),
+            ("np.floor_divide", np.floor_divide(a, b), np.floor_divide(av, bv)),
+            ("np.remainder", np.remainder(a, 2.5), np.remainder(av, sc(2.5))), ("np.fmod", np.fmod(a, b), np.fmod(av, bv)),
+        ]
+    for name, got, want in cases:
+        assert isinstance(got, kn.Expr), name
+        assert got.dtype is dt, (name, got.dtype)
+        want = fix(np.asarray(want, dtype=npdt))
+        out = poisoned(want.shape, dt)
+        out[...] = got
+        for g in (out.get(), got.get()):
+            g = np.asarray(g, dtype=np.float64)
+            w = want.astype(np.float64)
+            same = ((g == w) & (np.signbit(g) == np.signbit(w))) | (np.isnan(g) & np.isnan(w))
+            assert same.all(), (name, g[~same][:5], w[~same][:5])
+    assert (kn.array(np.array([1.0], dtype=np.float64)) // 0.1).get().tolist() == [9.0]
+    t = kn.array(av, dtype=dt)
+    ident = id(t)
+    t //= 0.5
+    t %= 3.0
+    assert id(t) == ident
+    with np.errstate(all="ignore"):
+        want = fix(np.remainder(fix(np.floor_divide(av, sc(0.5))), sc(3.0)).astype(npdt))
+    g, w = t.get().astype(np.float64), want.astype(np.float64)
+    assert (((g == w) & (np.signbit(g) == np.signbit(w))) | (np.isnan(g) & np.isnan(w))).all()
+
+
+@pytest.mark.parametrize("dt", INTS, ids=lambda d: d.name)
+def test_int_fmod(rng, dt):
+    """Integer fmod: C's (the dividend's sign), 0 for a zero divisor (numpy), the dtype kept."""
+    a, an, b, bn = int_operands(rng, dt)
+    with np.errstate(all="ignore"):
+        for got, want in ((kn.fmod(a, b), np.fmod(an, bn)), (kn.fmod(b, a), np.fmod(bn, an)),
+                          (kn.fmod(a, 7), np.fmod(an, dt.np.type(7))), (np.fmod(a, b), np.fmod(an, bn))):
+            assert isinstance(got, kn.Expr) and got.dtype is dt
+            np.testing.assert_array_equal(got.get(), want)
 
 
 def test_int_floor_divide_mixed_dtypes_and_errors(rng):

@@ -785,6 +785,54 @@ const int64_t *kiln_expr_shape(const kiln_expr *e)
     return e ? e->shape : NULL;
 }
 
+/* A depth-first walk over the graph with an open-addressing set of the nodes seen (a power
+ * of two at least twice the nodes, grown as they come). */
+int64_t kiln_expr_nodes(const kiln_expr *e)
+{
+    if (!e) return 0;
+    size_t cap = 64, n = 0, top = 0, stack_cap = 64;
+    const kiln_expr **set = calloc(cap, sizeof *set), **stack = malloc(stack_cap * sizeof *stack);
+    int64_t result = -1;
+    if (!set || !stack) goto done;
+    stack[top++] = e;
+    while (top) {
+        const kiln_expr *x = stack[--top];
+        size_t h = ((uintptr_t)x >> 4) * 0x9E3779B97F4A7C15ull & (cap - 1);
+        while (set[h] && set[h] != x) h = (h + 1) & (cap - 1);
+        if (set[h]) continue;
+        set[h] = x;
+        if (++n * 2 > cap) {
+            size_t ncap = cap * 2;
+            const kiln_expr **ns = calloc(ncap, sizeof *ns);
+            if (!ns) goto done;
+            for (size_t i = 0; i < cap; i++) {
+                if (!set[i]) continue;
+                size_t g = ((uintptr_t)set[i] >> 4) * 0x9E3779B97F4A7C15ull & (ncap - 1);
+                while (ns[g]) g = (g + 1) & (ncap - 1);
+                ns[g] = set[i];
+            }
+            free(set);
+            set = ns;
+            cap = ncap;
+        }
+        for (int c = 0; c < x->nchild; c++) {
+            if (!x->child[c]) continue;
+            if (top == stack_cap) {
+                const kiln_expr **nst = realloc(stack, stack_cap * 2 * sizeof *nst);
+                if (!nst) goto done;
+                stack = nst;
+                stack_cap *= 2;
+            }
+            stack[top++] = x->child[c];
+        }
+    }
+    result = (int64_t)n;
+done:
+    free(set);
+    free(stack);
+    return result;
+}
+
 kiln_dtype kiln_expr_dtype(const kiln_expr *e)
 {
     if (!e || e->kind == KILN_EN_ERROR) return KILN_DTYPE_AUTO;
