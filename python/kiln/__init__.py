@@ -430,6 +430,26 @@ class _Methods:
             return NotImplemented
         return getattr(ufunc, method)(*conv, **kwargs)
 
+    # -- numpy protocol: np.where, np.concatenate, np.tril ... on kiln operands run kiln's own
+    # function where kiln has it and the call's arguments fit it; every other numpy function
+    # runs numpy's implementation as before (np.sum(t) calls t.sum and stays lazy) --
+    def __array_function__(self, func, types, args, kwargs):
+        fn = _ARRAY_FUNCTIONS.get(func)
+        if fn is not None:
+            try:
+                out = _array_function_signature(fn).bind(*args, **kwargs).arguments.get("out")
+            except TypeError:           # numpy arguments kiln's function lacks: numpy's way
+                fn = None
+            else:
+                if out is not None and not isinstance(out, Tensor):    # a numpy out=: numpy's way
+                    fn = None
+            if fn is not None:
+                return fn(*args, **kwargs)
+        impl = getattr(func, "_implementation", None)
+        if impl is not None:
+            return impl(*args, **kwargs)
+        return func(*_numpy_tree(args), **_numpy_tree(kwargs))
+
     # -- shape --
     def reshape(self, *shape):
         if len(shape) == 1 and not isinstance(shape[0], _numbers.Integral):
@@ -2120,6 +2140,38 @@ def from_dlpack(obj, ctx=None, copy=None):
     if not hasattr(obj, "__cuda_array_interface__"):
         raise TypeError(f"argument 'obj': {why or 'a device array without __cuda_array_interface__ to copy from'}")
     return _from_device(obj, None, c)
+
+
+# numpy functions whose leading arguments mean what kiln's namesakes' do (the reductions are
+# left out: numpy's 4th positional is out=, kiln's keepdims; they reach kiln through the
+# methods numpy calls)
+_ARRAY_FUNCTION_NAMES = (
+    "where", "concatenate", "stack", "vstack", "hstack", "split", "array_split", "tril", "triu", "outer",
+    "tile", "repeat", "diag", "flip", "fliplr", "flipud", "ravel", "squeeze", "expand_dims", "broadcast_to",
+    "transpose", "reshape", "clip", "round", "around", "fix", "nan_to_num", "count_nonzero", "isclose",
+    "allclose", "array_equal", "zeros_like", "ones_like", "full_like", "empty_like", "dot",
+)
+_ARRAY_FUNCTIONS = {getattr(_np, n): globals()[n] for n in _ARRAY_FUNCTION_NAMES if hasattr(_np, n)}
+_ARRAY_FUNCTION_SIGNATURES = {}
+
+
+def _array_function_signature(fn):
+    sig = _ARRAY_FUNCTION_SIGNATURES.get(fn)
+    if sig is None:
+        import inspect
+        sig = _ARRAY_FUNCTION_SIGNATURES[fn] = inspect.signature(fn)
+    return sig
+
+
+def _numpy_tree(x):
+    """x with every kiln value inside lists, tuples and dicts replaced by its numpy array."""
+    if _is_kiln(x):
+        return _np.asarray(x)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_numpy_tree(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _numpy_tree(v) for k, v in x.items()}
+    return x
 
 
 _UFUNCS = {

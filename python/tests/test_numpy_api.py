@@ -853,3 +853,51 @@ def test_numpy_reduction_functions_stay_in_kiln(rng):
     close(out, xv.astype(np.float64).sum(axis=1), kn.float32, rtol=1e-5)
     with pytest.raises(TypeError, match="'out'"):
         x.sum(out=np.zeros(1))
+
+
+# ---------------------------------------------------------------------------------------
+# numpy's functions on kiln operands (__array_function__)
+# ---------------------------------------------------------------------------------------
+
+
+def test_array_function_dispatch(rng):
+    """numpy functions kiln has run kiln's (lazy where kiln's are), with numpy's arguments;
+    arguments kiln's function lacks, or a numpy out=, take numpy's own implementation; numpy
+    functions kiln lacks still work (numpy converts the operands) and np.sum stays lazy."""
+    av = rng.uniform(-2, 2, size=(5, 6)).astype(np.float32)
+    a = kn.array(av)
+    n = np.ones((5, 6), dtype=np.float32)
+    lazy = [
+        (np.where(a > 0, a, 0), np.where(av > 0, av, 0)), (np.clip(a, -1, 0.5), np.clip(av, -1, 0.5)),
+        (np.tril(a, -1), np.tril(av, -1)), (np.round(a, 1), np.round(av, 1)),
+        (np.nan_to_num(a), np.nan_to_num(av)), (np.sum(a, axis=1), av.sum(1)), (np.outer(a[0], a[1]), np.outer(av[0], av[1])),
+    ]
+    for i, (got, want) in enumerate(lazy):
+        assert isinstance(got, kn.Expr), i
+        np.testing.assert_allclose(got.get(), want, rtol=1e-6, err_msg=str(i))
+    kiln_values = [
+        (np.concatenate([a, n], axis=1), np.concatenate([av, n], axis=1)), (np.stack([a, a]), np.stack([av, av])),
+        (np.reshape(a, (6, 5)), av.reshape(6, 5)), (np.transpose(a), av.T), (np.flip(a, 0), av[::-1]),
+        (np.zeros_like(a), np.zeros_like(av)), (np.dot(a, a.T), av @ av.T),
+    ]
+    for i, (got, want) in enumerate(kiln_values):
+        assert isinstance(got, (kn.Tensor, kn.Expr)), i
+        np.testing.assert_allclose(got.get(), want, rtol=1e-5, atol=1e-6, err_msg=str(i))
+    o = kn.empty(10, 6)
+    assert np.concatenate([a, a], out=o) is o
+    np.testing.assert_array_equal(o.get(), np.concatenate([av, av]))
+    assert np.allclose(a, av) is True and np.array_equal(a, a) is True
+    # numpy's way: a numpy out=, an argument kiln lacks, a form kiln lacks, functions kiln lacks
+    on = np.zeros((5, 5), dtype=np.float32)
+    assert np.dot(a, a.T, out=on) is on
+    np.testing.assert_allclose(on, av @ av.T, rtol=1e-5, atol=1e-6)
+    s64 = np.stack([a, a], dtype=np.float64)
+    assert isinstance(s64, np.ndarray) and s64.dtype == np.float64
+    np.testing.assert_array_equal(s64, np.stack([av, av]).astype(np.float64))
+    rows, cols = np.where(a > 0)
+    wr, wc = np.where(av > 0)
+    np.testing.assert_array_equal(rows, wr)
+    np.testing.assert_array_equal(cols, wc)
+    np.testing.assert_array_equal(np.sort(a, axis=1), np.sort(av, axis=1))
+    np.testing.assert_allclose(np.linalg.norm(a), np.linalg.norm(av), rtol=1e-6)
+    np.testing.assert_allclose(np.cumsum(a, axis=0), np.cumsum(av, axis=0), rtol=1e-6)
