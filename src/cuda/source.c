@@ -97,22 +97,10 @@ static const char prelude_src[] =
     "template <class T> __device__ __forceinline__ signed char kiln_to_i8(T x) { return x != x ? 0 : x <= (T)-128 ? -128 : x >= (T)127 ? 127 : (signed char)x; }\n"
     "template <class T> __device__ __forceinline__ unsigned char kiln_to_u8(T x) { return x != x ? 0 : x <= (T)0 ? 0 : x >= (T)255 ? 255 : (unsigned char)x; }\n"
     "template <class T> __device__ __forceinline__ int kiln_to_i32(T x) { return x != x ? 0 : x <= (T)-2147483648.0 ? (-2147483647 - 1) : x >= (T)2147483647.0 ? 2147483647 : (int)x; }\n"
-    /* f folds a value into a thread's partial (fixed order); g merges two threads' partials
-     * across lanes and warps, where both orders occur (lane l takes g(mine, l ^ o)'s, lane
-     * l ^ o the reverse), so g(a, b) and g(b, a) must give the same bits: then every lane
-     * ends with its row's one value, as a reduction broadcast back into its row needs. Sums
-     * and products commute bit for bit; max and min order -0 below +0 and make a NaN
-     * canonical (a + b) in g, where f would return one side's zero or NaN. */
-    "struct kiln_op_sum { template <class T> __device__ __forceinline__ static T f(T a, T b) { return a + b; }\n"
-    "  template <class T> __device__ __forceinline__ static T g(T a, T b) { return a + b; } };\n"
-    "struct kiln_op_prod { template <class T> __device__ __forceinline__ static T f(T a, T b) { return a * b; }\n"
-    "  template <class T> __device__ __forceinline__ static T g(T a, T b) { return a * b; } };\n"
-    "struct kiln_op_max { template <class T> __device__ __forceinline__ static T f(T a, T b) { return (a != a || a > b) ? a : b; }\n"
-    "  template <class T> __device__ __forceinline__ static T g(T a, T b) {\n"
-    "    return (a != a || b != b) ? a + b : a > b ? a : b > a ? b : signbit(a) ? b : a; } };\n"
-    "struct kiln_op_min { template <class T> __device__ __forceinline__ static T f(T a, T b) { return (a != a || a < b) ? a : b; }\n"
-    "  template <class T> __device__ __forceinline__ static T g(T a, T b) {\n"
-    "    return (a != a || b != b) ? a + b : a < b ? a : b < a ? b : signbit(a) ? a : b; } };\n"
+    "struct kiln_op_sum { static constexpr bool commutes = true; template <class T> __device__ __forceinline__ static T f(T a, T b) { return a + b; } };\n"
+    "struct kiln_op_prod { static constexpr bool commutes = true; template <class T> __device__ __forceinline__ static T f(T a, T b) { return a * b; } };\n"
+    "struct kiln_op_max { static constexpr bool commutes = false; template <class T> __device__ __forceinline__ static T f(T a, T b) { return (a != a || a > b) ? a : b; } };\n"
+    "struct kiln_op_min { static constexpr bool commutes = false; template <class T> __device__ __forceinline__ static T f(T a, T b) { return (a != a || a < b) ? a : b; } };\n"
     /* arg reductions: (value, index), index < 0 = nothing seen; first index wins ties; NaN
      * counts as the extreme (the first NaN wins). */
     "template <int MAXI, class T> __device__ __forceinline__ void kiln_arg_comb(T &v, long long &i, T v2, long long i2) {\n"
@@ -155,16 +143,23 @@ static const char prelude_src[] =
     "template <class Op, class T> __device__ __forceinline__ T kiln_row_red(T v, void *smv) {\n"
     "  T *sm = (T *)smv;\n"
     "#pragma unroll\n"
-    "  for (int o = 16; o > 0; o >>= 1) v = Op::g(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
+    "  for (int o = 16; o > 0; o >>= 1) v = Op::f(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
     "  const int nwarp = blockDim.x >> 5;\n"
     "  if (nwarp == 1) return v;\n"
     "  if ((threadIdx.x & 31) == 0) sm[threadIdx.y * nwarp + (threadIdx.x >> 5)] = v;\n"
     "  __syncthreads();\n"
+    "  T r;\n"
+    "  if (Op::commutes) {\n"
     /* every warp combines the nwarp (a power of two) partials with the same butterfly, lane l
-     * starting from partial l % nwarp: one load and log2(nwarp) merges a thread, not nwarp
-     * loads and merges; g's symmetry leaves every lane of every warp with the same bits */
-    "  T r = sm[threadIdx.y * nwarp + ((threadIdx.x & 31) & (nwarp - 1))];\n"
-    "  for (int o = nwarp >> 1; o > 0; o >>= 1) r = Op::g(r, __shfl_xor_sync(0xffffffffu, r, o));\n"
+     * starting from partial l % nwarp: one load and log2(nwarp) steps a thread, not nwarp loads
+     * and combinations. Op(a, b) == Op(b, a) bit for bit, so every lane of every warp ends with
+     * the same bits, as the serial walk below gives (max/min are not: their +0 and -0) */
+    "    r = sm[threadIdx.y * nwarp + ((threadIdx.x & 31) & (nwarp - 1))];\n"
+    "    for (int o = nwarp >> 1; o > 0; o >>= 1) r = Op::f(r, __shfl_xor_sync(0xffffffffu, r, o));\n"
+    "  } else {\n"
+    "    r = sm[threadIdx.y * nwarp];\n"
+    "    for (int w = 1; w < nwarp; w++) r = Op::f(r, sm[threadIdx.y * nwarp + w]);\n"
+    "  }\n"
     "  __syncthreads();\n"
     "  return r;\n"
     "}\n"
