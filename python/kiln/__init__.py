@@ -1721,12 +1721,18 @@ def transpose(a, axes=None):
 
 
 def expand_dims(a, axis):
+    """A view of a with new axes of size 1 at `axis` (an int or a tuple of ints: positions in
+    the result, as numpy's)."""
     v = _kiln.value(asarray(a))
-    nd = v.ndim + 1
-    if not -nd <= axis < nd:
-        raise ShapeError(f"argument 'axis': {axis} is out of range for the result's {nd} axes")
-    axis %= nd
-    return v[(slice(None),) * axis + (None,)]
+    axes = _axes(axis)
+    nd = v.ndim + len(axes)
+    for ax in axes:
+        if not -nd <= ax < nd:
+            raise ShapeError(f"argument 'axis': {ax} is out of range for the result's {nd} axes")
+    new = sorted(ax % nd for ax in axes)
+    if len(set(new)) != len(new):
+        raise ArgumentError(f"argument 'axis': {axis!r} repeats an axis")
+    return v[tuple(None if k in new else slice(None) for k in range(nd))]
 
 
 def squeeze(a, axis=None):
@@ -1744,10 +1750,15 @@ def squeeze(a, axis=None):
 
 
 def concatenate(arrays, axis=0, out=None):
-    """A new tensor of the arrays joined along axis (each one assigned into its slice)."""
+    """A new tensor of the arrays joined along axis (each one assigned into its slice); axis
+    None joins them flattened, as numpy's."""
     parts = [asarray(a) for a in arrays]
     if not parts:
         raise ArgumentError("argument 'arrays': needs at least one array")
+    if axis is None:
+        parts, axis = [ravel(p) for p in parts], 0
+    elif not isinstance(axis, _numbers.Integral) or isinstance(axis, bool):
+        raise TypeError(f"argument 'axis': {axis!r} is not None or an int")
     nd = parts[0].ndim
     if nd == 0:
         raise ShapeError("argument 'arrays': zero-dimensional arrays cannot be concatenated")

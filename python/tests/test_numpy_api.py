@@ -901,3 +901,24 @@ def test_array_function_dispatch(rng):
     np.testing.assert_array_equal(np.sort(a, axis=1), np.sort(av, axis=1))
     np.testing.assert_allclose(np.linalg.norm(a), np.linalg.norm(av), rtol=1e-6)
     np.testing.assert_allclose(np.cumsum(a, axis=0), np.cumsum(av, axis=0), rtol=1e-6)
+
+
+def test_expand_dims_tuple_and_concatenate_flat(rng):
+    """expand_dims takes numpy's tuple of result positions (a view, also of a transposed
+    tensor); concatenate with axis=None joins the arrays flattened; bad axes are named."""
+    av = rng.uniform(-1, 1, size=(3, 4)).astype(np.float32)
+    a, an = kn.array(av).T, av.T
+    for ax in (0, -1, 2, (0, 1), (0, -1), (1, 3), (-1, -2), ()):
+        got, want = kn.expand_dims(a, ax), np.expand_dims(an, ax)
+        assert isinstance(got, kn.Tensor) and got.shape == want.shape, ax
+        np.testing.assert_array_equal(got.get(), want)
+        assert np.expand_dims(a, ax).shape == want.shape
+    with pytest.raises(kn.ArgumentError, match="'axis'"):
+        kn.expand_dims(a, (0, 0))
+    with pytest.raises(kn.ShapeError, match="'axis'"):
+        kn.expand_dims(a, (0, 4))
+    for got in (kn.concatenate([a, av], axis=None), np.concatenate([a, av], axis=None)):
+        assert isinstance(got, kn.Tensor) and got.shape == (24,)
+        np.testing.assert_array_equal(got.get(), np.concatenate([an, av], axis=None))
+    with pytest.raises(TypeError, match="'axis'"):
+        kn.concatenate([a, a], axis=1.0)
