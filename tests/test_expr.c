@@ -199,6 +199,18 @@ static const kiln_dtype test_dtypes[] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DT
 
 /* The rounding functions at ties, signed zeros and the float edge, on every dtype they keep; log1p and expm1 where
  * log(1 + x) and exp(x) - 1 lose every digit. */
+/* e (consumed), of dtype i32, assigned to a poisoned 1-D i32 tensor of n elements: exactly want. */
+static void check_i32(const char *what, kiln_expr *e, const double *want, int64_t n)
+{
+    CHECK(kiln_expr_dtype(e) == KILN_DTYPE_I32);
+    kiln_tensor *dst = poisoned(KILN_DTYPE_I32, 1, &n);
+    CHECK_OK(ctx, kiln_assign(dst, e));
+    double *got = read_all(dst);
+    compare(what, got, want, n, 0);
+    free(got);
+    kiln_tensor_release(dst);
+}
+
 /* fmod at the signs (the result takes a's), a zero divisor and infinities (NaN; an infinite
  * divisor gives a back), a zero dividend (its sign kept), a huge quotient (exact, unlike
  * a - trunc(a / b) * b), and integers (a zero divisor stores 0). */
@@ -228,14 +240,7 @@ static void test_fmod_edges(void)
     const double ia[5] = {7, -7, 7, -7, 5}, ib[5] = {3, 3, -3, -3, 0}, iw[5] = {1, -1, 1, -1, 0};
     int64_t n5[1] = {5};
     arr a = from_host(KILN_DTYPE_I32, 1, n5, ia), b = from_host(KILN_DTYPE_I32, 1, n5, ib);
-    kiln_expr *e = kiln_fmod(kiln_t(a.t), kiln_t(b.t));
-    CHECK(kiln_expr_dtype(e) == KILN_DTYPE_I32);
-    kiln_tensor *dst = poisoned(KILN_DTYPE_I32, 1, n5);
-    CHECK_OK(ctx, kiln_assign(dst, e));
-    double *got = read_all(dst);
-    compare("fmod i32", got, iw, 5, 0);
-    free(got);
-    kiln_tensor_release(dst);
+    check_i32("fmod i32", kiln_fmod(kiln_t(a.t), kiln_t(b.t)), iw, 5);
     arr_free(&a);
     arr_free(&b);
 }
@@ -274,16 +279,7 @@ static void test_unary_edges(void)
     double iv[5] = {-7, -1, 0, 3, 120};
     int64_t n5[1] = {5};
     arr xi = from_host(KILN_DTYPE_I32, 1, n5, iv);
-    for (int f = 0; f < 4; f++) {
-        kiln_expr *e = r[f].fn(kiln_t(xi.t));
-        CHECK(kiln_expr_dtype(e) == KILN_DTYPE_I32);
-        kiln_tensor *dst = poisoned(KILN_DTYPE_I32, 1, n5);
-        CHECK_OK(ctx, kiln_assign(dst, e));
-        double *got = read_all(dst);
-        compare("rounding i32", got, iv, 5, 0);
-        free(got);
-        kiln_tensor_release(dst);
-    }
+    for (int f = 0; f < 4; f++) check_i32("rounding i32", r[f].fn(kiln_t(xi.t)), iv, 5);
     kiln_expr *es = kiln_sin(kiln_t(xi.t));
     CHECK(kiln_expr_dtype(es) == KILN_DTYPE_F32);
     kiln_expr_release(es);
