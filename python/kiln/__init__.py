@@ -1385,24 +1385,15 @@ def _float_divmod(a, b, d, remainder):
     gives a / b and NaN. Computed in d's compute type (16-bit floats in float32, as numpy)."""
     a, b = (_as(x, d) if _is_kiln(x) else _scalar_in(x, d) for x in (a, b))
     m = _kiln.binary(_B_FMOD, a, b)
-    if _is_kiln(b):
-        fix, neg_b, b_zero = sign(m) * sign(b) < 0, b < 0, b == 0
-    else:
-        fix, neg_b, b_zero = sign(m) * ((b > 0) - (b < 0)) < 0, b < 0, b == 0
+    fix = sign(m) * (sign(b) if _is_kiln(b) else (b > 0) - (b < 0)) < 0    # (where() takes a bool too)
     if remainder:
         r = where(fix, m + b, m)
-        z = (where(neg_b, -abs(r), abs(r)) if _is_kiln(b) else -abs(r) if neg_b else abs(r))
-        return _as(where(r == 0, z, r), d)
+        return _as(where(r == 0, where(b < 0, -abs(r), abs(r)), r), d)
     q = (a - m) / b
     q = where(fix, q - 1, q)
     f = floor(q)
     f = where(q - f > 0.5, f + 1, f)
-    out = where(q == 0, (a / b) * 0, f)
-    if _is_kiln(b):
-        out = where(b_zero, a / b, out)
-    elif b_zero:
-        out = a / b
-    return _as(out, d)
+    return _as(where(b == 0, a / b, where(q == 0, (a / b) * 0, f)), d)
 
 
 def _scalar_in(x, d):

@@ -427,10 +427,6 @@ static PyObject *build_unary(int op, PyObject *x)
     return wrap_expr(unary_fns[op](ex), ctx, size);
 }
 
-/* The whole right-hand side of an assignment or evaluation: an unevaluated Expr as it is
- * (the size limit is for operands of new nodes), anything else as arg_expr converts it. */
-static kiln_expr *root_expr(PyObject *o, const char *argname, PyObject **ctx, Py_ssize_t *size);
-
 /* Converts an argument that must be usable (raises TypeError naming it otherwise). */
 static kiln_expr *arg_expr(PyObject *o, const char *argname, PyObject **ctx, Py_ssize_t *size)
 {
@@ -441,6 +437,8 @@ static kiln_expr *arg_expr(PyObject *o, const char *argname, PyObject **ctx, Py_
     return e;
 }
 
+/* The whole right-hand side of an assignment or evaluation: an unevaluated Expr as it is
+ * (the size limit is for operands of new nodes), anything else as arg_expr converts it. */
 static kiln_expr *root_expr(PyObject *o, const char *argname, PyObject **ctx, Py_ssize_t *size)
 {
     if (IS_EXPR(o) && !((ExprObject *)o)->value) {
