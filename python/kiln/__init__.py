@@ -45,7 +45,8 @@ __all__ = [
     "gelu", "any", "all", "isnan", "isinf", "nan_to_num", "log10", "sinh", "cosh", "logaddexp", "hypot",
     "count_nonzero", "isclose", "allclose", "array_equal", "floor_divide", "mod", "remainder", "fmod", "eye", "identity",
     "linspace", "flip", "fliplr", "flipud", "ravel", "vstack", "hstack", "split", "array_split", "tril", "triu",
-    "outer", "tile", "repeat", "diag", "prod",
+    "outer", "tile", "repeat", "diag", "prod", "swapaxes", "moveaxis", "copy", "diff", "atleast_1d",
+    "atleast_2d", "atleast_3d", "softmax", "log_softmax",
 ]
 
 __version__ = _kiln.version()
@@ -488,10 +489,7 @@ class _Methods:
         return diag(self, offset)
 
     def swapaxes(self, a, b):
-        nd = self.ndim
-        axes = list(range(nd))
-        axes[a], axes[b] = axes[b], axes[a]
-        return _kiln.value(self)._permute(axes)
+        return swapaxes(self, a, b)
 
     def broadcast_to(self, shape):
         return _kiln.value(self)._broadcast_to(tuple(shape))
@@ -1829,6 +1827,111 @@ def flipud(m):
     return v[::-1]
 
 
+def _axis_in(ax, nd, argname):
+    """An int axis of an nd-axis tensor, made non-negative; errors name the argument."""
+    if not isinstance(ax, _numbers.Integral) or isinstance(ax, bool):
+        raise TypeError(f"argument '{argname}': {ax!r} is not an int")
+    if not -nd <= ax < nd:
+        raise ShapeError(f"argument '{argname}': {ax} is out of range for {nd} axes")
+    return int(ax) % nd
+
+
+def swapaxes(a, axis1, axis2):
+    """A view of a with axes axis1 and axis2 exchanged."""
+    v = _kiln.value(_kiln_arg(a, "a"))
+    i, j = _axis_in(axis1, v.ndim, "axis1"), _axis_in(axis2, v.ndim, "axis2")
+    axes = list(range(v.ndim))
+    axes[i], axes[j] = j, i
+    return v._permute(axes)
+
+
+def moveaxis(a, source, destination):
+    """A view of a with the axes `source` (an int or a sequence) moved to the positions
+    `destination`, the others keeping their order (numpy's)."""
+    v = _kiln.value(_kiln_arg(a, "a"))
+    nd = v.ndim
+    src = [_axis_in(x, nd, "source") for x in (source if isinstance(source, (tuple, list)) else (source,))]
+    dst = [_axis_in(x, nd, "destination") for x in (destination if isinstance(destination, (tuple, list))
+                                                       else (destination,))]
+    if len(src) != len(dst):
+        raise ArgumentError(f"argument 'destination': {len(dst)} axes for {len(src)} in 'source'")
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ArgumentError(f"argument 'source' / 'destination': an axis repeats ({source!r}, {destination!r})")
+    order = [k for k in range(nd) if k not in src]
+    for d, k in sorted(zip(dst, src)):
+        order.insert(d, k)
+    return v._permute(order)
+
+
+def copy(a):
+    """A new tensor with a's values (an Expr is evaluated)."""
+    return _kiln.value(_kiln_arg(a, "a")).copy()
+
+
+def diff(a, n=1, axis=-1):
+    """Lazy n-th difference along axis (numpy's): out[i] = a[i + 1] - a[i], n times; integers
+    stay integers (saturating, as kiln's stores)."""
+    if not isinstance(n, _numbers.Integral) or isinstance(n, bool) or n < 0:
+        raise ArgumentError(f"argument 'n': the order must be an int >= 0, got {n!r}")
+    v = _kiln.value(_kiln_arg(a, "a"))
+    if v.ndim == 0:
+        raise ShapeError("argument 'a': diff needs at least one axis")
+    ax = _axis_in(axis, v.ndim, "axis")
+    out = v
+    for _ in range(int(n)):
+        out = _kiln.value(out)     # the previous order's difference, evaluated, to slice
+        hi = (slice(None),) * ax + (slice(1, None),)
+        lo = (slice(None),) * ax + (slice(None, -1),)
+        out = out[hi] - out[lo]
+    return out
+
+
+def _atleast(arys, nd):
+    out = []
+    for i, a in enumerate(arys):
+        v = _kiln.value(_kiln_arg(a, f"arys[{i}]"))
+        if v.ndim < nd:
+            if nd == 3 and v.ndim == 2:
+                v = v[:, :, None]
+            elif nd == 3 and v.ndim == 1:
+                v = v[None, :, None]
+            else:
+                v = v[(None,) * (nd - v.ndim)]
+        out.append(v)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_1d(*arys):
+    """Views with at least 1 axis (a scalar becomes shape (1,)); one array or a list, as numpy."""
+    return _atleast(arys, 1)
+
+
+def atleast_2d(*arys):
+    """Views with at least 2 axes ((N,) becomes (1, N))."""
+    return _atleast(arys, 2)
+
+
+def atleast_3d(*arys):
+    """Views with at least 3 axes ((N,) becomes (1, N, 1), (M, N) becomes (M, N, 1))."""
+    return _atleast(arys, 3)
+
+
+def softmax(x, axis=None):
+    """Lazy exp(x - max(x)) / sum(exp(x - max(x))) over axis (None: all; scipy.special's
+    softmax), one fused plan with the max and the sum broadcast back; integers give float32."""
+    t, r = _float_operand(x)
+    e = exp(t - max(t, axis=axis, keepdims=True))
+    return _as(e / sum(e, axis=axis, keepdims=True), r)
+
+
+def log_softmax(x, axis=None):
+    """Lazy x - max(x) - log(sum(exp(x - max(x)))) over axis (None: all), without overflow;
+    integers give float32."""
+    t, r = _float_operand(x)
+    s = t - max(t, axis=axis, keepdims=True)
+    return _as(s - log(sum(exp(s), axis=axis, keepdims=True)), r)
+
+
 def ravel(a):
     """a as 1-D: a view where the layout allows, else a copy (numpy's rule)."""
     return _kiln.value(_kiln_arg(a, "a")).reshape(-1)
@@ -2151,7 +2254,8 @@ _ARRAY_FUNCTION_NAMES = (
     "where", "concatenate", "stack", "vstack", "hstack", "split", "array_split", "tril", "triu", "outer",
     "tile", "repeat", "diag", "flip", "fliplr", "flipud", "ravel", "squeeze", "expand_dims", "broadcast_to",
     "transpose", "reshape", "clip", "round", "around", "fix", "nan_to_num", "count_nonzero", "isclose",
-    "allclose", "array_equal", "zeros_like", "ones_like", "full_like", "empty_like", "dot",
+    "allclose", "array_equal", "zeros_like", "ones_like", "full_like", "empty_like", "dot", "swapaxes",
+    "moveaxis", "copy", "diff", "atleast_1d", "atleast_2d", "atleast_3d",
 )
 _ARRAY_FUNCTIONS = {getattr(_np, n): globals()[n] for n in _ARRAY_FUNCTION_NAMES if hasattr(_np, n)}
 _ARRAY_FUNCTION_SIGNATURES = {}

@@ -922,3 +922,72 @@ def test_expand_dims_tuple_and_concatenate_flat(rng):
         np.testing.assert_array_equal(got.get(), np.concatenate([an, av], axis=None))
     with pytest.raises(TypeError, match="'axis'"):
         kn.concatenate([a, a], axis=1.0)
+
+
+def test_swapaxes_moveaxis_diff_atleast_copy(rng):
+    """swapaxes and moveaxis are views with numpy's axis rules, diff numpy's n-th difference
+    (lazy; integers stay integers), atleast_1d/2d/3d numpy's shapes, copy a new tensor; numpy's
+    functions of the same names reach them; bad axes and orders are named."""
+    av = rng.uniform(-3, 3, size=(3, 4, 5)).astype(np.float32)
+    a = kn.array(av)
+    for src, dst in ((0, 2), (-1, 0), ((0, 1), (2, 0)), ([2], [0])):
+        for got in (kn.moveaxis(a, src, dst), np.moveaxis(a, src, dst)):
+            assert isinstance(got, kn.Tensor)
+            np.testing.assert_array_equal(got.get(), np.moveaxis(av, src, dst))
+    np.testing.assert_array_equal(kn.swapaxes(a, 0, -1).get(), np.swapaxes(av, 0, -1))
+    np.testing.assert_array_equal(a.swapaxes(2, 1).get(), av.swapaxes(2, 1))
+    for n in (0, 1, 2, 3):
+        for ax in (0, 1, -1):
+            got = kn.diff(a, n, ax)
+            assert got.shape == np.diff(av, n, ax).shape
+            np.testing.assert_allclose(got.get(), np.diff(av, n, ax), atol=1e-5)
+    assert isinstance(kn.diff(a), kn.Expr)
+    iv = rng.integers(-50, 50, size=(4, 6)).astype(np.int32)
+    got = np.diff(kn.array(iv), 2)
+    assert got.dtype is kn.int32
+    np.testing.assert_array_equal(got.get(), np.diff(iv, 2))
+    for name in ("atleast_1d", "atleast_2d", "atleast_3d"):
+        for x in (np.float32(3), av[0, 0], av[0], av):
+            got = getattr(kn, name)(kn.array(x))
+            np.testing.assert_array_equal(got.get(), getattr(np, name)(x))
+            assert got.shape == getattr(np, name)(x).shape
+        both = getattr(np, name)(kn.array(av[0]), kn.array(av))
+        assert isinstance(both, list) and [t.shape for t in both] == [w.shape for w in getattr(np, name)(av[0], av)]
+    c = np.copy(a)
+    assert isinstance(c, kn.Tensor)
+    c[0] = 0
+    np.testing.assert_array_equal(a.get(), av)
+    with pytest.raises(kn.ShapeError, match="'axis2'"):
+        kn.swapaxes(a, 0, 3)
+    with pytest.raises(TypeError, match="'axis1'"):
+        kn.swapaxes(a, 0.5, 1)
+    with pytest.raises(kn.ArgumentError, match="'source'"):
+        kn.moveaxis(a, (0, 0), (1, 2))
+    with pytest.raises(kn.ArgumentError, match="'destination'"):
+        kn.moveaxis(a, 0, (1, 2))
+    with pytest.raises(kn.ArgumentError, match="'n'"):
+        kn.diff(a, -1)
+    with pytest.raises(kn.ShapeError, match="'axis'"):
+        kn.diff(a, 1, 5)
+
+
+@pytest.mark.parametrize("dt", [kn.float32, kn.float16, kn.float64], ids=lambda d: d.name)
+def test_softmax_log_softmax(rng, dt):
+    """softmax and log_softmax against an f64 reference over every axis form, without overflow
+    for large inputs; integers give float32."""
+    av = rng.uniform(-4, 4, size=(3, 4, 5)).astype(dt.np)
+    a = kn.array(av)
+    x = av.astype(np.float64)
+    tol = 2e-3 if dt is kn.float16 else 1e-5
+    for ax in (None, 0, 1, -1, (0, 2)):
+        m = x.max(axis=ax, keepdims=True)
+        e = np.exp(x - m)
+        ref = e / e.sum(axis=ax, keepdims=True)
+        got = kn.softmax(a, axis=ax)
+        assert isinstance(got, kn.Expr) and got.dtype is dt
+        np.testing.assert_allclose(got.get().astype(np.float64), ref, rtol=tol, atol=tol * 1e-2)
+        np.testing.assert_allclose(kn.log_softmax(a, axis=ax).get().astype(np.float64), np.log(ref),
+                                   rtol=tol, atol=tol)
+    big = kn.array(np.array([[1000.0, 1001.0, 999.0]], dtype=dt.np))
+    assert np.isfinite(kn.softmax(big, axis=1).get()).all() and np.isfinite(kn.log_softmax(big, axis=1).get()).all()
+    assert kn.softmax(kn.array(np.array([1, 2, 3], dtype=np.int32))).dtype is kn.float32

@@ -272,7 +272,9 @@ AXES = [None, 0, 1, -1, (0, 2), (1, 2), (0, 1, 2), (-3, -1)]
 @pytest.mark.parametrize("dt", FLOATS, ids=lambda d: d.name)
 @pytest.mark.parametrize("name,fn,ref", REDUCTIONS, ids=[r[0] for r in REDUCTIONS])
 def test_reductions(rng, dt, name, fn, ref):
-    lo, hi = (0.8, 1.25) if name == "prod" else (-3, 3)  # products of up to 350 factors that stay in range
+    # products of up to 350 factors stay in float16's range: log-factors of mean ~0 and deviation
+    # ~0.06 (0.8..1.25 drifted by +0.016 a factor and overflowed float16 now and then: 6e5 at seed 28)
+    lo, hi = (0.9, 1.11) if name == "prod" else (-3, 3)
     base, bref = make(rng, (5, 9, 14), dt, lo, hi)
     if name == "prod":
         base[::2, 1::3] = -base[::2, 1::3]
