@@ -436,6 +436,8 @@ class _Methods:
     # runs numpy's implementation as before (np.sum(t) calls t.sum and stays lazy) --
     def __array_function__(self, func, types, args, kwargs):
         fn = _ARRAY_FUNCTIONS.get(func)
+        if fn is dot and not builtin_all(_np.ndim(x) in (1, 2) for x in args[:2]):
+            fn = None                   # numpy's dot of N-D or 0-d operands is not a matmul
         if fn is not None:
             try:
                 out = _array_function_signature(fn).bind(*args, **kwargs).arguments.get("out")
@@ -1174,10 +1176,14 @@ true_divide = divide
 
 
 def clip(a, a_min=None, a_max=None):
-    """min(max(a, a_min), a_max); either bound may be None."""
-    lo = -_math.inf if a_min is None else float(a_min)
-    hi = _math.inf if a_max is None else float(a_max)
-    return _kiln.clip(a, lo, hi)
+    """min(max(a, a_min), a_max), lazy; either bound may be None, a number or an array
+    broadcast against a (numpy's)."""
+    if (a_min is None or isinstance(a_min, _numbers.Real)) and (a_max is None or isinstance(a_max, _numbers.Real)):
+        lo = -_math.inf if a_min is None else float(a_min)
+        hi = _math.inf if a_max is None else float(a_max)
+        return _kiln.clip(a, lo, hi)
+    r = a if a_min is None else maximum(a, a_min)
+    return r if a_max is None else minimum(r, a_max)
 
 
 def where(condition, x, y):

@@ -991,3 +991,26 @@ def test_softmax_log_softmax(rng, dt):
     big = kn.array(np.array([[1000.0, 1001.0, 999.0]], dtype=dt.np))
     assert np.isfinite(kn.softmax(big, axis=1).get()).all() and np.isfinite(kn.log_softmax(big, axis=1).get()).all()
     assert kn.softmax(kn.array(np.array([1, 2, 3], dtype=np.int32))).dtype is kn.float32
+
+
+def test_array_function_dot_rule_and_clip_arrays(rng):
+    """np.dot reaches kiln's dot only where numpy's dot is a matrix product (1-D and 2-D
+    operands); N-D and scalar operands keep numpy's dot. clip takes array bounds (numpy's
+    broadcasting), lazily, through kn.clip and np.clip."""
+    t3 = rng.uniform(-1, 1, size=(2, 3, 4)).astype(np.float32)
+    t3b = np.ascontiguousarray(t3.transpose(0, 2, 1))
+    m2, v1 = t3[0], t3[1, 0]
+    got = np.dot(kn.array(t3), kn.array(t3b))
+    assert isinstance(got, np.ndarray) and got.shape == (2, 3, 2, 3)
+    np.testing.assert_allclose(got, np.dot(t3, t3b), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.dot(kn.array(v1), 2.0), v1 * 2)
+    mv = np.dot(kn.array(m2), kn.array(v1))
+    assert isinstance(mv, kn.Tensor)
+    np.testing.assert_allclose(mv.get(), m2 @ v1, rtol=1e-5, atol=1e-6)
+    lo = np.full((3, 4), -0.2, dtype=np.float32)
+    for got, want in ((kn.clip(kn.array(m2), lo, 0.6), np.clip(m2, lo, 0.6)),
+                      (np.clip(kn.array(m2), kn.array(lo), None), np.clip(m2, lo, None)),
+                      (kn.clip(kn.array(m2), None, kn.array(v1)), np.clip(m2, None, v1)),
+                      (np.clip(kn.array(m2), np.float32(-0.5), 0.5), np.clip(m2, -0.5, 0.5))):
+        assert isinstance(got, kn.Expr)
+        np.testing.assert_array_equal(got.get(), want)
