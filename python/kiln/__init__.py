@@ -46,7 +46,7 @@ __all__ = [
     "count_nonzero", "isclose", "allclose", "array_equal", "floor_divide", "mod", "remainder", "fmod", "eye", "identity",
     "linspace", "flip", "fliplr", "flipud", "ravel", "vstack", "hstack", "split", "array_split", "tril", "triu",
     "outer", "tile", "repeat", "diag", "prod", "swapaxes", "moveaxis", "copy", "diff", "atleast_1d",
-    "atleast_2d", "atleast_3d", "softmax", "log_softmax",
+    "atleast_2d", "atleast_3d", "softmax", "log_softmax", "tensordot", "inner",
 ]
 
 __version__ = _kiln.version()
@@ -1938,6 +1938,47 @@ def log_softmax(x, axis=None):
     return _as(s - log(sum(exp(s), axis=axis, keepdims=True)), r)
 
 
+def tensordot(a, b, axes=2):
+    """Sum of products over the axes `axes` names (numpy's: an int N, a's last N with b's first
+    N, or a pair of axis lists), by kiln's matrix product: the free axes of a, then those of b."""
+    A, B = _kiln.value(_kiln_arg(a, "a")), _kiln.value(_kiln_arg(b, "b"))
+    if isinstance(axes, _numbers.Integral) and not isinstance(axes, bool):
+        if not 0 <= axes <= builtin_min(A.ndim, B.ndim):
+            raise ShapeError(f"argument 'axes': {axes} axes to contract, a has {A.ndim} and b {B.ndim}")
+        ax_a, ax_b = list(range(A.ndim - int(axes), A.ndim)), list(range(int(axes)))
+    else:
+        try:
+            xa, xb = axes
+        except (TypeError, ValueError):
+            raise TypeError(f"argument 'axes': {axes!r} is not an int or a pair of axis lists") from None
+        xa = list(xa) if isinstance(xa, (tuple, list)) else [xa]
+        xb = list(xb) if isinstance(xb, (tuple, list)) else [xb]
+        if len(xa) != len(xb):
+            raise ShapeError(f"argument 'axes': {len(xa)} axes of a against {len(xb)} of b")
+        ax_a = [_axis_in(x, A.ndim, "axes") for x in xa]
+        ax_b = [_axis_in(x, B.ndim, "axes") for x in xb]
+        if len(set(ax_a)) != len(ax_a) or len(set(ax_b)) != len(ax_b):
+            raise ArgumentError(f"argument 'axes': {axes!r} repeats an axis")
+    for i, j in zip(ax_a, ax_b):
+        if A.shape[i] != B.shape[j]:
+            raise ShapeError(f"argument 'axes': a's axis {i} has {A.shape[i]} elements, b's axis {j} {B.shape[j]}")
+    free_a = [k for k in range(A.ndim) if k not in ax_a]
+    free_b = [k for k in range(B.ndim) if k not in ax_b]
+    k = _math.prod(A.shape[i] for i in ax_a)
+    shape_a, shape_b = [A.shape[i] for i in free_a], [B.shape[j] for j in free_b]
+    A2 = A._permute(free_a + ax_a).reshape(_math.prod(shape_a), k)
+    B2 = B._permute(ax_b + free_b).reshape(k, _math.prod(shape_b))
+    return dot(A2, B2).reshape(tuple(shape_a + shape_b))
+
+
+def inner(a, b):
+    """numpy's inner product: the sum of products over the last axes (a * b for a 0-d one)."""
+    A, B = _kiln.value(_kiln_arg(a, "a")), _kiln.value(_kiln_arg(b, "b"))
+    if A.ndim == 0 or B.ndim == 0:
+        return A * B
+    return tensordot(A, B, ([A.ndim - 1], [B.ndim - 1]))
+
+
 def ravel(a):
     """a as 1-D: a view where the layout allows, else a copy (numpy's rule)."""
     return _kiln.value(_kiln_arg(a, "a")).reshape(-1)
@@ -2261,7 +2302,7 @@ _ARRAY_FUNCTION_NAMES = (
     "tile", "repeat", "diag", "flip", "fliplr", "flipud", "ravel", "squeeze", "expand_dims", "broadcast_to",
     "transpose", "reshape", "clip", "round", "around", "fix", "nan_to_num", "count_nonzero", "isclose",
     "allclose", "array_equal", "zeros_like", "ones_like", "full_like", "empty_like", "dot", "swapaxes",
-    "moveaxis", "copy", "diff", "atleast_1d", "atleast_2d", "atleast_3d",
+    "moveaxis", "copy", "diff", "atleast_1d", "atleast_2d", "atleast_3d", "tensordot", "inner",
 )
 _ARRAY_FUNCTIONS = {getattr(_np, n): globals()[n] for n in _ARRAY_FUNCTION_NAMES if hasattr(_np, n)}
 _ARRAY_FUNCTION_SIGNATURES = {}

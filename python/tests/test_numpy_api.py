@@ -1014,3 +1014,36 @@ def test_array_function_dot_rule_and_clip_arrays(rng):
                       (np.clip(kn.array(m2), np.float32(-0.5), 0.5), np.clip(m2, -0.5, 0.5))):
         assert isinstance(got, kn.Expr)
         np.testing.assert_array_equal(got.get(), want)
+
+
+def test_tensordot_inner(rng):
+    """tensordot over numpy's axes forms (an int, a pair of lists or of ints, views, 0 for an
+    outer product, an empty contraction) through kiln's matrix product; inner over the last axes
+    (a 0-d operand multiplies); numpy's functions reach them; mismatches are named."""
+    a = rng.uniform(-1, 1, size=(3, 4, 5)).astype(np.float32)
+    b = rng.uniform(-1, 1, size=(4, 5, 6)).astype(np.float32)
+    c = rng.uniform(-1, 1, size=(5, 3, 2)).astype(np.float32)
+    d = rng.uniform(-1, 1, size=(5, 6)).astype(np.float32)
+    for x, y, ax in ((a, b, 2), (a, d, 1), (a, b, 0), (a, c, ([2, 0], [0, 1])), (a, c, (2, 0)),
+                     (a[:, ::-1], b, ([1], [0])), (a.transpose(2, 0, 1), c, ([0], [0]))):
+        want = np.tensordot(x, y, ax)
+        for got in (kn.tensordot(kn.array(x), kn.array(y), ax), np.tensordot(kn.array(x), kn.array(y), ax)):
+            assert isinstance(got, kn.Tensor) and got.shape == want.shape, ax
+            np.testing.assert_allclose(got.get(), want, rtol=1e-5, atol=1e-5)
+    for x, y in ((a, rng.uniform(-1, 1, size=(2, 5)).astype(np.float32)), (a[0, 0], a[1, 1]), (np.float32(2), a)):
+        want = np.inner(x, y)
+        got = np.inner(kn.array(x), kn.array(y))
+        assert got.shape == np.shape(want)
+        np.testing.assert_allclose(got.get(), want, rtol=1e-5, atol=1e-5)
+    z = kn.tensordot(kn.zeros(3, 0), kn.zeros(0, 2), 1)
+    assert z.shape == (3, 2) and (z.get() == 0).all()
+    with pytest.raises(kn.ShapeError, match="'axes'"):
+        kn.tensordot(kn.array(a), kn.array(b), 4)
+    with pytest.raises(kn.ShapeError, match="'axes'"):
+        kn.tensordot(kn.array(a), kn.array(b), ([0], [0]))
+    with pytest.raises(kn.ShapeError, match="'axes'"):
+        kn.tensordot(kn.array(a), kn.array(b), ([0, 1], [0]))
+    with pytest.raises(TypeError, match="'axes'"):
+        kn.tensordot(kn.array(a), kn.array(b), "x")
+    with pytest.raises(kn.ArgumentError, match="'axes'"):
+        kn.tensordot(kn.array(a), kn.array(c), ([2, 2], [0, 1]))
