@@ -46,7 +46,7 @@ __all__ = [
     "count_nonzero", "isclose", "allclose", "array_equal", "floor_divide", "mod", "remainder", "fmod", "eye", "identity",
     "linspace", "flip", "fliplr", "flipud", "ravel", "vstack", "hstack", "split", "array_split", "tril", "triu",
     "outer", "tile", "repeat", "diag", "prod", "swapaxes", "moveaxis", "copy", "diff", "atleast_1d",
-    "atleast_2d", "atleast_3d", "softmax", "log_softmax", "tensordot", "inner",
+    "atleast_2d", "atleast_3d", "softmax", "log_softmax", "tensordot", "inner", "pad", "meshgrid", "take",
 ]
 
 __version__ = _kiln.version()
@@ -436,8 +436,9 @@ class _Methods:
     # runs numpy's implementation as before (np.sum(t) calls t.sum and stays lazy) --
     def __array_function__(self, func, types, args, kwargs):
         fn = _ARRAY_FUNCTIONS.get(func)
-        if fn is dot and not builtin_all(_np.ndim(x) in (1, 2) for x in args[:2]):
-            fn = None                   # numpy's dot of N-D or 0-d operands is not a matmul
+        guard = _ARRAY_FUNCTION_GUARDS.get(fn)
+        if guard is not None and not guard(*args, **kwargs):
+            fn = None
         if fn is not None:
             try:
                 out = _array_function_signature(fn).bind(*args, **kwargs).arguments.get("out")
@@ -1979,6 +1980,88 @@ def inner(a, b):
     return tensordot(A, B, ([A.ndim - 1], [B.ndim - 1]))
 
 
+def _pad_pairs(pad_width, nd):
+    """numpy's pad_width forms (N, (N,), (b, a), ((b0, a0), ...)) as nd (before, after) pairs."""
+    w = _np.asarray(pad_width)
+    if w.dtype.kind not in "iu" or (w.size and (w < 0).any()):
+        raise ArgumentError(f"argument 'pad_width': {pad_width!r} is not non-negative ints")
+    try:
+        w = _np.broadcast_to(w, (nd, 2))
+    except ValueError:
+        raise ShapeError(f"argument 'pad_width': {pad_width!r} does not fit {nd} axes") from None
+    return [(int(b), int(e)) for b, e in w]
+
+
+def pad(array, pad_width, mode="constant", constant_values=0):
+    """A new tensor of `array` with pad_width elements before and after each axis (numpy's
+    forms): mode 'constant' fills them with constant_values (a number), 'edge' repeats the edge
+    values. Other modes go through numpy when called as np.pad."""
+    v = _kiln.value(_kiln_arg(array, "array"))
+    if mode not in ("constant", "edge"):
+        raise ArgumentError(f"argument 'mode': {mode!r} is not 'constant' or 'edge' (kiln's pad)")
+    pairs = _pad_pairs(pad_width, v.ndim)
+    shape = tuple(n + b + e for n, (b, e) in zip(v.shape, pairs))
+    if mode == "edge" and builtin_any(n == 0 and b + e > 0 for n, (b, e) in zip(v.shape, pairs)):
+        raise ShapeError("argument 'array': 'edge' padding of an empty axis")
+    if mode == "constant":
+        if not isinstance(constant_values, _numbers.Real):
+            raise TypeError(f"argument 'constant_values': {constant_values!r} is not a number (kiln's pad)")
+        out = full(shape, constant_values, dtype=v.dtype, ctx=v.ctx)
+    else:
+        out = empty(shape, dtype=v.dtype, ctx=v.ctx)
+    inner = tuple(slice(b, b + n) for n, (b, e) in zip(v.shape, pairs))
+    out[inner] = v
+    if mode == "edge":                       # axis by axis, the corners from the axes before
+        for k, (n, (b, e)) in enumerate(zip(v.shape, pairs)):
+            lead = tuple(slice(None) for _ in range(k))
+            if b:
+                out[lead + (slice(0, b),)] = out[lead + (slice(b, b + 1),)]
+            if e:
+                out[lead + (slice(b + n, b + n + e),)] = out[lead + (slice(b + n - 1, b + n),)]
+    return out
+
+
+def meshgrid(*xi, indexing="xy", sparse=False):
+    """numpy's meshgrid of 1-D arrays: broadcast views (not writable), or with sparse=True
+    views of size 1 but along their own axis; indexing 'xy' puts the first array along axis 1
+    and the second along axis 0."""
+    if indexing not in ("xy", "ij"):
+        raise ArgumentError(f"argument 'indexing': {indexing!r} is not 'xy' or 'ij'")
+    vs = [ravel(_kiln_arg(x, f"xi[{i}]")) for i, x in enumerate(xi)]
+    nd = len(vs)
+    swap = indexing == "xy" and nd > 1
+    shape = [v.shape[0] for v in vs]
+    if swap:
+        shape[0], shape[1] = shape[1], shape[0]
+    out = []
+    for i, v in enumerate(vs):
+        pos = 1 - i if swap and i < 2 else i
+        g = v[tuple(slice(None) if k == pos else None for k in range(nd))]
+        out.append(g if sparse else g.broadcast_to(tuple(shape)))
+    return tuple(out)
+
+
+def take(a, indices, axis=None):
+    """A new tensor of a's elements at `indices` (ints, any shape) along axis (None: of a
+    flattened), numpy's; out-of-range indices raise naming 'indices'."""
+    v = _kiln.value(_kiln_arg(a, "a"))
+    if axis is None:
+        v, ax = ravel(v), 0
+    else:
+        ax = _axis_in(axis, v.ndim, "axis")
+    idx = _np.asarray(indices.get() if _is_kiln(indices) else indices)
+    if idx.size == 0:                            # [] reads as float64
+        idx = idx.astype(_np.int64)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"argument 'indices': integers needed, got {idx.dtype}")
+    n = v.shape[ax]
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        raise BoundsError(f"argument 'indices': an index is out of range for {n} elements along axis {ax}")
+    flat = idx.reshape(-1) % n if n else idx.reshape(-1)
+    picked = v[(slice(None),) * ax + (flat,)]
+    return picked.reshape(v.shape[:ax] + idx.shape + v.shape[ax + 1:])
+
+
 def ravel(a):
     """a as 1-D: a view where the layout allows, else a copy (numpy's rule)."""
     return _kiln.value(_kiln_arg(a, "a")).reshape(-1)
@@ -2302,10 +2385,17 @@ _ARRAY_FUNCTION_NAMES = (
     "tile", "repeat", "diag", "flip", "fliplr", "flipud", "ravel", "squeeze", "expand_dims", "broadcast_to",
     "transpose", "reshape", "clip", "round", "around", "fix", "nan_to_num", "count_nonzero", "isclose",
     "allclose", "array_equal", "zeros_like", "ones_like", "full_like", "empty_like", "dot", "swapaxes",
-    "moveaxis", "copy", "diff", "atleast_1d", "atleast_2d", "atleast_3d", "tensordot", "inner",
+    "moveaxis", "copy", "diff", "atleast_1d", "atleast_2d", "atleast_3d", "tensordot", "inner", "pad",
+    "meshgrid", "take",
 )
 _ARRAY_FUNCTIONS = {getattr(_np, n): globals()[n] for n in _ARRAY_FUNCTION_NAMES if hasattr(_np, n)}
 _ARRAY_FUNCTION_SIGNATURES = {}
+# calls whose arguments kiln's function takes but reads differently or not at all: numpy's way
+_ARRAY_FUNCTION_GUARDS = {
+    dot: lambda a=None, b=None, *r, **k: _np.ndim(a) in (1, 2) and _np.ndim(b) in (1, 2),  # else not a matmul
+    pad: lambda array=None, pad_width=None, mode="constant", constant_values=0, *r, **k:
+        mode in ("constant", "edge") and isinstance(constant_values, _numbers.Real),
+}
 
 
 def _array_function_signature(fn):

@@ -1047,3 +1047,51 @@ def test_tensordot_inner(rng):
         kn.tensordot(kn.array(a), kn.array(b), "x")
     with pytest.raises(kn.ArgumentError, match="'axes'"):
         kn.tensordot(kn.array(a), kn.array(c), ([2, 2], [0, 1]))
+
+
+@pytest.mark.parametrize("dt", [kn.float32, kn.float16, kn.int32], ids=lambda d: d.name)
+def test_pad_meshgrid_take(rng, dt):
+    """pad in modes 'constant' and 'edge' over numpy's pad_width forms (other modes: np.pad runs
+    numpy's); meshgrid in both indexings, dense and sparse, for 1-3 arrays; take along an axis
+    or flattened with any index shape; numpy's functions reach them; bad arguments are named."""
+    a, m = make(rng, (3, 4), dt)
+    at, t = make(rng, (2, 3, 4), dt)
+    for xk, x, forms in ((a, m, (1, (1, 2), ((1, 0), (2, 1)), [[2]], 0)), (at, t, (1, ((0, 1), (2, 0), (1, 1))))):
+        for pw in forms:
+            for mode, kw in (("constant", {"constant_values": 7}), ("constant", {}), ("edge", {})):
+                want = np.pad(x, pw, mode=mode, **kw)
+                for got in (kn.pad(xk, pw, mode=mode, **kw), np.pad(xk, pw, mode=mode, **kw)):
+                    assert isinstance(got, kn.Tensor) and got.dtype is dt and got.shape == want.shape
+                    np.testing.assert_array_equal(got.get(), want)
+    r = np.pad(a, 1, mode="reflect")
+    np.testing.assert_array_equal(r, np.pad(m, 1, mode="reflect"))
+    x1, y1, z1 = np.arange(3.0), np.arange(4.0), np.arange(2.0)
+    for indexing in ("xy", "ij"):
+        for sparse in (False, True):
+            for args in ((x1,), (x1, y1), (x1, y1, z1)):
+                want = np.meshgrid(*args, indexing=indexing, sparse=sparse)
+                for got in (kn.meshgrid(*[kn.array(a) for a in args], indexing=indexing, sparse=sparse),
+                            np.meshgrid(*[kn.array(a) for a in args], indexing=indexing, sparse=sparse)):
+                    assert len(got) == len(want)
+                    for g, w in zip(got, want):
+                        assert isinstance(g, kn.Tensor) and g.shape == w.shape
+                        np.testing.assert_array_equal(g.get(), w)
+    for ind, ax in (([0, 2, -1], 1), (np.array([[1, 0], [2, 2]]), 0), ([5, 0, 11], None), (np.array(2), 1), ([], 0)):
+        want = np.take(m, ind, axis=ax)
+        for got in (kn.take(a, ind, axis=ax), np.take(a, ind, axis=ax)):
+            assert isinstance(got, kn.Tensor) and got.dtype is dt and got.shape == want.shape
+            np.testing.assert_array_equal(got.get(), want)
+    with pytest.raises(kn.BoundsError, match="'indices'"):
+        kn.take(a, [4], axis=1)
+    with pytest.raises(TypeError, match="'indices'"):
+        kn.take(a, [0.5])
+    with pytest.raises(kn.ArgumentError, match="'pad_width'"):
+        kn.pad(a, -1)
+    with pytest.raises(kn.ShapeError, match="'pad_width'"):
+        kn.pad(a, ((1, 1), (1, 1), (1, 1)))
+    with pytest.raises(kn.ArgumentError, match="'mode'"):
+        kn.pad(a, 1, mode="wrap")
+    with pytest.raises(TypeError, match="'constant_values'"):
+        kn.pad(a, 1, constant_values=(1, 2))
+    with pytest.raises(kn.ArgumentError, match="'indexing'"):
+        kn.meshgrid(a[0], indexing="xx")
