@@ -25,6 +25,7 @@ Semantics worth knowing:
     integer-array or boolean indexing gives a copy (computed through numpy).
 """
 import math as _math
+import itertools as _itertools
 import os as _os
 import numbers as _numbers
 
@@ -1571,6 +1572,40 @@ def count_nonzero(a, axis=None, keepdims=False):
     return sum(_kiln.cast(not_equal(t, 0), int32.code), axis, keepdims=keepdims)
 
 
+def _truth(x, argname):
+    """x != 0 lazily (NaN counts as true) in x's dtype, or 1 / 0 for a Python scalar."""
+    x = _operand(x, argname)
+    return not_equal(x, 0) if _is_kiln(x) else (1 if x else 0)
+
+
+def _logical(x1, x2, combine):
+    a, b = _truth(x1, "x1"), _truth(x2, "x2")
+    if not _is_kiln(a) and not _is_kiln(b):
+        a = array(a)
+    return combine(a, b)
+
+
+def logical_and(x1, x2):
+    """Lazy 1 where x1 and x2 are both non-zero (NaN counts as non-zero), else 0; 0/1 in the
+    promoted dtype, as comparisons give (kiln has no bool)."""
+    return _logical(x1, x2, multiply)
+
+
+def logical_or(x1, x2):
+    """Lazy 1 where x1 or x2 is non-zero (NaN counts as non-zero), else 0, in the promoted dtype."""
+    return _logical(x1, x2, maximum)
+
+
+def logical_xor(x1, x2):
+    """Lazy 1 where exactly one of x1 and x2 is non-zero, else 0, in the promoted dtype."""
+    return _logical(x1, x2, not_equal)
+
+
+def logical_not(x):
+    """Lazy 1 where x is zero, else 0 (NaN counts as non-zero), in x's dtype."""
+    return equal(_kiln_arg(x, "x"), 0)
+
+
 def _tol_arg(v, argname):
     if _scalar(v):
         return float(v)
@@ -1712,6 +1747,18 @@ def broadcast_to(a, shape):
     return asarray(a).broadcast_to(shape)
 
 
+def broadcast_arrays(*args):
+    """Views of every argument broadcast to their common shape (numpy's rules; no copies), as a
+    tuple, as numpy 2 returns them."""
+    vals = [_kiln.value(_kiln_arg(x, f"args[{i}]")) for i, x in enumerate(args)]
+    try:
+        shape = _np.broadcast_shapes(*(tuple(x.shape) for x in vals))
+    except ValueError:
+        raise ShapeError("argument 'args': shapes " + ", ".join(str(tuple(x.shape)) for x in vals)
+                         + " do not broadcast together") from None
+    return tuple(x.broadcast_to(shape) for x in vals)
+
+
 def transpose(a, axes=None):
     return asarray(a).transpose(axes) if axes is not None else asarray(a).T
 
@@ -1816,6 +1863,46 @@ def flip(m, axis=None):
                 raise ShapeError(f"argument 'axis': axis {ax} is given twice")
             axes.add(a)
     return v[tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(nd))]
+
+
+def _int_tuple(x, argname):
+    """x, an int or a sequence of ints, as a tuple (TypeError naming argname otherwise)."""
+    try:
+        tup = (x,) if isinstance(x, _numbers.Integral) else tuple(x)
+    except TypeError:
+        raise TypeError(f"argument '{argname}': {x!r} is not an int or a sequence of ints") from None
+    return tuple(_int_arg(v, argname) for v in tup)
+
+
+def roll(a, shift, axis=None):
+    """A new tensor of a with its elements shifted by `shift` places along axis (numpy's rules:
+    elements that leave one end come back at the other; shift and axis ints or tuples that
+    broadcast together, an axis given twice shifts by the sum; axis None rolls the flattened a
+    and keeps its shape)."""
+    v = _kiln.value(_kiln_arg(a, "a"))
+    if axis is None:
+        return roll(v.reshape(-1), shift, 0).reshape(v.shape)
+    shifts, axes_in = (_int_tuple(x, name) for x, name in ((shift, "shift"), (axis, "axis")))
+    if len(shifts) != len(axes_in) and 1 not in (len(shifts), len(axes_in)):
+        raise ShapeError(f"argument 'shift': {len(shifts)} shifts do not broadcast against "
+                         f"{len(axes_in)} axes")
+    n = builtin_max(len(shifts), len(axes_in))
+    shifts, axes_in = shifts * (n // len(shifts)), axes_in * (n // len(axes_in))
+    total = [0] * v.ndim
+    for s, ax in zip(shifts, axes_in):
+        total[_axis_arg(ax, v.ndim)] += s
+    out = empty(tuple(v.shape), dtype=v.dtype, ctx=v.ctx)
+    if out.size == 0:
+        return out
+    # each axis in one piece (no shift) or two: out[s:] takes v[:n - s], out[:s] takes v[n - s:]
+    pieces = []
+    for size, s in zip(v.shape, total):
+        s %= size
+        pieces.append([(slice(None), slice(None))] if s == 0 else
+                      [(slice(s, None), slice(None, size - s)), (slice(None, s), slice(size - s, None))])
+    for combo in _itertools.product(*pieces):
+        _kiln.assign(out[tuple(d for d, _ in combo)], v[tuple(r for _, r in combo)])
+    return out
 
 
 def fliplr(m):
@@ -2168,11 +2255,7 @@ def tile(A, reps):
     """A new tensor of A repeated reps times along each axis (numpy's rules: the shorter of A's
     shape and reps is padded with leading 1s)."""
     v = _kiln.value(_kiln_arg(A, "A"))
-    try:
-        tup = (reps,) if isinstance(reps, _numbers.Integral) else tuple(reps)
-    except TypeError:
-        raise TypeError(f"argument 'reps': {reps!r} is not an int or a sequence of ints") from None
-    tup = tuple(_int_arg(r, "reps", 0) for r in tup)
+    tup = tuple(_int_arg(r, "reps", 0) for r in _int_tuple(reps, "reps"))
     nd = builtin_max(len(tup), v.ndim)
     shape = (1,) * (nd - v.ndim) + tuple(v.shape)
     tup = (1,) * (nd - len(tup)) + tup
@@ -2386,7 +2469,7 @@ _ARRAY_FUNCTION_NAMES = (
     "transpose", "reshape", "clip", "round", "around", "fix", "nan_to_num", "count_nonzero", "isclose",
     "allclose", "array_equal", "zeros_like", "ones_like", "full_like", "empty_like", "dot", "swapaxes",
     "moveaxis", "copy", "diff", "atleast_1d", "atleast_2d", "atleast_3d", "tensordot", "inner", "pad",
-    "meshgrid", "take",
+    "meshgrid", "take", "roll", "broadcast_arrays",
 )
 _ARRAY_FUNCTIONS = {getattr(_np, n): globals()[n] for n in _ARRAY_FUNCTION_NAMES if hasattr(_np, n)}
 _ARRAY_FUNCTION_SIGNATURES = {}
@@ -2426,5 +2509,6 @@ _UFUNCS = {
     "matmul": dot, "log1p": log1p, "expm1": expm1, "sin": sin, "cos": cos, "floor": floor, "ceil": ceil,
     "rint": rint, "trunc": trunc, "isnan": isnan, "isinf": isinf, "log10": log10, "sinh": sinh, "cosh": cosh,
     "logaddexp": logaddexp, "hypot": hypot, "floor_divide": floor_divide, "remainder": mod,
-    "fmod": fmod,
+    "fmod": fmod, "logical_and": logical_and, "logical_or": logical_or, "logical_xor": logical_xor,
+    "logical_not": logical_not,
 }

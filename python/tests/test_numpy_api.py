@@ -1095,3 +1095,49 @@ def test_pad_meshgrid_take(rng, dt):
         kn.pad(a, 1, constant_values=(1, 2))
     with pytest.raises(kn.ArgumentError, match="'indexing'"):
         kn.meshgrid(a[0], indexing="xx")
+
+
+@pytest.mark.parametrize("dt", [kn.float32, kn.float16, kn.int32], ids=lambda d: d.name)
+def test_roll_broadcast_arrays_logical(rng, dt):
+    """roll over numpy's shift / axis forms (ints, tuples that broadcast, an axis twice, None,
+    shifts past the length and negative), on views and lazy inputs; broadcast_arrays as views
+    of the common shape; logical_and / or / xor / not as lazy 0/1 with NaN counting as true;
+    numpy's namesakes and ufuncs reach them; bad arguments are named."""
+    a, m = make(rng, (5, 6), dt)
+    for x, xm in ((a, m), (a[::2, ::-1], m[::2, ::-1]), (a.T, m.T)):
+        for sh, ax in ((1, 1), (-2, 0), (8, 1), ((1, 2), (0, 1)), (7, None), ((1, 1), (1, 1)), (3, (0, 1)),
+                       (0, 0), (-13, None)):
+            want = np.roll(xm, sh, ax)
+            for got in (kn.roll(x, sh, ax), np.roll(x, sh, ax)):
+                assert isinstance(got, kn.Tensor) and got.dtype is dt and got.shape == want.shape
+                np.testing.assert_array_equal(got.get(), want)
+    np.testing.assert_array_equal(kn.roll(a + a, 2, 1).get(), np.roll(m + m, 2, 1))
+    assert kn.roll(kn.zeros((0, 3), dtype=dt), 1, 1).shape == (0, 3)
+    col = a[:, :1]
+    got = kn.broadcast_arrays(a, col, a[0], kn.array(np.float32(2)))
+    assert isinstance(got, tuple) and [g.shape for g in got] == [(5, 6)] * 4
+    np.testing.assert_array_equal(got[1].get(), np.broadcast_to(m[:, :1], (5, 6)))
+    np.testing.assert_array_equal(got[2].get(), np.broadcast_to(m[0], (5, 6)))
+    assert [g.shape for g in np.broadcast_arrays(col, a[0])] == [(5, 6)] * 2
+    x, xm = make(rng, (4, 7), kn.float32)
+    x[1, 2] = float("nan")
+    xm[1, 2] = np.nan
+    y, ym = make(rng, (7,), kn.float32)
+    xz, yz = x * (abs(x) > 1), y * (abs(y) > 1)           # zeros in both
+    xzm, yzm = xm * (np.abs(xm) > 1), ym * (np.abs(ym) > 1)
+    for kf, nf in ((kn.logical_and, np.logical_and), (kn.logical_or, np.logical_or),
+                   (kn.logical_xor, np.logical_xor)):
+        for p, q, pm, qm in ((xz, yz, xzm, yzm), (xz, 0.0, xzm, 0.0), (2, yz, 2, yzm)):
+            want = nf(pm, qm).astype(np.float64)
+            for got in (kf(p, q), nf(kn.evaluate(p) if not np.isscalar(p) else p, q)):
+                np.testing.assert_array_equal(np.asarray(got.get() if hasattr(got, "get") else got), want)
+    np.testing.assert_array_equal(kn.logical_not(xz).get(), np.logical_not(xzm).astype(np.float32))
+    np.testing.assert_array_equal(np.logical_not(kn.evaluate(xz)).get(), np.logical_not(xzm))
+    with pytest.raises(kn.ShapeError, match="'shift'"):
+        kn.roll(a, (1, 2, 3), (0, 1))
+    with pytest.raises(kn.ShapeError, match="'axis'"):
+        kn.roll(a, 1, 2)
+    with pytest.raises(TypeError, match="'shift'"):
+        kn.roll(a, 1.5, 0)
+    with pytest.raises(kn.ShapeError, match="'args'"):
+        kn.broadcast_arrays(a, a[:2, :2])
