@@ -98,6 +98,15 @@ static kiln_status minus_max(data *d)
     return kiln_assign(d->out, kiln_sub(kiln_t(d->A), kiln_reduce(KILN_REDUCE_MAX, kiln_t(d->A), 0, NULL, 1)));
 }
 
+/* softmax along rows: a row max and a row sum of exps broadcast back (ROW mode, two reductions) */
+static kiln_status softmax_rows(data *d)
+{
+    kiln_expr *x = kiln_t(d->A);
+    kiln_expr *ex = kiln_exp(kiln_sub(kiln_expr_retain(x), kiln_max(kiln_expr_retain(x), 1)));
+    kiln_expr_release(x);
+    return kiln_assign(d->out, kiln_div(kiln_expr_retain(ex), kiln_sum(ex, 1)));
+}
+
 /* element-wise activations through the math library's functions (erf, log1p, expm1) */
 static kiln_status gelu(data *d)
 {
@@ -132,6 +141,7 @@ static const bcase cases[] = {
     {"sum(A,0)", colsum, 1, 2},
     {"sum(A)", total, 1, 3},
     {"A-max(A)", minus_max, 1, 1},
+    {"softmax(A,1)", softmax_rows, 1, 1},
     {"gelu(A)", gelu, 1, 1},
     {"softplus(A)", softplus, 1, 1},
     {"prod(A,1)", rowprod, 1, 0},
