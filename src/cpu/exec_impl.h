@@ -4,7 +4,8 @@
  * It provides loads (input dtype -> T), stores (T -> output dtype with the output's
  * rounding), one function per instruction over a block, the reductions, and the driver
  * SFX(run) that walks the kernel's domain (see the mode descriptions in exec.c).
- * Needs: T, SFX(name) (adds the type suffix), KF(fn) (libm function for T), KILN_EXEC_F64.
+ * Needs: T, SFX(name) (adds the type suffix), KF(fn) (libm function for T), KV(fn) (the
+ * function of src/cpu/vmath.h for T = float where it has one, libm's for double), KILN_EXEC_F64.
  * Not a header to include anywhere else: it has no include guard on purpose.
  */
 
@@ -195,12 +196,12 @@ KILN_CPU_HOT static void SFX(eval)(const xk *x, int i, const seglist *sg, T *con
     case KILN_POP_LOG: U(KF(log)(v));
     case KILN_POP_LOG2: U(KF(log2)(v));
     case KILN_POP_SIGMOID: U(one / (one + KF(exp)(-v)));
-    case KILN_POP_TANH: U(KF(tanh)(v));
+    case KILN_POP_TANH: U(KV(tanh)(v));
     case KILN_POP_RELU: U(v < zero ? zero : v); /* NaN < 0 is false: NaN stays */
     case KILN_POP_FINITE: U(isfinite(v) ? one : zero);
     case KILN_POP_SIGN: U(v > zero ? one : (v < zero ? -one : v)); /* 0 and NaN stay */
-    case KILN_POP_LOG1P: U(KF(log1p)(v));
-    case KILN_POP_EXPM1: U(KF(expm1)(v));
+    case KILN_POP_LOG1P: U(KV(log1p)(v));
+    case KILN_POP_EXPM1: U(KV(expm1)(v));
     case KILN_POP_SIN: U(KF(sin)(v));
     case KILN_POP_COS: U(KF(cos)(v));
     case KILN_POP_ERF: U(KF(erf)(v));
