@@ -145,10 +145,7 @@ static const char prelude_src[] =
     "#pragma unroll\n"
     "  for (int o = 16; o > 0; o >>= 1) v = Op::f(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
     "  const int nwarp = blockDim.x >> 5;\n"
-    /* a row of one warp: the xor shuffles leave lanes l and l ^ o merging in opposite orders,
-     * which for max and min can leave +0 in some lanes and -0 in others (or two NaNs); lane
-     * 0's value for all of them, so a statistic broadcast back holds one bit pattern a row */
-    "  if (nwarp == 1) return Op::commutes ? v : __shfl_sync(0xffffffffu, v, 0);\n"
+    "  if (nwarp == 1) return v;\n"
     "  if ((threadIdx.x & 31) == 0) sm[threadIdx.y * nwarp + (threadIdx.x >> 5)] = v;\n"
     "  __syncthreads();\n"
     "  T r;\n"
