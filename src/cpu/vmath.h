@@ -33,7 +33,7 @@ static inline uint64_t kiln_vm_bits(double d)
     return u;
 }
 
-#define KILN_VM_LN2_HI 0x1.62e42fefa3800p-1 /* ln 2 in 43 bits: n * LN2_HI is exact for |n| < 2^10 */
+#define KILN_VM_LN2_HI 0x1.62e42fefa3800p-1 /* ln 2 in 42 bits: n * LN2_HI is exact for |n| < 2^11 */
 #define KILN_VM_LN2_LO 0x1.ef35793c76730p-45
 #define KILN_VM_LN2    0x1.62e42fefa39efp-1
 
@@ -84,7 +84,7 @@ static inline float kiln_vm_tanhf(float x)
     return (float)(a < 0x1p-12 ? small : (d < 0 ? -t : t));
 }
 
-/* ln y for a positive normal double y (a float's value always is one): y = 2^k m with m in
+/* ln y for a positive normal double y (a float's value, or log1p's 1 + x, always is one): y = 2^k m, m in
  * [sqrt(1/2), sqrt(2)), ln m = 2 atanh(s), s = (m - 1) / (m + 1), |s| <= 0.1716, by its series
  * to s^19 (the rest under 2e-17 relative) */
 static inline double kiln_vm_log_pos(double y)
