@@ -172,6 +172,15 @@ int main(void)
         {"x - max(x) f16 SR (rowfill)", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {2, 50000}, 5, KILN_ROUND_STOCHASTIC},
         {"softmax bf16 (rowfill)", KILN_DTYPE_BF16, KILN_DTYPE_BF16, 2, {3, 30000}, 8, KILN_ROUND_DEFAULT},
         {"row max i8 (rowfill)", KILN_DTYPE_I8, KILN_DTYPE_F32, 2, {5, 9000}, 2, KILN_ROUND_DEFAULT},
+        /* ROW mode's short rows: W lanes a row (row_segments; "short W" names the lanes) */
+        {"short 2: softmax f16", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {4096, 32}, 8, KILN_ROUND_DEFAULT},
+        {"short 2: x - max(x) f16 SR", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {4096, 32}, 5, KILN_ROUND_STOCHASTIC},
+        {"short 8: row argmax f32", KILN_DTYPE_F32, KILN_DTYPE_I32, 2, {1000, 100}, 3, KILN_ROUND_DEFAULT},
+        {"short 8: row var f64 (one pass)", KILN_DTYPE_F64, KILN_DTYPE_F64, 2, {1000, 128}, 12, KILN_ROUND_DEFAULT},
+        {"short 1: row prod f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {1000, 7}, 14, KILN_ROUND_DEFAULT},
+        {"short 2: row max bf16 (rowfill)", KILN_DTYPE_BF16, KILN_DTYPE_F32, 2, {1000, 64}, 2, KILN_ROUND_DEFAULT},
+        {"short 16: row var f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {1000, 250}, 12, KILN_ROUND_DEFAULT},
+        {"short 0: row max f16 (seg 0)", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {1000, 64}, 2, KILN_ROUND_DEFAULT},
     };
     int compiled = 0, reductions = 0;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -186,6 +195,10 @@ int main(void)
             setenv("KILN_REDUCE_ROWFILL", "0", 1);
         else
             unsetenv("KILN_REDUCE_ROWFILL");
+        if (strstr(cs->what, "(seg 0)"))
+            setenv("KILN_REDUCE_SEG", "0", 1);
+        else
+            unsetenv("KILN_REDUCE_SEG");
         kiln_tensor *x = random_tensor(ctx, cs->in_dt, cs->nd, cs->shape);
         int ond;
         int64_t oshape[3];
@@ -216,6 +229,25 @@ int main(void)
                     const char *want_cache = strstr(cs->what, "(rowfill 0)") ? "uint4 cc0[2];" : "uint4 cc0[4];";
                     if (!strstr(src, want_cache)) fprintf(stderr, "  %s: no '%s'\n", cs->what, want_cache);
                     CHECK(strstr(src, want_cache) != NULL);
+                }
+                /* short rows: unsplit, W lanes a row on segment butterflies (a reduction of W
+                 * lanes names W), 256 threads a block; split (what run_kernel never launches
+                 * for them) and with KILN_REDUCE_SEG=0, a warp a row or more */
+                if (strncmp(cs->what, "short ", 6) == 0 && K->reduce_mask != 0) {
+                    const char *body = strstr(src, " kiln_kernel(");
+                    int w = atoi(cs->what + 6), segs = body && strstr(body, "kiln_seg_") != NULL;
+                    int bounds256 = strstr(src, "__launch_bounds__(256)") != NULL;
+                    char want_w[32], want_v[32];
+                    snprintf(want_w, sizeof want_w, ", %d>(a", w);
+                    snprintf(want_v, sizeof want_v, "kiln_seg_var<%d>(a", w);
+                    int named = body && (strstr(body, want_w) || strstr(body, want_v));
+                    int want_seg = !split && w > 0;
+                    if (segs != want_seg || bounds256 != want_seg || (want_seg && !named))
+                        fprintf(stderr, "  %s kernel %d split %d: segments %d, bounds 256 %d, W %d named %d\n",
+                                cs->what, k, split, segs, bounds256, w, named);
+                    CHECK_INT(segs, want_seg);
+                    CHECK_INT(bounds256, want_seg);
+                    if (want_seg) CHECK(named);
                 }
                 char what[128];
                 snprintf(what, sizeof what, "%s, kernel %d%s", cs->what, k, split ? ", split" : "");
@@ -256,6 +288,27 @@ int main(void)
         kiln_tensor_release(dst);
         kiln_tensor_release(x);
         unsetenv("KILN_REDUCE_ROWFILL");
+    }
+    { /* a bad KILN_REDUCE_SEG names the variable (read at every ROW-mode reduction) */
+        unsetenv("KILN_REDUCE_SEG");
+        setenv("KILN_REDUCE_SEG", "2", 1);
+        int64_t shape[2] = {100, 32}, oshape[3];
+        int ond;
+        kiln_tensor *x = random_tensor(ctx, KILN_DTYPE_F32, 2, shape);
+        kiln_expr *e = build(2, x, 2, shape, &ond, oshape);
+        kiln_tensor *dst = NULL;
+        CHECK_OK(ctx, kiln_tensor_empty(ctx, KILN_DTYPE_F32, ond, oshape, &dst));
+        kiln_plan *p = NULL;
+        CHECK_OK(ctx, kiln__plan_build(dst, e, KILN_ROUND_DEFAULT, &p));
+        char *src = NULL;
+        if (p && p->nkernels > 0)
+            CHECK_FAILS(ctx, kiln__cuda_kernel_source(ctx, &p->kernels[0], 0, &src), KILN_ERR_ARG, "KILN_REDUCE_SEG");
+        free(src);
+        kiln__plan_free(p);
+        kiln_expr_release(e);
+        kiln_tensor_release(dst);
+        kiln_tensor_release(x);
+        unsetenv("KILN_REDUCE_SEG");
     }
     printf("%d sources compiled (%d split reductions)\n", compiled, reductions);
     CHECK(reductions >= 13);

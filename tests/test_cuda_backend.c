@@ -533,7 +533,9 @@ static void test_row_stat_bits(void)
         kiln_dtype dt;
         int64_t shape[2];
     } cases[] = {{KILN_DTYPE_F32, {7, 129}},  {KILN_DTYPE_F32, {64, 8192}}, {KILN_DTYPE_F16, {33, 8192}},
-                 {KILN_DTYPE_F64, {5, 3001}}, {KILN_DTYPE_F32, {3, 300001}}};
+                 {KILN_DTYPE_F64, {5, 3001}}, {KILN_DTYPE_F32, {3, 300001}},
+                 /* short rows, W lanes of a warp a row (kiln_seg_*) */
+                 {KILN_DTYPE_F32, {4099, 20}}, {KILN_DTYPE_F16, {1000, 64}}, {KILN_DTYPE_F64, {333, 7}}};
     const char *passes[] = {"1", NULL};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         kiln_tensor *tc, *tg;
@@ -1070,6 +1072,142 @@ static void test_lanes(void)
     make_pair(KILN_DTYPE_F16, 2, shape, V_PLAIN, -2, 3, &tc, &tg);
     int kind = 0;
     knob_off_and_bad("KILN_REDUCE_COLVEC", "0", "yes", lanes_count, b_lanes, &kind, tc, tg, KILN_DTYPE_F32, 1e-5);
+    kiln_tensor_release(tc);
+    kiln_tensor_release(tg);
+}
+
+/* ---- short rows: a row on W lanes of a warp ---------------------------------------------------- */
+
+static int64_t segs_count(void) { return stats_of(gpu).reduce_segs; }
+
+/* Along rows: softmax (kind 0), batch norm (1), x - max(x) (2); kinds 3 and 4 put max(x) and
+ * min(x) into every element of their row in f64 with their bits (times |x| * 0 + 1: exactly 1,
+ * so a -0 stays -0). */
+static kiln_expr *b_short(kiln_tensor *const *in, const void *p)
+{
+    int kind = *(const int *)p, ax = 1;
+    switch (kind) {
+    case 0:
+        return kiln_div(kiln_exp(kiln_sub(kiln_t(in[0]), kiln_max(kiln_t(in[0]), 1))),
+                        kiln_sum(kiln_exp(kiln_sub(kiln_t(in[0]), kiln_max(kiln_t(in[0]), 1))), 1));
+    case 1:
+        return kiln_mul(kiln_rsqrt(kiln_add(kiln_var(kiln_t(in[0]), 1), kiln_scalar(1e-5))),
+                        kiln_sub(kiln_t(in[0]), kiln_mean(kiln_t(in[0]), 1)));
+    case 2: return kiln_sub(kiln_t(in[0]), kiln_max(kiln_t(in[0]), 1));
+    default: {
+        kiln_expr *one = kiln_add(kiln_mul(kiln_abs(kiln_cast(kiln_t(in[0]), KILN_DTYPE_F64)), kiln_scalar(0)),
+                                  kiln_scalar(1));
+        kiln_expr *stat = kiln_reduce(kind == 3 ? KILN_REDUCE_MAX : KILN_REDUCE_MIN, kiln_t(in[0]), 1, &ax, 1);
+        return kiln_mul(kiln_cast(stat, KILN_DTYPE_F64), one);
+    }
+    }
+}
+
+/* ROW mode's short rows (row_segments: a row needing 16 workers or fewer takes W lanes of a
+ * warp, 32 / W rows a warp) against the CPU: rows 1-250 wide in f32, f16, bf16 and f64, plain
+ * and viewed (transposed, strided, reversed, misaligned), 1 to 4099 rows (fewer rows than a
+ * warp holds), 3-D with one and two reduced axes; sums, products (exact), max, min, argmax,
+ * argmin, variances in one and two passes, softmax, batch norm and x - max(x) along rows. A
+ * plain reduction of these widths always takes the segments (counted). Max and min over rows of
+ * +0, -0 and values of one sign give every element of a row the same bits. KILN_REDUCE_SEG=0
+ * keeps a warp a row with the same values; a bad value names the variable. */
+static void test_seg(void)
+{
+    const struct {
+        kiln_dtype dt;
+        int nd;
+        int64_t shape[3];
+        int naxes, axes[2];
+    } cases[] = {
+        {KILN_DTYPE_F32, 2, {4099, 1}, 1, {1}},      {KILN_DTYPE_F32, 2, {1000, 3}, 1, {1}},
+        {KILN_DTYPE_F32, 2, {5, 32}, 1, {1}},        {KILN_DTYPE_F32, 2, {4099, 100}, 1, {1}},
+        {KILN_DTYPE_F32, 2, {777, 250}, 1, {1}},     {KILN_DTYPE_F16, 2, {4099, 32}, 1, {1}},
+        {KILN_DTYPE_F16, 2, {1, 128}, 1, {1}},       {KILN_DTYPE_F16, 2, {3000, 17}, 1, {1}},
+        {KILN_DTYPE_BF16, 2, {2000, 64}, 1, {1}},    {KILN_DTYPE_F64, 2, {1001, 8}, 1, {1}},
+        {KILN_DTYPE_F64, 2, {513, 128}, 1, {1}},     {KILN_DTYPE_F32, 3, {7, 9, 20}, 1, {2}},
+        {KILN_DTYPE_F32, 3, {50, 3, 5}, 2, {1, 2}},  {KILN_DTYPE_F16, 3, {40, 6, 8}, 2, {1, 2}},
+    };
+    const kiln_reduce_op ops[] = {KILN_REDUCE_SUM, KILN_REDUCE_MAX, KILN_REDUCE_MIN,   KILN_REDUCE_ARGMAX,
+                                  KILN_REDUCE_ARGMIN, KILN_REDUCE_VAR, KILN_REDUCE_MEAN};
+    const int nops = (int)(sizeof ops / sizeof ops[0]);
+    unsetenv("KILN_REDUCE_SEG");
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int view = (int)(c % 5);
+        if (cases[c].nd == 3 && view == V_T) view = V_PLAIN; /* a transposed 3-D's last axis is long */
+        kiln_tensor *tc, *tg;
+        make_pair(cases[c].dt, cases[c].nd, cases[c].shape, view, -2, 3, &tc, &tg);
+        const int f64 = cases[c].dt == KILN_DTYPE_F64;
+        for (int o = 0; o < nops; o++)
+            for (int passes = 1; passes <= (ops[o] == KILN_REDUCE_VAR ? 2 : 1); passes++) {
+                setenv("KILN_VAR_PASSES", passes == 1 ? "1" : "2", 1);
+                red_param rp = {ops[o], cases[c].naxes, {cases[c].axes[0], cases[c].axes[1]}, (int)(c + o) % 2, 0};
+                char what[96];
+                snprintf(what, sizeof what, "seg case %zu view %d op %d passes %d", c, view, o, passes);
+                int arg = ops[o] == KILN_REDUCE_ARGMAX || ops[o] == KILN_REDUCE_ARGMIN;
+                double tol = arg || ops[o] == KILN_REDUCE_MAX || ops[o] == KILN_REDUCE_MIN ? 0 : f64 ? 1e-12 : 2e-4;
+                int64_t before = segs_count();
+                compare(what, b_reduce, &rp, &tc, &tg, arg ? KILN_DTYPE_I32 : f64 ? KILN_DTYPE_F64 : KILN_DTYPE_F32,
+                        tol);
+                /* (a reduced axis of 1 is dropped: a row of 1 is no ROW-mode reduction) */
+                int64_t got = segs_count() - before, want = cases[c].shape[cases[c].nd - 1] > 1;
+                if (got != want) fprintf(stderr, "  %s: %lld short-row launches, want %lld\n", what, (long long)got, (long long)want);
+                CHECK_INT(got, want);
+            }
+        unsetenv("KILN_VAR_PASSES");
+        { /* products, exact */
+            red_param rp = {KILN_REDUCE_PROD, cases[c].naxes, {cases[c].axes[0], cases[c].axes[1]}, 1, (int)c % 2};
+            char what[96];
+            snprintf(what, sizeof what, "seg case %zu view %d prod bcast %d", c, view, rp.bcast);
+            compare(what, b_prod_exact, &rp, &tc, &tg, KILN_DTYPE_AUTO, 0);
+        }
+        if (cases[c].nd == 2) /* softmax, batch norm, x - max(x) in the input's dtype */
+            for (int kind = 0; kind < 3; kind++) {
+                char what[96];
+                snprintf(what, sizeof what, "seg case %zu view %d kind %d", c, view, kind);
+                double tol = f64 ? 1e-10 : cases[c].dt == KILN_DTYPE_F32 ? 1e-3 : cases[c].dt == KILN_DTYPE_F16 ? 1e-2 : 4e-2;
+                compare(what, b_short, &kind, &tc, &tg, KILN_DTYPE_AUTO, tol);
+            }
+        kiln_tensor_release(tc);
+        kiln_tensor_release(tg);
+    }
+    /* max and min over +0, -0 and values of one sign: one bit pattern a row, the CPU's value */
+    const int64_t widths[] = {2, 5, 8, 32, 64, 100};
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++)
+        for (int kind = 3; kind <= 4; kind++) {
+            int64_t shape[2] = {999, widths[w]}, n = shape[0] * shape[1];
+            double *h = malloc((size_t)n * sizeof *h);
+            check_fill(&rng, h, n, 0.1, 2);
+            for (int64_t i = 0; i < n; i++) {
+                uint64_t u = check_rand_u64(&rng) % 3;
+                h[i] = u == 0 ? 0.0 : u == 1 ? -0.0 : kind == 3 ? -h[i] : h[i];
+            }
+            kiln_tensor *tc = from_f64(cpu, KILN_DTYPE_F32, 2, shape, h), *tg = from_f64(gpu, KILN_DTYPE_F32, 2, shape, h);
+            free(h);
+            char what[96];
+            snprintf(what, sizeof what, "seg zeros width %lld kind %d", (long long)widths[w], kind);
+            compare(what, b_short, &kind, &tc, &tg, KILN_DTYPE_F64, 0);
+            kiln_tensor *o = NULL;
+            CHECK_OK(gpu, kiln_eval(gpu, b_short(&tg, &kind), KILN_DTYPE_F64, &o));
+            if (o) {
+                uint64_t *b = malloc((size_t)n * sizeof *b);
+                CHECK_OK(gpu, kiln_tensor_read(o, b, KILN_DTYPE_F64));
+                int64_t bad = 0;
+                for (int64_t r = 0; r < shape[0]; r++)
+                    for (int64_t j = 1; j < shape[1]; j++) bad += b[r * shape[1] + j] != b[r * shape[1]];
+                if (bad) fprintf(stderr, "  %s: %lld elements differ from their row's first\n", what, (long long)bad);
+                CHECK(bad == 0);
+                free(b);
+                kiln_tensor_release(o);
+            }
+            kiln_tensor_release(tc);
+            kiln_tensor_release(tg);
+        }
+    /* KILN_REDUCE_SEG=0: a warp a row, the same values; a bad value names the variable */
+    int64_t shape[2] = {3000, 32};
+    kiln_tensor *tc, *tg;
+    make_pair(KILN_DTYPE_F16, 2, shape, V_PLAIN, -2, 3, &tc, &tg);
+    int kind = 0;
+    knob_off_and_bad("KILN_REDUCE_SEG", "0", "yes", segs_count, b_short, &kind, tc, tg, KILN_DTYPE_AUTO, 1e-2);
     kiln_tensor_release(tc);
     kiln_tensor_release(tg);
 }
@@ -2619,6 +2757,7 @@ int main(void)
                     {"chains", test_chains},       {"reductions", test_reductions},
                     {"batchnorm", test_batchnorm}, {"split", test_split},
                     {"lanes", test_lanes},         {"welford", test_welford},
+                    {"seg", test_seg},
                     {"rng", test_rng_bits},
                     {"gemm", test_gemm},           {"random", test_gemm_random}, {"stats", test_gemm_stats},
                     {"fastdram", gemm_fast_dram},

@@ -19,7 +19,8 @@
 #      var the one-pass variance alone (tests, sanitizers, --ab KILN_VAR_PASSES=2,1, the torch peer);
 #      var-rule times one pass against two around the default rule's edges; host-ab a small call's
 #      host time against the AB_BASE tree (kiln-bench overhead, host-prof); row-ncu Nsight Compute on
-#      ROW mode's f16 variance and batch norm; row-ab ROW mode's
+#      ROW mode's f16 variance and batch norm; seg ROW mode's short rows (tests, A/B KILN_REDUCE_SEG=0,1,
+#      sanitizers); row-ab ROW mode's
 #      reductions against the AB_BASE tree; rowfill KILN_REDUCE_ROWFILL=0,1 (tests, memcheck, racecheck, A/B);
 #      step gemm-ncu runs Nsight Compute on one call of kiln's kernel and of cuBLASLt's per shape (NCU_SHAPES)
 #   3. the suite under compute-sanitizer (MODES="memcheck racecheck"; $OUT/table-san.txt)
@@ -250,6 +251,17 @@ for s in $STEPS; do
                 --only 'var(A,1),batchnorm A in place,sum(A)' \
                 --sizes 8192x8192,65536x1024,1024x65536,4096x4096,256x8192,32768x4096,16384x2048
             reduction_sanitizers rowfill reductions 120
+            unset KILN_DEVICE KILN_CACHE_DIR ;;
+        seg) # ROW mode's short rows on W lanes of a warp (KILN_REDUCE_SEG, codegen.c row_segments; NOTES
+            # step 61): test_cuda_backend's sections seg (short rows against the CPU, bits a row, the
+            # knob), reductions, batchnorm, welford and split, then --ab KILN_REDUCE_SEG=0,1 on short and
+            # long rows, then the seg section under memcheck and racecheck
+            reduction_build seg
+            step seg-tests 240 env KILN_CUDA_TEST=seg,reductions,batchnorm,welford,split "$BUILD_GPU/test_cuda_backend"
+            step seg-ab 200 "$BUILD_GPU/kiln-gpu-bench" --ab KILN_REDUCE_SEG=0,1 \
+                --only 'softmax(A,1),batchnorm A in place,var(A,1),prod(A,1)' \
+                --sizes 1048576x32,4194304x8,262144x100,131072x128,65536x1024
+            reduction_sanitizers seg seg 120
             unset KILN_DEVICE KILN_CACHE_DIR ;;
         row-ncu) # Nsight Compute on ROW mode's f16 reductions at 8192 x 8192 (var(A,1) 0.71 of copy, batch
             # norm along rows 0.86x of torch.compile; NOTES step 57), one launch each, and their sources

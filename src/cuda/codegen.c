@@ -377,6 +377,7 @@ typedef struct gen {
     int nred;       /* reduction instructions: a split kernel's partials are nred x R x G */
     int colvec;     /* COLUMN mode with vec > 1: a worker owns VEC neighbouring rows (columns) */
     int red_lanes;  /* with lanes: value reductions of all VEC rows at once (kiln_col_red_lanes) */
+    int seg;        /* ROW mode on short rows: W lanes a row (kiln_seg_*), 0 = a warp or more */
 } gen;
 
 static const char *fn_name(int f64, const char *base)
@@ -765,6 +766,15 @@ static void emit_block_red(gen *g, int i, const char *mode)
 {
     kiln_pop op = (kiln_pop)g->k->instr[i].op;
     const char *x = lane(g);
+    if (g->seg) { /* ROW mode, W lanes a row: no lanes, no shared memory */
+        if (is_arg_red(op))
+            kiln__sbuf_printf(g->b, "  kiln_seg_arg<%d, %d>(a%d, x%d);\n", op == KILN_POP_RED_ARGMAX, g->seg, i, i);
+        else if (is_var_red(op))
+            kiln__sbuf_printf(g->b, "  kiln_seg_var<%d>(a%d, m%d, x%d);\n", g->seg, i, i, i);
+        else
+            kiln__sbuf_printf(g->b, "  a%d = kiln_seg_red<%s, %d>(a%d);\n", i, red_opname(op), g->seg, i);
+        return;
+    }
     if (g->red_lanes && !is_arg_red(op) && !is_var_red(op)) { /* all lanes in one reduction (kplan's smem) */
         kiln__sbuf_printf(g->b, "  kiln_col_red_lanes<%s>(a%d, kiln_sm);\n", red_opname(op), i);
         return;
@@ -1170,6 +1180,7 @@ typedef struct kplan {
     int unsplit;     /* with lanes: unsplit even where the split rule would split (lanes_pay) */
     int lanes_forced; /* KILN_REDUCE_COLVEC=force: lanes wherever the layout allows */
     int nred;  /* reduction instructions (a split kernel's partials: nred x R x G) */
+    int seg;   /* ROW mode: W (1-16) lanes a row where a row needs that few workers, else 0 */
 } kplan;
 
 static void kplan_free(kplan *kp)
@@ -1338,6 +1349,26 @@ static kiln_status row_fill(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
     return KILN_OK;
 }
 
+/* ROW mode's short rows: a row that needs 16 workers or fewer (ceil(L / kmax) in the kernel's
+ * units) takes W lanes of a warp, W that count rounded up to a power of two: blocks of
+ * W x (256 / W) threads, 32 / W rows a warp, reduced by segment butterflies (kiln_seg_*: no
+ * shared memory, no barrier), never split. With a warp a row, a row of 32 f16 values (4
+ * vectors) kept 4 of 32 lanes busy: softmax over 1048576 x 32 f16 ran at 0.09 of copy
+ * bandwidth on the H100 (bench/NOTES.md step 61). KILN_REDUCE_SEG=0 keeps a warp a row (for
+ * measuring); 1 and unset take the segments. */
+static kiln_status row_segments(kiln_ctx *ctx, kplan *kp)
+{
+    kp->seg = 0;
+    if (kp->elementwise || kp->colmode) return KILN_OK;
+    static const char *const ways[] = {"0", "1"};
+    int env;
+    KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_SEG", ways, 2, &env));
+    if (env == 0) return KILN_OK;
+    int64_t L = kp->l.L / kp->vec, need = (L + kp->kmax - 1) / kp->kmax;
+    if (need <= 16) kp->seg = (int)pow2ceil(need);
+    return KILN_OK;
+}
+
 /* Layout, analysis and launch choices of kernel k. st: the device, whose size decides
  * whether COLUMN mode takes lanes (NULL: it takes them wherever the layout allows). */
 static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_cuda_state *st, kplan *kp)
@@ -1365,6 +1396,7 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_
         set_lanes(k, kp, 1);
     }
     s = row_fill(ctx, k, kp);
+    if (s == KILN_OK) s = row_segments(ctx, kp);
     if (s != KILN_OK) kplan_free(kp);
     return s;
 }
@@ -1375,10 +1407,10 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_
 static size_t signature(const kiln_plan_kernel *k, const kplan *kp, unsigned char *out, size_t cap)
 {
     const layout *l = &kp->l;
-    int hdr[17] = {k->ninstr, k->ninputs, k->nconsts, k->nstreams, (int)k->out.dtype,
+    int hdr[18] = {k->ninstr, k->ninputs, k->nconsts, k->nstreams, (int)k->out.dtype,
                    (int)(k->out.round == KILN_ROUND_STOCHASTIC), k->out.is_row, k->compute_f64 != 0,
                    k->npasses, k->out_instr, l->nd, l->idx32, kp->elementwise, kp->colmode, kp->kmax, kp->vec,
-                   kp->split};
+                   kp->split, kp->seg};
     size_t len = 0;
 #define PUT(src_, n)                                                                            \
     do {                                                                                        \
@@ -1424,6 +1456,7 @@ static kiln_status generate(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp,
     g.nred = kp->nred;
     g.colvec = kp->colmode && kp->vec > 1;
     g.red_lanes = kp->red_lanes;
+    g.seg = kp->seg;
     kiln__cuda_prelude(&src);
     if (g.split) kiln__sbuf_puts(&src, grid_sync_src);
     kiln__sbuf_printf(&src, "typedef %s IDX;\ntypedef %s CT;\n", l->idx32 ? "int" : "long long",
@@ -1432,7 +1465,7 @@ static kiln_status generate(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp,
     kiln__sbuf_printf(&src, "struct kiln_args { kiln_w64 w[%d]; };\n", l->nwords);
     kiln__sbuf_printf(&src,
                       "extern \"C\" __global__ void __launch_bounds__(%d) kiln_kernel(const __grid_constant__ kiln_args p) {\n",
-                      kp->elementwise ? 256 : 1024);
+                      kp->elementwise || kp->seg ? 256 : 1024);
     if (kp->elementwise)
         gen_elementwise(&g);
     else
@@ -1453,6 +1486,7 @@ static kiln_status prepare_for_hooks(kiln_ctx *ctx, const kiln_plan_kernel *k, i
     KILN_TRY(check_plan_kernel(ctx, k));
     KILN_TRY(prepare(ctx, k, NULL, kp));
     kp->split = split != 0;
+    if (kp->split) kp->seg = 0; /* run_kernel never splits a short-row kernel */
     return KILN_OK;
 }
 
@@ -1531,6 +1565,13 @@ static void launch_shape(const kiln_cuda_state *st, const kplan *kp, int64_t R, 
         if (blocks > cap) blocks = cap;
         if (blocks < 1) blocks = 1;
         *gx = (unsigned)blocks;
+    } else if (kp->seg) { /* W lanes a row, 256 / W rows a block, at least a warp */
+        unsigned rb = 256 / (unsigned)kp->seg, rmin = 32 / (unsigned)kp->seg;
+        if ((int64_t)rb > R) rb = pow2ceil(R);
+        if (rb < rmin) rb = rmin;
+        *bx = (unsigned)kp->seg;
+        *by = rb;
+        *gx = (unsigned)((R + rb - 1) / rb);
     } else if (!kp->colmode) {
         int64_t need = (L + kmax - 1) / kmax;
         unsigned t = pow2ceil(need);
@@ -1641,7 +1682,7 @@ static kiln_status run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
     kiln_block *ws = NULL;
     CUfunction fn;
     kiln_status s = split_slices(ctx, k, &kp, gx, workers, tiles, 1, &G);
-    if (kp.unsplit) G = 1;
+    if (kp.unsplit || kp.seg) G = 1;
     if (s == KILN_OK && G > 1) {
         kp.split = 1;
         s = get_function(ctx, k, &kp, &fn);
@@ -1686,6 +1727,7 @@ static kiln_status run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
         s = kiln__cuda_launch(ctx, fn, gx, 1, bx, by, smem, words, l->nwords);
     }
     if (s == KILN_OK && kp.colmode && kp.vec > 1) st->stats.reduce_lanes++;
+    if (s == KILN_OK && kp.seg) st->stats.reduce_segs++;
     if (words != wstack) free(words);
     kplan_free(&kp);
     return s;

@@ -192,6 +192,25 @@ static const char prelude_src[] =
     "  for (int o = nwarp >> 1; o > 0; o >>= 1) { T a2 = __shfl_xor_sync(0xffffffffu, m2, o), b2 = __shfl_xor_sync(0xffffffffu, mean, o); long long n2 = __shfl_xor_sync(0xffffffffu, n, o); kiln_var_comb(m2, mean, n, a2, b2, n2); }\n"
     "  __syncthreads();\n"
     "}\n"
+    /* ROW mode on short rows: a row takes a W-lane segment of a warp (blockDim.x = W, a power
+     * of two <= 16; 32 / W rows a warp), reduced by an xor butterfly over the segment alone: no
+     * shared memory, no barrier. Every lane of a segment ends with the same bits: sums, products,
+     * the arg and variance merges are symmetric; max and min (whose +0 and -0 are not) take the
+     * segment's lane 0. The whole block calls these (rows past R too): full-warp masks. */
+    "template <class Op, int W, class T> __device__ __forceinline__ T kiln_seg_red(T v) {\n"
+    "#pragma unroll\n"
+    "  for (int o = W >> 1; o > 0; o >>= 1) v = Op::f(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
+    "  if (!Op::commutes && W > 1) v = __shfl_sync(0xffffffffu, v, 0, W);\n"
+    "  return v;\n"
+    "}\n"
+    "template <int MAXI, int W, class T> __device__ __forceinline__ void kiln_seg_arg(T &v, long long &i) {\n"
+    "#pragma unroll\n"
+    "  for (int o = W >> 1; o > 0; o >>= 1) { T v2 = __shfl_xor_sync(0xffffffffu, v, o); long long i2 = __shfl_xor_sync(0xffffffffu, i, o); kiln_arg_comb<MAXI>(v, i, v2, i2); }\n"
+    "}\n"
+    "template <int W, class T> __device__ __forceinline__ void kiln_seg_var(T &m2, T &mean, long long &n) {\n"
+    "#pragma unroll\n"
+    "  for (int o = W >> 1; o > 0; o >>= 1) { T a2 = __shfl_xor_sync(0xffffffffu, m2, o), b2 = __shfl_xor_sync(0xffffffffu, mean, o); long long n2 = __shfl_xor_sync(0xffffffffu, n, o); kiln_var_comb(m2, mean, n, a2, b2, n2); }\n"
+    "}\n"
     /* COLUMN mode: rows along x, workers along y. */
     "template <class Op, class T> __device__ __forceinline__ T kiln_col_red(T v, void *smv) {\n"
     "  if (blockDim.y == 1) return v;\n"
