@@ -777,7 +777,9 @@ static void test_split(void)
         {"x - var(x) columns f16", KILN_DTYPE_F16, 2, {600000, 5}, V_PLAIN, {KILN_REDUCE_VAR, 1, {0}, 1, 1}, 8e-3},
         {"column argmin f32", KILN_DTYPE_F32, 2, {2000000, 2}, V_PLAIN, {KILN_REDUCE_ARGMIN, 1, {0}, 0, 0}, 0},
         /* columns enough for 32-wide blocks, too few for the device: split, not narrowed */
-        {"column sum f16, 999 columns", KILN_DTYPE_F16, 2, {20000, 999}, V_PLAIN, {KILN_REDUCE_SUM, 1, {0}, 0, 0}, 1e-5},
+        /* (an f16 sum near 10 000: the CPU's order and the split's may round to neighbouring f16
+         * values, 8 apart; an H100 run met one such column in 999: 8e-4 relative) */
+        {"column sum f16, 999 columns", KILN_DTYPE_F16, 2, {20000, 999}, V_PLAIN, {KILN_REDUCE_SUM, 1, {0}, 0, 0}, 1e-3},
         {"x - max(x) columns bf16, strided", KILN_DTYPE_BF16, 2, {12000, 1500}, V_STEP, {KILN_REDUCE_MAX, 1, {0}, 1, 1},
          1e-2},
         {"argmax of all f32", KILN_DTYPE_F32, 3, {2, 3, 300000}, V_PLAIN, {KILN_REDUCE_ARGMAX, 0, {0}, 0, 0}, 0},
