@@ -1,7 +1,8 @@
 /*
  * tests/test_cuda_backend.c — the CUDA backend against the CPU backend, through the public
  * API: every element-wise operator and reductions over each axis pattern (rows longer than
- * one block included) on random data and views, reductions split across blocks (long rows,
+ * one block included, short rows on a segment of a warp) on random data and views, reductions
+ * split across blocks (long rows,
  * few of them: bits repeatable, the split counted), casts, the batch-norm expression in place,
  * bit identity of rand / randn / bernoulli / dropout / stochastic rounding, GEMM through
  * cuBLASLt and the fallback kernel (KILN_GEMM=vendor) and kiln's own kernel (=own), which

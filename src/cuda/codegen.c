@@ -11,7 +11,9 @@
  *  - element-wise kernels (no reduced axis): a grid-stride loop, each thread computing UNR
  *    points before storing them (loads of several points in flight);
  *  - reduction kernels: ROW mode when the innermost axis is reduced (blockDim.x threads walk
- *    one row, blockDim.y rows per block, warp-shuffle + shared-memory reductions) or COLUMN
+ *    one row, blockDim.y rows per block, warp-shuffle + shared-memory reductions; a row that
+ *    needs 16 threads or fewer takes a segment of W lanes of a warp, 32 / W rows a warp,
+ *    reduced by shuffles within the segment alone) or COLUMN
  *    mode when it is not (blockDim.x consecutive rows side by side so loads are coalesced,
  *    blockDim.y threads split each row; with lanes, where the columns are contiguous and it
  *    pays, a thread owns VEC neighbouring rows, loaded 16 bytes at a time, each with its own
