@@ -179,8 +179,13 @@ int main(void)
         {"short 8: row var f64 (one pass)", KILN_DTYPE_F64, KILN_DTYPE_F64, 2, {1000, 128}, 12, KILN_ROUND_DEFAULT},
         {"short 1: row prod f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {1000, 7}, 14, KILN_ROUND_DEFAULT},
         {"short 2: row max bf16 (rowfill)", KILN_DTYPE_BF16, KILN_DTYPE_F32, 2, {1000, 64}, 2, KILN_ROUND_DEFAULT},
-        {"short 16: row var f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {1000, 250}, 12, KILN_ROUND_DEFAULT},
+        {"short 16: row var f32 VEC 2", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {1000, 250}, 12, KILN_ROUND_DEFAULT},
         {"short 0: row max f16 (seg 0)", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {1000, 64}, 2, KILN_ROUND_DEFAULT},
+        {"short 32: x - max(x) f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {1000, 500}, 5, KILN_ROUND_DEFAULT},
+        /* 8- and 4-byte vectors where 16 bytes do not divide the row ("VEC n" names the lanes) */
+        {"short 8: softmax f16 VEC 4", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {1000, 100}, 8, KILN_ROUND_DEFAULT},
+        {"short 1: row var f32 VEC 2", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {1000, 6}, 12, KILN_ROUND_DEFAULT},
+        {"column sum f16 VEC 1", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {5000, 100}, 9, KILN_ROUND_DEFAULT},
     };
     int compiled = 0, reductions = 0;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -248,6 +253,13 @@ int main(void)
                     CHECK_INT(segs, want_seg);
                     CHECK_INT(bounds256, want_seg);
                     if (want_seg) CHECK(named);
+                }
+                const char *vn = strstr(cs->what, "VEC ");
+                if (vn) { /* the row's width takes the widest vector that divides it */
+                    char want_vec[32];
+                    snprintf(want_vec, sizeof want_vec, "#define VEC %d\n", atoi(vn + 4));
+                    if (!strstr(src, want_vec)) fprintf(stderr, "  %s: no '%.*s'\n", cs->what, 13, want_vec);
+                    CHECK(strstr(src, want_vec) != NULL);
                 }
                 char what[128];
                 snprintf(what, sizeof what, "%s, kernel %d%s", cs->what, k, split ? ", split" : "");

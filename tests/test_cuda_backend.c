@@ -1106,13 +1106,15 @@ static kiln_expr *b_short(kiln_tensor *const *in, const void *p)
     }
 }
 
-/* ROW mode's short rows (row_segments: a row needing 16 workers or fewer takes W lanes of a
- * warp, 32 / W rows a warp) against the CPU: rows 1-250 wide in f32, f16, bf16 and f64, plain
+/* ROW mode's short rows (row_segments: a row needing 32 workers or fewer takes W lanes of a
+ * warp, 32 / W rows a warp) against the CPU: rows 1-500 wide in f32, f16, bf16 and f64, plain
  * and viewed (transposed, strided, reversed, misaligned), 1 to 4099 rows (fewer rows than a
  * warp holds), 3-D with one and two reduced axes; sums, products (exact), max, min, argmax,
  * argmin, variances in one and two passes, softmax, batch norm and x - max(x) along rows. A
  * plain reduction of these widths always takes the segments (counted). Max and min over rows of
- * +0, -0 and values of one sign give every element of a row the same bits. KILN_REDUCE_SEG=0
+ * +0, -0 and values of one sign give every element of a row the same bits. Rows that 16 bytes
+ * do not divide take 8- or 4-byte vectors, in reductions and element-wise (a bias added down
+ * the rows). KILN_REDUCE_SEG=0
  * keeps a warp a row with the same values; a bad value names the variable. */
 static void test_seg(void)
 {
@@ -1129,6 +1131,10 @@ static void test_seg(void)
         {KILN_DTYPE_BF16, 2, {2000, 64}, 1, {1}},    {KILN_DTYPE_F64, 2, {1001, 8}, 1, {1}},
         {KILN_DTYPE_F64, 2, {513, 128}, 1, {1}},     {KILN_DTYPE_F32, 3, {7, 9, 20}, 1, {2}},
         {KILN_DTYPE_F32, 3, {50, 3, 5}, 2, {1, 2}},  {KILN_DTYPE_F16, 3, {40, 6, 8}, 2, {1, 2}},
+        /* a warp a row (W = 32); 8- and 4-byte vectors (16 bytes do not divide the row) */
+        {KILN_DTYPE_F32, 2, {1000, 500}, 1, {1}},    {KILN_DTYPE_F16, 2, {4099, 100}, 1, {1}},
+        {KILN_DTYPE_F32, 2, {333, 6}, 1, {1}},       {KILN_DTYPE_BF16, 2, {2000, 36}, 1, {1}},
+        {KILN_DTYPE_F16, 2, {3001, 500}, 1, {1}},
     };
     const kiln_reduce_op ops[] = {KILN_REDUCE_SUM, KILN_REDUCE_MAX, KILN_REDUCE_MIN,   KILN_REDUCE_ARGMAX,
                                   KILN_REDUCE_ARGMIN, KILN_REDUCE_VAR, KILN_REDUCE_MEAN};
@@ -1174,7 +1180,7 @@ static void test_seg(void)
         kiln_tensor_release(tg);
     }
     /* max and min over +0, -0 and values of one sign: one bit pattern a row, the CPU's value */
-    const int64_t widths[] = {2, 5, 8, 32, 64, 100};
+    const int64_t widths[] = {2, 5, 8, 32, 64, 100, 500};
     for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++)
         for (int kind = 3; kind <= 4; kind++) {
             int64_t shape[2] = {999, widths[w]}, n = shape[0] * shape[1];
@@ -1204,6 +1210,26 @@ static void test_seg(void)
             }
             kiln_tensor_release(tc);
             kiln_tensor_release(tg);
+        }
+    /* element-wise over rows that 16 bytes do not divide, a bias broadcast down them (the axes do
+     * not merge): 8- and 4-byte vectors */
+    const struct {
+        kiln_dtype dt;
+        int64_t shape[2];
+    } ew[] = {{KILN_DTYPE_F16, {1000, 100}}, {KILN_DTYPE_BF16, {777, 36}}, {KILN_DTYPE_F32, {500, 6}},
+              {KILN_DTYPE_F16, {999, 4}}};
+    for (size_t e = 0; e < sizeof ew / sizeof ew[0]; e++)
+        for (int view = 0; view < 2; view++) { /* plain, and rows 2 apart (V_STEP) */
+            kiln_tensor *in_c[2], *in_g[2];
+            make_pair(ew[e].dt, 2, ew[e].shape, view ? V_STEP : V_PLAIN, -2, 3, &in_c[0], &in_g[0]);
+            make_pair(ew[e].dt, 1, &ew[e].shape[1], V_PLAIN, -1, 1, &in_c[1], &in_g[1]);
+            char what[96];
+            snprintf(what, sizeof what, "seg element-wise %zu view %d", e, view);
+            compare(what, b_binary, (const void *)(uintptr_t)kiln_add, in_c, in_g, KILN_DTYPE_AUTO, 0);
+            for (int t = 0; t < 2; t++) {
+                kiln_tensor_release(in_c[t]);
+                kiln_tensor_release(in_g[t]);
+            }
         }
     /* KILN_REDUCE_SEG=0: a warp a row, the same values; a bad value names the variable */
     int64_t shape[2] = {3000, 32};

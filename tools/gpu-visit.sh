@@ -260,7 +260,7 @@ for s in $STEPS; do
             step seg-tests 240 env KILN_CUDA_TEST=seg,reductions,batchnorm,welford,split "$BUILD_GPU/test_cuda_backend"
             step seg-ab 200 "$BUILD_GPU/kiln-gpu-bench" --ab KILN_REDUCE_SEG=0,1 \
                 --only 'softmax(A,1),batchnorm A in place,var(A,1),prod(A,1)' \
-                --sizes 1048576x32,4194304x8,262144x100,131072x128,65536x1024
+                --sizes 1048576x32,4194304x8,262144x100,131072x36,65536x500,65536x512,65536x1024
             reduction_sanitizers seg seg 120
             unset KILN_DEVICE KILN_CACHE_DIR ;;
         row-ncu) # Nsight Compute on ROW mode's f16 reductions at 8192 x 8192 (var(A,1) 0.71 of copy, batch

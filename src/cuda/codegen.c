@@ -12,7 +12,7 @@
  *    points before storing them (loads of several points in flight);
  *  - reduction kernels: ROW mode when the innermost axis is reduced (blockDim.x threads walk
  *    one row, blockDim.y rows per block, warp-shuffle + shared-memory reductions; a row that
- *    needs 16 threads or fewer takes a segment of W lanes of a warp, 32 / W rows a warp,
+ *    needs 32 threads or fewer takes a segment of W lanes of a warp, 32 / W rows a warp,
  *    reduced by shuffles within the segment alone) or COLUMN
  *    mode when it is not (blockDim.x consecutive rows side by side so loads are coalesced,
  *    blockDim.y threads split each row; with lanes, where the columns are contiguous and it
@@ -379,7 +379,7 @@ typedef struct gen {
     int nred;       /* reduction instructions: a split kernel's partials are nred x R x G */
     int colvec;     /* COLUMN mode with vec > 1: a worker owns VEC neighbouring rows (columns) */
     int red_lanes;  /* with lanes: value reductions of all VEC rows at once (kiln_col_red_lanes) */
-    int seg;        /* ROW mode on short rows: W lanes a row (kiln_seg_*), 0 = a warp or more */
+    int seg;        /* ROW mode on short rows: W lanes a row (kiln_seg_*), 0 = more than a warp */
 } gen;
 
 static const char *fn_name(int f64, const char *base)
@@ -1182,7 +1182,7 @@ typedef struct kplan {
     int unsplit;     /* with lanes: unsplit even where the split rule would split (lanes_pay) */
     int lanes_forced; /* KILN_REDUCE_COLVEC=force: lanes wherever the layout allows */
     int nred;  /* reduction instructions (a split kernel's partials: nred x R x G) */
-    int seg;   /* ROW mode: W (1-16) lanes a row where a row needs that few workers, else 0 */
+    int seg;   /* ROW mode: W (1-32) lanes a row where a row needs that few workers, else 0 */
 } kplan;
 
 static void kplan_free(kplan *kp)
@@ -1224,18 +1224,23 @@ static int vec_lanes(const kiln_plan_kernel *k, const kplan *kp)
     if (!any) return 1;
     int vec = (int)(16 / maxes);
     if (vec > 8) vec = 8;
-    if (vec < 2) return 1;
-    if (l->size[a] % vec) return 1;
-    for (int t = 0; t <= ni; t++) {
-        if (t == ni && row_out) continue;
-        if (l->st[t][a] != 1) continue;
-        size_t es = kiln_dtype_size(t < ni ? k->inputs[t].dtype : k->out.dtype);
-        const char *base = t < ni ? k->inputs[t].base : k->out.base;
-        if (!kiln__cuda_aligned(base, es * (size_t)vec)) return 1;
-        for (int b = 0; b < a; b++)
-            if (l->st[t][b] % vec) return 1;
+    /* where 16 bytes do not divide the axis (rows of 100 f16) or the alignment, element-wise and
+     * ROW-mode kernels take 8- or 4-byte vectors; COLUMN mode's lanes (its rules measured at 16
+     * bytes) take 16 or none */
+    for (; vec >= 2; vec = kp->colmode ? 1 : vec / 2) {
+        int ok = l->size[a] % vec == 0;
+        for (int t = 0; t <= ni && ok; t++) {
+            if (t == ni && row_out) continue;
+            if (l->st[t][a] != 1) continue;
+            size_t es = kiln_dtype_size(t < ni ? k->inputs[t].dtype : k->out.dtype);
+            const char *base = t < ni ? k->inputs[t].base : k->out.base;
+            if (!kiln__cuda_aligned(base, es * (size_t)vec)) ok = 0;
+            for (int b = 0; b < a && ok; b++)
+                if (l->st[t][b] % vec) ok = 0;
+        }
+        if (ok) return vec;
     }
-    return vec;
+    return 1;
 }
 
 /* The lanes of kernel k, 1 where not vectorised (COLUMN mode: not with KILN_REDUCE_COLVEC=0;
@@ -1351,10 +1356,11 @@ static kiln_status row_fill(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
     return KILN_OK;
 }
 
-/* ROW mode's short rows: a row that needs 16 workers or fewer (ceil(L / kmax) in the kernel's
+/* ROW mode's short rows: a row that needs 32 workers or fewer (ceil(L / kmax) in the kernel's
  * units) takes W lanes of a warp, W that count rounded up to a power of two: blocks of
  * W x (256 / W) threads, 32 / W rows a warp, reduced by segment butterflies (kiln_seg_*: no
- * shared memory, no barrier), never split. With a warp a row, a row of 32 f16 values (4
+ * shared memory, no barrier), never split. A row of one warp (W = 32) so gets its max and min
+ * from lane 0, one bit pattern where lanes met +0 and -0 in another order. With a warp a row, a row of 32 f16 values (4
  * vectors) kept 4 of 32 lanes busy: softmax over 1048576 x 32 f16 ran at 0.09 of copy
  * bandwidth on the H100 (bench/NOTES.md step 61). KILN_REDUCE_SEG=0 keeps a warp a row (for
  * measuring); 1 and unset take the segments. */
@@ -1367,7 +1373,7 @@ static kiln_status row_segments(kiln_ctx *ctx, kplan *kp)
     KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_SEG", ways, 2, &env));
     if (env == 0) return KILN_OK;
     int64_t L = kp->l.L / kp->vec, need = (L + kp->kmax - 1) / kp->kmax;
-    if (need <= 16) kp->seg = (int)pow2ceil(need);
+    if (need <= 32) kp->seg = (int)pow2ceil(need);
     return KILN_OK;
 }
 

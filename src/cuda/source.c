@@ -193,7 +193,7 @@ static const char prelude_src[] =
     "  __syncthreads();\n"
     "}\n"
     /* ROW mode on short rows: a row takes a W-lane segment of a warp (blockDim.x = W, a power
-     * of two <= 16; 32 / W rows a warp), reduced by an xor butterfly over the segment alone: no
+     * of two <= 32; 32 / W rows a warp), reduced by an xor butterfly over the segment alone: no
      * shared memory, no barrier. Every lane of a segment ends with the same bits: sums, products,
      * the arg and variance merges are symmetric; max and min (whose +0 and -0 are not) take the
      * segment's lane 0. The whole block calls these (rows past R too): full-warp masks. */
