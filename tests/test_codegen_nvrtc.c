@@ -155,6 +155,7 @@ int main(void)
         {"column prod f16", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {30000, 6}, 15, KILN_ROUND_DEFAULT},
         {"lanes: column prod f16", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {65536, 1024}, 15, KILN_ROUND_DEFAULT},
         {"softmax f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 30000}, 8, KILN_ROUND_DEFAULT},
+        {"softmax f32 (keep 0)", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 30000}, 8, KILN_ROUND_DEFAULT},
         /* the variance in one pass (KILN_VAR_PASSES=1: RED_VAR, Welford's update, Chan's merges) */
         {"column var bf16 (one pass)", KILN_DTYPE_BF16, KILN_DTYPE_F32, 2, {30000, 6}, 4, KILN_ROUND_DEFAULT},
         {"batch norm f64 (one pass)", KILN_DTYPE_F64, KILN_DTYPE_F64, 2, {100000, 3}, 6, KILN_ROUND_DEFAULT},
@@ -200,6 +201,10 @@ int main(void)
             setenv("KILN_REDUCE_ROWFILL", "0", 1);
         else
             unsetenv("KILN_REDUCE_ROWFILL");
+        if (strstr(cs->what, "(keep 0)"))
+            setenv("KILN_REDUCE_KEEP", "0", 1);
+        else
+            unsetenv("KILN_REDUCE_KEEP");
         if (strstr(cs->what, "(seg 0)"))
             setenv("KILN_REDUCE_SEG", "0", 1);
         else
@@ -253,6 +258,14 @@ int main(void)
                     CHECK_INT(segs, want_seg);
                     CHECK_INT(bounds256, want_seg);
                     if (want_seg) CHECK(named);
+                }
+                /* softmax keeps exp(x - max(x)) from the sum's pass for the output (kv<i>), in
+                 * both forms; not with KILN_REDUCE_KEEP=0; x - max(x) has nothing worth keeping */
+                if (strncmp(cs->what, "softmax f32", 11) == 0 || strncmp(cs->what, "x - max(x) f32", 14) == 0) {
+                    int kept = strstr(src, "  CT kv") != NULL;
+                    int want_kept = strcmp(cs->what, "softmax f32") == 0;
+                    if (kept != want_kept) fprintf(stderr, "  %s split %d: kept values %d\n", cs->what, split, kept);
+                    CHECK_INT(kept, want_kept);
                 }
                 const char *vn = strstr(cs->what, "VEC ");
                 if (vn) { /* the row's width takes the widest vector that divides it */

@@ -1241,6 +1241,81 @@ static void test_seg(void)
     kiln_tensor_release(tg);
 }
 
+/* ---- values kept across passes ------------------------------------------------------------------- */
+
+/* Along rows: softmax (kind 0: exp(x - max(x)) kept from the sum's pass for the output); x * r
+ * - mean(x * r) with r uniform random (1: the generator's values kept); log(x^2 + 1) -
+ * max(log(x^2 + 1)) + sum(sqrt(|x|)) (2: the log kept from the reductions' pass). */
+static kiln_expr *b_keep(kiln_tensor *const *in, const void *p)
+{
+    int kind = *(const int *)p;
+    if (kind == 0)
+        return kiln_div(kiln_exp(kiln_sub(kiln_t(in[0]), kiln_max(kiln_t(in[0]), 1))),
+                        kiln_sum(kiln_exp(kiln_sub(kiln_t(in[0]), kiln_max(kiln_t(in[0]), 1))), 1));
+    if (kind == 1) {
+        kiln_expr *xr = kiln_mul(kiln_t(in[0]), kiln_rand());
+        return kiln_sub(kiln_expr_retain(xr), kiln_mean(xr, 1));
+    }
+    kiln_expr *lg = kiln_log(kiln_add(kiln_sqr(kiln_t(in[0])), kiln_scalar(1)));
+    return kiln_add(kiln_sub(kiln_expr_retain(lg), kiln_max(lg, 1)), kiln_sum(kiln_sqrt(kiln_abs(kiln_t(in[0]))), 1));
+}
+
+/* ROW mode's kept values (codegen.c keep_values: a library function's, a division's or a
+ * generator's result a pass computed, kept in registers for a later phase where the row fits
+ * one tile) against the CPU, on rows that fit one tile (one block, short rows on a segment),
+ * and rows that do not (computed again) or split across blocks; f32, f16, bf16. Without
+ * generators, KILN_REDUCE_KEEP=0 (nothing kept) gives the same bits: the kept value is the
+ * value computed again. A bad value names the variable. */
+static void test_keep(void)
+{
+    const struct {
+        kiln_dtype dt;
+        int64_t shape[2];
+        int view;
+    } cases[] = {{KILN_DTYPE_F32, {64, 1000}, V_PLAIN},   {KILN_DTYPE_F16, {33, 8192}, V_PLAIN},
+                 {KILN_DTYPE_F32, {3, 100000}, V_PLAIN},  {KILN_DTYPE_F16, {5, 40000}, V_PLAIN},
+                 {KILN_DTYPE_BF16, {300, 257}, V_STEP},   {KILN_DTYPE_F32, {4099, 24}, V_T},
+                 {KILN_DTYPE_F16, {2000, 100}, V_PLAIN}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        kiln_tensor *tc, *tg;
+        make_pair(cases[c].dt, 2, cases[c].shape, cases[c].view, -2, 3, &tc, &tg);
+        const double tol = cases[c].dt == KILN_DTYPE_F32 ? 1e-5 : cases[c].dt == KILN_DTYPE_F16 ? 4e-3 : 3e-2;
+        for (int kind = 0; kind < 3; kind++) {
+            char what[96];
+            snprintf(what, sizeof what, "keep case %zu kind %d", c, kind);
+            unsetenv("KILN_REDUCE_KEEP");
+            compare(what, b_keep, &kind, &tc, &tg, KILN_DTYPE_AUTO, tol);
+            if (kind == 1) continue; /* each evaluation draws new numbers */
+            kiln_tensor *o1 = NULL, *o0 = NULL;
+            CHECK_OK(gpu, kiln_eval(gpu, b_keep(&tg, &kind), KILN_DTYPE_AUTO, &o1));
+            setenv("KILN_REDUCE_KEEP", "0", 1);
+            CHECK_OK(gpu, kiln_eval(gpu, b_keep(&tg, &kind), KILN_DTYPE_AUTO, &o0));
+            unsetenv("KILN_REDUCE_KEEP");
+            if (o1 && o0) {
+                int same = same_bits(o1, o0, kiln_tensor_dtype(o1));
+                if (!same) fprintf(stderr, "  %s: kept and computed again differ\n", what);
+                CHECK(same);
+            }
+            kiln_tensor_release(o1);
+            kiln_tensor_release(o0);
+        }
+        kiln_tensor_release(tc);
+        kiln_tensor_release(tg);
+    }
+    setenv("KILN_REDUCE_KEEP", "yes", 1);
+    {
+        int64_t shape[2] = {64, 1000};
+        kiln_tensor *tc, *tg, *o = NULL;
+        make_pair(KILN_DTYPE_F32, 2, shape, V_PLAIN, -2, 3, &tc, &tg);
+        int kind = 0;
+        CHECK_FAILS(gpu, kiln_eval(gpu, b_keep(&tg, &kind), KILN_DTYPE_AUTO, &o), KILN_ERR_ARG, "KILN_REDUCE_KEEP");
+        kiln_tensor_release(o);
+        kiln_tensor_release(tc);
+        kiln_tensor_release(tg);
+    }
+    unsetenv("KILN_REDUCE_KEEP");
+}
+
 /* ---- host <-> device copies ------------------------------------------------------------------ */
 
 static void test_copies(void)
@@ -2786,7 +2861,7 @@ int main(void)
                     {"chains", test_chains},       {"reductions", test_reductions},
                     {"batchnorm", test_batchnorm}, {"split", test_split},
                     {"lanes", test_lanes},         {"welford", test_welford},
-                    {"seg", test_seg},
+                    {"seg", test_seg},             {"keep", test_keep},
                     {"rng", test_rng_bits},
                     {"gemm", test_gemm},           {"random", test_gemm_random}, {"stats", test_gemm_stats},
                     {"fastdram", gemm_fast_dram},

@@ -20,7 +20,7 @@
 #      var-rule times one pass against two around the default rule's edges; host-ab a small call's
 #      host time against the AB_BASE tree (kiln-bench overhead, host-prof); row-ncu Nsight Compute on
 #      ROW mode's f16 variance and batch norm; seg ROW mode's short rows (tests, A/B KILN_REDUCE_SEG=0,1,
-#      sanitizers); row-ab ROW mode's
+#      sanitizers); keep the values kept across passes (tests, A/B KILN_REDUCE_KEEP=0,1, sanitizers); row-ab ROW mode's
 #      reductions against the AB_BASE tree; rowfill KILN_REDUCE_ROWFILL=0,1 (tests, memcheck, racecheck, A/B);
 #      step gemm-ncu runs Nsight Compute on one call of kiln's kernel and of cuBLASLt's per shape (NCU_SHAPES)
 #   3. the suite under compute-sanitizer (MODES="memcheck racecheck"; $OUT/table-san.txt)
@@ -263,20 +263,36 @@ for s in $STEPS; do
                 --sizes 1048576x32,4194304x8,262144x100,131072x36,65536x500,65536x512,65536x1024
             reduction_sanitizers seg seg 120
             unset KILN_DEVICE KILN_CACHE_DIR ;;
-        row-ncu) # Nsight Compute on ROW mode's f16 reductions at 8192 x 8192 (var(A,1) 0.71 of copy, batch
-            # norm along rows 0.86x of torch.compile; NOTES step 57), one launch each, and their sources
-            # (a fresh kernel cache, packed into $OUT/row-ncu-cache.tgz)
+        keep) # ROW mode's computed values kept across passes (KILN_REDUCE_KEEP, codegen.c keep_values;
+            # NOTES step 63): test_cuda_backend's sections keep, seg, reductions, batchnorm, welford,
+            # split, rng and lanes, then --ab KILN_REDUCE_KEEP=0,1 on softmax and batch norm along rows,
+            # then the keep section under memcheck and racecheck
+            reduction_build keep
+            step keep-tests 240 env KILN_CUDA_TEST=keep,seg,reductions,batchnorm,welford,split,rng,lanes \
+                "$BUILD_GPU/test_cuda_backend"
+            step keep-ab 200 "$BUILD_GPU/kiln-gpu-bench" --ab KILN_REDUCE_KEEP=0,1 \
+                --only 'softmax(A,1),batchnorm A in place' \
+                --sizes 8192x8192,65536x1024,4096x4096,16384x2048,1048576x32,262144x100
+            reduction_sanitizers keep keep 120
+            unset KILN_DEVICE KILN_CACHE_DIR ;;
+        row-ncu) # Nsight Compute on ROW mode's f16 reductions (ROW_NCU_CASES, ';'-separated, default var(A,1)
+            # and batch norm along rows; ROW_NCU_SIZES, space-separated, default 8192x8192; NOTES step 57),
+            # one launch each, and their sources (a fresh kernel cache, packed into $OUT/row-ncu-cache.tgz)
             reduction_build row-ncu
             ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-            for c in 'var(A,1)' 'batchnorm A in place'; do
-                step "row-ncu-$(echo "$c" | tr -c 'a-zA-Z0-9\n' '_')" 90 "$ncu" --kernel-name regex:kiln_kernel \
-                    --launch-skip 3 --launch-count 1 --section SpeedOfLight --section Occupancy --section LaunchStats \
-                    --section WarpStateStats --section MemoryWorkloadAnalysis "$BUILD_GPU/kiln-gpu-bench" --only "$c" \
-                    --sizes 8192x8192 --dtype f16
+            IFS=';' read -r -a ncu_cases <<<"${ROW_NCU_CASES:-var(A,1);batchnorm A in place}"
+            for c in "${ncu_cases[@]}"; do
+                for sz in ${ROW_NCU_SIZES:-8192x8192}; do
+                    step "row-ncu-$(echo "$c-$sz" | tr -c 'a-zA-Z0-9\n' '_')" 90 "$ncu" --kernel-name regex:kiln_kernel \
+                        --launch-skip 3 --launch-count 1 --section SpeedOfLight --section Occupancy --section LaunchStats \
+                        --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
+                        --section InstructionStats "$BUILD_GPU/kiln-gpu-bench" --only "$c" --sizes "$sz" --dtype f16
+                done
             done
             rm -rf "$OUT/row-ncu-cache" && mkdir -p "$OUT/row-ncu-cache"
             step row-ncu-sources 60 env KILN_CACHE_DIR="$OUT/row-ncu-cache" "$BUILD_GPU/kiln-gpu-bench" \
-                --only 'var(A,1),batchnorm A in place' --sizes 8192x8192 --dtype f16
+                --only "$(echo "${ROW_NCU_CASES:-var(A,1);batchnorm A in place}" | tr ';' ',')" \
+                --sizes "$(echo "${ROW_NCU_SIZES:-8192x8192}" | tr ' ' ',')" --dtype f16
             tar czf "$OUT/row-ncu-cache.tgz" -C "$OUT" row-ncu-cache && rm -rf "$OUT/row-ncu-cache"
             unset KILN_DEVICE KILN_CACHE_DIR ;;
         gemm-sweep) # tile width x k splits x epilogue store per shape: the data for the tile rule

@@ -257,7 +257,11 @@ typedef struct analysis {
     int *multi;     /* FULL LOADs used in >= 2 phases */
     char *need;     /* scratch [n] */
     int ncached;
-    int level_in[ANALYSIS_N + 1], first_in[ANALYSIS_N + 1], multi_in[ANALYSIS_N + 1]; /* in place */
+    /* computed FULL values kept for later phases where the row fits one tile (keep_values):
+     * keep[i] = the phase that computes and keeps instr i, -1 none; nkept of them */
+    int *keep;
+    int nkept;
+    int level_in[ANALYSIS_N + 1], first_in[ANALYSIS_N + 1], multi_in[ANALYSIS_N + 1], keep_in[ANALYSIS_N + 1];
     char need_in[ANALYSIS_N + 1];
 } analysis;
 
@@ -266,6 +270,7 @@ static void analysis_free(analysis *a)
     if (a->level != a->level_in) free(a->level);
     if (a->first != a->first_in) free(a->first);
     if (a->multi != a->multi_in) free(a->multi);
+    if (a->keep != a->keep_in) free(a->keep);
     if (a->need != a->need_in) free(a->need);
 }
 
@@ -294,6 +299,35 @@ static void mark_full(const kiln_plan_kernel *k, int root, char *need)
     for (int j = 0; j < na; j++) mark_full(k, arg_of(in, j), need);
 }
 
+/* What recomputing an instruction costs, roughly: library functions, divisions and the
+ * generators (Philox) 8, the rest 1. */
+static int op_cost(kiln_pop op)
+{
+    switch (op) {
+    case KILN_POP_SQRT: case KILN_POP_RSQRT: case KILN_POP_RECIP: case KILN_POP_EXP: case KILN_POP_EXP2:
+    case KILN_POP_LOG: case KILN_POP_LOG2: case KILN_POP_SIGMOID: case KILN_POP_TANH: case KILN_POP_LOG1P:
+    case KILN_POP_EXPM1: case KILN_POP_SIN: case KILN_POP_COS: case KILN_POP_ERF: case KILN_POP_DIV:
+    case KILN_POP_POW: case KILN_POP_FMOD: case KILN_POP_RAND: case KILN_POP_RANDN: case KILN_POP_BERNOULLI:
+        return 8;
+    default: return 1;
+    }
+}
+
+/* mark_full for phase ph with the kept values: an instruction an earlier phase keeps
+ * (an->keep[x] < ph) is marked 2, taken as it is, its operands not walked. */
+static void mark_kept(const kiln_plan_kernel *k, const analysis *an, int root, int ph, char *need)
+{
+    if (root < 0 || k->instr[root].space != KILN_SPACE_FULL || need[root]) return;
+    if (an->keep[root] >= 0 && an->keep[root] < ph) {
+        need[root] = 2;
+        return;
+    }
+    need[root] = 1;
+    const kiln_plan_instr *in = &k->instr[root];
+    int na = instr_nargs(in);
+    for (int j = 0; j < na; j++) mark_kept(k, an, arg_of(in, j), ph, need);
+}
+
 static kiln_status analyse(kiln_ctx *ctx, const kiln_plan_kernel *k, analysis *an)
 {
     memset(an, 0, sizeof *an);
@@ -303,14 +337,16 @@ static kiln_status analyse(kiln_ctx *ctx, const kiln_plan_kernel *k, analysis *a
         an->level = an->level_in;
         an->first = an->first_in;
         an->multi = an->multi_in;
+        an->keep = an->keep_in;
         an->need = an->need_in;
     } else {
         an->level = calloc((size_t)n + 1, sizeof(int));
         an->first = calloc((size_t)n + 1, sizeof(int));
         an->multi = calloc((size_t)n + 1, sizeof(int));
+        an->keep = calloc((size_t)n + 1, sizeof(int));
         an->need = calloc((size_t)n + 1, 1);
     }
-    if (!an->level || !an->first || !an->multi || !an->need) {
+    if (!an->level || !an->first || !an->multi || !an->keep || !an->need) {
         analysis_free(an);
         return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'plan': no host memory for kernel analysis");
     }
@@ -325,6 +361,7 @@ static kiln_status analyse(kiln_ctx *ctx, const kiln_plan_kernel *k, analysis *a
                                   j, x);
         }
         an->first[i] = -1;
+        an->keep[i] = -1;
         if (in->space == KILN_SPACE_ROW) {
             int lv = 0;
             if (kiln__pop_is_reduction((kiln_pop)in->op)) {
@@ -380,6 +417,7 @@ typedef struct gen {
     int colvec;     /* COLUMN mode with vec > 1: a worker owns VEC neighbouring rows (columns) */
     int red_lanes;  /* with lanes: value reductions of all VEC rows at once (kiln_col_red_lanes) */
     int seg;        /* ROW mode on short rows: W lanes a row (kiln_seg_*), 0 = more than a warp */
+    char *need_all; /* a phase's instructions with nothing kept (the row longer than a tile) */
 } gen;
 
 static const char *fn_name(int f64, const char *base)
@@ -951,6 +989,83 @@ static void emit_row_level(gen *g, int level)
     }
 }
 
+/* One phase's walk over the row (reduction pass ph, or the output pass ph = npasses): tiles of
+ * nw * kmax points, the loads, the instructions need[] marks (1 computed here, 2 taken from
+ * the values kv<i> an earlier phase kept), then the reductions' updates or the output's
+ * stores. Leaves the phase's own block open. */
+static void emit_phase_loop(gen *g, int ph, const char *need, int kmax)
+{
+    kiln_sbuf *b = g->b;
+    const kiln_plan_kernel *k = g->k;
+    const analysis *an = g->an;
+    const int ni = k->ninputs, out_phase = ph == k->npasses;
+    const char *x = lane(g);
+    char lin[64];
+    snprintf(lin, sizeof lin, "ro%d + io%d + l", ni + 1, ni + 1);
+    if (g->split)
+        kiln__sbuf_puts(b, "  for (IDX j0 = jb; j0 < je; j0 += tile) {\n");
+    else
+        kiln__sbuf_printf(b, "  for (IDX j0 = 0; j0 < L; j0 += (IDX)nw * %d) {\n", kmax);
+    kiln__sbuf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++) {\n", kmax);
+    kiln__sbuf_puts(b, "     const IDX j = j0 + (IDX)kk * nw + wk;\n     if (act && j < L) {\n");
+    emit_offsets(g, "j", 1, "io", "      ");
+    emit_loads(g, need, ph, 1);
+    kiln__sbuf_printf(b, "#pragma unroll\n      for (int l = 0; l < %d; l++) {\n", g->vec);
+    emit_lane_loads(g, need, 1);
+    if (g->colvec) /* the row values this phase's points use, of this lane's row: operands,
+                    * the output itself (a row value broadcast back), reductions' inputs */
+        for (int r = 0; r < k->ninstr; r++) {
+            if (k->instr[r].space != KILN_SPACE_ROW || an->level[r] > ph) continue;
+            int used = out_phase && r == k->out_instr;
+            for (int i = 0; i < k->ninstr && !used; i++) {
+                const kiln_plan_instr *in = &k->instr[i];
+                if (!out_phase && kiln__pop_is_reduction((kiln_pop)in->op) && in->pass == ph && in->a == r) used = 1;
+                if (!need[i] || in->op == KILN_POP_LOAD) continue;
+                for (int j = 0; j < instr_nargs(in); j++) used |= arg_of(in, j) == r;
+            }
+            if (used) kiln__sbuf_printf(b, "      const CT v%d = vr%d[l];\n", r, r);
+        }
+    for (int i = 0; i < k->ninstr; i++) {
+        if (need[i] == 2) { /* kept by the phase that computed it */
+            kiln__sbuf_printf(b, "      const CT v%d = kv%d[kk][l];\n", i, i);
+        } else if (need[i] && k->instr[i].op != KILN_POP_LOAD) {
+            emit_instr(g, i, lin);
+            if (an->keep[i] == ph) kiln__sbuf_printf(b, "      if (fits) kv%d[kk][l] = v%d;\n", i, i);
+        }
+    }
+    if (!out_phase) {
+        for (int i = 0; i < k->ninstr; i++) {
+            const kiln_plan_instr *in = &k->instr[i];
+            if (!kiln__pop_is_reduction((kiln_pop)in->op) || in->pass != ph) continue;
+            kiln_pop op = (kiln_pop)in->op;
+            /* the point's index along the row: with lanes the row's own j */
+            if (op == KILN_POP_RED_ARGMAX || op == KILN_POP_RED_ARGMIN)
+                kiln__sbuf_printf(b, "      kiln_arg_comb<%d>(a%d%s, x%d%s, v%d, (long long)j%s);\n",
+                                  op == KILN_POP_RED_ARGMAX, i, x, i, x, in->a, g->colvec ? "" : " * VEC + l");
+            else if (is_var_red(op) && g->colvec) /* the count and its reciprocal once a point */
+                kiln__sbuf_printf(b,
+                                  "      if (l == 0) { x%d += 1; rn%d = kiln_var_div((CT)1, (CT)x%d); }\n"
+                                  "      kiln_var_upd(a%d[l], m%d[l], rn%d, v%d);\n",
+                                  i, i, i, i, i, i, in->a);
+            else if (is_var_red(op))
+                kiln__sbuf_printf(b, "      kiln_var_add(a%d, m%d, x%d, v%d);\n", i, i, i, in->a);
+            else
+                kiln__sbuf_printf(b, "      a%d%s = %s::f(a%d%s, v%d);\n", i, x, red_opname(op), i, x, in->a);
+        }
+        kiln__sbuf_puts(b, "      }\n     }\n    }\n  }\n");
+    } else {
+        char v[32];
+        snprintf(v, sizeof v, "v%d", k->out_instr);
+        kiln__sbuf_puts(b, "      rs[kk].e[l] = ");
+        emit_store_value(g, v, lin);
+        kiln__sbuf_printf(b, ";\n      }\n      oo[kk] = ro%d + io%d;\n     }\n    }\n", ni, ni);
+        kiln__sbuf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++) {\n", kmax);
+        kiln__sbuf_puts(b, "     if (act && j0 + (IDX)kk * nw + wk < L) {\n");
+        emit_final_store(g, "kk");
+        kiln__sbuf_puts(b, "     }\n    }\n  }\n");
+    }
+}
+
 static void gen_reduction(gen *g, int colmode, int kmax)
 {
     kiln_sbuf *b = g->b;
@@ -1001,19 +1116,21 @@ static void gen_reduction(gen *g, int colmode, int kmax)
     for (int i = 0; i < k->ninstr; i++)
         if (kiln__pop_is_reduction((kiln_pop)k->instr[i].op))
             kiln__sbuf_printf(b, g->colvec ? "  CT vr%d[VEC];\n" : "  CT v%d;\n", i);
+    for (int i = 0; i < k->ninstr; i++)
+        if (an->keep[i] >= 0) kiln__sbuf_printf(b, "  CT kv%d[%d][%d];\n", i, kmax, g->vec);
     emit_row_level(g, 0);
-    char lin[64];
-    snprintf(lin, sizeof lin, "ro%d + io%d + l", ni + 1, ni + 1);
     for (int ph = 0; ph <= k->npasses; ph++) {
         int out_phase = ph == k->npasses;
         if (out_phase && k->out.is_row) break;
         memset(need, 0, (size_t)k->ninstr);
+        memset(g->need_all, 0, (size_t)k->ninstr);
         kiln__sbuf_printf(b, "  /* %s */\n  {\n", out_phase ? "output pass" : "reduction pass");
         if (!out_phase) {
             for (int i = 0; i < k->ninstr; i++) {
                 const kiln_plan_instr *in = &k->instr[i];
                 if (!kiln__pop_is_reduction((kiln_pop)in->op) || in->pass != ph) continue;
-                mark_full(k, in->a, need);
+                mark_kept(k, an, in->a, ph, need);
+                mark_full(k, in->a, g->need_all);
                 kiln_pop op = (kiln_pop)in->op;
                 if (g->colvec) {
                     kiln__sbuf_printf(b, "  CT a%d[VEC];\n", i);
@@ -1033,54 +1150,22 @@ static void gen_reduction(gen *g, int colmode, int kmax)
                 lanes_close(g);
             }
         } else {
-            mark_full(k, k->out_instr, need);
+            mark_kept(k, an, k->out_instr, ph, need);
+            mark_full(k, k->out_instr, g->need_all);
             kiln__sbuf_printf(b, "  U%d rs[%d]; IDX oo[%d];\n", ni, kmax, kmax);
         }
-        if (g->split)
-            kiln__sbuf_puts(b, "  for (IDX j0 = jb; j0 < je; j0 += tile) {\n");
-        else
-            kiln__sbuf_printf(b, "  for (IDX j0 = 0; j0 < L; j0 += (IDX)nw * %d) {\n", kmax);
-        kiln__sbuf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++) {\n", kmax);
-        kiln__sbuf_puts(b, "     const IDX j = j0 + (IDX)kk * nw + wk;\n     if (act && j < L) {\n");
-        emit_offsets(g, "j", 1, "io", "      ");
-        emit_loads(g, need, ph, 1);
-        kiln__sbuf_printf(b, "#pragma unroll\n      for (int l = 0; l < %d; l++) {\n", g->vec);
-        emit_lane_loads(g, need, 1);
-        if (g->colvec) /* the row values this phase's points use, of this lane's row: operands,
-                        * the output itself (a row value broadcast back), reductions' inputs */
-            for (int r = 0; r < k->ninstr; r++) {
-                if (k->instr[r].space != KILN_SPACE_ROW || an->level[r] > ph) continue;
-                int used = out_phase && r == k->out_instr;
-                for (int i = 0; i < k->ninstr && !used; i++) {
-                    const kiln_plan_instr *in = &k->instr[i];
-                    if (!out_phase && kiln__pop_is_reduction((kiln_pop)in->op) && in->pass == ph && in->a == r) used = 1;
-                    if (!need[i] || in->op == KILN_POP_LOAD) continue;
-                    for (int j = 0; j < instr_nargs(in); j++) used |= arg_of(in, j) == r;
-                }
-                if (used) kiln__sbuf_printf(b, "      const CT v%d = vr%d[l];\n", r, r);
-            }
-        for (int i = 0; i < k->ninstr; i++)
-            if (need[i] && k->instr[i].op != KILN_POP_LOAD) emit_instr(g, i, lin);
+        int kept = 0;
+        for (int i = 0; i < k->ninstr; i++) kept |= need[i] == 2;
+        if (kept) { /* a tile that holds the whole row has the kept values; a longer row computes them again */
+            kiln__sbuf_puts(b, "  if (fits) {\n");
+            emit_phase_loop(g, ph, need, kmax);
+            kiln__sbuf_puts(b, "  } else {\n");
+            emit_phase_loop(g, ph, g->need_all, kmax);
+            kiln__sbuf_puts(b, "  }\n");
+        } else {
+            emit_phase_loop(g, ph, need, kmax);
+        }
         if (!out_phase) {
-            for (int i = 0; i < k->ninstr; i++) {
-                const kiln_plan_instr *in = &k->instr[i];
-                if (!kiln__pop_is_reduction((kiln_pop)in->op) || in->pass != ph) continue;
-                kiln_pop op = (kiln_pop)in->op;
-                /* the point's index along the row: with lanes the row's own j */
-                if (op == KILN_POP_RED_ARGMAX || op == KILN_POP_RED_ARGMIN)
-                    kiln__sbuf_printf(b, "      kiln_arg_comb<%d>(a%d%s, x%d%s, v%d, (long long)j%s);\n",
-                                      op == KILN_POP_RED_ARGMAX, i, x, i, x, in->a, g->colvec ? "" : " * VEC + l");
-                else if (is_var_red(op) && g->colvec) /* the count and its reciprocal once a point */
-                    kiln__sbuf_printf(b,
-                                      "      if (l == 0) { x%d += 1; rn%d = kiln_var_div((CT)1, (CT)x%d); }\n"
-                                      "      kiln_var_upd(a%d[l], m%d[l], rn%d, v%d);\n",
-                                      i, i, i, i, i, i, in->a);
-                else if (is_var_red(op))
-                    kiln__sbuf_printf(b, "      kiln_var_add(a%d, m%d, x%d, v%d);\n", i, i, i, in->a);
-                else
-                    kiln__sbuf_printf(b, "      a%d%s = %s::f(a%d%s, v%d);\n", i, x, red_opname(op), i, x, in->a);
-            }
-            kiln__sbuf_puts(b, "      }\n     }\n    }\n  }\n");
             for (int i = 0; i < k->ninstr; i++) {
                 const kiln_plan_instr *in = &k->instr[i];
                 if (kiln__pop_is_reduction((kiln_pop)in->op) && in->pass == ph) emit_block_red(g, i, red);
@@ -1101,15 +1186,7 @@ static void gen_reduction(gen *g, int colmode, int kmax)
             kiln__sbuf_puts(b, "  }\n");
             emit_row_level(g, ph + 1);
         } else {
-            char v[32];
-            snprintf(v, sizeof v, "v%d", k->out_instr);
-            kiln__sbuf_puts(b, "      rs[kk].e[l] = ");
-            emit_store_value(g, v, lin);
-            kiln__sbuf_printf(b, ";\n      }\n      oo[kk] = ro%d + io%d;\n     }\n    }\n", ni, ni);
-            kiln__sbuf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++) {\n", kmax);
-            kiln__sbuf_puts(b, "     if (act && j0 + (IDX)kk * nw + wk < L) {\n");
-            emit_final_store(g, "kk");
-            kiln__sbuf_puts(b, "     }\n    }\n  }\n  }\n");
+            kiln__sbuf_puts(b, "  }\n");
         }
     }
     if (k->out.is_row) {
@@ -1183,6 +1260,7 @@ typedef struct kplan {
     int lanes_forced; /* KILN_REDUCE_COLVEC=force: lanes wherever the layout allows */
     int nred;  /* reduction instructions (a split kernel's partials: nred x R x G) */
     int seg;   /* ROW mode: W (1-32) lanes a row where a row needs that few workers, else 0 */
+    int keep;  /* KILN_REDUCE_KEEP: computed values kept for later phases (an.keep, keep_values) */
 } kplan;
 
 static void kplan_free(kplan *kp)
@@ -1377,6 +1455,88 @@ static kiln_status row_segments(kiln_ctx *ctx, kplan *kp)
     return KILN_OK;
 }
 
+/* ROW mode's computed values kept for a later phase. A value a pass computes and a later
+ * phase uses again (softmax's exp(x - max(x)): the sum's pass, then the output) was computed
+ * again there, from the kept loads; where recomputing it costs a library function, a division
+ * or a generator (op_cost), the first phase keeps it in registers (kv<i>[kmax][VEC]) and later
+ * phases take it, where the row fits one tile. softmax(A,1) f16 on the H100 issued 2x batch
+ * norm's instructions, its issue slots 85 % busy, DRAM 45 % (bench/NOTES.md step 63). At most
+ * 64 bytes a thread of kept values, else none. KILN_REDUCE_KEEP=0 keeps none (for measuring). */
+static kiln_status keep_values(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
+{
+    analysis *an = &kp->an;
+    const int n = k->ninstr;
+    an->nkept = 0;
+    for (int i = 0; i < n; i++) an->keep[i] = -1;
+    kp->keep = 0;
+    if (kp->elementwise || kp->colmode || k->npasses < 1 || n < 1) return KILN_OK;
+    const size_t nb = (size_t)n;
+    static const char *const ways[] = {"0", "1"};
+    int env;
+    KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_KEEP", ways, 2, &env));
+    if (env == 0) return KILN_OK;
+    kp->keep = 1;
+    /* heavy[i]: recomputing i's FULL subgraph runs an op of cost 8 (operands precede users) */
+    char heavy_in[ANALYSIS_N + 1], *heavy = n <= ANALYSIS_N ? heavy_in : malloc(nb);
+    int comp_in[ANALYSIS_N + 1], *comp = n <= ANALYSIS_N ? comp_in : malloc(nb * sizeof *comp);
+    if (!heavy || !comp) {
+        if (heavy != heavy_in) free(heavy);
+        if (comp != comp_in) free(comp);
+        return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'plan': no host memory for kernel analysis");
+    }
+    for (int i = 0; i < n; i++) {
+        const kiln_plan_instr *in = &k->instr[i];
+        heavy[i] = 0;
+        comp[i] = -1;
+        if (in->space != KILN_SPACE_FULL || in->op == KILN_POP_LOAD) continue;
+        heavy[i] = op_cost((kiln_pop)in->op) >= 8;
+        for (int j = 0; j < instr_nargs(in); j++) heavy[i] |= heavy[arg_of(in, j)];
+    }
+    /* phase by phase: what it computes (need 1) and what it takes from an earlier phase */
+    char *need = an->need;
+    for (int ph = 0; ph <= k->npasses; ph++) {
+        if (ph == k->npasses && k->out.is_row) break;
+        for (int i = 0; i < n; i++) /* a heavy value an earlier phase computed: kept there */
+            if (heavy[i] && comp[i] >= 0 && comp[i] < ph && an->keep[i] < 0) an->keep[i] = comp[i];
+        memset(need, 0, nb);
+        if (ph < k->npasses) {
+            for (int i = 0; i < n; i++)
+                if (kiln__pop_is_reduction((kiln_pop)k->instr[i].op) && k->instr[i].pass == ph)
+                    mark_kept(k, an, k->instr[i].a, ph, need);
+        } else {
+            mark_kept(k, an, k->out_instr, ph, need);
+        }
+        for (int i = 0; i < n; i++)
+            if (need[i] == 1 && comp[i] < 0) comp[i] = ph;
+    }
+    /* a candidate no later phase reaches (marked 2) is not kept */
+    for (int i = 0; i < n; i++) heavy[i] = 0;
+    for (int ph = 1; ph <= k->npasses; ph++) {
+        if (ph == k->npasses && k->out.is_row) break;
+        memset(need, 0, nb);
+        if (ph < k->npasses) {
+            for (int i = 0; i < n; i++)
+                if (kiln__pop_is_reduction((kiln_pop)k->instr[i].op) && k->instr[i].pass == ph)
+                    mark_kept(k, an, k->instr[i].a, ph, need);
+        } else {
+            mark_kept(k, an, k->out_instr, ph, need);
+        }
+        for (int i = 0; i < n; i++) heavy[i] |= need[i] == 2;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!heavy[i]) an->keep[i] = -1;
+        an->nkept += an->keep[i] >= 0;
+    }
+    if (heavy != heavy_in) free(heavy);
+    if (comp != comp_in) free(comp);
+    /* the registers: kmax x VEC values a kept instruction */
+    if ((int64_t)an->nkept * kp->kmax * kp->vec * (k->compute_f64 ? 8 : 4) > 64) {
+        for (int i = 0; i < n; i++) an->keep[i] = -1;
+        an->nkept = 0;
+    }
+    return KILN_OK;
+}
+
 /* Layout, analysis and launch choices of kernel k. st: the device, whose size decides
  * whether COLUMN mode takes lanes (NULL: it takes them wherever the layout allows). */
 static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_cuda_state *st, kplan *kp)
@@ -1405,6 +1565,7 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_
     }
     s = row_fill(ctx, k, kp);
     if (s == KILN_OK) s = row_segments(ctx, kp);
+    if (s == KILN_OK) s = keep_values(ctx, k, kp);
     if (s != KILN_OK) kplan_free(kp);
     return s;
 }
@@ -1415,10 +1576,10 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_
 static size_t signature(const kiln_plan_kernel *k, const kplan *kp, unsigned char *out, size_t cap)
 {
     const layout *l = &kp->l;
-    int hdr[18] = {k->ninstr, k->ninputs, k->nconsts, k->nstreams, (int)k->out.dtype,
+    int hdr[20] = {k->ninstr, k->ninputs, k->nconsts, k->nstreams, (int)k->out.dtype,
                    (int)(k->out.round == KILN_ROUND_STOCHASTIC), k->out.is_row, k->compute_f64 != 0,
                    k->npasses, k->out_instr, l->nd, l->idx32, kp->elementwise, kp->colmode, kp->kmax, kp->vec,
-                   kp->split, kp->seg};
+                   kp->split, kp->seg, kp->keep, kp->an.nkept};
     size_t len = 0;
 #define PUT(src_, n)                                                                            \
     do {                                                                                        \
@@ -1453,6 +1614,9 @@ static kiln_status generate(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp,
     const layout *l = &kp->l;
     gen g = {0};
     kiln_sbuf src = {0};
+    char need_all_in[ANALYSIS_N + 1];
+    g.need_all = k->ninstr <= ANALYSIS_N ? need_all_in : malloc((size_t)k->ninstr);
+    if (!g.need_all) return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'plan': no host memory for the kernel source");
     g.b = &src;
     g.k = k;
     g.l = l;
@@ -1479,6 +1643,7 @@ static kiln_status generate(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp,
     else
         gen_reduction(&g, kp->colmode, kp->kmax);
     kiln__sbuf_puts(&src, "}\n");
+    if (g.need_all != need_all_in) free(g.need_all);
     if (src.oom) {
         kiln__sbuf_free(&src);
         return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'plan': no host memory for the kernel source");
