@@ -1461,7 +1461,8 @@ static kiln_status row_segments(kiln_ctx *ctx, kplan *kp)
  * or a generator (op_cost), the first phase keeps it in registers (kv<i>[kmax][VEC]) and later
  * phases take it, where the row fits one tile. softmax(A,1) f16 on the H100 issued 2x batch
  * norm's instructions, its issue slots 85 % busy, DRAM 45 % (bench/NOTES.md step 63). At most
- * 64 bytes a thread of kept values, else none. KILN_REDUCE_KEEP=0 keeps none (for measuring). */
+ * 64 bytes a thread of kept values, else none. KILN_REDUCE_KEEP=0 keeps none, =force keeps them
+ * past 64 bytes (both for measuring). */
 static kiln_status keep_values(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
 {
     analysis *an = &kp->an;
@@ -1471,9 +1472,9 @@ static kiln_status keep_values(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *
     kp->keep = 0;
     if (kp->elementwise || kp->colmode || k->npasses < 1 || n < 1) return KILN_OK;
     const size_t nb = (size_t)n;
-    static const char *const ways[] = {"0", "1"};
+    static const char *const ways[] = {"0", "1", "force"};
     int env;
-    KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_KEEP", ways, 2, &env));
+    KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_KEEP", ways, 3, &env));
     if (env == 0) return KILN_OK;
     kp->keep = 1;
     /* heavy[i]: recomputing i's FULL subgraph runs an op of cost 8 (operands precede users) */
@@ -1529,8 +1530,8 @@ static kiln_status keep_values(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *
     }
     if (heavy != heavy_in) free(heavy);
     if (comp != comp_in) free(comp);
-    /* the registers: kmax x VEC values a kept instruction */
-    if ((int64_t)an->nkept * kp->kmax * kp->vec * (k->compute_f64 ? 8 : 4) > 64) {
+    /* the registers: kmax x VEC values a kept instruction (force: any number, for measuring) */
+    if (env != 2 && (int64_t)an->nkept * kp->kmax * kp->vec * (k->compute_f64 ? 8 : 4) > 64) {
         for (int i = 0; i < n; i++) an->keep[i] = -1;
         an->nkept = 0;
     }
