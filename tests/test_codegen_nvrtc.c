@@ -156,6 +156,7 @@ int main(void)
         {"lanes: column prod f16", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {65536, 1024}, 15, KILN_ROUND_DEFAULT},
         {"softmax f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 30000}, 8, KILN_ROUND_DEFAULT},
         {"softmax f32 (keep 0)", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 30000}, 8, KILN_ROUND_DEFAULT},
+        {"softmax f16 (rule)", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {3, 30000}, 8, KILN_ROUND_DEFAULT},
         /* the variance in one pass (KILN_VAR_PASSES=1: RED_VAR, Welford's update, Chan's merges) */
         {"column var bf16 (one pass)", KILN_DTYPE_BF16, KILN_DTYPE_F32, 2, {30000, 6}, 4, KILN_ROUND_DEFAULT},
         {"batch norm f64 (one pass)", KILN_DTYPE_F64, KILN_DTYPE_F64, 2, {100000, 3}, 6, KILN_ROUND_DEFAULT},
@@ -266,6 +267,12 @@ int main(void)
                     int want_kept = strcmp(cs->what, "softmax f32") == 0;
                     if (kept != want_kept) fprintf(stderr, "  %s split %d: kept values %d\n", cs->what, split, kept);
                     CHECK_INT(kept, want_kept);
+                }
+                /* f16 softmax keeps its exp and so takes f32's bytes a worker (row_fill) */
+                if (strcmp(cs->what, "softmax f16 (rule)") == 0) {
+                    int ok = strstr(src, "  CT kv") && strstr(src, "uint4 cc0[4];");
+                    if (!ok) fprintf(stderr, "  %s split %d: no kept values or not 4 vectors a worker\n", cs->what, split);
+                    CHECK(ok);
                 }
                 const char *vn = strstr(cs->what, "VEC ");
                 if (vn) { /* the row's width takes the widest vector that divides it */

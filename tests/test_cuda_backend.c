@@ -1275,7 +1275,8 @@ static void test_keep(void)
     } cases[] = {{KILN_DTYPE_F32, {64, 1000}, V_PLAIN},   {KILN_DTYPE_F16, {33, 8192}, V_PLAIN},
                  {KILN_DTYPE_F32, {3, 100000}, V_PLAIN},  {KILN_DTYPE_F16, {5, 40000}, V_PLAIN},
                  {KILN_DTYPE_BF16, {300, 257}, V_STEP},   {KILN_DTYPE_F32, {4099, 24}, V_T},
-                 {KILN_DTYPE_F16, {2000, 100}, V_PLAIN}};
+                 {KILN_DTYPE_F16, {2000, 100}, V_PLAIN},  {KILN_DTYPE_F16, {4099, 1024}, V_PLAIN},
+                 {KILN_DTYPE_BF16, {100, 4096}, V_PLAIN}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         kiln_tensor *tc, *tg;
         make_pair(cases[c].dt, 2, cases[c].shape, cases[c].view, -2, 3, &tc, &tg);

@@ -1426,7 +1426,12 @@ static kiln_status row_fill(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
     /* unset: where the kernel writes one value a row (a reduction that is not broadcast back:
      * H100 f16 var(A,1) 1.03-1.26x, sums level); a row written back whole (batch norm along
      * rows) ran 0.82-0.87x with it (NOTES step 58) */
-    if (env == 0 || (env < 0 && !k->out.is_row)) return KILN_OK;
+    /* and where the kernel keeps computed values for a later phase and its row needs more than a
+     * warp: softmax along rows then computes exp once a point and walks 1024-wide f16 rows on one
+     * warp (bench/NOTES.md step 63) */
+    int64_t need = (kp->l.L / kp->vec + kp->kmax - 1) / kp->kmax;
+    int keeps = kp->an.nkept > 0 && need > 32;
+    if (env == 0 || (env < 0 && !k->out.is_row && !keeps)) return KILN_OK;
     size_t widest = widest_input(k);
     if (widest == 0 || widest >= 4) return KILN_OK;
     int km = kp->kmax * (int)(4 / widest);
@@ -1460,9 +1465,9 @@ static kiln_status row_segments(kiln_ctx *ctx, kplan *kp)
  * again there, from the kept loads; where recomputing it costs a library function, a division
  * or a generator (op_cost), the first phase keeps it in registers (kv<i>[kmax][VEC]) and later
  * phases take it, where the row fits one tile. softmax(A,1) f16 on the H100 issued 2x batch
- * norm's instructions, its issue slots 85 % busy, DRAM 45 % (bench/NOTES.md step 63). At most
- * 64 bytes a thread of kept values, else none. KILN_REDUCE_KEEP=0 keeps none, =force keeps them
- * past 64 bytes (both for measuring). */
+ * norm's instructions, its issue slots 85 % busy, DRAM 45 % (bench/NOTES.md step 63). Decided
+ * here from the structure alone; keep_cap bounds the registers once kmax is final.
+ * KILN_REDUCE_KEEP=0 keeps none, =force past keep_cap's bound (both for measuring). */
 static kiln_status keep_values(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
 {
     analysis *an = &kp->an;
@@ -1476,7 +1481,6 @@ static kiln_status keep_values(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *
     int env;
     KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_KEEP", ways, 3, &env));
     if (env == 0) return KILN_OK;
-    kp->keep = 1;
     /* heavy[i]: recomputing i's FULL subgraph runs an op of cost 8 (operands precede users) */
     char heavy_in[ANALYSIS_N + 1], *heavy = n <= ANALYSIS_N ? heavy_in : malloc(nb);
     int comp_in[ANALYSIS_N + 1], *comp = n <= ANALYSIS_N ? comp_in : malloc(nb * sizeof *comp);
@@ -1530,12 +1534,18 @@ static kiln_status keep_values(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *
     }
     if (heavy != heavy_in) free(heavy);
     if (comp != comp_in) free(comp);
-    /* the registers: kmax x VEC values a kept instruction (force: any number, for measuring) */
-    if (env != 2 && (int64_t)an->nkept * kp->kmax * kp->vec * (k->compute_f64 ? 8 : 4) > 64) {
-        for (int i = 0; i < n; i++) an->keep[i] = -1;
-        an->nkept = 0;
-    }
+    kp->keep = env == 2 ? 2 : 1;
     return KILN_OK;
+}
+
+/* The registers kept values take, kmax x VEC a kept instruction, once kmax is final: at most
+ * 128 bytes a thread, else none (KILN_REDUCE_KEEP=force: any number, for measuring). */
+static void keep_cap(const kiln_plan_kernel *k, kplan *kp)
+{
+    analysis *an = &kp->an;
+    if (kp->keep == 2 || (int64_t)an->nkept * kp->kmax * kp->vec * (k->compute_f64 ? 8 : 4) <= 128) return;
+    for (int i = 0; i < k->ninstr; i++) an->keep[i] = -1;
+    an->nkept = 0;
 }
 
 /* Layout, analysis and launch choices of kernel k. st: the device, whose size decides
@@ -1564,9 +1574,10 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_
         kp->unsplit = 0;
         set_lanes(k, kp, 1);
     }
-    s = row_fill(ctx, k, kp);
+    s = keep_values(ctx, k, kp);
+    if (s == KILN_OK) s = row_fill(ctx, k, kp);
     if (s == KILN_OK) s = row_segments(ctx, kp);
-    if (s == KILN_OK) s = keep_values(ctx, k, kp);
+    if (s == KILN_OK) keep_cap(k, kp);
     if (s != KILN_OK) kplan_free(kp);
     return s;
 }
