@@ -1262,10 +1262,11 @@ static kiln_expr *b_keep(kiln_tensor *const *in, const void *p)
 
 /* ROW mode's kept values (codegen.c keep_values: a library function's, a division's or a
  * generator's result a pass computed, kept in registers for a later phase where the row fits
- * one tile) against the CPU, on rows that fit one tile (one block, short rows on a segment),
- * and rows that do not (computed again) or split across blocks; f32, f16, bf16. Without
- * generators, KILN_REDUCE_KEEP=0 (nothing kept) gives the same bits: the kept value is the
- * value computed again. A bad value names the variable. */
+ * one tile) against the CPU, on rows that fit one tile (one block, one warp, short rows on a
+ * segment), and rows that do not (computed again) or split across blocks; f32, f16, bf16.
+ * Without generators and with KILN_REDUCE_ROWFILL fixed, KILN_REDUCE_KEEP=0 (nothing kept)
+ * gives the same bits: the kept value is the value computed again. A bad value names the
+ * variable. */
 static void test_keep(void)
 {
     const struct {
@@ -1287,18 +1288,24 @@ static void test_keep(void)
             unsetenv("KILN_REDUCE_KEEP");
             compare(what, b_keep, &kind, &tc, &tg, KILN_DTYPE_AUTO, tol);
             if (kind == 1) continue; /* each evaluation draws new numbers */
-            kiln_tensor *o1 = NULL, *o0 = NULL;
-            CHECK_OK(gpu, kiln_eval(gpu, b_keep(&tg, &kind), KILN_DTYPE_AUTO, &o1));
-            setenv("KILN_REDUCE_KEEP", "0", 1);
-            CHECK_OK(gpu, kiln_eval(gpu, b_keep(&tg, &kind), KILN_DTYPE_AUTO, &o0));
-            unsetenv("KILN_REDUCE_KEEP");
-            if (o1 && o0) {
-                int same = same_bits(o1, o0, kiln_tensor_dtype(o1));
-                if (!same) fprintf(stderr, "  %s: kept and computed again differ\n", what);
-                CHECK(same);
+            /* (with ROWFILL fixed: unset, 16-bit rows that keep values take f32's bytes a worker,
+             * another summation order than with nothing kept) */
+            for (int fill = 0; fill < 2; fill++) {
+                setenv("KILN_REDUCE_ROWFILL", fill ? "1" : "0", 1);
+                kiln_tensor *o1 = NULL, *o0 = NULL;
+                CHECK_OK(gpu, kiln_eval(gpu, b_keep(&tg, &kind), KILN_DTYPE_AUTO, &o1));
+                setenv("KILN_REDUCE_KEEP", "0", 1);
+                CHECK_OK(gpu, kiln_eval(gpu, b_keep(&tg, &kind), KILN_DTYPE_AUTO, &o0));
+                unsetenv("KILN_REDUCE_KEEP");
+                if (o1 && o0) {
+                    int same = same_bits(o1, o0, kiln_tensor_dtype(o1));
+                    if (!same) fprintf(stderr, "  %s rowfill %d: kept and computed again differ\n", what, fill);
+                    CHECK(same);
+                }
+                kiln_tensor_release(o1);
+                kiln_tensor_release(o0);
             }
-            kiln_tensor_release(o1);
-            kiln_tensor_release(o0);
+            unsetenv("KILN_REDUCE_ROWFILL");
         }
         kiln_tensor_release(tc);
         kiln_tensor_release(tg);
