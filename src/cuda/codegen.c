@@ -19,8 +19,9 @@
  *    pays, a thread owns VEC neighbouring rows, loaded 16 bytes at a time, each with its own
  *    accumulators and row values, vr<i>[VEC]). Every pass walks the row in tiles of nw*KMAX
  *    points; when the row fits in one tile, the FULL loads used by several passes stay in
- *    registers, so the row is read from memory once. Longer rows are walked again per pass
- *    (still one kernel).
+ *    registers, so the row is read from memory once, and so do costly values a pass computes
+ *    that a later one uses again (softmax's exp: keep_values). Longer rows are walked again
+ *    per pass, computing them again (still one kernel).
  *  - split reductions: where too few blocks would walk too long rows (a sum to one value was
  *    one block: one SM walking the whole tensor), the rows are cut into G slices of whole
  *    tiles along the grid's y. Each block reduces its slice; its partial goes to a
@@ -1416,7 +1417,8 @@ static int lanes_pay(kiln_ctx *ctx, const kiln_cuda_state *st, const kiln_plan_k
  * of copy bandwidth where f32 reached 0.87 (NOTES step 57). KILN_REDUCE_ROWFILL=1 gives the
  * narrow worker f32's bytes (kmax times 4 / the widest input's size, at most 8 vectors): half
  * the workers a row, twice the bytes each in flight, half the block-wide folds. Unset: where
- * the output is one value a row; 0 never; 1 everywhere. */
+ * the output is one value a row, or where values are kept (keep_values) over rows that need
+ * more than a warp; 0 never; 1 everywhere. */
 static kiln_status row_fill(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
 {
     if (kp->elementwise || kp->colmode || kp->vec < 2 || k->compute_f64) return KILN_OK;
