@@ -33,7 +33,9 @@
  *    same device always gives the same bits.
  * Sizes, strides, pointers, constants, Philox streams and the seed are kernel ARGUMENTS: a
  * flat array of 64-bit words passed by value. The source depends only on the structure
- * (which strides are 0 or 1, ops, dtypes, modes), so a new shape or eps does not recompile.
+ * (which strides are 0 or 1, ops, dtypes, modes, the vector width the sizes allow, and in ROW
+ * mode the row's length class: a segment of 1-32 lanes, a 16-bit worker's bytes), so a new eps,
+ * or a new shape of the same class, does not recompile.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <limits.h>
