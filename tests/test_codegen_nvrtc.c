@@ -111,6 +111,31 @@ static kiln_expr *build(int kind, kiln_tensor *x, int nd, const int64_t *shape, 
     }
 }
 
+/* Setting var to bad makes the source of build(kind)'s first kernel over a rows x cols input
+ * of dtype dt a KILN_ERR_ARG naming var (then var is unset). */
+static void bad_knob(kiln_ctx *ctx, const char *var, const char *bad, kiln_dtype dt, int64_t rows, int64_t cols,
+                     int kind)
+{
+    setenv(var, bad, 1);
+    int64_t shape[2] = {rows, cols}, oshape[3];
+    int ond;
+    kiln_tensor *x = random_tensor(ctx, dt, 2, shape);
+    kiln_expr *e = build(kind, x, 2, shape, &ond, oshape);
+    kiln_tensor *dst = NULL;
+    CHECK_OK(ctx, kiln_tensor_empty(ctx, dt, ond, oshape, &dst));
+    kiln_plan *p = NULL;
+    CHECK_OK(ctx, kiln__plan_build(dst, e, KILN_ROUND_DEFAULT, &p));
+    char *src = NULL;
+    CHECK(p && p->nkernels > 0);
+    if (p && p->nkernels > 0) CHECK_FAILS(ctx, kiln__cuda_kernel_source(ctx, &p->kernels[0], 0, &src), KILN_ERR_ARG, var);
+    free(src);
+    kiln__plan_free(p);
+    kiln_expr_release(e);
+    kiln_tensor_release(dst);
+    kiln_tensor_release(x);
+    unsetenv(var);
+}
+
 int main(void)
 {
     if (!kiln__cuda_kernel_source) {
@@ -301,47 +326,11 @@ int main(void)
         kiln_tensor_release(dst);
         kiln_tensor_release(x);
     }
-    { /* a bad KILN_REDUCE_ROWFILL names the variable (read where a row's inputs are narrow) */
-        setenv("KILN_REDUCE_ROWFILL", "yes", 1);
-        int64_t shape[2] = {5, 8192}, oshape[3];
-        int ond;
-        kiln_tensor *x = random_tensor(ctx, KILN_DTYPE_F16, 2, shape);
-        kiln_expr *e = build(12, x, 2, shape, &ond, oshape);
-        kiln_tensor *dst = NULL;
-        CHECK_OK(ctx, kiln_tensor_empty(ctx, KILN_DTYPE_F32, ond, oshape, &dst));
-        kiln_plan *p = NULL;
-        CHECK_OK(ctx, kiln__plan_build(dst, e, KILN_ROUND_DEFAULT, &p));
-        char *src = NULL;
-        if (p && p->nkernels > 0)
-            CHECK_FAILS(ctx, kiln__cuda_kernel_source(ctx, &p->kernels[0], 0, &src), KILN_ERR_ARG, "KILN_REDUCE_ROWFILL");
-        free(src);
-        kiln__plan_free(p);
-        kiln_expr_release(e);
-        kiln_tensor_release(dst);
-        kiln_tensor_release(x);
-        unsetenv("KILN_REDUCE_ROWFILL");
-    }
-    { /* a bad KILN_REDUCE_SEG names the variable (read at every ROW-mode reduction) */
-        unsetenv("KILN_REDUCE_SEG");
-        setenv("KILN_REDUCE_SEG", "2", 1);
-        int64_t shape[2] = {100, 32}, oshape[3];
-        int ond;
-        kiln_tensor *x = random_tensor(ctx, KILN_DTYPE_F32, 2, shape);
-        kiln_expr *e = build(2, x, 2, shape, &ond, oshape);
-        kiln_tensor *dst = NULL;
-        CHECK_OK(ctx, kiln_tensor_empty(ctx, KILN_DTYPE_F32, ond, oshape, &dst));
-        kiln_plan *p = NULL;
-        CHECK_OK(ctx, kiln__plan_build(dst, e, KILN_ROUND_DEFAULT, &p));
-        char *src = NULL;
-        if (p && p->nkernels > 0)
-            CHECK_FAILS(ctx, kiln__cuda_kernel_source(ctx, &p->kernels[0], 0, &src), KILN_ERR_ARG, "KILN_REDUCE_SEG");
-        free(src);
-        kiln__plan_free(p);
-        kiln_expr_release(e);
-        kiln_tensor_release(dst);
-        kiln_tensor_release(x);
-        unsetenv("KILN_REDUCE_SEG");
-    }
+    /* a bad value names the variable: KILN_REDUCE_ROWFILL (read where a row's inputs are
+     * narrow), KILN_REDUCE_SEG and KILN_REDUCE_KEEP (read at every ROW-mode reduction) */
+    bad_knob(ctx, "KILN_REDUCE_ROWFILL", "yes", KILN_DTYPE_F16, 5, 8192, 12);
+    bad_knob(ctx, "KILN_REDUCE_SEG", "2", KILN_DTYPE_F32, 100, 32, 2);
+    bad_knob(ctx, "KILN_REDUCE_KEEP", "on", KILN_DTYPE_F32, 3, 1000, 8);
     printf("%d sources compiled (%d split reductions)\n", compiled, reductions);
     CHECK(reductions >= 13);
     kiln_ctx_destroy(ctx);

@@ -569,6 +569,21 @@ static void test_row_stat_bits(void)
     unsetenv("KILN_VAR_PASSES");
 }
 
+/* A bad value of the variable var is a KILN_ERR_ARG naming it: build on a random rows x cols
+ * f32 input, evaluated on the GPU with var set to bad (then unset). */
+static void knob_bad(const char *var, const char *bad, build_fn build, const void *param, int64_t rows, int64_t cols)
+{
+    int64_t shape[2] = {rows, cols};
+    kiln_tensor *tc, *tg, *o = NULL;
+    make_pair(KILN_DTYPE_F32, 2, shape, V_PLAIN, -2, 3, &tc, &tg);
+    setenv(var, bad, 1);
+    CHECK_FAILS(gpu, kiln_eval(gpu, build(&tg, param), KILN_DTYPE_AUTO, &o), KILN_ERR_ARG, var);
+    unsetenv(var);
+    kiln_tensor_release(o);
+    kiln_tensor_release(tc);
+    kiln_tensor_release(tg);
+}
+
 static void test_welford(void)
 {
     struct {
@@ -599,16 +614,8 @@ static void test_welford(void)
         kiln_tensor_release(tg);
         unsetenv("KILN_REDUCE_COLVEC");
     }
-    setenv("KILN_VAR_PASSES", "3", 1);
-    int64_t shape[2] = {8, 8};
-    kiln_tensor *tc, *tg, *o = NULL;
-    make_pair(KILN_DTYPE_F32, 2, shape, V_PLAIN, -2, 3, &tc, &tg);
     int kind = 0;
-    CHECK_FAILS(gpu, kiln_eval(gpu, b_welford(&tg, &kind), KILN_DTYPE_AUTO, &o), KILN_ERR_ARG, "KILN_VAR_PASSES");
-    kiln_tensor_release(o);
-    kiln_tensor_release(tc);
-    kiln_tensor_release(tg);
-    unsetenv("KILN_VAR_PASSES");
+    knob_bad("KILN_VAR_PASSES", "3", b_welford, &kind, 8, 8);
     test_welford_rule();
     test_row_stat_bits();
 }
@@ -1310,18 +1317,8 @@ static void test_keep(void)
         kiln_tensor_release(tc);
         kiln_tensor_release(tg);
     }
-    setenv("KILN_REDUCE_KEEP", "yes", 1);
-    {
-        int64_t shape[2] = {64, 1000};
-        kiln_tensor *tc, *tg, *o = NULL;
-        make_pair(KILN_DTYPE_F32, 2, shape, V_PLAIN, -2, 3, &tc, &tg);
-        int kind = 0;
-        CHECK_FAILS(gpu, kiln_eval(gpu, b_keep(&tg, &kind), KILN_DTYPE_AUTO, &o), KILN_ERR_ARG, "KILN_REDUCE_KEEP");
-        kiln_tensor_release(o);
-        kiln_tensor_release(tc);
-        kiln_tensor_release(tg);
-    }
-    unsetenv("KILN_REDUCE_KEEP");
+    int kind = 0;
+    knob_bad("KILN_REDUCE_KEEP", "yes", b_keep, &kind, 64, 1000);
 }
 
 /* ---- host <-> device copies ------------------------------------------------------------------ */

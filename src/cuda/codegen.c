@@ -331,6 +331,20 @@ static void mark_kept(const kiln_plan_kernel *k, const analysis *an, int root, i
     for (int j = 0; j < na; j++) mark_kept(k, an, arg_of(in, j), ph, need);
 }
 
+/* need[] (cleared first) for phase ph: what pass ph's reductions reduce, or (ph = npasses)
+ * the output where it is not a row value, marked by mark_kept. */
+static void mark_phase(const kiln_plan_kernel *k, const analysis *an, int ph, char *need)
+{
+    memset(need, 0, (size_t)(k->ninstr > 0 ? k->ninstr : 0));
+    if (ph < k->npasses) {
+        for (int i = 0; i < k->ninstr; i++)
+            if (kiln__pop_is_reduction((kiln_pop)k->instr[i].op) && k->instr[i].pass == ph)
+                mark_kept(k, an, k->instr[i].a, ph, need);
+    } else if (!k->out.is_row) {
+        mark_kept(k, an, k->out_instr, ph, need);
+    }
+}
+
 static kiln_status analyse(kiln_ctx *ctx, const kiln_plan_kernel *k, analysis *an)
 {
     memset(an, 0, sizeof *an);
@@ -385,14 +399,7 @@ static kiln_status analyse(kiln_ctx *ctx, const kiln_plan_kernel *k, analysis *a
     /* phases using each FULL load */
     int nph = k->npasses + 1;
     for (int ph = 0; ph < nph; ph++) {
-        memset(an->need, 0, (size_t)n);
-        if (ph < k->npasses) {
-            for (int i = 0; i < n; i++)
-                if (kiln__pop_is_reduction((kiln_pop)k->instr[i].op) && k->instr[i].pass == ph)
-                    mark_full(k, k->instr[i].a, an->need);
-        } else if (!k->out.is_row) {
-            mark_full(k, k->out_instr, an->need);
-        }
+        mark_phase(k, an, ph, an->need); /* (nothing kept yet: mark_full's marks) */
         for (int i = 0; i < n; i++) {
             if (!an->need[i] || k->instr[i].op != KILN_POP_LOAD) continue;
             if (an->first[i] < 0)
@@ -1507,14 +1514,7 @@ static kiln_status keep_values(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *
         if (ph == k->npasses && k->out.is_row) break;
         for (int i = 0; i < n; i++) /* a heavy value an earlier phase computed: kept there */
             if (heavy[i] && comp[i] >= 0 && comp[i] < ph && an->keep[i] < 0) an->keep[i] = comp[i];
-        memset(need, 0, nb);
-        if (ph < k->npasses) {
-            for (int i = 0; i < n; i++)
-                if (kiln__pop_is_reduction((kiln_pop)k->instr[i].op) && k->instr[i].pass == ph)
-                    mark_kept(k, an, k->instr[i].a, ph, need);
-        } else {
-            mark_kept(k, an, k->out_instr, ph, need);
-        }
+        mark_phase(k, an, ph, need);
         for (int i = 0; i < n; i++)
             if (need[i] == 1 && comp[i] < 0) comp[i] = ph;
     }
@@ -1522,14 +1522,7 @@ static kiln_status keep_values(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *
     for (int i = 0; i < n; i++) heavy[i] = 0;
     for (int ph = 1; ph <= k->npasses; ph++) {
         if (ph == k->npasses && k->out.is_row) break;
-        memset(need, 0, nb);
-        if (ph < k->npasses) {
-            for (int i = 0; i < n; i++)
-                if (kiln__pop_is_reduction((kiln_pop)k->instr[i].op) && k->instr[i].pass == ph)
-                    mark_kept(k, an, k->instr[i].a, ph, need);
-        } else {
-            mark_kept(k, an, k->out_instr, ph, need);
-        }
+        mark_phase(k, an, ph, need);
         for (int i = 0; i < n; i++) heavy[i] |= need[i] == 2;
     }
     for (int i = 0; i < n; i++) {
