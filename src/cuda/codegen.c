@@ -1518,15 +1518,16 @@ static kiln_status keep_values(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *
         for (int i = 0; i < n; i++)
             if (need[i] == 1 && comp[i] < 0) comp[i] = ph;
     }
-    /* a candidate no later phase reaches (marked 2) is not kept */
-    for (int i = 0; i < n; i++) heavy[i] = 0;
+    /* a candidate no later phase reaches (marked 2) is not kept (taken[] in heavy's storage) */
+    char *taken = heavy;
+    memset(taken, 0, nb);
     for (int ph = 1; ph <= k->npasses; ph++) {
         if (ph == k->npasses && k->out.is_row) break;
         mark_phase(k, an, ph, need);
-        for (int i = 0; i < n; i++) heavy[i] |= need[i] == 2;
+        for (int i = 0; i < n; i++) taken[i] |= need[i] == 2;
     }
     for (int i = 0; i < n; i++) {
-        if (!heavy[i]) an->keep[i] = -1;
+        if (!taken[i]) an->keep[i] = -1;
         an->nkept += an->keep[i] >= 0;
     }
     if (heavy != heavy_in) free(heavy);
