@@ -85,7 +85,7 @@ for s in $STEPS; do
             step tests 420 env MODES="cuda python" TABLE_SUFFIX=-run "$ROOT/tools/test-gpu.sh" ;;
         bench)
             step kiln-bench 200 "$BUILD_GPU/kiln-bench"
-            step torch-expr 150 python3 bench/peers/torch_expr.py
+            step torch-expr 200 python3 bench/peers/torch_expr.py
             step rbm 90 env PYTHONPATH="$BUILD_GPU/python" python3 bench/rbm.py --device cuda
             step overhead 40 env PYTHONPATH="$BUILD_GPU/python" python3 bench/overhead.py --device cuda ;;
         gemm-regs) # the wgmma kernel with its register epilogue (not the TMA-store default)

@@ -7,9 +7,10 @@ Timing: CUDA events around batches of back-to-back calls after warm-up (3 calls,
 torch.compile's compilation), the median of 7 batches divided by the batch size, as
 kiln-gpu-bench does. GB/s counts the bytes that must move (inputs read once, output
 written once); copy/x is the fraction of copy bandwidth reached.
-Usage: python3 bench/peers/torch_expr.py [--quick] [--no-compile] [--only NAME,NAME]
+Usage: python3 bench/peers/torch_expr.py [--quick] [--no-compile] [--only NAME,NAME] [--sizes RxC,RxC]
 (--quick: 8192 x 8192 only; --no-compile: eager only; --only: the cases of those names,
-split at the commas outside parentheses, so --only 'sum(A,0),sum(A)' names two)
+split at the commas outside parentheses, so --only 'sum(A,0),sum(A)' names two; --sizes: those
+shapes, as kiln-gpu-bench's --sizes)
 """
 import sys
 import torch
@@ -31,6 +32,7 @@ def split_names(text):
 QUICK = "--quick" in sys.argv
 NO_COMPILE = "--no-compile" in sys.argv
 ONLY = split_names(sys.argv[sys.argv.index("--only") + 1]) if "--only" in sys.argv[:-1] else None
+SIZES = sys.argv[sys.argv.index("--sizes") + 1] if "--sizes" in sys.argv[:-1] else None
 dev = "cuda"
 
 
@@ -70,6 +72,33 @@ def minus_max(A):
     return A - A.max()
 
 
+def softmax_rows(A):
+    return torch.softmax(A, 1)
+
+
+def gelu(A):
+    return torch.nn.functional.gelu(A)
+
+
+def softplus(A):
+    return torch.nn.functional.softplus(A)
+
+
+def rowprod(A):
+    return A.prod(1, keepdim=True)
+
+
+def parse_sizes(text):
+    """'RxC,RxC' as [(R, C), ...]; a malformed shape names itself."""
+    out = []
+    for part in text.split(","):
+        r, sep, c = part.partition("x")
+        if not sep or not r.isdigit() or not c.isdigit() or int(r) < 1 or int(c) < 1:
+            sys.exit(f"torch_expr.py: argument '--sizes': '{part}' is not ROWSxCOLS")
+        out.append((int(r), int(c)))
+    return out
+
+
 def timed(fn, reps):
     for _ in range(3):
         fn()
@@ -93,6 +122,8 @@ def main():
     sizes = [(8192, 8192), (65536, 1024), (1024, 65536), (256, 256)]
     if QUICK:
         sizes = sizes[:1]
+    if SIZES:
+        sizes = parse_sizes(SIZES)
     print(f"{'case':26s} {'dtype':5s} {'shape':13s} {'eager ms':>9s} {'GB/s':>8s} {'compile ms':>10s} {'GB/s':>8s} "
           f"{'copyGB/s':>9s} {'copy/eag':>8s} {'copy/cmp':>8s}")
     for (N, C) in sizes:
@@ -110,6 +141,10 @@ def main():
                 ("sum(A,0)", colsum, (A,), (N * C + C) * es),
                 ("sum(A)", total, (A,), N * C * es + 4),
                 ("A-max(A)", minus_max, (A,), 2 * N * C * es),
+                ("softmax(A,1)", softmax_rows, (A,), 2 * N * C * es),
+                ("gelu(A)", gelu, (A,), 2 * N * C * es),
+                ("softplus(A)", softplus, (A,), 2 * N * C * es),
+                ("prod(A,1)", rowprod, (A,), (N * C + N) * es),
             ]
             reps = 10 if N * C >= (1 << 22) else 100
             for name, fn, args, nbytes in cases:
