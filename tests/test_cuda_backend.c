@@ -528,6 +528,25 @@ static kiln_expr *b_row_stat(kiln_tensor *const *in, const void *p)
     return kiln_add(zero, kiln_cast(stat, KILN_DTYPE_F64));
 }
 
+/* build(tg) evaluated on the GPU in f64 over a rows x cols input: every element of a row holds
+ * the bits of the row's first. */
+static void check_row_bits(const char *what, build_fn build, const void *param, kiln_tensor *const *tg, int64_t rows,
+                           int64_t cols)
+{
+    kiln_tensor *o = NULL;
+    CHECK_OK(gpu, kiln_eval(gpu, build(tg, param), KILN_DTYPE_F64, &o));
+    if (!o) return;
+    uint64_t *h = malloc((size_t)(rows * cols) * sizeof *h);
+    CHECK_OK(gpu, kiln_tensor_read(o, h, KILN_DTYPE_F64));
+    int64_t bad = 0;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 1; j < cols; j++) bad += h[r * cols + j] != h[r * cols];
+    if (bad) fprintf(stderr, "  %s: %lld elements differ from their row's first\n", what, (long long)bad);
+    CHECK(bad == 0);
+    free(h);
+    kiln_tensor_release(o);
+}
+
 static void test_row_stat_bits(void)
 {
     const struct {
@@ -549,18 +568,7 @@ static void test_row_stat_bits(void)
                 snprintf(what, sizeof what, "row stat bits case %zu kind %d passes %s", c, kind,
                          passes[ps] ? passes[ps] : "default");
                 compare(what, b_row_stat, &kind, &tc, &tg, KILN_DTYPE_F64, cases[c].dt == KILN_DTYPE_F64 ? 1e-10 : 4e-3);
-                kiln_tensor *o = NULL;
-                CHECK_OK(gpu, kiln_eval(gpu, b_row_stat(&tg, &kind), KILN_DTYPE_F64, &o));
-                if (!o) continue;
-                int64_t rows = cases[c].shape[0], cols = cases[c].shape[1], bad = 0;
-                uint64_t *h = malloc((size_t)(rows * cols) * sizeof *h);
-                CHECK_OK(gpu, kiln_tensor_read(o, h, KILN_DTYPE_F64));
-                for (int64_t r = 0; r < rows; r++)
-                    for (int64_t j = 1; j < cols; j++) bad += h[r * cols + j] != h[r * cols];
-                if (bad) fprintf(stderr, "  %s: %lld elements differ from their row's first\n", what, (long long)bad);
-                CHECK(bad == 0);
-                free(h);
-                kiln_tensor_release(o);
+                check_row_bits(what, b_row_stat, &kind, &tg, cases[c].shape[0], cases[c].shape[1]);
             }
         }
         kiln_tensor_release(tc);
@@ -1202,19 +1210,7 @@ static void test_seg(void)
             char what[96];
             snprintf(what, sizeof what, "seg zeros width %lld kind %d", (long long)widths[w], kind);
             compare(what, b_short, &kind, &tc, &tg, KILN_DTYPE_F64, 0);
-            kiln_tensor *o = NULL;
-            CHECK_OK(gpu, kiln_eval(gpu, b_short(&tg, &kind), KILN_DTYPE_F64, &o));
-            if (o) {
-                uint64_t *b = malloc((size_t)n * sizeof *b);
-                CHECK_OK(gpu, kiln_tensor_read(o, b, KILN_DTYPE_F64));
-                int64_t bad = 0;
-                for (int64_t r = 0; r < shape[0]; r++)
-                    for (int64_t j = 1; j < shape[1]; j++) bad += b[r * shape[1] + j] != b[r * shape[1]];
-                if (bad) fprintf(stderr, "  %s: %lld elements differ from their row's first\n", what, (long long)bad);
-                CHECK(bad == 0);
-                free(b);
-                kiln_tensor_release(o);
-            }
+            check_row_bits(what, b_short, &kind, &tg, shape[0], shape[1]);
             kiln_tensor_release(tc);
             kiln_tensor_release(tg);
         }
