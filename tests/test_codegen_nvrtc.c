@@ -182,6 +182,7 @@ int main(void)
         {"softmax f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 30000}, 8, KILN_ROUND_DEFAULT},
         {"softmax f32 (keep 0)", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 30000}, 8, KILN_ROUND_DEFAULT},
         {"softmax f16 (rule)", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {3, 30000}, 8, KILN_ROUND_DEFAULT},
+        {"div 0: softmax f32 (div 0)", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 30000}, 8, KILN_ROUND_DEFAULT},
         /* the variance in one pass (KILN_VAR_PASSES=1: RED_VAR, Welford's update, Chan's merges) */
         {"column var bf16 (one pass)", KILN_DTYPE_BF16, KILN_DTYPE_F32, 2, {30000, 6}, 4, KILN_ROUND_DEFAULT},
         {"batch norm f64 (one pass)", KILN_DTYPE_F64, KILN_DTYPE_F64, 2, {100000, 3}, 6, KILN_ROUND_DEFAULT},
@@ -231,6 +232,10 @@ int main(void)
             setenv("KILN_REDUCE_KEEP", "0", 1);
         else
             unsetenv("KILN_REDUCE_KEEP");
+        if (strstr(cs->what, "(div 0)"))
+            setenv("KILN_REDUCE_DIV", "0", 1);
+        else
+            unsetenv("KILN_REDUCE_DIV");
         if (strstr(cs->what, "(seg 0)"))
             setenv("KILN_REDUCE_SEG", "0", 1);
         else
@@ -293,6 +298,15 @@ int main(void)
                     if (kept != want_kept) fprintf(stderr, "  %s split %d: kept values %d\n", cs->what, split, kept);
                     CHECK_INT(kept, want_kept);
                 }
+                /* softmax's output divides its kept exp by the row's sum through the sum's
+                 * reciprocal (kiln_div_row) where every kept value is in range (okn), not with
+                 * KILN_REDUCE_DIV=0 or with nothing kept */
+                if (strncmp(cs->what, "softmax", 7) == 0 || strstr(cs->what, ": softmax")) {
+                    int rdiv = strstr(src, "= kiln_div_row(") != NULL && strstr(src, "okn3 = okn3 & kiln_div_in(v3);") != NULL;
+                    int want_rdiv = strstr(cs->what, "(div 0)") == NULL && strstr(cs->what, "(keep 0)") == NULL;
+                    if (rdiv != want_rdiv) fprintf(stderr, "  %s split %d: row division %d\n", cs->what, split, rdiv);
+                    CHECK_INT(rdiv, want_rdiv);
+                }
                 /* f16 softmax keeps its exp and so takes f32's bytes a worker (row_fill) */
                 if (strcmp(cs->what, "softmax f16 (rule)") == 0) {
                     int ok = strstr(src, "  CT kv") && strstr(src, "uint4 cc0[4];");
@@ -331,6 +345,7 @@ int main(void)
     bad_knob(ctx, "KILN_REDUCE_ROWFILL", "yes", KILN_DTYPE_F16, 5, 8192, 12);
     bad_knob(ctx, "KILN_REDUCE_SEG", "2", KILN_DTYPE_F32, 100, 32, 2);
     bad_knob(ctx, "KILN_REDUCE_KEEP", "on", KILN_DTYPE_F32, 3, 1000, 8);
+    bad_knob(ctx, "KILN_REDUCE_DIV", "on", KILN_DTYPE_F32, 3, 1000, 8);
     printf("%d sources compiled (%d split reductions)\n", compiled, reductions);
     CHECK(reductions >= 13);
     kiln_ctx_destroy(ctx);

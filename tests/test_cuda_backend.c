@@ -1317,6 +1317,122 @@ static void test_keep(void)
     knob_bad("KILN_REDUCE_KEEP", "yes", b_keep, &kind, 64, 1000);
 }
 
+/* ---- divisions by row values ------------------------------------------------------------------ */
+
+/* Along rows: softmax (0); x / sum(x) (1: sums of either sign, near 0 or past 2^24); batch
+ * norm (2: (x - mean) / sqrt(var + eps)); x / max(x) (3: maxima of either sign, 0, inf). */
+static kiln_expr *b_rdiv(kiln_tensor *const *in, const void *p)
+{
+    int kind = *(const int *)p;
+    kiln_expr *x = kiln_t(in[0]);
+    switch (kind) {
+    case 0: {
+        kiln_expr *e = kiln_exp(kiln_sub(kiln_expr_retain(x), kiln_max(kiln_expr_retain(x), 1)));
+        kiln_expr_release(x);
+        return kiln_div(kiln_expr_retain(e), kiln_sum(e, 1));
+    }
+    case 1: return kiln_div(kiln_expr_retain(x), kiln_sum(x, 1));
+    case 2:
+        return kiln_div(kiln_sub(kiln_expr_retain(x), kiln_mean(kiln_expr_retain(x), 1)),
+                        kiln_sqrt(kiln_add(kiln_var(x, 1), kiln_scalar(1e-5))));
+    default: return kiln_div(kiln_expr_retain(x), kiln_max(x, 1));
+    }
+}
+
+/* Rows at scales 1, 2^-30, 2^30, 2^-70 and 2^70 (f32; 16-bit inputs 1, 2^-8, 2^8), with one
+ * point in 97 odd: +-0, values below 2^-100 (f32), -75 to -100 (softmax's exp below 2^-100 or
+ * 0), in rows whose divisors stay in the fast path's range; rows 4 of 5 also take values past
+ * 2^100 (f32) or near the 16-bit maximum, rows 3 of 7 infs and NaNs (their divisors leave it). */
+static double *rdiv_data(kiln_dtype dt, int64_t rows, int64_t cols)
+{
+    double *h = malloc((size_t)(rows * cols) * sizeof(double));
+    check_fill(&rng, h, rows * cols, -2, 3);
+    const int f32 = dt == KILN_DTYPE_F32;
+    const double f32_scales[] = {1, 0x1p-30, 0x1p30, 0x1p-70, 0x1p70}, narrow_scales[] = {1, 0x1p-8, 0x1p8, 1, 1};
+    const double f32_odd[] = {0.0, -0.0, 0x1.8p-110, -0x1p-120, 1e-40, -90.5, -75.25, -100.0},
+                 narrow_odd[] = {0.0, -0.0, 0x1p-20, -0x1p-22, -90.5, -75.25, -100.0, 0.0};
+    const double big[] = {0x1.4p110, -0x1p105}, narrow_big[] = {60000, -60000}, bad[] = {INFINITY, -INFINITY, NAN};
+    for (int64_t r = 0; r < rows; r++) {
+        double sc = (f32 ? f32_scales : narrow_scales)[r % 5];
+        for (int64_t c = 0; c < cols; c++) {
+            double *v = &h[r * cols + c];
+            *v *= sc;
+            uint64_t u = check_rand_u64(&rng);
+            if (u % 97 == 0) *v = (f32 ? f32_odd : narrow_odd)[(u >> 8) % 8];
+            if (r % 5 == 4 && (u >> 20) % 61 == 0) *v = (f32 ? big : narrow_big)[(u >> 28) % 2];
+            if (r % 7 == 3 && (u >> 32) % 67 == 0) *v = bad[(u >> 40) % 3];
+        }
+    }
+    return h;
+}
+
+/* Reduction kernels divide a kept value by a row value through the row's reciprocal and one
+ * Markstein correction (codegen.c row_divisions, source.c kiln_div_row): with KILN_REDUCE_DIV=1
+ * and with the rule's choice (unset: perhaps compiled again for fewer registers, tighten), the
+ * same bits as KILN_REDUCE_DIV=0, which divides at every point, on rows that fit one tile (kept values),
+ * short rows on segments, rows longer than a tile, split rows and a transposed view, in f32,
+ * f16 and bf16, with divisors and dividends in and out of the fast path's ranges; and against
+ * the CPU on plain data. A bad value names the variable. */
+static void test_rdiv(void)
+{
+    const struct {
+        kiln_dtype dt;
+        int64_t shape[2];
+        int transpose;
+    } cases[] = {{KILN_DTYPE_F32, {64, 1000}, 0},  {KILN_DTYPE_F32, {2000, 100}, 0}, {KILN_DTYPE_F32, {3, 70000}, 0},
+                 {KILN_DTYPE_F32, {300, 257}, 1},  {KILN_DTYPE_F16, {2000, 100}, 0}, {KILN_DTYPE_F16, {33, 8192}, 0},
+                 {KILN_DTYPE_BF16, {4099, 24}, 0}, {KILN_DTYPE_F32, {4099, 1024}, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int64_t *sh = cases[c].shape;
+        int64_t bshape[2] = {cases[c].transpose ? sh[1] : sh[0], cases[c].transpose ? sh[0] : sh[1]};
+        double *h = rdiv_data(cases[c].dt, bshape[0], bshape[1]);
+        kiln_tensor *base = from_f64(gpu, cases[c].dt, 2, bshape, h), *tg = NULL;
+        free(h);
+        if (cases[c].transpose)
+            CHECK_OK(gpu, kiln_tensor_permute(base, NULL, &tg));
+        else
+            tg = kiln_tensor_retain(base);
+        for (int kind = 0; kind < 4 && tg; kind++) {
+            /* 0: divided at every point; 1: through the reciprocal; unset: the rule's choice */
+            static const char *const ways[3] = {"0", "1", NULL};
+            kiln_tensor *o[3] = {NULL, NULL, NULL};
+            for (int w = 0; w < 3; w++) {
+                if (ways[w])
+                    setenv("KILN_REDUCE_DIV", ways[w], 1);
+                else
+                    unsetenv("KILN_REDUCE_DIV");
+                CHECK_OK(gpu, kiln_eval(gpu, b_rdiv(&tg, &kind), KILN_DTYPE_AUTO, &o[w]));
+            }
+            unsetenv("KILN_REDUCE_DIV");
+            for (int w = 1; w < 3; w++)
+                if (o[0] && o[w]) {
+                    int same = same_bits(o[w], o[0], kiln_tensor_dtype(o[0]));
+                    if (!same)
+                        fprintf(stderr, "  rdiv case %zu kind %d: KILN_REDUCE_DIV=%s's quotients differ\n", c, kind,
+                                ways[w] ? ways[w] : "(unset)");
+                    CHECK(same);
+                }
+            for (int w = 0; w < 3; w++) kiln_tensor_release(o[w]);
+        }
+        kiln_tensor_release(tg);
+        kiln_tensor_release(base);
+    }
+    /* against the CPU, ordinary data */
+    const int64_t shape[2] = {513, 300};
+    kiln_tensor *tc, *tg;
+    make_pair(KILN_DTYPE_F32, 2, shape, V_PLAIN, 0.25, 3, &tc, &tg);
+    for (int kind = 0; kind < 4; kind++) {
+        char what[64];
+        snprintf(what, sizeof what, "rdiv kind %d against the CPU", kind);
+        compare(what, b_rdiv, &kind, &tc, &tg, KILN_DTYPE_AUTO, kind == 1 || kind == 3 ? 1e-4 : 1e-5);
+    }
+    kiln_tensor_release(tc);
+    kiln_tensor_release(tg);
+    printf("  rdiv: %lld kernels compiled again for their blocks an SM\n", (long long)stats_of(gpu).tightened);
+    int kind = 0;
+    knob_bad("KILN_REDUCE_DIV", "yes", b_rdiv, &kind, 64, 1000);
+}
+
 /* ---- host <-> device copies ------------------------------------------------------------------ */
 
 static void test_copies(void)
@@ -2863,7 +2979,7 @@ int main(void)
                     {"chains", test_chains},       {"reductions", test_reductions},
                     {"batchnorm", test_batchnorm}, {"split", test_split},
                     {"lanes", test_lanes},         {"welford", test_welford},
-                    {"seg", test_seg},             {"keep", test_keep},
+                    {"seg", test_seg},             {"keep", test_keep},             {"rdiv", test_rdiv},
                     {"rng", test_rng_bits},
                     {"gemm", test_gemm},           {"random", test_gemm_random}, {"stats", test_gemm_stats},
                     {"fastdram", gemm_fast_dram},

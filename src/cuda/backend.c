@@ -98,7 +98,8 @@ static kiln_status cuda_init(kiln_ctx *ctx, void **state)
         }
     }
     { /* optional entry points: the wgmma GEMM's tensor maps and its shared-memory size; the
-       * split reductions' occupancy; the current context (kiln__cuda_enter) */
+       * split reductions' occupancy; a kernel's registers and local memory (codegen.c tighten);
+       * the current context (kiln__cuda_enter) */
         struct {
             const char *name;
             void **fn;
@@ -107,6 +108,7 @@ static kiln_status cuda_init(kiln_ctx *ctx, void **state)
                    {"cuLaunchKernelEx", (void **)&st->cu.LaunchKernelEx},
                    {"cuOccupancyMaxActiveClusters", (void **)&st->cu.OccupancyMaxActiveClusters},
                    {"cuOccupancyMaxActiveBlocksPerMultiprocessor", (void **)&st->cu.OccupancyMaxActiveBlocks},
+                   {"cuFuncGetAttribute", (void **)&st->cu.FuncGetAttribute},
                    {"cuCtxGetCurrent", (void **)&st->cu.CtxGetCurrent}};
         for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++) {
             enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;

@@ -427,8 +427,30 @@ typedef struct gen {
     int colvec;     /* COLUMN mode with vec > 1: a worker owns VEC neighbouring rows (columns) */
     int red_lanes;  /* with lanes: value reductions of all VEC rows at once (kiln_col_red_lanes) */
     int seg;        /* ROW mode on short rows: W lanes a row (kiln_seg_*), 0 = more than a warp */
+    int rdiv;       /* kplan's: kept values divided by row values through their reciprocals */
+    int div_fast;   /* emitting the output walk that divides through the reciprocals (fast_div) */
     char *need_all; /* a phase's instructions with nothing kept (the row longer than a tile) */
 } gen;
+
+/* Whether FULL instruction i divides a value an earlier pass kept (an.keep) by a row value,
+ * which the output's walk over a row that fits one tile does through the row value's
+ * reciprocal (kiln_div_row; row_divisions): f32 arithmetic, row values held as scalars. */
+static int fast_div(const gen *g, int i)
+{
+    const kiln_plan_kernel *k = g->k;
+    const kiln_plan_instr *in = &k->instr[i];
+    return g->rdiv && !g->f64 && !g->colvec && in->op == KILN_POP_DIV && in->space == KILN_SPACE_FULL &&
+           k->instr[in->b].space == KILN_SPACE_ROW && g->an->keep[in->a] >= 0;
+}
+
+/* Whether instruction x is a fast_div's divisor (operand 1: its reciprocal ry<x>) or kept
+ * dividend (operand 0: the flag okn<x> that every kept point is in kiln_div_row's range). */
+static int fast_div_operand(const gen *g, int x, int operand)
+{
+    for (int i = 0; i < g->k->ninstr; i++)
+        if (fast_div(g, i) && (operand ? g->k->instr[i].b : g->k->instr[i].a) == x) return 1;
+    return 0;
+}
 
 static const char *fn_name(int f64, const char *base)
 {
@@ -524,7 +546,12 @@ static void emit_instr(gen *g, int i, const char *lin)
     case KILN_POP_ADD: kiln__sbuf_printf(b, "v%d + v%d", A, B); break;
     case KILN_POP_SUB: kiln__sbuf_printf(b, "v%d - v%d", A, B); break;
     case KILN_POP_MUL: kiln__sbuf_printf(b, "v%d * v%d", A, B); break;
-    case KILN_POP_DIV: kiln__sbuf_printf(b, "v%d / v%d", A, B); break;
+    case KILN_POP_DIV:
+        if (g->div_fast && fast_div(g, i))
+            kiln__sbuf_printf(b, "kiln_div_row(v%d, v%d, ry%d)", A, B, B);
+        else
+            kiln__sbuf_printf(b, "v%d / v%d", A, B);
+        break;
     case KILN_POP_POW: kiln__sbuf_printf(b, "%s(v%d, v%d)", fn_name(f64, "pow"), A, B); break;
     case KILN_POP_FMOD: kiln__sbuf_printf(b, "%s(v%d, v%d)", fn_name(f64, "fmod"), A, B); break;
     case KILN_POP_MAX: kiln__sbuf_printf(b, "kiln_op_max::f(v%d, v%d)", A, B); break;
@@ -992,11 +1019,24 @@ static void emit_row_level(gen *g, int level)
         } else {
             emit_instr(g, i, g->colvec ? "rr * VEC + l" : "rr");
         }
+        if (fast_div_operand(g, i, 1)) kiln__sbuf_printf(g->b, "  const CT ry%d = kiln_rcp_row(v%d);\n", i, i);
         if (g->colvec) {
             kiln__sbuf_printf(g->b, "    vr%d[l] = v%d;\n", i, i);
             lanes_close(g);
         }
     }
+}
+
+/* The output's fast_div instructions among those need[] marks computed here: their count, and
+ * "okn<a> && ry<b> != 0.0f && ..." into cond (every kept dividend in range, every divisor's
+ * reciprocal there). */
+static int out_fast_divs(const gen *g, const char *need, kiln_sbuf *cond)
+{
+    int n = 0;
+    for (int i = 0; i < g->k->ninstr; i++)
+        if (need[i] == 1 && fast_div(g, i))
+            kiln__sbuf_printf(cond, "%sokn%d && ry%d != 0.0f", n++ ? " && " : "", g->k->instr[i].a, g->k->instr[i].b);
+    return n;
 }
 
 /* One phase's walk over the row (reduction pass ph, or the output pass ph = npasses): tiles of
@@ -1041,6 +1081,8 @@ static void emit_phase_loop(gen *g, int ph, const char *need, int kmax)
         } else if (need[i] && k->instr[i].op != KILN_POP_LOAD) {
             emit_instr(g, i, lin);
             if (an->keep[i] == ph) kiln__sbuf_printf(b, "      if (fits) kv%d[kk][l] = v%d;\n", i, i);
+            if (an->keep[i] == ph && fast_div_operand(g, i, 0))
+                kiln__sbuf_printf(b, "      okn%d = okn%d & kiln_div_in(v%d);\n", i, i, i);
         }
     }
     if (!out_phase) {
@@ -1124,10 +1166,14 @@ static void gen_reduction(gen *g, int colmode, int kmax)
         }
     const char *red = colmode ? "col" : "row";
     for (int i = 0; i < k->ninstr; i++)
-        if (kiln__pop_is_reduction((kiln_pop)k->instr[i].op))
+        if (kiln__pop_is_reduction((kiln_pop)k->instr[i].op)) {
             kiln__sbuf_printf(b, g->colvec ? "  CT vr%d[VEC];\n" : "  CT v%d;\n", i);
-    for (int i = 0; i < k->ninstr; i++)
+            if (fast_div_operand(g, i, 1)) kiln__sbuf_printf(b, "  CT ry%d;\n", i);
+        }
+    for (int i = 0; i < k->ninstr; i++) {
         if (an->keep[i] >= 0) kiln__sbuf_printf(b, "  CT kv%d[%d][%d];\n", i, kmax, g->vec);
+        if (an->keep[i] >= 0 && fast_div_operand(g, i, 0)) kiln__sbuf_printf(b, "  bool okn%d = true;\n", i);
+    }
     emit_row_level(g, 0);
     for (int ph = 0; ph <= k->npasses; ph++) {
         int out_phase = ph == k->npasses;
@@ -1166,15 +1212,28 @@ static void gen_reduction(gen *g, int colmode, int kmax)
         }
         int kept = 0;
         for (int i = 0; i < k->ninstr; i++) kept |= need[i] == 2;
+        /* a row that fits one tile divides its kept values by row values through the reciprocals
+         * (fast_div) where every kept dividend and divisor is in kiln_div_row's ranges */
+        kiln_sbuf cond = {0};
+        int nfast = out_phase && kept ? out_fast_divs(g, need, &cond) : 0;
         if (kept) { /* a tile that holds the whole row has the kept values; a longer row computes them again */
             kiln__sbuf_puts(b, "  if (fits) {\n");
+            if (nfast) {
+                kiln__sbuf_printf(b, "  if (%s) {\n", cond.oom ? "false" : cond.p);
+                g->div_fast = 1;
+                emit_phase_loop(g, ph, need, kmax);
+                g->div_fast = 0;
+                kiln__sbuf_puts(b, "  } else {\n");
+            }
             emit_phase_loop(g, ph, need, kmax);
+            if (nfast) kiln__sbuf_puts(b, "  }\n");
             kiln__sbuf_puts(b, "  } else {\n");
             emit_phase_loop(g, ph, g->need_all, kmax);
             kiln__sbuf_puts(b, "  }\n");
         } else {
             emit_phase_loop(g, ph, need, kmax);
         }
+        kiln__sbuf_free(&cond);
         if (!out_phase) {
             for (int i = 0; i < k->ninstr; i++) {
                 const kiln_plan_instr *in = &k->instr[i];
@@ -1191,6 +1250,7 @@ static void gen_reduction(gen *g, int colmode, int kmax)
                     kiln__sbuf_printf(b, "  a%d%s = x%d > 0 ? a%d%s / (CT)x%d : (CT)__longlong_as_double(0x7ff8000000000000LL);\n",
                                       i, x, i, i, x, i);
                 kiln__sbuf_printf(b, "  v%s%d%s = a%d%s;\n", g->colvec ? "r" : "", i, x, i, x);
+                if (fast_div_operand(g, i, 1)) kiln__sbuf_printf(b, "  ry%d = kiln_rcp_row(v%d);\n", i, i);
                 lanes_close(g);
             }
             kiln__sbuf_puts(b, "  }\n");
@@ -1271,6 +1331,8 @@ typedef struct kplan {
     int nred;  /* reduction instructions (a split kernel's partials: nred x R x G) */
     int seg;   /* ROW mode: W (1-32) lanes a row where a row needs that few workers, else 0 */
     int keep;  /* KILN_REDUCE_KEEP: computed values kept for later phases (an.keep, keep_values) */
+    int rdiv;  /* kept values divided by row values through the row's reciprocal (row_divisions):
+                * 0 no, 1 yes, 2 where that costs no occupancy (choose_division, at compile) */
 } kplan;
 
 static void kplan_free(kplan *kp)
@@ -1471,6 +1533,32 @@ static kiln_status row_segments(kiln_ctx *ctx, kplan *kp)
     return KILN_OK;
 }
 
+/* The output's divisions of a kept value by a row value (softmax's exp(x - max) / sum): where
+ * the row fits one tile, as a multiply by the row value's correctly rounded reciprocal and one
+ * Markstein correction (kiln_div_row in source.c: three instructions a point in place of
+ * div.rn's reciprocal, refinement, range check and correction), the same bits as a / b. The pass
+ * that keeps the dividend checks each kept point against the correction's ranges (kiln_div_in,
+ * flag okn<a>); the output's walk divides through the reciprocal where all were in range and the
+ * divisor's reciprocal exists (ry<b> != 0), else at every point as before. Decided after
+ * keep_cap, from the kept values; unset, kept where it costs no occupancy (choose_division).
+ * KILN_REDUCE_DIV=0 divides at every point, =1 always takes the reciprocal (both for measuring). */
+static kiln_status row_divisions(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
+{
+    kp->rdiv = 0;
+    if (kp->elementwise || k->compute_f64 || kp->an.nkept == 0) return KILN_OK;
+    static const char *const ways[] = {"0", "1"};
+    int env;
+    KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_DIV", ways, 2, &env));
+    if (env == 0) return KILN_OK;
+    for (int i = 0; i < k->ninstr; i++) {
+        const kiln_plan_instr *in = &k->instr[i];
+        if (in->op == KILN_POP_DIV && in->space == KILN_SPACE_FULL && k->instr[in->b].space == KILN_SPACE_ROW &&
+            kp->an.keep[in->a] >= 0)
+            kp->rdiv = env == 1 ? 1 : 2;
+    }
+    return KILN_OK;
+}
+
 /* ROW mode's computed values kept for a later phase. A value a pass computes and a later
  * phase uses again (softmax's exp(x - max(x)): the sum's pass, then the output) was computed
  * again there, from the kept loads; where recomputing it costs a library function, a division
@@ -1576,6 +1664,7 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_
     if (s == KILN_OK) s = row_fill(ctx, k, kp);
     if (s == KILN_OK) s = row_segments(ctx, kp);
     if (s == KILN_OK) keep_cap(k, kp);
+    if (s == KILN_OK) s = row_divisions(ctx, k, kp);
     if (s != KILN_OK) kplan_free(kp);
     return s;
 }
@@ -1586,10 +1675,10 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_
 static size_t signature(const kiln_plan_kernel *k, const kplan *kp, unsigned char *out, size_t cap)
 {
     const layout *l = &kp->l;
-    int hdr[20] = {k->ninstr, k->ninputs, k->nconsts, k->nstreams, (int)k->out.dtype,
+    int hdr[21] = {k->ninstr, k->ninputs, k->nconsts, k->nstreams, (int)k->out.dtype,
                    (int)(k->out.round == KILN_ROUND_STOCHASTIC), k->out.is_row, k->compute_f64 != 0,
                    k->npasses, k->out_instr, l->nd, l->idx32, kp->elementwise, kp->colmode, kp->kmax, kp->vec,
-                   kp->split, kp->seg, kp->keep, kp->an.nkept};
+                   kp->split, kp->seg, kp->keep, kp->an.nkept, kp->rdiv};
     size_t len = 0;
 #define PUT(src_, n)                                                                            \
     do {                                                                                        \
@@ -1639,6 +1728,7 @@ static kiln_status generate(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp,
     g.colvec = kp->colmode && kp->vec > 1;
     g.red_lanes = kp->red_lanes;
     g.seg = kp->seg;
+    g.rdiv = kp->rdiv;
     kiln__cuda_prelude(&src);
     if (g.split) kiln__sbuf_puts(&src, grid_sync_src);
     kiln__sbuf_printf(&src, "typedef %s IDX;\ntypedef %s CT;\n", l->idx32 ? "int" : "long long",
@@ -1699,8 +1789,78 @@ kiln_status kiln__cuda_kernel_signature(kiln_ctx *ctx, const kiln_plan_kernel *k
     return KILN_OK;
 }
 
+/* src compiled asking ptxas for `blocks` blocks of 256 threads an SM (__launch_bounds__(256,
+ * blocks) in place of __launch_bounds__(256)) into *fn where it runs them with no local memory
+ * (no spills); *fn unchanged otherwise. */
+static kiln_status tighten(kiln_ctx *ctx, const char *src, int blocks, CUfunction *fn)
+{
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    static const char bound[] = "__launch_bounds__(256)";
+    const char *at = strstr(src, bound);
+    if (!at || blocks < 1 || blocks > 8 || !st->cu.FuncGetAttribute) return KILN_OK;
+    size_t n = strlen(src), head = (size_t)(at - src);
+    char *src2 = malloc(n + 16);
+    if (!src2) return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'plan': no host memory for the kernel source");
+    memcpy(src2, src, head);
+    int w = snprintf(src2 + head, 32, "__launch_bounds__(256, %d)", blocks);
+    memcpy(src2 + head + (size_t)w, at + sizeof bound - 1, n - head - (sizeof bound - 1) + 1);
+    CUfunction f2 = NULL;
+    kiln_status s = kiln__cuda_get_kernel(ctx, src2, "kiln_kernel", &f2);
+    free(src2);
+    int local = -1, b2 = 0;
+    if (s == KILN_OK && st->cu.FuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f2) == CUDA_SUCCESS &&
+        st->cu.OccupancyMaxActiveBlocks(&b2, f2, 256, 0) == CUDA_SUCCESS && local == 0 && b2 >= blocks) {
+        *fn = f2;
+        st->stats.tightened++;
+    }
+    return s;
+}
+
+/* KILN_REDUCE_DIV unset (kp->rdiv 2): *fn, compiled from src with the output's divisions
+ * through the row's reciprocal (row_divisions), is kept where it costs no occupancy against the
+ * kernel that divides at every point. The reciprocal adds a register or two, which ptxas can
+ * round up to a step of occupancy (softmax over 131072 x 250 f16: 40 -> 48 registers, 6 -> 5
+ * blocks an SM, 0.88x; bench/NOTES.md step 64). A 256-thread kernel (ROW segments) is first
+ * compiled again asking for one more block an SM (tighten), taken where nothing spills (softmax
+ * f16 over 96-1024 wide rows 1.02-1.09x faster); other kernels compare their registers. Where
+ * it still runs fewer blocks, or rounds up to more registers, *fn becomes the other. */
+static kiln_status choose_division(kiln_ctx *ctx, const kiln_plan_kernel *k, const kplan *kp, const char *src,
+                                   CUfunction *fn)
+{
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    if (!st->cu.FuncGetAttribute || !st->cu.OccupancyMaxActiveBlocks) return KILN_OK;
+    kplan plain = *kp; /* the same layout and analysis, read only */
+    plain.rdiv = 0;
+    char *src0 = NULL;
+    CUfunction f0 = NULL;
+    kiln_status s = generate(ctx, k, &plain, &src0);
+    if (s == KILN_OK) s = kiln__cuda_get_kernel(ctx, src0, "kiln_kernel", &f0);
+    free(src0);
+    if (s != KILN_OK) return s;
+    int r1 = 0, r0 = 0, b1 = 0, b0 = 0;
+    if (st->cu.FuncGetAttribute(&r1, CU_FUNC_ATTRIBUTE_NUM_REGS, *fn) != CUDA_SUCCESS ||
+        st->cu.FuncGetAttribute(&r0, CU_FUNC_ATTRIBUTE_NUM_REGS, f0) != CUDA_SUCCESS)
+        return KILN_OK;
+    if (kp->seg) {
+        if (st->cu.OccupancyMaxActiveBlocks(&b1, *fn, 256, 0) != CUDA_SUCCESS ||
+            st->cu.OccupancyMaxActiveBlocks(&b0, f0, 256, 0) != CUDA_SUCCESS)
+            return KILN_OK;
+        if (b1 < 8) { /* one more block an SM where that spills nothing */
+            CUfunction ft = *fn;
+            s = tighten(ctx, src, b1 + 1, &ft);
+            if (ft != *fn) b1++;
+            *fn = ft;
+        }
+        if (b1 < b0) *fn = f0;
+        return s;
+    }
+    if ((r1 + 7) / 8 > (r0 + 7) / 8) *fn = f0;
+    return KILN_OK;
+}
+
 /* The kernel of k: from the structural fast map, else generated and fetched through the
- * source-keyed cache (memory, disk, NVRTC) and remembered in the fast map. */
+ * source-keyed cache (memory, disk, NVRTC), its division chosen (choose_division), and
+ * remembered in the fast map. */
 static kiln_status get_function(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp, CUfunction *fn)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
@@ -1725,6 +1885,7 @@ static kiln_status get_function(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan 
     char *src = NULL;
     kiln_status s = generate(ctx, k, kp, &src);
     if (s == KILN_OK) s = kiln__cuda_get_kernel(ctx, src, "kiln_kernel", fn);
+    if (s == KILN_OK && kp->rdiv == 2) s = choose_division(ctx, k, kp, src, fn);
     free(src);
     if (s == KILN_OK) kiln__cuda_fast_add(st, h, sig, len, *fn);
     if (sig != sig_stack) free(sig);

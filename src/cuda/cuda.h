@@ -74,6 +74,7 @@ typedef struct kiln_cuda_driver {
     CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **); /* clusters */
     CUresult (*OccupancyMaxActiveClusters)(int *, CUfunction, const CUlaunchConfig *); /* may be NULL */
     CUresult (*OccupancyMaxActiveBlocks)(int *, CUfunction, int, size_t); /* split reductions; may be NULL */
+    CUresult (*FuncGetAttribute)(int *, CUfunction_attribute, CUfunction); /* codegen.c tighten; may be NULL */
     CUresult (*CtxGetCurrent)(CUcontext *); /* kiln__cuda_enter's check; may be NULL */
     CUresult (*TensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
                                      const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,

@@ -25,7 +25,8 @@ typedef struct kiln_cuda_stats {
     int64_t gemm_reference;   /* GEMMs run by the reference kernel (what neither can take) */
     int64_t reduce_splits;    /* reduction kernels launched with their rows split across blocks */
     int64_t reduce_lanes;     /* COLUMN-mode reductions launched with VEC columns a thread */
-    int64_t reduce_segs;      /* ROW-mode reductions launched with a row on 1-16 lanes of a warp */
+    int64_t reduce_segs;      /* ROW-mode reductions launched with a row on 1-32 lanes of a warp */
+    int64_t tightened;        /* 256-thread kernels taken compiled again for one more block an SM */
     double last_compile_ms;   /* NVRTC time of the last compilation */
     double last_get_ms;       /* time of the last kernel lookup (compile, disk or memory) */
 } kiln_cuda_stats;

@@ -211,6 +211,24 @@ static const char prelude_src[] =
     "#pragma unroll\n"
     "  for (int o = W >> 1; o > 0; o >>= 1) { T a2 = __shfl_xor_sync(0xffffffffu, m2, o), b2 = __shfl_xor_sync(0xffffffffu, mean, o); long long n2 = __shfl_xor_sync(0xffffffffu, n, o); kiln_var_comb(m2, mean, n, a2, b2, n2); }\n"
     "}\n"
+    /* A kept value a divided by a row value b (softmax's exp(x - max) / sum): the row takes
+     * y = 1/b correctly rounded once (kiln_rcp_row: 0 unless b is in [2^-24, 2^24]), each point
+     * q0 = a y, r = q0 b - a (exact, by the FMA) and q = q0 - r y rounded once: Markstein's
+     * correction, the last step of the hardware's own div.rn, here with a reciprocal at least as
+     * accurate as its refined one. Where a is 0 or |a| is in [2^-100, 2^100] (kiln_div_in, NaN
+     * in too), every step stays normal and q is a / b's bits, +-0 included (b being positive);
+     * codegen.c divides as before where a kept point or b is outside (bench/NOTES.md step 64). */
+    "__device__ __forceinline__ float kiln_rcp_row(float b) {\n"
+    "  return b >= 0x1p-24f && b <= 0x1p24f ? __frcp_rn(b) : 0.0f;\n"
+    "}\n"
+    "__device__ __forceinline__ bool kiln_div_in(float a) {\n"
+    "  const float m = fabsf(a);\n"
+    "  return !(m > 0x1p100f) & !(m > 0.0f && m < 0x1p-100f);\n"
+    "}\n"
+    "__device__ __forceinline__ float kiln_div_row(float a, float b, float y) {\n"
+    "  const float q = __fmul_rn(a, y);\n"
+    "  return __fmaf_rn(-__fmaf_rn(q, b, -a), y, q);\n"
+    "}\n"
     /* COLUMN mode: rows along x, workers along y. */
     "template <class Op, class T> __device__ __forceinline__ T kiln_col_red(T v, void *smv) {\n"
     "  if (blockDim.y == 1) return v;\n"
