@@ -1320,7 +1320,9 @@ static void test_keep(void)
 /* ---- divisions by row values ------------------------------------------------------------------ */
 
 /* Along rows: softmax (0); x / sum(x) (1: sums of either sign, near 0 or past 2^24); batch
- * norm (2: (x - mean) / sqrt(var + eps)); x / max(x) (3: maxima of either sign, 0, inf). */
+ * norm (2: (x - mean) / sqrt(var + eps)); x / max(x) (3: maxima of either sign, 0, inf);
+ * sin(x) / sum(|sin(x)|) (4: a kept dividend of either sign, +-0 and below 2^-100 among them).
+ * Kinds 0 and 4 divide kept values (the reciprocal's case), 1-3 values computed in the output. */
 static kiln_expr *b_rdiv(kiln_tensor *const *in, const void *p)
 {
     int kind = *(const int *)p;
@@ -1335,6 +1337,10 @@ static kiln_expr *b_rdiv(kiln_tensor *const *in, const void *p)
     case 2:
         return kiln_div(kiln_sub(kiln_expr_retain(x), kiln_mean(kiln_expr_retain(x), 1)),
                         kiln_sqrt(kiln_add(kiln_var(x, 1), kiln_scalar(1e-5))));
+    case 4: {
+        kiln_expr *sx = kiln_sin(x);
+        return kiln_div(kiln_expr_retain(sx), kiln_sum(kiln_abs(sx), 1));
+    }
     default: return kiln_div(kiln_expr_retain(x), kiln_max(x, 1));
     }
 }
@@ -1392,7 +1398,7 @@ static void test_rdiv(void)
             CHECK_OK(gpu, kiln_tensor_permute(base, NULL, &tg));
         else
             tg = kiln_tensor_retain(base);
-        for (int kind = 0; kind < 4 && tg; kind++) {
+        for (int kind = 0; kind < 5 && tg; kind++) {
             /* 0: divided at every point; 1: through the reciprocal; unset: the rule's choice */
             static const char *const ways[3] = {"0", "1", NULL};
             kiln_tensor *o[3] = {NULL, NULL, NULL};
@@ -1421,7 +1427,7 @@ static void test_rdiv(void)
     const int64_t shape[2] = {513, 300};
     kiln_tensor *tc, *tg;
     make_pair(KILN_DTYPE_F32, 2, shape, V_PLAIN, 0.25, 3, &tc, &tg);
-    for (int kind = 0; kind < 4; kind++) {
+    for (int kind = 0; kind < 5; kind++) {
         char what[64];
         snprintf(what, sizeof what, "rdiv kind %d against the CPU", kind);
         compare(what, b_rdiv, &kind, &tc, &tg, KILN_DTYPE_AUTO, kind == 1 || kind == 3 ? 1e-4 : 1e-5);
