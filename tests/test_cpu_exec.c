@@ -6,6 +6,7 @@
  * stochastic rounding, RAND/RANDN/BERNOULLI indices, empty and rank-0 domains, malformed
  * plans. Also the backend's strided read/write. Outputs are poisoned before every run.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "cpu_kernels.h"
 
 /* ---- element-wise --------------------------------------------------------------------- */
@@ -538,6 +539,86 @@ static void test_softmax(int64_t N, int64_t C, int f64)
     free(hx);
     kiln_tensor_release(X);
     kiln_tensor_release(out);
+}
+
+/* Kept values (exec.c analyse_keep): softmax along rows (exp kept from the sum's pass for
+ * the output) and t = sin(x) * u, u uniform random, out = t - max(t) + sum(t) (sin and the
+ * generator kept from the statistics' pass, the product computed again), each run with
+ * KILN_CPU_KEEP=0 and unset: the same bits, on short rows (several a block), rows of one
+ * block, rows of several blocks, a few rows (chunked walks, nothing kept) and, past the row
+ * buffers' bound, long rows computed again; softmax also against the f64 reference. */
+static void test_keep_bits(int64_t N, int64_t C, int f64)
+{
+    double *hx = malloc(sizeof(double) * (size_t)(N * C));
+    kiln_tensor *X = rand_tensor(KILN_DTYPE_F32, 2, ((int64_t[]){N, C}), -5, 5, hx);
+    for (int kind = 0; kind < 2; kind++) {
+        double *got[2] = {NULL, NULL};
+        for (int keep = 0; keep < 2; keep++) {
+            if (keep)
+                unsetenv("KILN_CPU_KEEP");
+            else
+                setenv("KILN_CPU_KEEP", "0", 1);
+            kiln_tensor *out = poison_tensor(f64 ? KILN_DTYPE_F64 : KILN_DTYPE_F32, 2, ((int64_t[]){N, C}));
+            kb b;
+            kb_init(&b, 2, ((int64_t[]){N, C}), 2u, f64);
+            int lx = kb_op(&b, KILN_POP_LOAD, KILN_SPACE_FULL, kb_input(&b, X, ((int[]){0, 1})), 0, 0);
+            int res;
+            if (kind == 0) {
+                int mx = kb_red(&b, KILN_POP_RED_MAX, lx, 0);
+                int e = kb_op(&b, KILN_POP_EXP, KILN_SPACE_FULL, kb_op(&b, KILN_POP_SUB, KILN_SPACE_FULL, lx, mx, 0), 0, 0);
+                res = kb_op(&b, KILN_POP_DIV, KILN_SPACE_FULL, e, kb_red(&b, KILN_POP_RED_SUM, e, 1), 0);
+            } else {
+                int u = kb_op(&b, KILN_POP_RAND, KILN_SPACE_FULL, kb_stream(&b, 77), 0, 0);
+                int t = kb_op(&b, KILN_POP_MUL, KILN_SPACE_FULL, kb_op(&b, KILN_POP_SIN, KILN_SPACE_FULL, lx, 0, 0), u, 0);
+                int sum = kb_red(&b, KILN_POP_RED_SUM, t, 0);
+                int mx = kb_red(&b, KILN_POP_RED_MAX, t, 0);
+                res = kb_op(&b, KILN_POP_ADD, KILN_SPACE_FULL, kb_op(&b, KILN_POP_SUB, KILN_SPACE_FULL, t, mx, 0), sum, 0);
+            }
+            kb_out(&b, out, ((int[]){0, 1}), 0, res);
+            CHECK_OK(g_ctx, kb_run(&b));
+            got[keep] = read_all(out);
+            kiln_tensor_release(out);
+        }
+        int64_t diff = 0;
+        for (int64_t i = 0; i < N * C; i++) diff += memcmp(&got[0][i], &got[1][i], sizeof(double)) != 0;
+        if (diff)
+            fprintf(stderr, "  keep %lldx%lld kind %d f64 %d: %lld values differ kept and computed again\n", (long long)N,
+                    (long long)C, kind, f64, (long long)diff);
+        CHECK(diff == 0);
+        if (kind == 0) {
+            double *want = malloc(sizeof(double) * (size_t)(N * C));
+            for (int64_t i = 0; i < N; i++) {
+                double m = -INFINITY, z = 0;
+                for (int64_t j = 0; j < C; j++) m = hx[i * C + j] > m ? hx[i * C + j] : m;
+                for (int64_t j = 0; j < C; j++) z += exp(hx[i * C + j] - m);
+                for (int64_t j = 0; j < C; j++) want[i * C + j] = exp(hx[i * C + j] - m) / z;
+            }
+            check_array("softmax, kept exp", got[1], want, N * C, 1e-5);
+            free(want);
+        }
+        free(got[0]);
+        free(got[1]);
+    }
+    unsetenv("KILN_CPU_KEEP");
+    free(hx);
+    kiln_tensor_release(X);
+}
+
+/* A bad KILN_CPU_KEEP is a KILN_ERR_ARG naming it (read where a ROW kernel has a value to keep). */
+static void test_keep_knob(void)
+{
+    kiln_tensor *X = rand_tensor(KILN_DTYPE_F32, 2, ((int64_t[]){8, 8}), -1, 1, NULL);
+    kiln_tensor *out = poison_tensor(KILN_DTYPE_F32, 2, ((int64_t[]){8, 8}));
+    kb b;
+    kb_init(&b, 2, ((int64_t[]){8, 8}), 2u, 0);
+    int lx = kb_op(&b, KILN_POP_LOAD, KILN_SPACE_FULL, kb_input(&b, X, ((int[]){0, 1})), 0, 0);
+    int e = kb_op(&b, KILN_POP_EXP, KILN_SPACE_FULL, lx, 0, 0);
+    kb_out(&b, out, ((int[]){0, 1}), 0, kb_op(&b, KILN_POP_DIV, KILN_SPACE_FULL, e, kb_red(&b, KILN_POP_RED_SUM, e, 0), 0));
+    setenv("KILN_CPU_KEEP", "yes", 1);
+    CHECK_FAILS(g_ctx, kb_run(&b), KILN_ERR_ARG, "KILN_CPU_KEEP");
+    unsetenv("KILN_CPU_KEEP");
+    kiln_tensor_release(out);
+    kiln_tensor_release(X);
 }
 
 /* ---- casts, stores, random numbers ---------------------------------------------------- */
@@ -1152,6 +1233,11 @@ int main(void)
         test_column(7, 3, f64, 1);
         test_softmax(33, 10, f64);
         test_softmax(4, 700, f64);
+        test_keep_bits(300, 40, f64);  /* short rows, several a block */
+        test_keep_bits(50, 400, f64);  /* a row a block */
+        test_keep_bits(40, 1500, f64); /* rows of several blocks: the row buffers */
+        test_keep_bits(3, 30000, f64); /* a few long rows: chunked walks, nothing kept */
+        test_keep_bits(17, 70000, f64); /* past the row buffers' bound: computed again */
         for (uint32_t mask = 1; mask < 8; mask++) test_reduce_axes(mask, f64, 0);
         for (uint32_t mask = 1; mask < 8; mask++) test_reduce_axes(mask, f64, 1);
         test_row_loads(57, 13, f64);
@@ -1165,6 +1251,7 @@ int main(void)
     test_edges();
     test_errors();
     test_two_kernels();
+    test_keep_knob();
     for (int it = 0; it < 300; it++) fuzz_one(it);
     test_read_write();
     kiln_ctx_destroy(g_ctx);

@@ -4,7 +4,7 @@
  *   kiln-bench [expr|gemm|overhead|all|gemm-sweep|gemm-epilogue|gemm-auto|gemm-ab VAR=v1,v2] [--quick] [--tf32] [--graph] [--dtype f32,f16,...] [--only TEXT] [--help]
  *
  * expr: lazily fused expressions — batch-norm in place, two element-wise chains, the row
- *       variance — each timed FUSED (one kiln_assign) and UNFUSED (one kiln_assign per
+ *       variance, softmax along rows — each timed FUSED (one kiln_assign) and UNFUSED (one kiln_assign per
  *       operator into temporaries, the way a numpy-style library runs it), printing ms, GB/s
  *       of the bytes that must move (inputs read once + output written once) and the ratio
  *       unfused/fused measured in the same run.
@@ -545,11 +545,27 @@ static kiln_status var_unfused(expr_data *d, kiln_tensor *out)
     return kiln_assign(out, kiln_mean(kiln_t(d->full[1]), 1));
 }
 
+/* (d) softmax along rows: C = exp(A - max(A,1)) / sum(exp(A - max(A,1)), 1) */
+static kiln_status softmax_fused(expr_data *d, kiln_tensor *out)
+{
+    kiln_expr *e = kiln_exp(kiln_sub(kiln_t(d->a), kiln_max(kiln_t(d->a), 1)));
+    return kiln_assign(out, kiln_div(kiln_expr_retain(e), kiln_sum(e, 1)));
+}
+static kiln_status softmax_unfused(expr_data *d, kiln_tensor *out)
+{
+    STEP(kiln_assign(d->row[0], kiln_max(kiln_t(d->a), 1)));
+    STEP(kiln_assign(d->full[0], kiln_sub(kiln_t(d->a), kiln_t(d->row[0]))));
+    STEP(kiln_assign(d->full[1], kiln_exp(kiln_t(d->full[0]))));
+    STEP(kiln_assign(d->row[1], kiln_sum(kiln_t(d->full[1]), 1)));
+    return kiln_assign(out, kiln_div(kiln_t(d->full[1]), kiln_t(d->row[1])));
+}
+
 static const expr_case expr_cases[] = {
     {"batchnorm", "A = rsqrt(var(A,1)+eps)*(A-mean(A,1))", 1, 0, 2, 0, 0, bn_fused, bn_unfused},
     {"relu_bias", "C = relu(A*B + bias)", 0, 0, 3, 1, 0, relu_fused, relu_unfused},
     {"sigmoid_chain", "C = sigmoid(A)*B + sqr(A-B)*0.5", 0, 0, 3, 0, 0, chain_fused, chain_unfused},
     {"variance", "V = mean(sqr(A-mean(A,1)),1)", 0, 1, 1, 0, 1, var_fused, var_unfused},
+    {"softmax", "C = exp(A-max(A,1))/sum(exp(A-max(A,1)),1)", 0, 0, 2, 0, 0, softmax_fused, softmax_unfused},
 };
 #define NEXPR_CASES ((int)(sizeof expr_cases / sizeof expr_cases[0]))
 

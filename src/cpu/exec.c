@@ -79,6 +79,8 @@ enum { MODE_EW = 0, MODE_ROW = 1, MODE_COL = 2 };
  * blocks of a chunk at least, and chunks of a walk at most; below GROUPS_FEW row groups a
  * long inner walk is cut into chunks. They depend on nothing but these constants. */
 enum { TASK_POINTS = 8 * KILN_CPU_BLOCK, CHUNK_BLOCKS = 16, CHUNKS_MAX = 128, GROUPS_FEW = 16 };
+/* Longest row (points) whose kept values a worker holds whole (analyse_keep; 256 KiB of f32). */
+enum { KEEP_ROW_MAX = 65536 };
 
 static const int8_t pop_nargs[] = {
 #define X_NARGS(name, nargs) nargs,
@@ -129,6 +131,16 @@ typedef struct xk {
     int *exp_list, *nexp;   /* [walk][ninstr]: ROW instructions a walk reads (broadcast) */
     int *red_list, *nredw;  /* [walk][ninstr]: reductions of the walk's pass */
     int *row_list, *nrow;   /* [stage][ninstr]: ROW instructions with ready == stage - 1 */
+    /* ROW mode's kept values (analyse_keep; malloc'd together in `kmem`): a costly FULL value
+     * that a pass computes and a later walk uses again is taken from the first walk's buffer,
+     * not computed again */
+    int nkeep;                /* kept instructions */
+    int *keep_walk;           /* per instruction: the walk that computes and keeps it, -1 none */
+    int *keep_slot;           /* per instruction: its buffer among the nkeep, -1 none */
+    int *kfull_list, *nkfull; /* [walk][ninstr]: FULL instructions a walk evaluates when it takes kept ones */
+    int *take_list, *ntake;   /* [walk][ninstr]: kept instructions a walk takes */
+    int *keepw_list, *nkeepw; /* [walk][ninstr]: instructions a walk keeps */
+    void *kmem;
     void *mem;
     int split_ok; /* the points may be shared among threads (see split_ok) */
 } xk;
@@ -386,6 +398,94 @@ static kiln_status analyse(xk *x)
     return KILN_OK;
 }
 
+/* Marks for walk w what it needs from `i` when it takes the values kept by earlier walks:
+ * FULL instructions to evaluate, and the kept ones (keep_walk < w) it stops at. */
+static void keep_visit(const xk *x, int i, int w, uint8_t *mark)
+{
+    if (mark[i] || x->space[i] != KILN_SPACE_FULL) return;
+    mark[i] = 1;
+    if (x->keep_walk[i] >= 0 && x->keep_walk[i] < w) return;
+    const kiln_plan_instr *in = &x->k->instr[i];
+    const int32_t ops[3] = {in->a, in->b, in->c};
+    for (int j = 0; j < pop_nargs[in->op]; j++) keep_visit(x, ops[j], w, mark);
+}
+
+static int64_t op_cost(int op);
+
+/* ROW mode: a FULL instruction of cost 8 (a library function, a division, a generator; not a
+ * LOAD) that one walk evaluates and a later walk evaluates again is kept by the first (its
+ * block buffer, or a row-sized buffer where a row takes several blocks: exec_impl.h's walk)
+ * and taken by the later ones, which then evaluate only what else they need. Softmax along
+ * rows so computes exp(x - max(x)) once, in the sum's pass (it ran twice, 23.5 ms for 4096 x
+ * 1024 f32 where the exp alone took 9.1; bench/NOTES.md step 63). The values and their
+ * order are those computed again: the same bits. KILN_CPU_KEEP=0 keeps none (for measuring). */
+static kiln_status analyse_keep(xk *x)
+{
+    const kiln_plan_kernel *k = x->k;
+    const int ni = k->ninstr, nw = x->nwalks;
+    x->nkeep = 0;
+    if (x->mode != MODE_ROW || nw < 2) return KILN_OK;
+    static const char *const ways[] = {"0", "1"};
+    int env;
+    KILN_TRY(kiln__env_choice(x->ctx, "kiln_eval", "KILN_CPU_KEEP", ways, 2, &env));
+    if (env == 0) return KILN_OK;
+    int cand = 0;
+    for (int i = 0; i < ni && !cand; i++)
+        cand = x->space[i] == KILN_SPACE_FULL && k->instr[i].op != KILN_POP_LOAD && op_cost(k->instr[i].op) == 8;
+    if (!cand) return KILN_OK;
+    size_t bytes = ((size_t)ni * 2 + (size_t)nw * 3 * (size_t)(ni + 1)) * sizeof(int) + (size_t)ni;
+    x->kmem = calloc(1, bytes);
+    if (!x->kmem) return KILN_ERROR(x->ctx, KILN_ERR_OOM, "argument 'plan': no host memory for the kernel's analysis");
+    int *ip = x->kmem;
+    x->keep_walk = ip;
+    x->keep_slot = ip + ni;
+    x->kfull_list = ip + 2 * ni;
+    x->take_list = x->kfull_list + (size_t)nw * ni;
+    x->keepw_list = x->take_list + (size_t)nw * ni;
+    x->nkfull = x->keepw_list + (size_t)nw * ni;
+    x->ntake = x->nkfull + nw;
+    x->nkeepw = x->ntake + nw;
+    uint8_t *mark = (uint8_t *)(x->nkeepw + nw);
+    for (int i = 0; i < ni; i++) {
+        x->keep_walk[i] = x->keep_slot[i] = -1;
+        if (x->space[i] != KILN_SPACE_FULL || k->instr[i].op == KILN_POP_LOAD || op_cost(k->instr[i].op) != 8) continue;
+        int first = -1, again = 0;
+        for (int w = 0; w < nw; w++)
+            for (int t = 0; t < x->nfull[w]; t++)
+                if (x->full_list[(size_t)w * ni + t] == i) {
+                    if (first < 0)
+                        first = w;
+                    else
+                        again = 1;
+                }
+        if (!again) continue;
+        x->keep_walk[i] = first;
+        x->keep_slot[i] = x->nkeep++;
+        x->keepw_list[(size_t)first * ni + x->nkeepw[first]++] = i;
+    }
+    if (x->nkeep == 0) {
+        free(x->kmem);
+        x->kmem = NULL;
+        return KILN_OK;
+    }
+    for (int w = 0; w < nw; w++) {
+        memset(mark, 0, (size_t)ni);
+        if (w < k->npasses) {
+            for (int t = 0; t < x->nredw[w]; t++) keep_visit(x, k->instr[x->red_list[(size_t)w * ni + t]].a, w, mark);
+        } else {
+            keep_visit(x, k->out_instr, w, mark);
+        }
+        for (int i = 0; i < ni; i++) {
+            if (!mark[i]) continue;
+            if (x->keep_walk[i] >= 0 && x->keep_walk[i] < w)
+                x->take_list[(size_t)w * ni + x->ntake[w]++] = i;
+            else
+                x->kfull_list[(size_t)w * ni + x->nkfull[w]++] = i;
+        }
+    }
+    return KILN_OK;
+}
+
 /* ---- segments ------------------------------------------------------------------------- */
 
 /* Appends to s the points [start, start + count) of the row-major space spanned by the
@@ -610,8 +710,10 @@ kiln_status kiln__cpu_exec_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
                 st = KILN_ERROR(ctx, KILN_ERR_INTERNAL, "argument 'plan': input %d has no address", j);
     }
     if (!nothing && st == KILN_OK) st = analyse(&x);
+    if (!nothing && st == KILN_OK) st = analyse_keep(&x);
     if (!nothing && st == KILN_OK) x.split_ok = split_ok(&x);
     if (!nothing && st == KILN_OK) st = k->compute_f64 ? run_f64(&x) : run_f32(&x);
+    free(x.kmem);
     free(x.mem);
     free(x.st);
     return st;

@@ -546,6 +546,7 @@ static size_t SFX(rup)(size_t n)
 typedef struct SFX(wsp) {
     T **valp, **rowp;
     T **valo; /* the worker's own buffer of each instruction (valp[i] may point at an input instead) */
+    T **keep; /* [nkeep]: a row of each kept instruction (rows of several blocks; job keep_len) */
     SFX(racc) * acc;
     seglist fs, rs;
     int64_t *lane_off, *lane_lin, *lane_olin;
@@ -568,6 +569,8 @@ typedef struct SFX(job) {
     int wk;
     int64_t ch, nchunks;
     SFX(racc) * part; /* [nchunks][nred] */
+    int keep;         /* kept values taken (x->nkeep > 0, walks not chunked) */
+    int64_t keep_len; /* values of a worker's row buffer per kept instruction, 0: none */
 } SFX(job);
 
 static void SFX(carve)(const SFX(job) * j, char *w, SFX(wsp) * s)
@@ -611,6 +614,11 @@ static void SFX(carve)(const SFX(job) * j, char *w, SFX(wsp) * s)
     CARVE(s->lane_off, int64_t, B * nio);
     CARVE(s->lane_lin, int64_t, B);
     CARVE(s->lane_olin, int64_t, B);
+    s->keep = NULL;
+    if (j->keep_len > 0) {
+        CARVE(s->keep, T *, x->nkeep);
+        for (int q = 0; q < x->nkeep; q++) CARVE(s->keep[q], T, j->keep_len);
+    }
 #undef CARVE
 }
 
@@ -742,6 +750,12 @@ static void SFX(walk)(const SFX(job) * j, SFX(wsp) * s, const SFX(wsp) * g, int6
     const int *exps = x->exp_list + (size_t)wk * ni;
     const int64_t kcap = j->kn_max;
     seglist *fs = &s->fs;
+    /* kept values: a group of one block keeps them in the instructions' own buffers; a row of
+     * several, in the worker's row buffers (analyse_keep) */
+    const int single = nl > 1 || x->inner_n <= j->kn_max;
+    const int keep = j->keep && (single || j->keep_len > 0);
+    const int *evals = keep ? x->kfull_list + (size_t)wk * ni : fulls;
+    const int nevals = keep ? x->nkfull[wk] : x->nfull[wk];
     /* ROW values read by this walk's FULL work, broadcast over the block layout. */
     for (int t = 0; t < x->nexp[wk]; t++) {
         const T *rv = g->rowp[exps[t]];
@@ -774,7 +788,17 @@ static void SFX(walk)(const SFX(job) * j, SFX(wsp) * s, const SFX(wsp) * g, int6
                 }
                 fs->total += j->ps.total;
             }
-        for (int t = 0; t < x->nfull[wk]; t++) SFX(eval_full)(x, fulls[t], fs, s);
+        if (keep)
+            for (int t = 0; t < x->ntake[wk]; t++) {
+                const int i = x->take_list[(size_t)wk * ni + t];
+                s->valp[i] = single ? s->valo[i] : s->keep[x->keep_slot[i]] + k0;
+            }
+        for (int t = 0; t < nevals; t++) SFX(eval_full)(x, evals[t], fs, s);
+        if (keep && !single)
+            for (int t = 0; t < x->nkeepw[wk]; t++) {
+                const int i = x->keepw_list[(size_t)wk * ni + t];
+                memcpy(s->keep[x->keep_slot[i]] + k0, s->valp[i], (size_t)kn * sizeof(T));
+            }
         if (is_out) {
             SFX(store)(x, fs, s->valp[k->out_instr]);
         } else {
@@ -950,6 +974,14 @@ static kiln_status SFX(run)(xk *x)
             shared += SFX(rup)((size_t)j.nchunks * (size_t)x->nred * sizeof(SFX(racc))) +
                       (size_t)j.nchunks * (size_t)x->nred * partb;
         }
+    }
+    /* kept values (analyse_keep): not in chunked walks (a chunk's worker did not compute the
+     * earlier walk's values); rows of several blocks up to KEEP_ROW_MAX points keep theirs in
+     * a row buffer per kept instruction and worker, longer ones compute them again */
+    j.keep = x->nkeep > 0 && !chunked;
+    if (j.keep && nl_max == 1 && x->inner_n > kn_max && x->inner_n <= KEEP_ROW_MAX) {
+        j.keep_len = x->inner_n;
+        j.wbytes += SFX(rup)((size_t)x->nkeep * sizeof(T *)) + (size_t)x->nkeep * SFX(rup)((size_t)x->inner_n * sizeof(T));
     }
     /* work: points (whether to share at all); cost: points x instruction costs (whether to
      * wake sleeping threads), per walk for a chunked one */
