@@ -140,6 +140,7 @@ typedef struct xk {
     int *kfull_list, *nkfull; /* [walk][ninstr]: FULL instructions a walk evaluates when it takes kept ones */
     int *take_list, *ntake;   /* [walk][ninstr]: kept instructions a walk takes */
     int *keepw_list, *nkeepw; /* [walk][ninstr]: instructions a walk keeps */
+    int *kexp_list, *nkexp;   /* [walk][ninstr]: ROW instructions a walk reads when it takes kept ones */
     void *kmem;
     void *mem;
     int split_ok; /* the points may be shared among threads (see split_ok) */
@@ -399,11 +400,13 @@ static kiln_status analyse(xk *x)
 }
 
 /* Marks for walk w what it needs from `i` when it takes the values kept by earlier walks:
- * FULL instructions to evaluate, and the kept ones (keep_walk < w) it stops at. */
+ * FULL instructions to evaluate, the kept ones (keep_walk < w) it stops at, and the ROW
+ * values they read. */
 static void keep_visit(const xk *x, int i, int w, uint8_t *mark)
 {
-    if (mark[i] || x->space[i] != KILN_SPACE_FULL) return;
+    if (mark[i]) return;
     mark[i] = 1;
+    if (x->space[i] != KILN_SPACE_FULL) return;
     if (x->keep_walk[i] >= 0 && x->keep_walk[i] < w) return;
     const kiln_plan_instr *in = &x->k->instr[i];
     const int32_t ops[3] = {in->a, in->b, in->c};
@@ -433,7 +436,7 @@ static kiln_status analyse_keep(xk *x)
     for (int i = 0; i < ni && !cand; i++)
         cand = x->space[i] == KILN_SPACE_FULL && k->instr[i].op != KILN_POP_LOAD && op_cost(k->instr[i].op) == 8;
     if (!cand) return KILN_OK;
-    size_t bytes = ((size_t)ni * 2 + (size_t)nw * 3 * (size_t)(ni + 1)) * sizeof(int) + (size_t)ni;
+    size_t bytes = ((size_t)ni * 2 + (size_t)nw * 4 * (size_t)(ni + 1)) * sizeof(int) + (size_t)ni;
     x->kmem = calloc(1, bytes);
     if (!x->kmem) return KILN_ERROR(x->ctx, KILN_ERR_OOM, "argument 'plan': no host memory for the kernel's analysis");
     int *ip = x->kmem;
@@ -442,10 +445,12 @@ static kiln_status analyse_keep(xk *x)
     x->kfull_list = ip + 2 * ni;
     x->take_list = x->kfull_list + (size_t)nw * ni;
     x->keepw_list = x->take_list + (size_t)nw * ni;
-    x->nkfull = x->keepw_list + (size_t)nw * ni;
+    x->kexp_list = x->keepw_list + (size_t)nw * ni;
+    x->nkfull = x->kexp_list + (size_t)nw * ni;
     x->ntake = x->nkfull + nw;
     x->nkeepw = x->ntake + nw;
-    uint8_t *mark = (uint8_t *)(x->nkeepw + nw);
+    x->nkexp = x->nkeepw + nw;
+    uint8_t *mark = (uint8_t *)(x->nkexp + nw);
     for (int i = 0; i < ni; i++) {
         x->keep_walk[i] = x->keep_slot[i] = -1;
         if (x->space[i] != KILN_SPACE_FULL || k->instr[i].op == KILN_POP_LOAD || op_cost(k->instr[i].op) != 8) continue;
@@ -477,7 +482,9 @@ static kiln_status analyse_keep(xk *x)
         }
         for (int i = 0; i < ni; i++) {
             if (!mark[i]) continue;
-            if (x->keep_walk[i] >= 0 && x->keep_walk[i] < w)
+            if (x->space[i] != KILN_SPACE_FULL)
+                x->kexp_list[(size_t)w * ni + x->nkexp[w]++] = i;
+            else if (x->keep_walk[i] >= 0 && x->keep_walk[i] < w)
                 x->take_list[(size_t)w * ni + x->ntake[w]++] = i;
             else
                 x->kfull_list[(size_t)w * ni + x->nkfull[w]++] = i;

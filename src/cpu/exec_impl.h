@@ -747,7 +747,6 @@ static void SFX(walk)(const SFX(job) * j, SFX(wsp) * s, const SFX(wsp) * g, int6
     const int is_out = wk >= k->npasses;
     const int *reds = x->red_list + (size_t)wk * ni;
     const int *fulls = x->full_list + (size_t)wk * ni;
-    const int *exps = x->exp_list + (size_t)wk * ni;
     const int64_t kcap = j->kn_max;
     seglist *fs = &s->fs;
     /* kept values: a group of one block keeps them in the instructions' own buffers; a row of
@@ -756,8 +755,10 @@ static void SFX(walk)(const SFX(job) * j, SFX(wsp) * s, const SFX(wsp) * g, int6
     const int keep = j->keep && (single || j->keep_len > 0);
     const int *evals = keep ? x->kfull_list + (size_t)wk * ni : fulls;
     const int nevals = keep ? x->nkfull[wk] : x->nfull[wk];
+    const int *exps = (keep ? x->kexp_list : x->exp_list) + (size_t)wk * ni;
+    const int nexps = keep ? x->nkexp[wk] : x->nexp[wk];
     /* ROW values read by this walk's FULL work, broadcast over the block layout. */
-    for (int t = 0; t < x->nexp[wk]; t++) {
+    for (int t = 0; t < nexps; t++) {
         const T *rv = g->rowp[exps[t]];
         T *d = s->valp[exps[t]];
         if (col) {
