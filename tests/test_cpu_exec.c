@@ -545,8 +545,8 @@ static void test_softmax(int64_t N, int64_t C, int f64)
  * the output) and t = sin(x) * u, u uniform random, out = t - max(t) + sum(t) (sin and the
  * generator kept from the statistics' pass, the product computed again), each run with
  * KILN_CPU_KEEP=0 and unset: the same bits, on short rows (several a block), rows of one
- * block, rows of several blocks, a few rows (chunked walks, nothing kept) and, past the row
- * buffers' bound, long rows computed again; softmax also against the f64 reference. */
+ * block, rows of several blocks, a few rows (chunked walks) and, past the buffers' bounds,
+ * long rows computed again; softmax also against the f64 reference. */
 static void test_keep_bits(int64_t N, int64_t C, int f64)
 {
     double *hx = malloc(sizeof(double) * (size_t)(N * C));
@@ -1235,9 +1235,10 @@ int main(void)
         test_softmax(4, 700, f64);
         test_keep_bits(300, 40, f64);  /* short rows, several a block */
         test_keep_bits(50, 400, f64);  /* a row a block */
-        test_keep_bits(40, 1500, f64); /* rows of several blocks: the row buffers */
-        test_keep_bits(3, 30000, f64); /* a few long rows: chunked walks, nothing kept */
-        test_keep_bits(17, 70000, f64); /* past the row buffers' bound: computed again */
+        test_keep_bits(40, 1500, f64);  /* rows of several blocks: the workers' row buffers */
+        test_keep_bits(3, 30000, f64);  /* a few long rows: chunked walks, a buffer the chunks share */
+        test_keep_bits(17, 300000, f64); /* past the workers' buffers' bound: computed again */
+        if (!f64) test_keep_bits(1, (1 << 22) + 700, f64); /* past the chunks' bound: computed again */
         for (uint32_t mask = 1; mask < 8; mask++) test_reduce_axes(mask, f64, 0);
         for (uint32_t mask = 1; mask < 8; mask++) test_reduce_axes(mask, f64, 1);
         test_row_loads(57, 13, f64);

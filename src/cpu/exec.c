@@ -79,8 +79,9 @@ enum { MODE_EW = 0, MODE_ROW = 1, MODE_COL = 2 };
  * blocks of a chunk at least, and chunks of a walk at most; below GROUPS_FEW row groups a
  * long inner walk is cut into chunks. They depend on nothing but these constants. */
 enum { TASK_POINTS = 8 * KILN_CPU_BLOCK, CHUNK_BLOCKS = 16, CHUNKS_MAX = 128, GROUPS_FEW = 16 };
-/* Longest row (points) whose kept values a worker holds whole (analyse_keep; 256 KiB of f32). */
-enum { KEEP_ROW_MAX = 65536 };
+/* Longest row (points) whose kept values a worker holds whole (analyse_keep; 1 MiB of f32),
+ * and the longest a chunked walk's workers share (16 MiB of f32 for each kept value). */
+enum { KEEP_ROW_MAX = 1 << 18, KEEP_CHUNKED_MAX = 1 << 22 };
 
 static const int8_t pop_nargs[] = {
 #define X_NARGS(name, nargs) nargs,

@@ -569,8 +569,9 @@ typedef struct SFX(job) {
     int wk;
     int64_t ch, nchunks;
     SFX(racc) * part; /* [nchunks][nred] */
-    int keep;         /* kept values taken (x->nkeep > 0, walks not chunked) */
+    int keep;         /* kept values taken (x->nkeep > 0; chunked walks: rows up to KEEP_CHUNKED_MAX) */
     int64_t keep_len; /* values of a worker's row buffer per kept instruction, 0: none */
+    T **kshared;      /* chunked walks: [nkeep] the group's row of each kept instruction, shared by the chunks */
 } SFX(job);
 
 static void SFX(carve)(const SFX(job) * j, char *w, SFX(wsp) * s)
@@ -752,7 +753,8 @@ static void SFX(walk)(const SFX(job) * j, SFX(wsp) * s, const SFX(wsp) * g, int6
     /* kept values: a group of one block keeps them in the instructions' own buffers; a row of
      * several, in the worker's row buffers (analyse_keep) */
     const int single = nl > 1 || x->inner_n <= j->kn_max;
-    const int keep = j->keep && (single || j->keep_len > 0);
+    T *const *kbuf = j->kshared ? j->kshared : s->keep;
+    const int keep = j->keep && (single || kbuf != NULL);
     const int *evals = keep ? x->kfull_list + (size_t)wk * ni : fulls;
     const int nevals = keep ? x->nkfull[wk] : x->nfull[wk];
     const int *exps = (keep ? x->kexp_list : x->exp_list) + (size_t)wk * ni;
@@ -792,13 +794,13 @@ static void SFX(walk)(const SFX(job) * j, SFX(wsp) * s, const SFX(wsp) * g, int6
         if (keep)
             for (int t = 0; t < x->ntake[wk]; t++) {
                 const int i = x->take_list[(size_t)wk * ni + t];
-                s->valp[i] = single ? s->valo[i] : s->keep[x->keep_slot[i]] + k0;
+                s->valp[i] = single ? s->valo[i] : kbuf[x->keep_slot[i]] + k0;
             }
         for (int t = 0; t < nevals; t++) SFX(eval_full)(x, evals[t], fs, s);
         if (keep && !single)
             for (int t = 0; t < x->nkeepw[wk]; t++) {
                 const int i = x->keepw_list[(size_t)wk * ni + t];
-                memcpy(s->keep[x->keep_slot[i]] + k0, s->valp[i], (size_t)kn * sizeof(T));
+                memcpy(kbuf[x->keep_slot[i]] + k0, s->valp[i], (size_t)kn * sizeof(T));
             }
         if (is_out) {
             SFX(store)(x, fs, s->valp[k->out_instr]);
@@ -976,13 +978,18 @@ static kiln_status SFX(run)(xk *x)
                       (size_t)j.nchunks * (size_t)x->nred * partb;
         }
     }
-    /* kept values (analyse_keep): not in chunked walks (a chunk's worker did not compute the
-     * earlier walk's values); rows of several blocks up to KEEP_ROW_MAX points keep theirs in
-     * a row buffer per kept instruction and worker, longer ones compute them again */
-    j.keep = x->nkeep > 0 && !chunked;
-    if (j.keep && nl_max == 1 && x->inner_n > kn_max && x->inner_n <= KEEP_ROW_MAX) {
+    /* kept values (analyse_keep): rows of several blocks up to KEEP_ROW_MAX points keep theirs
+     * in a row buffer per kept instruction and worker; chunked walks (a few long rows, each
+     * chunk's worker another) in one row buffer per kept instruction that the chunks share,
+     * up to KEEP_CHUNKED_MAX points; longer rows compute them again */
+    const size_t krow = (size_t)x->nkeep * SFX(rup)((size_t)x->inner_n * sizeof(T)) +
+                        SFX(rup)((size_t)x->nkeep * sizeof(T *));
+    j.keep = x->nkeep > 0 && (!chunked || x->inner_n <= KEEP_CHUNKED_MAX);
+    if (j.keep && chunked) {
+        shared += krow;
+    } else if (j.keep && nl_max == 1 && x->inner_n > kn_max && x->inner_n <= KEEP_ROW_MAX) {
         j.keep_len = x->inner_n;
-        j.wbytes += SFX(rup)((size_t)x->nkeep * sizeof(T *)) + (size_t)x->nkeep * SFX(rup)((size_t)x->inner_n * sizeof(T));
+        j.wbytes += krow;
     }
     /* work: points (whether to share at all); cost: points x instruction costs (whether to
      * wake sleeping threads), per walk for a chunked one */
@@ -1029,6 +1036,14 @@ static kiln_status SFX(run)(xk *x)
             w += SFX(rup)((size_t)nl_max * sizeof(T));
             r->m2 = (double *)(void *)w;
             w += SFX(rup)((size_t)nl_max * sizeof(double));
+        }
+    }
+    if (j.keep && chunked) {
+        j.kshared = (T **)(void *)w;
+        w += SFX(rup)((size_t)x->nkeep * sizeof(T *));
+        for (int q = 0; q < x->nkeep; q++) {
+            j.kshared[q] = (T *)(void *)w;
+            w += SFX(rup)((size_t)x->inner_n * sizeof(T));
         }
     }
     /* Short rows (several per block): the segments of one whole row, relative to its start. */
