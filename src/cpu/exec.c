@@ -35,6 +35,12 @@
  * so the destination may be an input read at the same points (in place). A destination
  * that overlaps an input in any other way needs a temporary (the planner's job).
  *
+ * Kept values (ROW mode, analyse_keep): a costly FULL value (a library function, a division,
+ * a generator) that a pass computes and a later walk needs again is kept from the first walk
+ * (its block buffer when the row group is one block, else a row buffer) and taken by the
+ * later ones: softmax computes its exp once. The same values in the same order, so the same
+ * bits; KILN_CPU_KEEP=0 computes them again.
+ *
  * Threads (src/cpu/pool.c): the work is cut into tasks by the kernel's shape alone, never
  * by the thread count, and each output element is computed by one task in the serial order,
  * so results are bit for bit the same for 1 and N threads:
