@@ -214,6 +214,14 @@ int main(void)
         {"short 8: softmax f16 VEC 4", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {1000, 100}, 8, KILN_ROUND_DEFAULT},
         {"short 1: row var f32 VEC 2", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {1000, 6}, 12, KILN_ROUND_DEFAULT},
         {"column sum f16 VEC 1", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {5000, 100}, 9, KILN_ROUND_DEFAULT},
+        /* rows off the vectors' alignment walked from the aligned vector holding their first
+         * point (row_shift; kiln_lanes_in marks the partly filled vectors) */
+        {"shift: softmax f32 VEC 4", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 30001}, 8, KILN_ROUND_DEFAULT},
+        {"shift: softmax f16 VEC 8 (keep 0)", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {3, 30001}, 8, KILN_ROUND_DEFAULT},
+        {"shift: row argmax f16 VEC 8", KILN_DTYPE_F16, KILN_DTYPE_I32, 2, {5, 9001}, 3, KILN_ROUND_DEFAULT},
+        {"shift: x - max(x) f16 SR VEC 8", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {2, 50001}, 5, KILN_ROUND_STOCHASTIC},
+        {"short 4: shift: row var f32 VEC 4", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {1000, 33}, 12, KILN_ROUND_DEFAULT},
+        {"row argmax f16 (shift 0) VEC 1", KILN_DTYPE_F16, KILN_DTYPE_I32, 2, {5, 9001}, 3, KILN_ROUND_DEFAULT},
     };
     int compiled = 0, reductions = 0;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -240,6 +248,10 @@ int main(void)
             setenv("KILN_REDUCE_SEG", "0", 1);
         else
             unsetenv("KILN_REDUCE_SEG");
+        if (strstr(cs->what, "(shift 0)"))
+            setenv("KILN_REDUCE_SHIFT", "0", 1);
+        else
+            unsetenv("KILN_REDUCE_SHIFT");
         kiln_tensor *x = random_tensor(ctx, cs->in_dt, cs->nd, cs->shape);
         int ond;
         int64_t oshape[3];
@@ -302,7 +314,8 @@ int main(void)
                  * reciprocal (kiln_div_row) where every kept value is in range (okn), not with
                  * KILN_REDUCE_DIV=0 or with nothing kept */
                 if (strncmp(cs->what, "softmax", 7) == 0 || strstr(cs->what, ": softmax")) {
-                    int rdiv = strstr(src, "= kiln_div_row(") != NULL && strstr(src, "okn3 = okn3 & kiln_div_in(v3);") != NULL;
+                    int rdiv = strstr(src, "= kiln_div_row(") != NULL && (strstr(src, "okn3 = okn3 & kiln_div_in(v3);") != NULL ||
+                                                               strstr(src, "okn3 = okn3 & (kiln_div_in(v3) || ") != NULL);
                     int want_rdiv = strstr(cs->what, "(div 0)") == NULL && strstr(cs->what, "(keep 0)") == NULL;
                     if (rdiv != want_rdiv) fprintf(stderr, "  %s split %d: row division %d\n", cs->what, split, rdiv);
                     CHECK_INT(rdiv, want_rdiv);
@@ -312,6 +325,13 @@ int main(void)
                     int ok = strstr(src, "  CT kv") && strstr(src, "uint4 cc0[4];");
                     if (!ok) fprintf(stderr, "  %s split %d: no kept values or not 4 vectors a worker\n", cs->what, split);
                     CHECK(ok);
+                }
+                /* the row shift exactly where the case names it */
+                if (strstr(cs->what, "shift")) {
+                    int shifted = strstr(src, "kiln_lanes_in(e0, Lel, VEC)") != NULL;
+                    int want_shift = strstr(cs->what, "shift:") != NULL;
+                    if (shifted != want_shift) fprintf(stderr, "  %s split %d: row shift %d\n", cs->what, split, shifted);
+                    CHECK_INT(shifted, want_shift);
                 }
                 const char *vn = strstr(cs->what, "VEC ");
                 if (vn) { /* the row's width takes the widest vector that divides it */
@@ -341,11 +361,13 @@ int main(void)
         kiln_tensor_release(x);
     }
     /* a bad value names the variable: KILN_REDUCE_ROWFILL (read where a row's inputs are
-     * narrow), KILN_REDUCE_SEG and KILN_REDUCE_KEEP (read at every ROW-mode reduction) */
+     * narrow), KILN_REDUCE_SEG and KILN_REDUCE_KEEP (read at every ROW-mode reduction),
+     * KILN_REDUCE_DIV and KILN_REDUCE_SHIFT (at rows of one reduced axis) */
     bad_knob(ctx, "KILN_REDUCE_ROWFILL", "yes", KILN_DTYPE_F16, 5, 8192, 12);
     bad_knob(ctx, "KILN_REDUCE_SEG", "2", KILN_DTYPE_F32, 100, 32, 2);
     bad_knob(ctx, "KILN_REDUCE_KEEP", "on", KILN_DTYPE_F32, 3, 1000, 8);
     bad_knob(ctx, "KILN_REDUCE_DIV", "on", KILN_DTYPE_F32, 3, 1000, 8);
+    bad_knob(ctx, "KILN_REDUCE_SHIFT", "on", KILN_DTYPE_F32, 3, 1001, 8);
     printf("%d sources compiled (%d split reductions)\n", compiled, reductions);
     CHECK(reductions >= 13);
     kiln_ctx_destroy(ctx);

@@ -1439,6 +1439,161 @@ static void test_rdiv(void)
     knob_bad("KILN_REDUCE_DIV", "yes", b_rdiv, &kind, 64, 1000);
 }
 
+/* ---- rows off the vectors' alignment ---------------------------------------------------------- */
+
+static int64_t shifts_count_of(kiln_ctx *g) { return stats_of(g).reduce_shifts; }
+static int64_t shifts_count(void) { return shifts_count_of(gpu); }
+
+/* x - max(x, 1) (kind 0) and where(x > -1e30, randn(), max(x, 1)) (kind 1: the generator's
+ * values at every point of a reduction kernel); both free of any summation order. */
+static kiln_expr *b_shift_bits(kiln_tensor *const *in, const void *p)
+{
+    if (*(const int *)p == 0) return kiln_sub(kiln_t(in[0]), kiln_max(kiln_t(in[0]), 1));
+    return kiln_where(kiln_gt(kiln_t(in[0]), kiln_scalar(-1e30)), kiln_randn(), kiln_max(kiln_t(in[0]), 1));
+}
+
+/* ROW mode's row shift (codegen.c row_shift: rows whose length or start leaves them off the
+ * vectors' alignment are walked in aligned vectors from the one holding their first point, the
+ * partly filled first and last point by point) against the CPU: rows of 17 to 100003 points in
+ * f32, f16, bf16, f64 and u8, plain, starting one point in (V_OFF: each row at another offset)
+ * and 2 rows apart; rows on a segment of a warp, on one block, longer than a tile (nothing
+ * kept) and split across blocks; every reduction, products exact, softmax, batch norm and
+ * x - max(x) along rows. Each of these launches walks its rows shifted (counted). The same
+ * Philox numbers and stochastic roundings as the CPU in shifted kernels (a generator's and a
+ * rounding's key is the point's index, not its vector's). KILN_REDUCE_SHIFT=0 gives order-free
+ * results the same bits and counts nothing; a bad value names the variable. */
+static void test_shift(void)
+{
+    const struct {
+        kiln_dtype dt;
+        int64_t shape[2];
+        int view;
+    } cases[] = {
+        {KILN_DTYPE_F16, {64, 50257}, V_PLAIN}, {KILN_DTYPE_F32, {40, 50257}, V_OFF},  {KILN_DTYPE_F16, {1000, 1001}, V_OFF},
+        {KILN_DTYPE_BF16, {513, 4097}, V_STEP}, {KILN_DTYPE_F32, {2000, 33}, V_PLAIN}, {KILN_DTYPE_F16, {3000, 17}, V_OFF},
+        {KILN_DTYPE_F64, {500, 1001}, V_PLAIN} /* 8-byte points: only with KILN_REDUCE_SHIFT=1 */, {KILN_DTYPE_F32, {2, 100003}, V_PLAIN}, {KILN_DTYPE_F16, {3, 70001}, V_OFF},
+        {KILN_DTYPE_F32, {777, 250}, V_OFF},    {KILN_DTYPE_F16, {129, 32001}, V_PLAIN},
+    };
+    const kiln_reduce_op ops[] = {KILN_REDUCE_SUM,    KILN_REDUCE_MAX, KILN_REDUCE_MIN, KILN_REDUCE_ARGMAX,
+                                  KILN_REDUCE_ARGMIN, KILN_REDUCE_VAR, KILN_REDUCE_MEAN};
+    const int nops = (int)(sizeof ops / sizeof ops[0]);
+    unsetenv("KILN_REDUCE_SHIFT");
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        kiln_tensor *tc, *tg;
+        make_pair(cases[c].dt, 2, cases[c].shape, cases[c].view, -2, 3, &tc, &tg);
+        const int f64 = cases[c].dt == KILN_DTYPE_F64;
+        if (f64) setenv("KILN_REDUCE_SHIFT", "1", 1);
+        /* a row written back whole into the new contiguous output (f32 from 16-bit inputs too)
+         * shifts only with a plain input (a view's rows start elsewhere within their vectors
+         * than the output's) */
+        const int rows_shift = cases[c].view == V_PLAIN;
+        const double tol_red = f64 ? 1e-12 : cases[c].shape[1] > 10000 ? 1e-3 : 2e-4;
+        for (int o = 0; o < nops; o++) {
+            red_param rp = {ops[o], 1, {1}, (int)(c + o) % 2, (int)(c + o) % 3 == 0};
+            char what[96];
+            snprintf(what, sizeof what, "shift case %zu op %d bcast %d", c, o, rp.bcast);
+            int arg = ops[o] == KILN_REDUCE_ARGMAX || ops[o] == KILN_REDUCE_ARGMIN;
+            if (arg) rp.bcast = 0;
+            double tol = arg || ops[o] == KILN_REDUCE_MAX || ops[o] == KILN_REDUCE_MIN ? 0 : tol_red;
+            if (rp.bcast && !arg && ops[o] != KILN_REDUCE_MAX && ops[o] != KILN_REDUCE_MIN) tol *= 10;
+            int64_t before = shifts_count(), want = !rp.bcast || rows_shift;
+            compare(what, b_reduce, &rp, &tc, &tg, arg ? KILN_DTYPE_I32 : f64 ? KILN_DTYPE_F64 : KILN_DTYPE_F32, tol);
+            if (shifts_count() - before != want)
+                fprintf(stderr, "  %s: %lld shifted launches, want %lld\n", what, (long long)(shifts_count() - before), (long long)want);
+            CHECK_INT(shifts_count() - before, want);
+        }
+        {
+            red_param rp = {KILN_REDUCE_PROD, 1, {1}, 1, (int)c % 2};
+            char what[96];
+            snprintf(what, sizeof what, "shift case %zu prod bcast %d", c, rp.bcast);
+            compare(what, b_prod_exact, &rp, &tc, &tg, KILN_DTYPE_AUTO, 0);
+        }
+        for (int kind = 0; kind < 3; kind++) { /* softmax, batch norm, x - max(x) in the input's dtype */
+            char what[96];
+            snprintf(what, sizeof what, "shift case %zu kind %d", c, kind);
+            double tol = f64 ? 1e-10 : cases[c].dt == KILN_DTYPE_F32 ? 1e-3 : cases[c].dt == KILN_DTYPE_F16 ? 1e-2 : 4e-2;
+            int64_t before = shifts_count();
+            compare(what, b_short, &kind, &tc, &tg, KILN_DTYPE_AUTO, tol);
+            CHECK_INT(shifts_count() > before, rows_shift);
+        }
+        /* off: the same bits where no summation order enters */
+        for (int kind = 0; kind < 1 && rows_shift; kind++) {
+            kiln_tensor *o1 = NULL, *o0 = NULL;
+            CHECK_OK(gpu, kiln_eval(gpu, b_shift_bits(&tg, &kind), KILN_DTYPE_AUTO, &o1));
+            setenv("KILN_REDUCE_SHIFT", "0", 1);
+            int64_t before = shifts_count();
+            CHECK_OK(gpu, kiln_eval(gpu, b_shift_bits(&tg, &kind), KILN_DTYPE_AUTO, &o0));
+            CHECK_INT(shifts_count(), before);
+            if (f64)
+                setenv("KILN_REDUCE_SHIFT", "1", 1);
+            else
+                unsetenv("KILN_REDUCE_SHIFT");
+            if (o1 && o0) {
+                int same = same_bits(o1, o0, kiln_tensor_dtype(o1));
+                if (!same) fprintf(stderr, "  shift case %zu: KILN_REDUCE_SHIFT=0 gives other bits\n", c);
+                CHECK(same);
+            }
+            kiln_tensor_release(o1);
+            kiln_tensor_release(o0);
+        }
+        unsetenv("KILN_REDUCE_SHIFT");
+        kiln_tensor_release(tc);
+        kiln_tensor_release(tg);
+    }
+    { /* u8: 8-byte vectors; max and argmax exact */
+        int64_t shape[2] = {300, 1003};
+        kiln_tensor *tc, *tg;
+        make_pair(KILN_DTYPE_U8, 2, shape, V_OFF, 0, 255, &tc, &tg);
+        for (int o = 1; o <= 3; o++) {
+            red_param rp = {ops[o], 1, {1}, 0, 0};
+            char what[64];
+            snprintf(what, sizeof what, "shift u8 op %d", o);
+            int64_t before = shifts_count();
+            compare(what, b_reduce, &rp, &tc, &tg, o == 3 ? KILN_DTYPE_I32 : KILN_DTYPE_F32, 0);
+            CHECK_INT(shifts_count() - before, 1);
+        }
+        kiln_tensor_release(tc);
+        kiln_tensor_release(tg);
+    }
+    /* the CPU's Philox numbers and stochastic roundings, bit for bit, in shifted kernels */
+    const int64_t bshapes[][2] = {{333, 1001}, {5, 40003}, {1000, 19}};
+    for (size_t b = 0; b < sizeof bshapes / sizeof bshapes[0]; b++) {
+        kiln_ctx *c = make_ctx(KILN_DEVICE_CPU, 777 + b), *g = make_ctx(KILN_DEVICE_CUDA, 777 + b);
+        CHECK(c && g);
+        if (!c || !g) {
+            if (c) kiln_ctx_destroy(c);
+            if (g) kiln_ctx_destroy(g);
+            return;
+        }
+        int64_t n = bshapes[b][0] * bshapes[b][1];
+        double *h = malloc((size_t)n * sizeof(double));
+        check_fill(&rng, h, n, -3, 3);
+        kiln_tensor *xc = from_f64(c, KILN_DTYPE_F16, 2, bshapes[b], h), *xg = from_f64(g, KILN_DTYPE_F16, 2, bshapes[b], h);
+        free(h);
+        kiln_tensor *dc = NULL, *dg = NULL;
+        CHECK_OK(c, kiln_tensor_empty(c, KILN_DTYPE_F16, 2, bshapes[b], &dc));
+        CHECK_OK(g, kiln_tensor_empty(g, KILN_DTYPE_F16, 2, bshapes[b], &dg));
+        for (int kind = 0; kind < 2 && dc && dg; kind++) {
+            kiln_assign_args aa = {.round = kind == 0 ? KILN_ROUND_STOCHASTIC : KILN_ROUND_NEAREST};
+            int64_t before = shifts_count_of(g);
+            CHECK_OK(c, kiln_assign_ex(dc, b_shift_bits(&xc, &kind), &aa));
+            CHECK_OK(g, kiln_assign_ex(dg, b_shift_bits(&xg, &kind), &aa));
+            CHECK_INT(shifts_count_of(g) - before, 1);
+            int ok = same_bits(dc, dg, KILN_DTYPE_F16);
+            if (!ok) fprintf(stderr, "  shift bits %zu kind %d: CPU and CUDA bits differ\n", b, kind);
+            CHECK(ok);
+        }
+        kiln_tensor_release(dc);
+        kiln_tensor_release(dg);
+        kiln_tensor_release(xc);
+        kiln_tensor_release(xg);
+        kiln_ctx_destroy(c);
+        kiln_ctx_destroy(g);
+    }
+    int kind = 0;
+    knob_bad("KILN_REDUCE_SHIFT", "yes", b_short, &kind, 64, 1001);
+}
+
 /* ---- host <-> device copies ------------------------------------------------------------------ */
 
 static void test_copies(void)
@@ -2986,6 +3141,7 @@ int main(void)
                     {"batchnorm", test_batchnorm}, {"split", test_split},
                     {"lanes", test_lanes},         {"welford", test_welford},
                     {"seg", test_seg},             {"keep", test_keep},             {"rdiv", test_rdiv},
+                    {"shift", test_shift},
                     {"rng", test_rng_bits},
                     {"gemm", test_gemm},           {"random", test_gemm_random}, {"stats", test_gemm_stats},
                     {"fastdram", gemm_fast_dram},

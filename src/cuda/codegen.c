@@ -429,6 +429,9 @@ typedef struct gen {
     int seg;        /* ROW mode on short rows: W lanes a row (kiln_seg_*), 0 = more than a warp */
     int rdiv;       /* kplan's: kept values divided by row values through their reciprocals */
     int div_fast;   /* emitting the output walk that divides through the reciprocals (fast_div) */
+    int shift;      /* ROW mode's rows off the vectors' alignment: each row walked from the aligned
+                     * vector holding its first point (row_shift; -1 none, else the tensor whose
+                     * address gives the row's shift sh) */
     char *need_all; /* a phase's instructions with nothing kept (the row longer than a tile) */
 } gen;
 
@@ -598,7 +601,10 @@ static void emit_header(gen *g)
     const layout *l = g->l;
     int ni = k->ninputs;
     kiln__sbuf_puts(b, "  const kiln_w64 seed = p.w[0]; (void)seed;\n");
-    kiln__sbuf_puts(b, "  const IDX R = (IDX)p.w[1]; const IDX L = (IDX)p.w[2]; (void)L;\n");
+    if (g->shift >= 0) /* the row shift: L, the row's vectors, follows from its start (gen_reduction) */
+        kiln__sbuf_puts(b, "  const IDX R = (IDX)p.w[1]; const IDX Lel = (IDX)p.w[2];\n");
+    else
+        kiln__sbuf_puts(b, "  const IDX R = (IDX)p.w[1]; const IDX L = (IDX)p.w[2]; (void)L;\n");
     for (int a = 0; a < l->nd; a++) kiln__sbuf_printf(b, "  const IDX S%d = (IDX)p.w[%d]; (void)S%d;\n", a, l->w_size[a], a);
     for (int t = 0; t <= ni; t++) {
         kiln_dtype dt = t < ni ? k->inputs[t].dtype : k->out.dtype;
@@ -688,7 +694,19 @@ static void emit_loads(gen *g, const char *need, int phase, int reduction)
         else
             snprintf(off, sizeof off, "ro%d", t);
         int cache = reduction && an->multi[i] ? (an->first[i] == phase ? 1 : 2) : 0;
-        if (is_vec(g, t)) {
+        if (is_vec(g, t) && reduction && g->shift >= 0) {
+            /* the row shift: the row's partly filled vectors point by point */
+            kiln_dtype dt = k->inputs[t].dtype;
+            const char *vt = vec_type(kiln_dtype_size(dt) * (size_t)g->vec);
+            kiln__sbuf_printf(b, "      U%d u%d;\n      ", t, i);
+            if (cache == 2) kiln__sbuf_printf(b, "if (fits) u%d.v = cc%d[kk];\n      else ", i, i);
+            kiln__sbuf_printf(b,
+                              "if (lm == (1u << VEC) - 1u) u%d.v = *(const %s *)(in%d + %s);\n"
+                              "      else {\n        u%d.v = {};\n"
+                              "#pragma unroll\n        for (int q = 0; q < VEC; q++)\n"
+                              "          if ((lm >> q) & 1u) u%d.e[q] = in%d[%s + q];\n      }\n",
+                              i, vt, t, off, i, i, t, off);
+        } else if (is_vec(g, t)) {
             kiln_dtype dt = k->inputs[t].dtype;
             const char *vt = vec_type(kiln_dtype_size(dt) * (size_t)g->vec);
             kiln__sbuf_printf(b, "      U%d u%d; u%d.v = ", t, i, i);
@@ -725,7 +743,15 @@ static void emit_lane_loads(gen *g, const char *need, int reduction)
 static void emit_final_store(gen *g, const char *u)
 {
     int ni = g->k->ninputs;
-    if (is_vec(g, ni)) {
+    if (is_vec(g, ni) && g->shift >= 0) { /* the row shift: partly filled vectors point by point */
+        size_t es = kiln_dtype_size(g->k->out.dtype);
+        kiln__sbuf_printf(g->b,
+                          "      const unsigned lm = kiln_lanes_in((j0 + (IDX)%s * nw + wk) * VEC - sh, Lel, VEC);\n"
+                          "      if (lm == (1u << VEC) - 1u) *(%s *)(outp + oo[%s]) = rs[%s].v;\n"
+                          "      else {\n#pragma unroll\n        for (int q = 0; q < VEC; q++)\n"
+                          "          if ((lm >> q) & 1u) outp[oo[%s] + q] = rs[%s].e[q];\n      }\n",
+                          u, vec_type(es * (size_t)g->vec), u, u, u, u);
+    } else if (is_vec(g, ni)) {
         size_t es = kiln_dtype_size(g->k->out.dtype);
         kiln__sbuf_printf(g->b, "      *(%s *)(outp + oo[%s]) = rs[%s].v;\n", vec_type(es * (size_t)g->vec), u, u);
     } else {
@@ -1058,6 +1084,11 @@ static void emit_phase_loop(gen *g, int ph, const char *need, int kmax)
         kiln__sbuf_printf(b, "  for (IDX j0 = 0; j0 < L; j0 += (IDX)nw * %d) {\n", kmax);
     kiln__sbuf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++) {\n", kmax);
     kiln__sbuf_puts(b, "     const IDX j = j0 + (IDX)kk * nw + wk;\n     if (act && j < L) {\n");
+    /* the row shift: the vector's first point e0 in the row, and whether it lies wholly in it */
+    if (g->shift >= 0)
+        kiln__sbuf_puts(b, "      const IDX e0 = j * VEC - sh; const unsigned lm = kiln_lanes_in(e0, Lel, VEC);\n");
+    /* what a lane's contribution to the reductions waits on: with the row shift, the lane in the row */
+    const char *in_row = g->shift >= 0 ? "if ((lm >> l) & 1u) " : "";
     emit_offsets(g, "j", 1, "io", "      ");
     emit_loads(g, need, ph, 1);
     kiln__sbuf_printf(b, "#pragma unroll\n      for (int l = 0; l < %d; l++) {\n", g->vec);
@@ -1081,7 +1112,9 @@ static void emit_phase_loop(gen *g, int ph, const char *need, int kmax)
         } else if (need[i] && k->instr[i].op != KILN_POP_LOAD) {
             emit_instr(g, i, lin);
             if (an->keep[i] == ph) kiln__sbuf_printf(b, "      if (fits) kv%d[kk][l] = v%d;\n", i, i);
-            if (an->keep[i] == ph && fast_div_operand(g, i, 0))
+            if (an->keep[i] == ph && fast_div_operand(g, i, 0) && g->shift >= 0)
+                kiln__sbuf_printf(b, "      okn%d = okn%d & (kiln_div_in(v%d) || !((lm >> l) & 1u));\n", i, i, i);
+            else if (an->keep[i] == ph && fast_div_operand(g, i, 0))
                 kiln__sbuf_printf(b, "      okn%d = okn%d & kiln_div_in(v%d);\n", i, i, i);
         }
     }
@@ -1091,7 +1124,10 @@ static void emit_phase_loop(gen *g, int ph, const char *need, int kmax)
             if (!kiln__pop_is_reduction((kiln_pop)in->op) || in->pass != ph) continue;
             kiln_pop op = (kiln_pop)in->op;
             /* the point's index along the row: with lanes the row's own j */
-            if (op == KILN_POP_RED_ARGMAX || op == KILN_POP_RED_ARGMIN)
+            if ((op == KILN_POP_RED_ARGMAX || op == KILN_POP_RED_ARGMIN) && g->shift >= 0)
+                kiln__sbuf_printf(b, "      %skiln_arg_comb<%d>(a%d, x%d, v%d, (long long)(e0 + l));\n", in_row,
+                                  op == KILN_POP_RED_ARGMAX, i, i, in->a);
+            else if (op == KILN_POP_RED_ARGMAX || op == KILN_POP_RED_ARGMIN)
                 kiln__sbuf_printf(b, "      kiln_arg_comb<%d>(a%d%s, x%d%s, v%d, (long long)j%s);\n",
                                   op == KILN_POP_RED_ARGMAX, i, x, i, x, in->a, g->colvec ? "" : " * VEC + l");
             else if (is_var_red(op) && g->colvec) /* the count and its reciprocal once a point */
@@ -1100,9 +1136,9 @@ static void emit_phase_loop(gen *g, int ph, const char *need, int kmax)
                                   "      kiln_var_upd(a%d[l], m%d[l], rn%d, v%d);\n",
                                   i, i, i, i, i, i, in->a);
             else if (is_var_red(op))
-                kiln__sbuf_printf(b, "      kiln_var_add(a%d, m%d, x%d, v%d);\n", i, i, i, in->a);
+                kiln__sbuf_printf(b, "      %skiln_var_add(a%d, m%d, x%d, v%d);\n", in_row, i, i, i, in->a);
             else
-                kiln__sbuf_printf(b, "      a%d%s = %s::f(a%d%s, v%d);\n", i, x, red_opname(op), i, x, in->a);
+                kiln__sbuf_printf(b, "      %sa%d%s = %s::f(a%d%s, v%d);\n", in_row, i, x, red_opname(op), i, x, in->a);
         }
         kiln__sbuf_puts(b, "      }\n     }\n    }\n  }\n");
     } else {
@@ -1135,7 +1171,26 @@ static void gen_reduction(gen *g, int colmode, int kmax)
         kiln__sbuf_puts(b, "  const int wk = threadIdx.x, nw = blockDim.x;\n"
                            "  const IDX r = (IDX)blockIdx.x * blockDim.y + threadIdx.y;\n");
     kiln__sbuf_puts(b, "  const bool act = r < R;\n  const IDX rr = act ? r : 0;\n");
-    emit_offsets(g, "rr", 0, "ro", "  ");
+    if (g->shift >= 0) {
+        /* the row shift: sh points of the aligned vector holding the row's first point lie
+         * before it; every tensor along the row starts sh points early, and the row takes L
+         * vectors */
+        const layout *l = g->l;
+        int t0 = g->shift, a = l->nd - 1;
+        emit_offsets(g, "rr", 0, "rq", "  ");
+        char ptr[16];
+        if (t0 < ni)
+            snprintf(ptr, sizeof ptr, "in%d", t0);
+        else
+            snprintf(ptr, sizeof ptr, "outp");
+        kiln__sbuf_printf(b, "  const int sh = (int)(((unsigned long long)(%s + rq%d) / sizeof(*%s)) %% VEC);\n", ptr, t0,
+                          ptr);
+        for (int t = 0; t < l->nt; t++)
+            kiln__sbuf_printf(b, "  const IDX ro%d = rq%d%s; (void)ro%d;\n", t, t, l->st[t][a] == 1 ? " - sh" : "", t);
+        kiln__sbuf_puts(b, "  const IDX L = (Lel + sh + VEC - 1) / VEC;\n");
+    } else {
+        emit_offsets(g, "rr", 0, "ro", "  ");
+    }
     if (g->split) {
         /* this block's slice: tiles [ntl*gs/G, ntl*(gs+1)/G) of the row's ntl */
         kiln__sbuf_printf(b,
@@ -1333,6 +1388,8 @@ typedef struct kplan {
     int keep;  /* KILN_REDUCE_KEEP: computed values kept for later phases (an.keep, keep_values) */
     int rdiv;  /* kept values divided by row values through the row's reciprocal (row_divisions):
                 * 0 no, 1 yes, 2 where that costs no occupancy (choose_division, at compile) */
+    int shift; /* ROW mode: rows walked in vectors from the aligned one holding their first point
+                * (row_shift): -1 no, else the tensor whose address gives each row's shift */
 } kplan;
 
 static void kplan_free(kplan *kp)
@@ -1412,6 +1469,71 @@ static kiln_status choose_vec(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *k
     }
     *vec_out = vec_lanes(k, kp);
     return KILN_OK;
+}
+
+/* ROW mode's rows whose length or start leaves them off the vectors' alignment (a language
+ * model's 50257 logits a row: vec_lanes finds 1 lane, 2-byte loads). Where every tensor that
+ * moves along the row starts each row the same number of points into its VEC-wide vectors
+ * (bases and outer strides congruent mod VEC, VEC from the widest), and the row is the one
+ * reduced axis,
+ * each row is walked in aligned VEC-wide vectors from the one holding its first point: sh
+ * points of that vector (the row's address / es mod VEC, computed in the kernel) lie before
+ * the row, and the vectors the row fills only partly, its first and last, are read and
+ * written point by point, never outside the row. Sets kp->shift to the tensor whose address
+ * gives sh and *vec to the full lanes; leaves both where the rule does not take it.
+ * KILN_REDUCE_SHIFT=0: never; 1: wherever the layout allows; unset: where vec_lanes found
+ * vectors of 4 bytes or less. */
+static kiln_status row_shift(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp, int *vec)
+{
+    const layout *l = &kp->l;
+    const int ni = k->ninputs, a = l->nd - 1;
+    kp->shift = -1;
+    if (kp->elementwise || kp->colmode || l->nd < 1 || !l->red[a]) return KILN_OK;
+    for (int b = 0; b < a; b++)
+        if (l->red[b]) return KILN_OK; /* a row of several runs */
+    static const char *const ways[] = {"0", "1"};
+    int env;
+    KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_SHIFT", ways, 2, &env));
+    if (env == 0) return KILN_OK;
+    int ref = -1;
+    size_t maxes = 0;
+    for (int t = 0; t <= ni; t++) {
+        if (t == ni && k->out.is_row) continue; /* one value a row: not along it */
+        int64_t st = l->st[t][a];
+        if (st == 0) continue;
+        if (st != 1) return KILN_OK;
+        size_t e = kiln_dtype_size(t < ni ? k->inputs[t].dtype : k->out.dtype);
+        if (ref < 0) ref = t;
+        if (e > maxes) maxes = e;
+    }
+    if (ref < 0) return KILN_OK;
+    int full = (int)(16 / maxes);
+    if (full > 8) full = 8;
+    if (full <= *vec || l->L < 2 * full) return KILN_OK;
+    if (env < 0 && (size_t)*vec * maxes > 4) return KILN_OK;
+    /* each tensor's row starts the same number of points into its own VEC-wide vectors */
+    uintptr_t rsh = 0;
+    for (int t = 0; t <= ni; t++) {
+        if ((t == ni && k->out.is_row) || l->st[t][a] == 0) continue;
+        const char *base = t < ni ? k->inputs[t].base : k->out.base;
+        size_t es = kiln_dtype_size(t < ni ? k->inputs[t].dtype : k->out.dtype);
+        if ((uintptr_t)base % es) return KILN_OK;
+        if (t == ref) rsh = ((uintptr_t)base / es) % (uintptr_t)full;
+        if (((uintptr_t)base / es) % (uintptr_t)full != rsh) return KILN_OK;
+        for (int b = 0; b < a; b++)
+            if (((l->st[t][b] - l->st[ref][b]) % full) != 0) return KILN_OK;
+    }
+    kp->shift = ref;
+    *vec = full;
+    return KILN_OK;
+}
+
+/* The vectors a ROW-mode row takes: L / vec, or with the row shift the most any row's start
+ * can make (its first and last vectors partly outside it). */
+static int64_t row_vectors(const kplan *kp)
+{
+    const int64_t L = kp->l.L, v = kp->vec;
+    return kp->shift >= 0 ? (L + 2 * v - 2) / v : L / v;
 }
 
 /* The size in bytes of k's widest input dtype (0 without inputs). */
@@ -1502,7 +1624,7 @@ static kiln_status row_fill(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
     /* and where the kernel keeps computed values for a later phase and its row needs more than a
      * warp: softmax along rows then computes exp once a point and walks 1024-wide f16 rows on one
      * warp (bench/NOTES.md step 63) */
-    int64_t need = (kp->l.L / kp->vec + kp->kmax - 1) / kp->kmax;
+    int64_t need = (row_vectors(kp) + kp->kmax - 1) / kp->kmax;
     int keeps = kp->an.nkept > 0 && need > 32;
     if (env == 0 || (env < 0 && !k->out.is_row && !keeps)) return KILN_OK;
     size_t widest = widest_input(k);
@@ -1528,7 +1650,7 @@ static kiln_status row_segments(kiln_ctx *ctx, kplan *kp)
     int env;
     KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_SEG", ways, 2, &env));
     if (env == 0) return KILN_OK;
-    int64_t L = kp->l.L / kp->vec, need = (L + kp->kmax - 1) / kp->kmax;
+    int64_t need = (row_vectors(kp) + kp->kmax - 1) / kp->kmax;
     if (need <= 32) kp->seg = (int)pow2ceil(need);
     return KILN_OK;
 }
@@ -1626,12 +1748,18 @@ static kiln_status keep_values(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *
 
 /* The registers kept values take, kmax x VEC a kept instruction, once kmax is final: at most
  * 128 bytes a thread, else none (KILN_REDUCE_KEEP=force: any number, for measuring). */
+static void keep_none(const kiln_plan_kernel *k, kplan *kp)
+{
+    for (int i = 0; i < k->ninstr; i++) kp->an.keep[i] = -1;
+    kp->an.nkept = 0;
+    kp->rdiv = 0; /* (divides kept values only) */
+}
+
 static void keep_cap(const kiln_plan_kernel *k, kplan *kp)
 {
     analysis *an = &kp->an;
     if (kp->keep == 2 || (int64_t)an->nkept * kp->kmax * kp->vec * (k->compute_f64 ? 8 : 4) <= 128) return;
-    for (int i = 0; i < k->ninstr; i++) an->keep[i] = -1;
-    an->nkept = 0;
+    keep_none(k, kp);
 }
 
 /* Layout, analysis and launch choices of kernel k. st: the device, whose size decides
@@ -1651,6 +1779,7 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_
     for (int i = 0; i < k->ninstr; i++) kp->nred += kiln__pop_is_reduction((kiln_pop)k->instr[i].op);
     int vec;
     s = choose_vec(ctx, k, kp, &vec);
+    if (s == KILN_OK) s = row_shift(ctx, k, kp, &vec);
     if (s != KILN_OK) {
         kplan_free(kp);
         return s;
@@ -1675,10 +1804,10 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_
 static size_t signature(const kiln_plan_kernel *k, const kplan *kp, unsigned char *out, size_t cap)
 {
     const layout *l = &kp->l;
-    int hdr[21] = {k->ninstr, k->ninputs, k->nconsts, k->nstreams, (int)k->out.dtype,
+    int hdr[22] = {k->ninstr, k->ninputs, k->nconsts, k->nstreams, (int)k->out.dtype,
                    (int)(k->out.round == KILN_ROUND_STOCHASTIC), k->out.is_row, k->compute_f64 != 0,
                    k->npasses, k->out_instr, l->nd, l->idx32, kp->elementwise, kp->colmode, kp->kmax, kp->vec,
-                   kp->split, kp->seg, kp->keep, kp->an.nkept, kp->rdiv};
+                   kp->split, kp->seg, kp->keep, kp->an.nkept, kp->rdiv, kp->shift};
     size_t len = 0;
 #define PUT(src_, n)                                                                            \
     do {                                                                                        \
@@ -1729,6 +1858,7 @@ static kiln_status generate(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp,
     g.red_lanes = kp->red_lanes;
     g.seg = kp->seg;
     g.rdiv = kp->rdiv;
+    g.shift = kp->shift;
     kiln__cuda_prelude(&src);
     if (g.split) kiln__sbuf_puts(&src, grid_sync_src);
     kiln__sbuf_printf(&src, "typedef %s IDX;\ntypedef %s CT;\n", l->idx32 ? "int" : "long long",
@@ -2006,7 +2136,9 @@ static kiln_status run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
     layout_fill(ctx, k, l, words);
     int vec = kp.vec;
     int64_t R = l->R, L = l->L;
-    if (vec > 1) { /* sizes in vectors along the last axis */
+    if (kp.shift >= 0) { /* the row shift: the kernel takes L in points, each row its own vectors */
+        L = row_vectors(&kp);
+    } else if (vec > 1) { /* sizes in vectors along the last axis */
         words[l->w_size[l->nd - 1]] = (uint64_t)(l->size[l->nd - 1] / vec);
         if (kp.elementwise || kp.colmode) /* COLUMN mode: VEC rows a worker */
             R /= vec;
@@ -2046,6 +2178,10 @@ static kiln_status run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
     }
     if (s == KILN_OK && !kp.split) {
         if (kp.colmode) launch_shape(st, &kp, R, L, 1, &gx, &bx, &by, &smem);
+        /* unsplit rows longer than a tile never take kept values: their registers would only
+         * crowd the walks that compute them again (f16 rows of 50257 spilled 88 bytes) */
+        else if (!kp.elementwise && kp.an.nkept > 0 && kp.keep != 2 && L > (int64_t)bx * kp.kmax)
+            keep_none(k, &kp);
         s = get_function(ctx, k, &kp, &fn);
     }
     if (s == KILN_OK && kp.split) {
@@ -2072,6 +2208,7 @@ static kiln_status run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
     }
     if (s == KILN_OK && kp.colmode && kp.vec > 1) st->stats.reduce_lanes++;
     if (s == KILN_OK && kp.seg) st->stats.reduce_segs++;
+    if (s == KILN_OK && kp.shift >= 0) st->stats.reduce_shifts++;
     if (words != wstack) free(words);
     kplan_free(&kp);
     return s;

@@ -229,6 +229,13 @@ static const char prelude_src[] =
     "  const float q = __fmul_rn(a, y);\n"
     "  return __fmaf_rn(-__fmaf_rn(q, b, -a), y, q);\n"
     "}\n"
+    /* ROW mode's row shift (codegen.c row_shift): the lanes of the V-wide vector whose first
+     * point is e0 of the row that lie in the row [0, n), as bits; j < L keeps e0 < n, and e0 >
+     * -V, so the row holds lanes lo..hi-1 with lo < hi. */
+    "template <class I> __device__ __forceinline__ unsigned kiln_lanes_in(I e0, I n, int V) {\n"
+    "  const int lo = e0 < 0 ? (int)-e0 : 0, hi = n - e0 < (I)V ? (int)(n - e0) : V;\n"
+    "  return (2u << (hi - 1)) - (1u << lo);\n"
+    "}\n"
     /* COLUMN mode: rows along x, workers along y. */
     "template <class Op, class T> __device__ __forceinline__ T kiln_col_red(T v, void *smv) {\n"
     "  if (blockDim.y == 1) return v;\n"
