@@ -1475,10 +1475,9 @@ static kiln_status choose_vec(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *k
  * model's 50257 logits a row: vec_lanes finds 1 lane, 2-byte loads). Where every tensor that
  * moves along the row starts each row the same number of points into its VEC-wide vectors
  * (bases and outer strides congruent mod VEC, VEC from the widest), and the row is the one
- * reduced axis,
- * each row is walked in aligned VEC-wide vectors from the one holding its first point: sh
- * points of that vector (the row's address / es mod VEC, computed in the kernel) lie before
- * the row, and the vectors the row fills only partly, its first and last, are read and
+ * reduced axis, each row is walked in aligned VEC-wide vectors from the one holding its first
+ * point: sh points of that vector (the row's address / es mod VEC, computed in the kernel) lie
+ * before the row, and the vectors the row fills only partly, its first and last, are read and
  * written point by point, never outside the row. Sets kp->shift to the tensor whose address
  * gives sh and *vec to the full lanes; leaves both where the rule does not take it.
  * KILN_REDUCE_SHIFT=0: never; 1: wherever the layout allows; unset: where vec_lanes found
@@ -1746,15 +1745,16 @@ static kiln_status keep_values(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *
     return KILN_OK;
 }
 
-/* The registers kept values take, kmax x VEC a kept instruction, once kmax is final: at most
- * 128 bytes a thread, else none (KILN_REDUCE_KEEP=force: any number, for measuring). */
+/* Nothing kept (and so no division through a reciprocal, which divides kept values only). */
 static void keep_none(const kiln_plan_kernel *k, kplan *kp)
 {
     for (int i = 0; i < k->ninstr; i++) kp->an.keep[i] = -1;
     kp->an.nkept = 0;
-    kp->rdiv = 0; /* (divides kept values only) */
+    kp->rdiv = 0;
 }
 
+/* The registers kept values take, kmax x VEC a kept instruction, once kmax is final: at most
+ * 128 bytes a thread, else none (KILN_REDUCE_KEEP=force: any number, for measuring). */
 static void keep_cap(const kiln_plan_kernel *k, kplan *kp)
 {
     analysis *an = &kp->an;
