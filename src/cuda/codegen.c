@@ -1633,6 +1633,21 @@ static kiln_status row_fill(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
     return KILN_OK;
 }
 
+/* The row shift's extra vector can push a row just past a power of two of workers (8191 f32
+ * values: 2049 vectors, 513 workers of 4, a 1024-thread block half idle; 0.64x of the 512
+ * unshifted threads, H100, bench/NOTES.md step 66): there a worker takes one more vector, where
+ * that keeps the kept values within keep_cap's bound. */
+static void shift_fit(const kiln_plan_kernel *k, kplan *kp)
+{
+    if (kp->shift < 0) return;
+    int64_t Lv = row_vectors(kp), need = (Lv + kp->kmax - 1) / kp->kmax;
+    if (need <= 32 || need > 1024) return;
+    int64_t half = (int64_t)pow2ceil(need) / 2;
+    if ((Lv + half - 1) / half != kp->kmax + 1) return;
+    if ((int64_t)kp->an.nkept * (kp->kmax + 1) * kp->vec * (k->compute_f64 ? 8 : 4) > 128) return;
+    kp->kmax++;
+}
+
 /* ROW mode's short rows: a row that needs 32 workers or fewer (ceil(L / kmax) in the kernel's
  * units) takes W lanes of a warp, W that count rounded up to a power of two: blocks of
  * W x (256 / W) threads, 32 / W rows a warp, reduced by segment butterflies (kiln_seg_*: no
@@ -1791,6 +1806,7 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_
     }
     s = keep_values(ctx, k, kp);
     if (s == KILN_OK) s = row_fill(ctx, k, kp);
+    if (s == KILN_OK) shift_fit(k, kp);
     if (s == KILN_OK) s = row_segments(ctx, kp);
     if (s == KILN_OK) keep_cap(k, kp);
     if (s == KILN_OK) s = row_divisions(ctx, k, kp);
