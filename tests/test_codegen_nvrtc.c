@@ -222,6 +222,13 @@ int main(void)
         {"shift: x - max(x) f16 SR VEC 8", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {2, 50001}, 5, KILN_ROUND_STOCHASTIC},
         {"short 4: shift: row var f32 VEC 4", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {1000, 33}, 12, KILN_ROUND_DEFAULT},
         {"row argmax f16 (shift 0) VEC 1", KILN_DTYPE_F16, KILN_DTYPE_I32, 2, {5, 9001}, 3, KILN_ROUND_DEFAULT},
+        /* rows longer than a tile keeping their loads in shared memory (row_cache; the hooks take
+         * it with KILN_REDUCE_SMEM=1, unsplit) */
+        {"cache: softmax f32 (smem)", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 30000}, 8, KILN_ROUND_DEFAULT},
+        {"cache: shift: x - max(x) f16 SR VEC 8 (smem)", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {2, 50001}, 5,
+         KILN_ROUND_STOCHASTIC},
+        {"cache: softmax f16 (shift 0) VEC 1 (smem)", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {3, 30001}, 8, KILN_ROUND_DEFAULT},
+        {"cache: softmax bf16 (smem)", KILN_DTYPE_BF16, KILN_DTYPE_BF16, 2, {3, 40000}, 8, KILN_ROUND_DEFAULT},
     };
     int compiled = 0, reductions = 0;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -252,6 +259,10 @@ int main(void)
             setenv("KILN_REDUCE_SHIFT", "0", 1);
         else
             unsetenv("KILN_REDUCE_SHIFT");
+        if (strstr(cs->what, "(smem)"))
+            setenv("KILN_REDUCE_SMEM", "1", 1);
+        else
+            unsetenv("KILN_REDUCE_SMEM");
         kiln_tensor *x = random_tensor(ctx, cs->in_dt, cs->nd, cs->shape);
         int ond;
         int64_t oshape[3];
@@ -333,6 +344,15 @@ int main(void)
                     if (shifted != want_shift) fprintf(stderr, "  %s split %d: row shift %d\n", cs->what, split, shifted);
                     CHECK_INT(shifted, want_shift);
                 }
+                /* the row cache exactly where the case names it, unsplit: the first phase stores
+                 * the row's loads, the later ones read them back */
+                if (K->reduce_mask != 0) {
+                    int cached = strstr(src, "char *rowc") != NULL && strstr(src, "sc0[j] = u0") != NULL &&
+                                 strstr(src, "= sc0[j];") != NULL;
+                    int want_cache = !split && strstr(cs->what, "(smem)") != NULL;
+                    if (cached != want_cache) fprintf(stderr, "  %s split %d: row cache %d\n", cs->what, split, cached);
+                    CHECK_INT(cached, want_cache);
+                }
                 const char *vn = strstr(cs->what, "VEC ");
                 if (vn) { /* the row's width takes the widest vector that divides it */
                     char want_vec[32];
@@ -368,6 +388,7 @@ int main(void)
     bad_knob(ctx, "KILN_REDUCE_KEEP", "on", KILN_DTYPE_F32, 3, 1000, 8);
     bad_knob(ctx, "KILN_REDUCE_DIV", "on", KILN_DTYPE_F32, 3, 1000, 8);
     bad_knob(ctx, "KILN_REDUCE_SHIFT", "on", KILN_DTYPE_F32, 3, 1001, 8);
+    unsetenv("KILN_REDUCE_SMEM");
     printf("%d sources compiled (%d split reductions)\n", compiled, reductions);
     CHECK(reductions >= 13);
     kiln_ctx_destroy(ctx);

@@ -432,6 +432,10 @@ typedef struct gen {
     int shift;      /* ROW mode's rows off the vectors' alignment: each row walked from the aligned
                      * vector holding its first point (row_shift; -1 none, else the tensor whose
                      * address gives the row's shift sh) */
+    int smem_row;   /* ROW mode's row cache: the loads several phases use kept in shared memory
+                     * (sc<i>[j], after the block reductions' nt x smem_thread bytes) where the
+                     * row is longer than a tile (row_cache) */
+    int smem_thread;
     char *need_all; /* a phase's instructions with nothing kept (the row longer than a tile) */
 } gen;
 
@@ -694,6 +698,10 @@ static void emit_loads(gen *g, const char *need, int phase, int reduction)
         else
             snprintf(off, sizeof off, "ro%d", t);
         int cache = reduction && an->multi[i] ? (an->first[i] == phase ? 1 : 2) : 0;
+        if (cache == 2 && g->smem_row) { /* the row cache: stored by the load's first phase */
+            kiln__sbuf_printf(b, "      U%d u%d; u%d%s = sc%d[j];\n", t, i, i, is_vec(g, t) ? ".v" : "", i);
+            continue;
+        }
         if (is_vec(g, t) && reduction && g->shift >= 0) {
             /* the row shift: the row's partly filled vectors point by point */
             kiln_dtype dt = k->inputs[t].dtype;
@@ -719,7 +727,10 @@ static void emit_loads(gen *g, const char *need, int phase, int reduction)
             if (cache == 2) kiln__sbuf_printf(b, "fits ? cc%d[kk].e[0] : ", i);
             kiln__sbuf_printf(b, "%s;\n", x);
         }
-        if (cache == 1) kiln__sbuf_printf(b, "      if (fits) cc%d[kk] = u%d%s;\n", i, i, is_vec(g, t) ? ".v" : "");
+        if (cache == 1 && g->smem_row)
+            kiln__sbuf_printf(b, "      sc%d[j] = u%d%s;\n", i, i, is_vec(g, t) ? ".v" : "");
+        else if (cache == 1)
+            kiln__sbuf_printf(b, "      if (fits) cc%d[kk] = u%d%s;\n", i, i, is_vec(g, t) ? ".v" : "");
     }
 }
 
@@ -1210,7 +1221,23 @@ static void gen_reduction(gen *g, int colmode, int kmax)
     } else {
         kiln__sbuf_printf(b, "  const bool fits = L <= (IDX)nw * %d; (void)fits;\n", kmax);
     }
-    for (int i = 0; i < k->ninstr; i++)
+    if (g->smem_row) { /* the row cache: Lc vectors a load, each region 16-byte aligned */
+        kiln__sbuf_printf(b, "  const IDX Lc = %s;\n"
+                             "  char *rowc = (char *)kiln_sm + (size_t)nw * blockDim.y * %d;\n",
+                          g->shift >= 0 ? "(Lel + 2 * VEC - 2) / VEC" : "L", g->smem_thread);
+        for (int i = 0; i < k->ninstr; i++)
+            if (an->multi[i]) {
+                int t = k->instr[i].a;
+                char ty[16];
+                if (is_vec(g, t))
+                    snprintf(ty, sizeof ty, "%s", vec_type(kiln_dtype_size(k->inputs[t].dtype) * (size_t)g->vec));
+                else
+                    snprintf(ty, sizeof ty, "U%d", t);
+                kiln__sbuf_printf(b, "  %s *sc%d = (%s *)rowc; rowc += ((size_t)Lc * sizeof(%s) + 15) & ~(size_t)15;\n",
+                                  ty, i, ty, ty);
+            }
+    }
+    for (int i = 0; i < k->ninstr && !g->smem_row; i++)
         if (an->multi[i]) {
             int t = k->instr[i].a;
             if (is_vec(g, t))
@@ -1390,6 +1417,9 @@ typedef struct kplan {
                 * 0 no, 1 yes, 2 where that costs no occupancy (choose_division, at compile) */
     int shift; /* ROW mode: rows walked in vectors from the aligned one holding their first point
                 * (row_shift): -1 no, else the tensor whose address gives each row's shift */
+    int row_tmax, row_minb; /* ROW mode (not segments): a block's most threads, and the blocks an
+                             * SM its registers are bounded for (row_block) */
+    int smem_row; /* ROW mode's row cache in shared memory (row_cache, at launch) */
 } kplan;
 
 static void kplan_free(kplan *kp)
@@ -1777,6 +1807,65 @@ static void keep_cap(const kiln_plan_kernel *k, kplan *kp)
     keep_none(k, kp);
 }
 
+/* ROW mode's block (not segments): at most row_tmax threads, registers bounded for row_minb
+ * blocks an SM (__launch_bounds__(row_tmax, row_minb)). Unset: 1024 x 1, 64 registers a
+ * thread. KILN_REDUCE_ROWBLOCK=TxB measures others. */
+static kiln_status row_block(kiln_ctx *ctx, kplan *kp)
+{
+    static const char *const ways[] = {"1024x1", "1024x2", "512x2", "512x3", "512x4", "256x4", "256x6", "256x8"};
+    static const int tmax[] = {1024, 1024, 512, 512, 512, 256, 256, 256}, minb[] = {1, 2, 2, 3, 4, 4, 6, 8};
+    kp->row_tmax = 1024;
+    kp->row_minb = 1;
+    if (kp->elementwise || kp->colmode || kp->seg) return KILN_OK;
+    int env;
+    KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_ROWBLOCK", ways, 8, &env));
+    if (env >= 0) {
+        kp->row_tmax = tmax[env];
+        kp->row_minb = minb[env];
+    }
+    return KILN_OK;
+}
+
+/* The bytes ROW mode's row cache takes for rows of Lc vectors: a 16-byte aligned region of Lc
+ * vectors (or points) for each load that several phases use (an.multi). */
+static int64_t row_cache_bytes(const kiln_plan_kernel *k, const kplan *kp, int64_t Lc)
+{
+    int64_t bytes = 0;
+    for (int i = 0; i < k->ninstr; i++)
+        if (kp->an.multi[i]) {
+            int t = k->instr[i].a;
+            const layout *l = &kp->l; /* a vector where the load steps along the row (is_vec) */
+            int vec = kp->vec > 1 && l->nd > 0 && l->st[t][l->nd - 1] == 1 ? kp->vec : 1;
+            int64_t vb = (int64_t)kiln_dtype_size(k->inputs[t].dtype) * vec;
+            bytes += (Lc * vb + 15) & ~(int64_t)15;
+        }
+    return bytes;
+}
+
+/* ROW mode's row cache, decided at launch for an unsplit kernel of bx x by threads whose rows
+ * are longer than a tile: the loads that several phases use are stored in shared memory by
+ * their first phase and read from there by the later ones, in place of walking the row again
+ * from L2 (each thread reads back only the vectors it stored: no barrier). Taken where the
+ * cache and the block reductions' *smem fit the device's opt-in shared memory a block.
+ * KILN_REDUCE_SMEM=0 never, =1 wherever it fits. */
+static kiln_status row_cache(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp, unsigned by, unsigned *smem)
+{
+    kiln_cuda_state *st = kiln__cuda_state(ctx);
+    kp->smem_row = 0;
+    if (kp->elementwise || kp->colmode || kp->seg || kp->split || kp->an.ncached == 0 || by != 1 ||
+        !st || st->smem_optin <= 0 || !st->cu.FuncSetAttribute)
+        return KILN_OK;
+    static const char *const ways[] = {"0", "1"};
+    int env;
+    KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_SMEM", ways, 2, &env));
+    if (env == 0) return KILN_OK;
+    int64_t bytes = *smem + row_cache_bytes(k, kp, row_vectors(kp));
+    if (bytes > st->smem_optin) return KILN_OK;
+    kp->smem_row = 1;
+    *smem = (unsigned)bytes;
+    return KILN_OK;
+}
+
 /* Layout, analysis and launch choices of kernel k. st: the device, whose size decides
  * whether COLUMN mode takes lanes (NULL: it takes them wherever the layout allows). */
 static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_cuda_state *st, kplan *kp)
@@ -1808,6 +1897,7 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_
     if (s == KILN_OK) s = row_fill(ctx, k, kp);
     if (s == KILN_OK) shift_fit(k, kp);
     if (s == KILN_OK) s = row_segments(ctx, kp);
+    if (s == KILN_OK) s = row_block(ctx, kp);
     if (s == KILN_OK) keep_cap(k, kp);
     if (s == KILN_OK) s = row_divisions(ctx, k, kp);
     if (s != KILN_OK) kplan_free(kp);
@@ -1820,10 +1910,11 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_
 static size_t signature(const kiln_plan_kernel *k, const kplan *kp, unsigned char *out, size_t cap)
 {
     const layout *l = &kp->l;
-    int hdr[22] = {k->ninstr, k->ninputs, k->nconsts, k->nstreams, (int)k->out.dtype,
+    int hdr[25] = {k->ninstr, k->ninputs, k->nconsts, k->nstreams, (int)k->out.dtype,
                    (int)(k->out.round == KILN_ROUND_STOCHASTIC), k->out.is_row, k->compute_f64 != 0,
                    k->npasses, k->out_instr, l->nd, l->idx32, kp->elementwise, kp->colmode, kp->kmax, kp->vec,
-                   kp->split, kp->seg, kp->keep, kp->an.nkept, kp->rdiv, kp->shift};
+                   kp->split, kp->seg, kp->keep, kp->an.nkept, kp->rdiv, kp->shift,
+                   kp->row_tmax, kp->row_minb, kp->smem_row};
     size_t len = 0;
 #define PUT(src_, n)                                                                            \
     do {                                                                                        \
@@ -1875,15 +1966,22 @@ static kiln_status generate(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp,
     g.seg = kp->seg;
     g.rdiv = kp->rdiv;
     g.shift = kp->shift;
+    g.smem_row = kp->smem_row;
+    g.smem_thread = kp->smem_thread;
     kiln__cuda_prelude(&src);
     if (g.split) kiln__sbuf_puts(&src, grid_sync_src);
     kiln__sbuf_printf(&src, "typedef %s IDX;\ntypedef %s CT;\n", l->idx32 ? "int" : "long long",
                       g.f64 ? "double" : "float");
     emit_unions(&g);
     kiln__sbuf_printf(&src, "struct kiln_args { kiln_w64 w[%d]; };\n", l->nwords);
-    kiln__sbuf_printf(&src,
-                      "extern \"C\" __global__ void __launch_bounds__(%d) kiln_kernel(const __grid_constant__ kiln_args p) {\n",
-                      kp->elementwise || kp->seg ? 256 : 1024);
+    if (kp->elementwise || kp->seg || kp->colmode || kp->row_minb == 1)
+        kiln__sbuf_printf(&src,
+                          "extern \"C\" __global__ void __launch_bounds__(%d) kiln_kernel(const __grid_constant__ kiln_args p) {\n",
+                          kp->elementwise || kp->seg ? 256 : 1024);
+    else
+        kiln__sbuf_printf(&src,
+                          "extern \"C\" __global__ void __launch_bounds__(%d, %d) kiln_kernel(const __grid_constant__ kiln_args p) {\n",
+                          kp->row_tmax, kp->row_minb);
     if (kp->elementwise)
         gen_elementwise(&g);
     else
@@ -1906,6 +2004,15 @@ static kiln_status prepare_for_hooks(kiln_ctx *ctx, const kiln_plan_kernel *k, i
     KILN_TRY(prepare(ctx, k, NULL, kp));
     kp->split = split != 0;
     if (kp->split) kp->seg = 0; /* run_kernel never splits a short-row kernel */
+    /* the row cache as run_kernel takes it with KILN_REDUCE_SMEM=1 on rows longer than a tile
+     * (for the source's tests: no device to size it against) */
+    const char *e = kiln__env_get(ctx, "KILN_REDUCE_SMEM");
+    if (!kp->split && !kp->elementwise && !kp->colmode && !kp->seg && kp->an.ncached > 0 && e && strcmp(e, "1") == 0) {
+        unsigned gx, bx, by, smem;
+        int64_t L = kp->shift >= 0 ? row_vectors(kp) : kp->l.L / kp->vec;
+        launch_shape(NULL, kp, kp->l.R, L, 0, &gx, &bx, &by, &smem);
+        kp->smem_row = by == 1 && L > (int64_t)bx * kp->kmax;
+    }
     return KILN_OK;
 }
 
@@ -2032,6 +2139,11 @@ static kiln_status get_function(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan 
     kiln_status s = generate(ctx, k, kp, &src);
     if (s == KILN_OK) s = kiln__cuda_get_kernel(ctx, src, "kiln_kernel", fn);
     if (s == KILN_OK && kp->rdiv == 2) s = choose_division(ctx, k, kp, src, fn);
+    /* the row cache's shared memory past 48 KB (set once: the fast map keeps the function) */
+    if (s == KILN_OK && kp->smem_row) {
+        int code = (int)st->cu.FuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, st->smem_optin);
+        if (code != 0) s = kiln__cuda_check_drv(ctx, code, "cuFuncSetAttribute(row cache)", __FILE__, __LINE__);
+    }
     free(src);
     if (s == KILN_OK) kiln__cuda_fast_add(st, h, sig, len, *fn);
     if (sig != sig_stack) free(sig);
@@ -2066,7 +2178,7 @@ static void launch_shape(const kiln_cuda_state *st, const kplan *kp, int64_t R, 
         int64_t need = (L + kmax - 1) / kmax;
         unsigned t = pow2ceil(need);
         if (t < 32) t = 32;
-        if (t > 1024) t = 1024;
+        if (t > (unsigned)kp->row_tmax) t = (unsigned)kp->row_tmax;
         unsigned rb = t >= 256 ? 1 : 256 / t;
         if ((int64_t)rb > R) rb = (unsigned)pow2ceil(R);
         *bx = t;
@@ -2198,7 +2310,8 @@ static kiln_status run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
          * crowd the walks that compute them again (f16 rows of 50257 spilled 88 bytes) */
         else if (!kp.elementwise && kp.an.nkept > 0 && kp.keep != 2 && L > (int64_t)bx * kp.kmax)
             keep_none(k, &kp);
-        s = get_function(ctx, k, &kp, &fn);
+        if (!kp.elementwise && !kp.colmode && L > (int64_t)bx * kp.kmax) s = row_cache(ctx, k, &kp, by, &smem);
+        if (s == KILN_OK) s = get_function(ctx, k, &kp, &fn);
     }
     if (s == KILN_OK && kp.split) {
         words[l->w_ws] = (uint64_t)(uintptr_t)ws->ptr;
@@ -2225,6 +2338,7 @@ static kiln_status run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
     if (s == KILN_OK && kp.colmode && kp.vec > 1) st->stats.reduce_lanes++;
     if (s == KILN_OK && kp.seg) st->stats.reduce_segs++;
     if (s == KILN_OK && kp.shift >= 0) st->stats.reduce_shifts++;
+    if (s == KILN_OK && kp.smem_row) st->stats.reduce_row_caches++;
     if (words != wstack) free(words);
     kplan_free(&kp);
     return s;

@@ -116,6 +116,7 @@ typedef struct kiln_cuda_state {
                       * driver does not say), in the device description; the wgmma tile rule's
                       * fast-memory default from KILN_GEMM_FAST_DRAM_BPS up (gemm_plan.h) */
     int max_threads;
+    int smem_optin; /* a block's most dynamic shared memory, opted in (ROW mode's row cache) */
     cudaStream_t stream;
     cublasLtHandle_t lt;
     int nvrtc_major, nvrtc_minor;

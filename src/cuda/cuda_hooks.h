@@ -27,6 +27,7 @@ typedef struct kiln_cuda_stats {
     int64_t reduce_lanes;     /* COLUMN-mode reductions launched with VEC columns a thread */
     int64_t reduce_segs;      /* ROW-mode reductions launched with a row on 1-32 lanes of a warp */
     int64_t reduce_shifts;    /* ROW-mode reductions launched walking rows off the vectors' alignment */
+    int64_t reduce_row_caches; /* ROW-mode reductions launched keeping their rows' loads in shared memory */
     int64_t tightened;        /* 256-thread kernels taken compiled again for one more block an SM */
     double last_compile_ms;   /* NVRTC time of the last compilation */
     double last_get_ms;       /* time of the last kernel lookup (compile, disk or memory) */
