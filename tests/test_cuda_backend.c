@@ -3244,7 +3244,7 @@ int main(void)
                     {"lanes", test_lanes},         {"welford", test_welford},
                     {"seg", test_seg},             {"keep", test_keep},             {"rdiv", test_rdiv},
                     {"shift", test_shift},
-                    {"rowcache", test_rowcache},
+                    {"rowsmem", test_rowcache},
                     {"rng", test_rng_bits},
                     {"gemm", test_gemm},           {"random", test_gemm_random}, {"stats", test_gemm_stats},
                     {"fastdram", gemm_fast_dram},

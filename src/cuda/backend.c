@@ -127,8 +127,9 @@ static kiln_status cuda_init(kiln_ctx *ctx, void **state)
     INIT_CK(rt, cudaDeviceGetAttribute(&st->sm_count, cudaDevAttrMultiProcessorCount, st->device));
     INIT_CK(rt, cudaDeviceGetAttribute(&st->l2_bytes, cudaDevAttrL2CacheSize, st->device));
     INIT_CK(rt, cudaDeviceGetAttribute(&st->max_threads, cudaDevAttrMaxThreadsPerBlock, st->device));
-    if (cudaDeviceGetAttribute(&st->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, st->device) != cudaSuccess)
-        st->smem_optin = 0; /* no row cache in shared memory */
+    if (cudaDeviceGetAttribute(&st->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, st->device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&st->smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, st->device) != cudaSuccess)
+        st->smem_optin = st->smem_sm = 0; /* no row cache in shared memory */
     { /* double data rate: two transfers a clock (kHz) over the bus (bits); not fatal */
         int khz = 0, bits = 0;
         if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, st->device) != cudaSuccess ||

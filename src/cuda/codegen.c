@@ -1418,7 +1418,8 @@ typedef struct kplan {
     int shift; /* ROW mode: rows walked in vectors from the aligned one holding their first point
                 * (row_shift): -1 no, else the tensor whose address gives each row's shift */
     int row_tmax, row_minb; /* ROW mode (not segments): a block's most threads, and the blocks an
-                             * SM its registers are bounded for (row_block) */
+                             * SM its registers are bounded for: 1024 x 1 (64 registers), else
+                             * the row cache's (row_cache) */
     int smem_row; /* ROW mode's row cache in shared memory (row_cache, at launch) */
 } kplan;
 
@@ -1807,25 +1808,6 @@ static void keep_cap(const kiln_plan_kernel *k, kplan *kp)
     keep_none(k, kp);
 }
 
-/* ROW mode's block (not segments): at most row_tmax threads, registers bounded for row_minb
- * blocks an SM (__launch_bounds__(row_tmax, row_minb)). Unset: 1024 x 1, 64 registers a
- * thread. KILN_REDUCE_ROWBLOCK=TxB measures others. */
-static kiln_status row_block(kiln_ctx *ctx, kplan *kp)
-{
-    static const char *const ways[] = {"1024x1", "1024x2", "512x2", "512x3", "512x4", "256x4", "256x6", "256x8"};
-    static const int tmax[] = {1024, 1024, 512, 512, 512, 256, 256, 256}, minb[] = {1, 2, 2, 3, 4, 4, 6, 8};
-    kp->row_tmax = 1024;
-    kp->row_minb = 1;
-    if (kp->elementwise || kp->colmode || kp->seg) return KILN_OK;
-    int env;
-    KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_ROWBLOCK", ways, 8, &env));
-    if (env >= 0) {
-        kp->row_tmax = tmax[env];
-        kp->row_minb = minb[env];
-    }
-    return KILN_OK;
-}
-
 /* The bytes ROW mode's row cache takes for rows of Lc vectors: a 16-byte aligned region of Lc
  * vectors (or points) for each load that several phases use (an.multi). */
 static int64_t row_cache_bytes(const kiln_plan_kernel *k, const kplan *kp, int64_t Lc)
@@ -1842,27 +1824,53 @@ static int64_t row_cache_bytes(const kiln_plan_kernel *k, const kplan *kp, int64
     return bytes;
 }
 
-/* ROW mode's row cache, decided at launch for an unsplit kernel of bx x by threads whose rows
- * are longer than a tile: the loads that several phases use are stored in shared memory by
- * their first phase and read from there by the later ones, in place of walking the row again
- * from L2 (each thread reads back only the vectors it stored: no barrier). Taken where the
- * cache and the block reductions' *smem fit the device's opt-in shared memory a block.
- * KILN_REDUCE_SMEM=0 never, =1 wherever it fits. */
-static kiln_status row_cache(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp, unsigned by, unsigned *smem)
+/* ROW mode's row cache, decided at launch for an unsplit kernel whose rows need more than 512
+ * workers (a block of 1024 threads, one an SM at up to 64 registers): the loads that several
+ * phases use are stored in shared memory by their first phase and read from there by the later
+ * ones (each thread reads back only the vectors it stored: no barrier), in place of walking the
+ * row again from L2 or holding it in registers. Its blocks: T threads (1024, 512 or 256), B an SM
+ * (__launch_bounds__(T, B)), the T whose B blocks hold the most threads an SM, with B bounded
+ * by the shared memory (the cache, the block reductions' bytes and the 1 KB the driver keeps a
+ * block), 2048 threads and 40 registers a thread; on a tie the smaller T (more rows at once,
+ * their phases overlapping). Rows that fit a tile of 1024 threads (their values in registers)
+ * take the cache only where it holds more threads an SM than that one block. H100 (bench/NOTES.md
+ * step 67): f16 softmax over 2048 x 50257 0.391 -> 0.271 ms (512 x 2), 4096 x 32000 0.391 ->
+ * 0.257 (512 x 3, in place of the registers), f32 2048 x 50257 0.565 -> 0.480 (1024 x 1).
+ * KILN_REDUCE_SMEM=0 never. Sets the block (*bx, *smem) where taken. */
+static kiln_status row_cache(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp, int64_t L, unsigned *bx,
+                             unsigned by, unsigned *smem)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
     kp->smem_row = 0;
-    if (kp->elementwise || kp->colmode || kp->seg || kp->split || kp->an.ncached == 0 || by != 1 ||
-        !st || st->smem_optin <= 0 || !st->cu.FuncSetAttribute)
+    if (kp->elementwise || kp->colmode || kp->seg || kp->split || kp->an.ncached == 0 || by != 1 || *bx != 1024 ||
+        !st || st->smem_optin <= 0 || st->smem_sm <= 0 || !st->cu.FuncSetAttribute)
         return KILN_OK;
     static const char *const ways[] = {"0", "1"};
     int env;
     KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_SMEM", ways, 2, &env));
     if (env == 0) return KILN_OK;
-    int64_t bytes = *smem + row_cache_bytes(k, kp, row_vectors(kp));
-    if (bytes > st->smem_optin) return KILN_OK;
+    const int64_t need = (L + kp->kmax - 1) / kp->kmax, cache = row_cache_bytes(k, kp, row_vectors(kp));
+    int best_t = 0, best_b = 0;
+    int64_t best_threads = need > 1024 ? 0 : 1024; /* fits the registers: beat their one block */
+    for (int t = 1024; t >= 256; t /= 2) {
+        if (t == 1024 && need <= 1024) continue; /* the register plan's own block */
+        const int64_t bytes = cache + (int64_t)t * kp->smem_thread;
+        if (bytes > st->smem_optin) continue;
+        int64_t b = st->smem_sm / (bytes + 1024);
+        if (b > 2048 / t) b = 2048 / t;
+        if (b > 65536 / (t * 40)) b = 65536 / (t * 40);
+        if (b < 1 || b * t < best_threads || (b * t == best_threads && best_t == 0 && need <= 1024)) continue;
+        best_t = t;
+        best_b = (int)b;
+        best_threads = b * t;
+    }
+    if (best_t == 0) return KILN_OK;
     kp->smem_row = 1;
-    *smem = (unsigned)bytes;
+    kp->row_tmax = best_t;
+    kp->row_minb = best_b;
+    keep_none(k, kp); /* the row is longer than the block's tile */
+    *bx = (unsigned)best_t;
+    *smem = (unsigned)(cache + (int64_t)best_t * kp->smem_thread);
     return KILN_OK;
 }
 
@@ -1871,6 +1879,8 @@ static kiln_status row_cache(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp
 static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_cuda_state *st, kplan *kp)
 {
     memset(kp, 0, sizeof *kp);
+    kp->row_tmax = 1024; /* the block's bounds until the row cache takes others (row_cache) */
+    kp->row_minb = 1;
     KILN_TRY(layout_build(ctx, k, &kp->l));
     kiln_status s = analyse(ctx, k, &kp->an);
     if (s != KILN_OK) {
@@ -1897,7 +1907,6 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_
     if (s == KILN_OK) s = row_fill(ctx, k, kp);
     if (s == KILN_OK) shift_fit(k, kp);
     if (s == KILN_OK) s = row_segments(ctx, kp);
-    if (s == KILN_OK) s = row_block(ctx, kp);
     if (s == KILN_OK) keep_cap(k, kp);
     if (s == KILN_OK) s = row_divisions(ctx, k, kp);
     if (s != KILN_OK) kplan_free(kp);
@@ -2310,8 +2319,15 @@ static kiln_status run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
          * crowd the walks that compute them again (f16 rows of 50257 spilled 88 bytes) */
         else if (!kp.elementwise && kp.an.nkept > 0 && kp.keep != 2 && L > (int64_t)bx * kp.kmax)
             keep_none(k, &kp);
-        if (!kp.elementwise && !kp.colmode && L > (int64_t)bx * kp.kmax) s = row_cache(ctx, k, &kp, by, &smem);
+        if (!kp.elementwise && !kp.colmode) s = row_cache(ctx, k, &kp, L, &bx, by, &smem);
         if (s == KILN_OK) s = get_function(ctx, k, &kp, &fn);
+        /* the row cache's register bound: where ptxas spilled to meet it, a block an SM fewer */
+        int local = 0;
+        while (s == KILN_OK && kp.smem_row && kp.row_minb > 1 && st->cu.FuncGetAttribute &&
+               st->cu.FuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn) == CUDA_SUCCESS && local > 0) {
+            kp.row_minb--;
+            s = get_function(ctx, k, &kp, &fn);
+        }
     }
     if (s == KILN_OK && kp.split) {
         words[l->w_ws] = (uint64_t)(uintptr_t)ws->ptr;

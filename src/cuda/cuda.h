@@ -117,6 +117,7 @@ typedef struct kiln_cuda_state {
                       * fast-memory default from KILN_GEMM_FAST_DRAM_BPS up (gemm_plan.h) */
     int max_threads;
     int smem_optin; /* a block's most dynamic shared memory, opted in (ROW mode's row cache) */
+    int smem_sm;    /* an SM's shared memory (the row cache's blocks an SM) */
     cudaStream_t stream;
     cublasLtHandle_t lt;
     int nvrtc_major, nvrtc_minor;
