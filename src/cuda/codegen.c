@@ -1664,6 +1664,13 @@ static kiln_status row_fill(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
     return KILN_OK;
 }
 
+/* Whether the values keep_values keeps, kmax vectors of VEC a kept instruction, stay within 128
+ * bytes of registers a thread (keep_cap's bound, which shift_fit keeps to). */
+static int kept_fit(const kiln_plan_kernel *k, const kplan *kp, int kmax)
+{
+    return (int64_t)kp->an.nkept * kmax * kp->vec * (k->compute_f64 ? 8 : 4) <= 128;
+}
+
 /* The row shift's extra vector can push a row just past a power of two of workers (8191 f32
  * values: 2049 vectors, 513 workers of 4, a 1024-thread block half idle; 0.64x of the 512
  * unshifted threads, H100, bench/NOTES.md step 66): there a worker takes one more vector, where
@@ -1675,7 +1682,7 @@ static void shift_fit(const kiln_plan_kernel *k, kplan *kp)
     if (need <= 32 || need > 1024) return;
     int64_t half = (int64_t)pow2ceil(need) / 2;
     if ((Lv + half - 1) / half != kp->kmax + 1) return;
-    if ((int64_t)kp->an.nkept * (kp->kmax + 1) * kp->vec * (k->compute_f64 ? 8 : 4) > 128) return;
+    if (!kept_fit(k, kp, kp->kmax + 1)) return;
     kp->kmax++;
 }
 
@@ -1803,8 +1810,7 @@ static void keep_none(const kiln_plan_kernel *k, kplan *kp)
  * 128 bytes a thread, else none (KILN_REDUCE_KEEP=force: any number, for measuring). */
 static void keep_cap(const kiln_plan_kernel *k, kplan *kp)
 {
-    analysis *an = &kp->an;
-    if (kp->keep == 2 || (int64_t)an->nkept * kp->kmax * kp->vec * (k->compute_f64 ? 8 : 4) <= 128) return;
+    if (kp->keep == 2 || kept_fit(k, kp, kp->kmax)) return;
     keep_none(k, kp);
 }
 
