@@ -1609,88 +1609,112 @@ static kiln_expr *b_rowcache_two(kiln_tensor *const *in, const void *p)
                                 1));
 }
 
-/* ROW mode's row cache (codegen.c row_cache: an unsplit kernel whose rows are longer than a tile
- * stores the loads several phases use in shared memory in the first and reads them back in the
- * later ones) against the CPU: rows of 20000-100003 points in f32, f16, bf16 and f64, plain,
- * one point in (shifted), reversed (point by point) and 2 rows apart; the two-pass variance,
- * softmax, batch norm and x - max(x) along rows, and two cached loads (softmax(x + y)). Each
- * launch that can cache does (counted); one whose row would not fit the shared memory, and a
- * split one, do not. KILN_REDUCE_SMEM=0 gives the same bits (the same arithmetic in the same
- * order); a bad value names the variable. Rows: 100 or more, so no rule splits them. */
+/* ROW mode's row cache (codegen.c row_cache: an unsplit kernel whose rows need more than 512
+ * workers stores the loads several phases use in shared memory in the first and reads them back
+ * in the later ones) against the CPU: rows of 20000-100003 points in f32, f16, bf16 and f64,
+ * plain, one point in (shifted), reversed (point by point) and 2 rows apart; the two-pass
+ * variance, softmax, batch norm and x - max(x) along rows, and two cached loads (softmax(x + y)).
+ * Both forms: unset (rows longer than a 1024-thread tile, on that block) and KILN_REDUCE_SMEM=1
+ * (the block by the rule, and rows that fit 1024 threads' registers where it holds more threads
+ * an SM). Each launch that should cache does (counted); one whose row would not fit the shared
+ * memory, and a split one, do not. KILN_REDUCE_SMEM=0 gives the same bits on the same block (the
+ * same arithmetic in the same order), and x - max(x) the same bits on any block; a bad value
+ * names the variable. Rows: 100 or more, so no rule splits them. */
 static void test_rowcache(void)
 {
     const struct {
         kiln_dtype dt;
         int64_t shape[2];
-        int view, cached, var_cached; /* the launches cache: the row fits the shared memory and
-                                       * the launch is not split (the variance's split rule is
-                                       * another: 4 rows of 50257 split the softmax, not it) */
+        int view;
+        /* the launches that cache, unset and =1: the variance, then softmax, batch norm and
+         * x - max(x) (the variance's split rule is another: 4 rows of 50257 split the softmax,
+         * not it; f16 rows of 32000 fit 1024 threads where softmax and the variance take 32
+         * points a thread, batch norm and x - max(x) 16) */
+        int var_cached[2], cached[2][3];
     } cases[] = {
-        {KILN_DTYPE_F32, {100, 20000}, V_PLAIN, 1, 1}, {KILN_DTYPE_F32, {100, 50257}, V_PLAIN, 1, 1},
-        {KILN_DTYPE_F16, {120, 50257}, V_OFF, 1, 1},   {KILN_DTYPE_BF16, {100, 70001}, V_PLAIN, 1, 1},
-        {KILN_DTYPE_F16, {110, 40000}, V_NEG, 1, 1},   {KILN_DTYPE_F64, {100, 20000}, V_PLAIN, 1, 1},
-        {KILN_DTYPE_F16, {100, 90001}, V_STEP, 1, 1},  {KILN_DTYPE_F32, {100, 100003}, V_PLAIN, 0, 0},
-        {KILN_DTYPE_F16, {4, 50257}, V_PLAIN, 0, 1},
+        {KILN_DTYPE_F32, {100, 20000}, V_PLAIN, {1, 1}, {{1, 1, 1}, {1, 1, 1}}},
+        {KILN_DTYPE_F32, {100, 50257}, V_PLAIN, {1, 1}, {{1, 1, 1}, {1, 1, 1}}},
+        {KILN_DTYPE_F16, {120, 50257}, V_OFF, {1, 1}, {{1, 1, 1}, {1, 1, 1}}},
+        {KILN_DTYPE_BF16, {100, 70001}, V_PLAIN, {1, 1}, {{1, 1, 1}, {1, 1, 1}}},
+        {KILN_DTYPE_F16, {110, 40000}, V_NEG, {1, 1}, {{1, 1, 1}, {1, 1, 1}}},
+        {KILN_DTYPE_F64, {100, 20000}, V_PLAIN, {1, 1}, {{1, 1, 1}, {1, 1, 1}}},
+        {KILN_DTYPE_F16, {100, 90001}, V_STEP, {1, 1}, {{1, 1, 1}, {1, 1, 1}}},
+        {KILN_DTYPE_F32, {100, 100003}, V_PLAIN, {0, 0}, {{0, 0, 0}, {0, 0, 0}}},
+        {KILN_DTYPE_F16, {4, 50257}, V_PLAIN, {1, 1}, {{0, 0, 0}, {0, 0, 0}}},
+        {KILN_DTYPE_F16, {100, 32000}, V_PLAIN, {0, 1}, {{0, 1, 1}, {1, 1, 1}}},
     };
-    unsetenv("KILN_REDUCE_SMEM");
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        kiln_tensor *tc, *tg;
-        make_pair(cases[c].dt, 2, cases[c].shape, cases[c].view, -2, 3, &tc, &tg);
-        const int f64 = cases[c].dt == KILN_DTYPE_F64;
-        for (int o = 0; o < 2; o++) { /* the two-pass variance (its mean's pass first) and argmax */
-            kiln_reduce_op op = o == 0 ? KILN_REDUCE_VAR : KILN_REDUCE_ARGMAX;
-            red_param rp = {op, 1, {1}, 0, 0};
-            char what[96];
-            snprintf(what, sizeof what, "rowcache case %zu op %d", c, o);
-            setenv("KILN_VAR_PASSES", "2", 1);
-            int64_t before = row_caches_count();
-            compare(what, b_reduce, &rp, &tc, &tg, o ? KILN_DTYPE_I32 : f64 ? KILN_DTYPE_F64 : KILN_DTYPE_F32,
-                    o ? 0 : f64 ? 1e-12 : 1e-3);
-            unsetenv("KILN_VAR_PASSES");
-            CHECK_INT(row_caches_count() - before, o == 0 ? cases[c].var_cached : 0); /* argmax: one pass */
-        }
-        for (int kind = 0; kind < 3; kind++) { /* softmax, batch norm, x - max(x) */
-            char what[96];
-            snprintf(what, sizeof what, "rowcache case %zu kind %d", c, kind);
-            double tol = f64 ? 1e-10 : cases[c].dt == KILN_DTYPE_F32 ? 1e-3 : cases[c].dt == KILN_DTYPE_F16 ? 1e-2 : 4e-2;
-            int64_t before = row_caches_count();
-            compare(what, b_short, &kind, &tc, &tg, KILN_DTYPE_AUTO, tol);
-            if (row_caches_count() - before != cases[c].cached)
-                fprintf(stderr, "  %s: %lld launches cached their rows, want %d\n", what,
-                        (long long)(row_caches_count() - before), cases[c].cached);
-            CHECK_INT(row_caches_count() - before, cases[c].cached);
-            /* off: the same bits */
-            kiln_tensor *o1 = NULL, *o0 = NULL;
-            CHECK_OK(gpu, kiln_eval(gpu, b_short(&tg, &kind), KILN_DTYPE_AUTO, &o1));
-            setenv("KILN_REDUCE_SMEM", "0", 1);
-            before = row_caches_count();
-            CHECK_OK(gpu, kiln_eval(gpu, b_short(&tg, &kind), KILN_DTYPE_AUTO, &o0));
-            CHECK_INT(row_caches_count(), before);
-            unsetenv("KILN_REDUCE_SMEM");
-            if (o1 && o0) {
-                int same = same_bits(o1, o0, kiln_tensor_dtype(o1));
-                if (!same) fprintf(stderr, "  %s: KILN_REDUCE_SMEM=0 gives other bits\n", what);
-                CHECK(same);
+    for (int mode = 0; mode < 2; mode++) {
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            if (mode)
+                setenv("KILN_REDUCE_SMEM", "1", 1);
+            else
+                unsetenv("KILN_REDUCE_SMEM");
+            kiln_tensor *tc, *tg;
+            make_pair(cases[c].dt, 2, cases[c].shape, cases[c].view, -2, 3, &tc, &tg);
+            const int f64 = cases[c].dt == KILN_DTYPE_F64;
+            for (int o = 0; o < 2; o++) { /* the two-pass variance (its mean's pass first) and argmax */
+                kiln_reduce_op op = o == 0 ? KILN_REDUCE_VAR : KILN_REDUCE_ARGMAX;
+                red_param rp = {op, 1, {1}, 0, 0};
+                char what[96];
+                snprintf(what, sizeof what, "rowcache mode %d case %zu op %d", mode, c, o);
+                setenv("KILN_VAR_PASSES", "2", 1);
+                int64_t before = row_caches_count();
+                compare(what, b_reduce, &rp, &tc, &tg, o ? KILN_DTYPE_I32 : f64 ? KILN_DTYPE_F64 : KILN_DTYPE_F32,
+                        o ? 0 : f64 ? 1e-12 : 1e-3);
+                unsetenv("KILN_VAR_PASSES");
+                /* argmax: one pass, nothing to cache */
+                CHECK_INT(row_caches_count() - before, o == 0 ? cases[c].var_cached[mode] : 0);
             }
-            kiln_tensor_release(o1);
-            kiln_tensor_release(o0);
+            for (int kind = 0; kind < 3; kind++) { /* softmax, batch norm, x - max(x) */
+                char what[96];
+                snprintf(what, sizeof what, "rowcache mode %d case %zu kind %d", mode, c, kind);
+                double tol = f64 ? 1e-10 : cases[c].dt == KILN_DTYPE_F32 ? 1e-3 : cases[c].dt == KILN_DTYPE_F16 ? 1e-2 : 4e-2;
+                const int want = cases[c].cached[mode][kind];
+                int64_t before = row_caches_count();
+                compare(what, b_short, &kind, &tc, &tg, KILN_DTYPE_AUTO, tol);
+                if (row_caches_count() - before != want)
+                    fprintf(stderr, "  %s: %lld launches cached their rows, want %d\n", what,
+                            (long long)(row_caches_count() - before), want);
+                CHECK_INT(row_caches_count() - before, want);
+                if (mode && kind < 2) continue; /* another block: another summation order */
+                /* off: the same bits */
+                kiln_tensor *o1 = NULL, *o0 = NULL;
+                CHECK_OK(gpu, kiln_eval(gpu, b_short(&tg, &kind), KILN_DTYPE_AUTO, &o1));
+                setenv("KILN_REDUCE_SMEM", "0", 1);
+                before = row_caches_count();
+                CHECK_OK(gpu, kiln_eval(gpu, b_short(&tg, &kind), KILN_DTYPE_AUTO, &o0));
+                CHECK_INT(row_caches_count(), before);
+                if (mode)
+                    setenv("KILN_REDUCE_SMEM", "1", 1);
+                else
+                    unsetenv("KILN_REDUCE_SMEM");
+                if (o1 && o0) {
+                    int same = same_bits(o1, o0, kiln_tensor_dtype(o1));
+                    if (!same) fprintf(stderr, "  %s: KILN_REDUCE_SMEM=0 gives other bits\n", what);
+                    CHECK(same);
+                }
+                kiln_tensor_release(o1);
+                kiln_tensor_release(o0);
+            }
+            kiln_tensor_release(tc);
+            kiln_tensor_release(tg);
         }
-        kiln_tensor_release(tc);
-        kiln_tensor_release(tg);
-    }
-    { /* two cached loads: x and a row broadcast down the columns */
-        int64_t shape[2] = {100, 20000}, yshape[2] = {1, 20000};
-        kiln_tensor *in_c[2], *in_g[2];
-        make_pair(KILN_DTYPE_F32, 2, shape, V_PLAIN, -2, 3, &in_c[0], &in_g[0]);
-        make_pair(KILN_DTYPE_F32, 2, yshape, V_PLAIN, -2, 3, &in_c[1], &in_g[1]);
-        int64_t before = row_caches_count();
-        compare("rowcache two loads", b_rowcache_two, NULL, in_c, in_g, KILN_DTYPE_AUTO, 1e-3);
-        CHECK_INT(row_caches_count() - before, 1);
-        for (int t = 0; t < 2; t++) {
-            kiln_tensor_release(in_c[t]);
-            kiln_tensor_release(in_g[t]);
+        { /* two cached loads: x and a row broadcast down the columns */
+            int64_t shape[2] = {100, 20000}, yshape[2] = {1, 20000};
+            kiln_tensor *in_c[2], *in_g[2];
+            make_pair(KILN_DTYPE_F32, 2, shape, V_PLAIN, -2, 3, &in_c[0], &in_g[0]);
+            make_pair(KILN_DTYPE_F32, 2, yshape, V_PLAIN, -2, 3, &in_c[1], &in_g[1]);
+            int64_t before = row_caches_count();
+            compare(mode ? "rowcache two loads, =1" : "rowcache two loads", b_rowcache_two, NULL, in_c, in_g,
+                    KILN_DTYPE_AUTO, 1e-3);
+            CHECK_INT(row_caches_count() - before, 1);
+            for (int t = 0; t < 2; t++) {
+                kiln_tensor_release(in_c[t]);
+                kiln_tensor_release(in_g[t]);
+            }
         }
     }
+    unsetenv("KILN_REDUCE_SMEM");
     int kind = 0;
     knob_bad("KILN_REDUCE_SMEM", "yes", b_short, &kind, 100, 20000);
 }

@@ -1834,15 +1834,18 @@ static int64_t row_cache_bytes(const kiln_plan_kernel *k, const kplan *kp, int64
  * workers (a block of 1024 threads, one an SM at up to 64 registers): the loads that several
  * phases use are stored in shared memory by their first phase and read from there by the later
  * ones (each thread reads back only the vectors it stored: no barrier), in place of walking the
- * row again from L2 or holding it in registers. Its blocks: T threads (1024, 512 or 256), B an SM
- * (__launch_bounds__(T, B)), the T whose B blocks hold the most threads an SM, with B bounded
- * by the shared memory (the cache, the block reductions' bytes and the 1 KB the driver keeps a
- * block), 2048 threads and 40 registers a thread; on a tie the smaller T (more rows at once,
- * their phases overlapping). Rows that fit a tile of 1024 threads (their values in registers)
- * take the cache only where it holds more threads an SM than that one block. H100 (bench/NOTES.md
- * step 67): f16 softmax over 2048 x 50257 0.391 -> 0.271 ms (512 x 2), 4096 x 32000 0.391 ->
- * 0.257 (512 x 3, in place of the registers), f32 2048 x 50257 0.565 -> 0.480 (1024 x 1).
- * KILN_REDUCE_SMEM=0 never. Sets the block (*bx, *smem) where taken. */
+ * row again from L2 or holding it in registers.
+ * Unset: rows longer than the 1024-thread block's tile, on that block (the form run on an H100:
+ * f16 softmax over 2048 x 50257 0.391 -> 0.362 ms, f32 0.565 -> 0.480; bench/NOTES.md step 67).
+ * KILN_REDUCE_SMEM=1, the rule whose blocks call 1 of step 67 measured but whose code has not yet
+ * run on a GPU: T threads (1024, 512 or 256), B an SM (__launch_bounds__(T, B)), the T whose B
+ * blocks hold the most threads an SM, with B bounded by the shared memory (the cache, the block
+ * reductions' bytes and the 1 KB the driver keeps a block), 2048 threads and 40 registers a
+ * thread; on a tie the smaller T (more rows at once, their phases overlapping); rows that fit a
+ * tile of 1024 threads (their values in registers) take the cache only where it holds more
+ * threads an SM than that one block (measured: f16 softmax 2048 x 50257 0.271 ms on 512 x 2,
+ * 4096 x 32000 0.391 -> 0.257 on 512 x 3). KILN_REDUCE_SMEM=0 never. Sets the block (*bx,
+ * *smem) where taken. */
 static kiln_status row_cache(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp, int64_t L, unsigned *bx,
                              unsigned by, unsigned *smem)
 {
@@ -1858,7 +1861,7 @@ static kiln_status row_cache(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp
     const int64_t need = (L + kp->kmax - 1) / kp->kmax, cache = row_cache_bytes(k, kp, row_vectors(kp));
     int best_t = 0, best_b = 0;
     int64_t best_threads = need > 1024 ? 0 : 1024; /* fits the registers: beat their one block */
-    for (int t = 1024; t >= 256; t /= 2) {
+    for (int t = 1024; t >= (env == 1 ? 256 : 1024); t /= 2) {
         if (t == 1024 && need <= 1024) continue; /* the register plan's own block */
         const int64_t bytes = cache + (int64_t)t * kp->smem_thread;
         if (bytes > st->smem_optin) continue;
