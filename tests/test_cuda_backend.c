@@ -1439,6 +1439,31 @@ static void test_rdiv(void)
     knob_bad("KILN_REDUCE_DIV", "yes", b_rdiv, &kind, 64, 1000);
 }
 
+/* build(tg) evaluated as the environment stands and again with `var` set to "0": the same bits,
+ * and count() (a launch counter of the path `var` turns off) unmoved by the second. `var` is then
+ * restored to `back` (NULL: unset). */
+static void knob_off_same_bits(const char *var, const char *back, build_fn build, const void *param, kiln_tensor *tg,
+                               int64_t (*count)(void), const char *what)
+{
+    kiln_tensor *o1 = NULL, *o0 = NULL;
+    CHECK_OK(gpu, kiln_eval(gpu, build(&tg, param), KILN_DTYPE_AUTO, &o1));
+    setenv(var, "0", 1);
+    int64_t before = count();
+    CHECK_OK(gpu, kiln_eval(gpu, build(&tg, param), KILN_DTYPE_AUTO, &o0));
+    CHECK_INT(count(), before);
+    if (back)
+        setenv(var, back, 1);
+    else
+        unsetenv(var);
+    if (o1 && o0) {
+        int same = same_bits(o1, o0, kiln_tensor_dtype(o1));
+        if (!same) fprintf(stderr, "  %s: %s=0 gives other bits\n", what, var);
+        CHECK(same);
+    }
+    kiln_tensor_release(o1);
+    kiln_tensor_release(o0);
+}
+
 /* ---- rows off the vectors' alignment ---------------------------------------------------------- */
 
 static int64_t shifts_count_of(kiln_ctx *g) { return stats_of(g).reduce_shifts; }
@@ -1518,23 +1543,9 @@ static void test_shift(void)
         }
         /* off: the same bits where no summation order enters */
         for (int kind = 0; kind < 1 && rows_shift; kind++) {
-            kiln_tensor *o1 = NULL, *o0 = NULL;
-            CHECK_OK(gpu, kiln_eval(gpu, b_shift_bits(&tg, &kind), KILN_DTYPE_AUTO, &o1));
-            setenv("KILN_REDUCE_SHIFT", "0", 1);
-            int64_t before = shifts_count();
-            CHECK_OK(gpu, kiln_eval(gpu, b_shift_bits(&tg, &kind), KILN_DTYPE_AUTO, &o0));
-            CHECK_INT(shifts_count(), before);
-            if (f64)
-                setenv("KILN_REDUCE_SHIFT", "1", 1);
-            else
-                unsetenv("KILN_REDUCE_SHIFT");
-            if (o1 && o0) {
-                int same = same_bits(o1, o0, kiln_tensor_dtype(o1));
-                if (!same) fprintf(stderr, "  shift case %zu: KILN_REDUCE_SHIFT=0 gives other bits\n", c);
-                CHECK(same);
-            }
-            kiln_tensor_release(o1);
-            kiln_tensor_release(o0);
+            char what[64];
+            snprintf(what, sizeof what, "shift case %zu", c);
+            knob_off_same_bits("KILN_REDUCE_SHIFT", f64 ? "1" : NULL, b_shift_bits, &kind, tg, shifts_count, what);
         }
         unsetenv("KILN_REDUCE_SHIFT");
         kiln_tensor_release(tc);
@@ -1677,24 +1688,7 @@ static void test_rowcache(void)
                             (long long)(row_caches_count() - before), want);
                 CHECK_INT(row_caches_count() - before, want);
                 if (mode && kind < 2) continue; /* another block: another summation order */
-                /* off: the same bits */
-                kiln_tensor *o1 = NULL, *o0 = NULL;
-                CHECK_OK(gpu, kiln_eval(gpu, b_short(&tg, &kind), KILN_DTYPE_AUTO, &o1));
-                setenv("KILN_REDUCE_SMEM", "0", 1);
-                before = row_caches_count();
-                CHECK_OK(gpu, kiln_eval(gpu, b_short(&tg, &kind), KILN_DTYPE_AUTO, &o0));
-                CHECK_INT(row_caches_count(), before);
-                if (mode)
-                    setenv("KILN_REDUCE_SMEM", "1", 1);
-                else
-                    unsetenv("KILN_REDUCE_SMEM");
-                if (o1 && o0) {
-                    int same = same_bits(o1, o0, kiln_tensor_dtype(o1));
-                    if (!same) fprintf(stderr, "  %s: KILN_REDUCE_SMEM=0 gives other bits\n", what);
-                    CHECK(same);
-                }
-                kiln_tensor_release(o1);
-                kiln_tensor_release(o0);
+                knob_off_same_bits("KILN_REDUCE_SMEM", mode ? "1" : NULL, b_short, &kind, tg, row_caches_count, what);
             }
             kiln_tensor_release(tc);
             kiln_tensor_release(tg);
