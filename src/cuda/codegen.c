@@ -2022,8 +2022,8 @@ static kiln_status prepare_for_hooks(kiln_ctx *ctx, const kiln_plan_kernel *k, i
     KILN_TRY(prepare(ctx, k, NULL, kp));
     kp->split = split != 0;
     if (kp->split) kp->seg = 0; /* run_kernel never splits a short-row kernel */
-    /* the row cache as run_kernel takes it with KILN_REDUCE_SMEM=1 on rows longer than a tile
-     * (for the source's tests: no device to size it against) */
+    /* the row cache, for the source's tests, with KILN_REDUCE_SMEM=1 alone and as run_kernel
+     * takes it unset: on rows longer than a 1024-thread tile (no device to size it against) */
     const char *e = kiln__env_get(ctx, "KILN_REDUCE_SMEM");
     if (!kp->split && !kp->elementwise && !kp->colmode && !kp->seg && kp->an.ncached > 0 && e && strcmp(e, "1") == 0) {
         unsigned gx, bx, by, smem;
