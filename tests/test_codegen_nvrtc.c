@@ -25,6 +25,7 @@
 #include "nvrtc_compile.h"
 
 #pragma weak kiln__cuda_kernel_source
+#pragma weak kiln__cuda_row_cache_block
 
 static uint64_t rng;
 
@@ -136,6 +137,39 @@ static void bad_knob(kiln_ctx *ctx, const char *var, const char *bad, kiln_dtype
     unsetenv(var);
 }
 
+/* The row cache's block (codegen.c row_cache) on an H100's shared memory (227 KB a block opted
+ * in, 228 KB an SM): the picks bench/NOTES.md step 67 measured best, by the rule and unset. */
+static void test_row_cache_block(void)
+{
+    const int optin = 232448, sm = 233472;
+    const struct {
+        const char *what;
+        int64_t need, cache;
+        int smem_thread, t[2], b[2]; /* unset, then KILN_REDUCE_SMEM=1; t 0: not taken */
+    } cases[] = {
+        {"f16 softmax 50257, shifted", 1571, 100528, 16, {1024, 512}, {1, 2}},
+        {"f16 softmax 32000 (fits 1024 threads)", 1000, 64000, 16, {0, 512}, {0, 3}},
+        {"f16 variance 32000 (24 bytes a thread)", 1000, 64000, 24, {0, 512}, {0, 3}},
+        {"f32 softmax 50257, shifted", 3142, 201040, 16, {1024, 1024}, {1, 1}},
+        {"f64 variance 20000", 1250, 160000, 24, {1024, 1024}, {1, 1}},
+        {"f32 softmax 100003: too long", 6251, 400016, 16, {0, 0}, {0, 0}},
+        {"f16 softmax 16384: 512 workers", 512, 32768, 16, {0, 0}, {0, 0}},
+        {"f16 softmax 20000 (fits, 40 KB; 40 registers: 3)", 625, 40000, 16, {0, 512}, {0, 3}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int rule = 0; rule < 2; rule++) {
+            int t = -1, b = -1;
+            int taken = kiln__cuda_row_cache_block(rule, cases[c].need, cases[c].cache, cases[c].smem_thread, optin, sm,
+                                                   &t, &b);
+            if (taken != (cases[c].t[rule] != 0) || t != cases[c].t[rule] || b != cases[c].b[rule])
+                fprintf(stderr, "  row cache block, %s, rule %d: taken %d, %d x %d, want %d x %d\n", cases[c].what,
+                        rule, taken, t, b, cases[c].t[rule], cases[c].b[rule]);
+            CHECK_INT(taken, cases[c].t[rule] != 0);
+            CHECK_INT(t, cases[c].t[rule]);
+            CHECK_INT(b, cases[c].b[rule]);
+        }
+}
+
 int main(void)
 {
     if (!kiln__cuda_kernel_source) {
@@ -145,6 +179,7 @@ int main(void)
     nvrtc_api api;
     if (!nvrtc_ready(&api)) return CHECK_SKIP;
     rng = check_seed();
+    if (kiln__cuda_row_cache_block) test_row_cache_block();
     kiln_ctx *ctx = NULL;
     kiln_ctx_args a = {.device = KILN_DEVICE_CPU, .seed = 7};
     CHECK_OK(ctx, kiln_ctx_create(&ctx, &a));

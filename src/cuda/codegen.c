@@ -1830,6 +1830,28 @@ static int64_t row_cache_bytes(const kiln_plan_kernel *k, const kplan *kp, int64
     return bytes;
 }
 
+/* The block rule of row_cache (below); a hook for tests (cuda_hooks.h). */
+int kiln__cuda_row_cache_block(int rule, int64_t need, int64_t cache, int smem_thread, int smem_optin, int smem_sm,
+                               int *t_out, int *b_out)
+{
+    *t_out = *b_out = 0;
+    if (need <= 512) return 0; /* a block of 512 threads or fewer: not one an SM */
+    int64_t best_threads = need > 1024 ? 0 : 1024; /* fits the registers: beat their one block */
+    for (int t = 1024; t >= (rule ? 256 : 1024); t /= 2) {
+        if (t == 1024 && need <= 1024) continue; /* the register plan's own block */
+        const int64_t bytes = cache + (int64_t)t * smem_thread;
+        if (bytes > smem_optin) continue;
+        int64_t b = smem_sm / (bytes + 1024);
+        if (b > 2048 / t) b = 2048 / t;
+        if (b > 65536 / (t * 40)) b = 65536 / (t * 40);
+        if (b < 1 || b * t < best_threads || (b * t == best_threads && *t_out == 0 && need <= 1024)) continue;
+        *t_out = t;
+        *b_out = (int)b;
+        best_threads = b * t;
+    }
+    return *t_out != 0;
+}
+
 /* ROW mode's row cache, decided at launch for an unsplit kernel whose rows need more than 512
  * workers (a block of 1024 threads, one an SM at up to 64 registers): the loads that several
  * phases use are stored in shared memory by their first phase and read from there by the later
@@ -1859,21 +1881,10 @@ static kiln_status row_cache(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp
     KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_SMEM", ways, 2, &env));
     if (env == 0) return KILN_OK;
     const int64_t need = (L + kp->kmax - 1) / kp->kmax, cache = row_cache_bytes(k, kp, row_vectors(kp));
-    int best_t = 0, best_b = 0;
-    int64_t best_threads = need > 1024 ? 0 : 1024; /* fits the registers: beat their one block */
-    for (int t = 1024; t >= (env == 1 ? 256 : 1024); t /= 2) {
-        if (t == 1024 && need <= 1024) continue; /* the register plan's own block */
-        const int64_t bytes = cache + (int64_t)t * kp->smem_thread;
-        if (bytes > st->smem_optin) continue;
-        int64_t b = st->smem_sm / (bytes + 1024);
-        if (b > 2048 / t) b = 2048 / t;
-        if (b > 65536 / (t * 40)) b = 65536 / (t * 40);
-        if (b < 1 || b * t < best_threads || (b * t == best_threads && best_t == 0 && need <= 1024)) continue;
-        best_t = t;
-        best_b = (int)b;
-        best_threads = b * t;
-    }
-    if (best_t == 0) return KILN_OK;
+    int best_t, best_b;
+    if (!kiln__cuda_row_cache_block(env == 1, need, cache, kp->smem_thread, st->smem_optin, st->smem_sm, &best_t,
+                                    &best_b))
+        return KILN_OK;
     kp->smem_row = 1;
     kp->row_tmax = best_t;
     kp->row_minb = best_b;

@@ -58,6 +58,15 @@ kiln_status kiln__cuda_kernel_source(kiln_ctx *ctx, const struct kiln_plan_kerne
 kiln_status kiln__cuda_kernel_signature(kiln_ctx *ctx, const struct kiln_plan_kernel *k, int split, unsigned char **sig,
                                         size_t *len);
 
+/* The row cache's block (codegen.c row_cache) for rows of `need` workers at 1024 threads a
+ * block, `cache` bytes of cached loads a row and `smem_thread` bytes of the block reductions a
+ * thread, on a device of `smem_optin` bytes of shared memory a block (opted in) and `smem_sm` an
+ * SM: 1 with the threads *t and blocks an SM *b where the cache is taken, else 0. rule: 0 the
+ * unset form (1024 threads, rows longer than their tile), 1 KILN_REDUCE_SMEM=1's rule. Pure: for
+ * tests without a GPU. */
+int kiln__cuda_row_cache_block(int rule, int64_t need, int64_t cache, int smem_thread, int smem_optin, int smem_sm,
+                               int *t, int *b);
+
 /* Benchmark helpers. kiln__cuda_timer_start/_stop record CUDA events on ctx's stream and
  * give the device time between them in ms. kiln__cuda_time_copy times a device-to-device
  * cudaMemcpyAsync of `bytes` bytes (buffers from ctx's allocator): the median of `reps`
