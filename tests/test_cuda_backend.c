@@ -646,6 +646,31 @@ static int same_bits(kiln_tensor *a, kiln_tensor *b, kiln_dtype dt)
     return diff == 0;
 }
 
+/* build(tg) evaluated as the environment stands and again with `var` set to "0": the same bits,
+ * and count() (a launch counter of the path `var` turns off; NULL: none) unmoved by the second.
+ * `var` is then restored to `back` (NULL: unset). */
+static void knob_off_same_bits(const char *var, const char *back, build_fn build, const void *param, kiln_tensor *tg,
+                               int64_t (*count)(void), const char *what)
+{
+    kiln_tensor *o1 = NULL, *o0 = NULL;
+    CHECK_OK(gpu, kiln_eval(gpu, build(&tg, param), KILN_DTYPE_AUTO, &o1));
+    setenv(var, "0", 1);
+    int64_t before = count ? count() : 0;
+    CHECK_OK(gpu, kiln_eval(gpu, build(&tg, param), KILN_DTYPE_AUTO, &o0));
+    if (count) CHECK_INT(count(), before);
+    if (back)
+        setenv(var, back, 1);
+    else
+        unsetenv(var);
+    if (o1 && o0) {
+        int same = same_bits(o1, o0, kiln_tensor_dtype(o1));
+        if (!same) fprintf(stderr, "  %s: %s=0 gives other bits\n", what, var);
+        CHECK(same);
+    }
+    kiln_tensor_release(o1);
+    kiln_tensor_release(o0);
+}
+
 static void test_rng_bits(void)
 {
     for (int seed = 0; seed < 2; seed++) {
@@ -1295,18 +1320,9 @@ static void test_keep(void)
              * another summation order than with nothing kept) */
             for (int fill = 0; fill < 2; fill++) {
                 setenv("KILN_REDUCE_ROWFILL", fill ? "1" : "0", 1);
-                kiln_tensor *o1 = NULL, *o0 = NULL;
-                CHECK_OK(gpu, kiln_eval(gpu, b_keep(&tg, &kind), KILN_DTYPE_AUTO, &o1));
-                setenv("KILN_REDUCE_KEEP", "0", 1);
-                CHECK_OK(gpu, kiln_eval(gpu, b_keep(&tg, &kind), KILN_DTYPE_AUTO, &o0));
-                unsetenv("KILN_REDUCE_KEEP");
-                if (o1 && o0) {
-                    int same = same_bits(o1, o0, kiln_tensor_dtype(o1));
-                    if (!same) fprintf(stderr, "  %s rowfill %d: kept and computed again differ\n", what, fill);
-                    CHECK(same);
-                }
-                kiln_tensor_release(o1);
-                kiln_tensor_release(o0);
+                char wf[128];
+                snprintf(wf, sizeof wf, "%s rowfill %d (kept against computed again)", what, fill);
+                knob_off_same_bits("KILN_REDUCE_KEEP", NULL, b_keep, &kind, tg, NULL, wf);
             }
             unsetenv("KILN_REDUCE_ROWFILL");
         }
@@ -1437,31 +1453,6 @@ static void test_rdiv(void)
     printf("  rdiv: %lld kernels compiled again for their blocks an SM\n", (long long)stats_of(gpu).tightened);
     int kind = 0;
     knob_bad("KILN_REDUCE_DIV", "yes", b_rdiv, &kind, 64, 1000);
-}
-
-/* build(tg) evaluated as the environment stands and again with `var` set to "0": the same bits,
- * and count() (a launch counter of the path `var` turns off) unmoved by the second. `var` is then
- * restored to `back` (NULL: unset). */
-static void knob_off_same_bits(const char *var, const char *back, build_fn build, const void *param, kiln_tensor *tg,
-                               int64_t (*count)(void), const char *what)
-{
-    kiln_tensor *o1 = NULL, *o0 = NULL;
-    CHECK_OK(gpu, kiln_eval(gpu, build(&tg, param), KILN_DTYPE_AUTO, &o1));
-    setenv(var, "0", 1);
-    int64_t before = count();
-    CHECK_OK(gpu, kiln_eval(gpu, build(&tg, param), KILN_DTYPE_AUTO, &o0));
-    CHECK_INT(count(), before);
-    if (back)
-        setenv(var, back, 1);
-    else
-        unsetenv(var);
-    if (o1 && o0) {
-        int same = same_bits(o1, o0, kiln_tensor_dtype(o1));
-        if (!same) fprintf(stderr, "  %s: %s=0 gives other bits\n", what, var);
-        CHECK(same);
-    }
-    kiln_tensor_release(o1);
-    kiln_tensor_release(o0);
 }
 
 /* ---- rows off the vectors' alignment ---------------------------------------------------------- */
