@@ -138,14 +138,14 @@ static void bad_knob(kiln_ctx *ctx, const char *var, const char *bad, kiln_dtype
 }
 
 /* The row cache's block (codegen.c row_cache) on an H100's shared memory (227 KB a block opted
- * in, 228 KB an SM): the picks bench/NOTES.md step 67 measured best, by the rule and unset. */
+ * in, 228 KB an SM): the picks bench/NOTES.md step 67 measured best, by =tile and the rule. */
 static void test_row_cache_block(void)
 {
     const int optin = 232448, sm = 233472;
     const struct {
         const char *what;
         int64_t need, cache;
-        int smem_thread, t[2], b[2]; /* unset, then KILN_REDUCE_SMEM=1; t 0: not taken */
+        int smem_thread, t[2], b[2]; /* KILN_REDUCE_SMEM=tile, then the rule (unset); t 0: not taken */
     } cases[] = {
         {"f16 softmax 50257, shifted", 1571, 100528, 16, {1024, 512}, {1, 2}},
         {"f16 softmax 32000 (fits 1024 threads)", 1000, 64000, 16, {0, 512}, {0, 3}},

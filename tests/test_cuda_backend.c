@@ -1616,9 +1616,9 @@ static kiln_expr *b_rowcache_two(kiln_tensor *const *in, const void *p)
  * in the later ones) against the CPU: rows of 20000-100003 points in f32, f16, bf16 and f64,
  * plain, one point in (shifted), reversed (point by point) and 2 rows apart; the two-pass
  * variance, softmax, batch norm and x - max(x) along rows, and two cached loads (softmax(x + y)).
- * Both forms: unset (rows longer than a 1024-thread tile, on that block) and KILN_REDUCE_SMEM=1
- * (the block by the rule, and rows that fit 1024 threads' registers where it holds more threads
- * an SM). Each launch that should cache does (counted); one whose row would not fit the shared
+ * Both forms: KILN_REDUCE_SMEM=tile (rows longer than a 1024-thread tile, on that block) and
+ * unset (the block by the rule, and rows that fit 1024 threads' registers where it holds more
+ * threads an SM). Each launch that should cache does (counted); one whose row would not fit the shared
  * memory, and a split one, do not. KILN_REDUCE_SMEM=0 gives the same bits on the same block (the
  * same arithmetic in the same order), and x - max(x) the same bits on any block; a bad value
  * names the variable. Rows: 100 or more, so no rule splits them. */
@@ -1628,7 +1628,7 @@ static void test_rowcache(void)
         kiln_dtype dt;
         int64_t shape[2];
         int view;
-        /* the launches that cache, unset and =1: the variance, then softmax, batch norm and
+        /* the launches that cache, =tile and unset (the rule): the variance, then softmax, batch norm and
          * x - max(x) (the variance's split rule is another: 4 rows of 50257 split the softmax,
          * not it; f16 rows of 32000 fit 1024 threads where softmax and the variance take 32
          * points a thread, batch norm and x - max(x) 16) */
@@ -1648,9 +1648,9 @@ static void test_rowcache(void)
     for (int mode = 0; mode < 2; mode++) {
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             if (mode)
-                setenv("KILN_REDUCE_SMEM", "1", 1);
-            else
                 unsetenv("KILN_REDUCE_SMEM");
+            else
+                setenv("KILN_REDUCE_SMEM", "tile", 1);
             kiln_tensor *tc, *tg;
             make_pair(cases[c].dt, 2, cases[c].shape, cases[c].view, -2, 3, &tc, &tg);
             const int f64 = cases[c].dt == KILN_DTYPE_F64;
@@ -1679,7 +1679,7 @@ static void test_rowcache(void)
                             (long long)(row_caches_count() - before), want);
                 CHECK_INT(row_caches_count() - before, want);
                 if (mode && kind < 2) continue; /* another block: another summation order */
-                knob_off_same_bits("KILN_REDUCE_SMEM", mode ? "1" : NULL, b_short, &kind, tg, row_caches_count, what);
+                knob_off_same_bits("KILN_REDUCE_SMEM", mode ? NULL : "tile", b_short, &kind, tg, row_caches_count, what);
             }
             kiln_tensor_release(tc);
             kiln_tensor_release(tg);
@@ -1690,7 +1690,7 @@ static void test_rowcache(void)
             make_pair(KILN_DTYPE_F32, 2, shape, V_PLAIN, -2, 3, &in_c[0], &in_g[0]);
             make_pair(KILN_DTYPE_F32, 2, yshape, V_PLAIN, -2, 3, &in_c[1], &in_g[1]);
             int64_t before = row_caches_count();
-            compare(mode ? "rowcache two loads, =1" : "rowcache two loads", b_rowcache_two, NULL, in_c, in_g,
+            compare(mode ? "rowcache two loads, the rule" : "rowcache two loads, tile", b_rowcache_two, NULL, in_c, in_g,
                     KILN_DTYPE_AUTO, 1e-3);
             CHECK_INT(row_caches_count() - before, 1);
             for (int t = 0; t < 2; t++) {

@@ -22,7 +22,7 @@
 #      ROW mode's f16 variance and batch norm; seg ROW mode's short rows (tests, A/B KILN_REDUCE_SEG=0,1,
 #      sanitizers); keep the values kept across passes (tests, A/B KILN_REDUCE_KEEP=0,1, sanitizers); row-ab ROW mode's
 #      reductions against the AB_BASE tree; rowfill KILN_REDUCE_ROWFILL=0,1 (tests, memcheck, racecheck, A/B);
-#      rowsmem ROW mode's row cache (tests in both forms, A/B KILN_REDUCE_SMEM=0,1, the torch peer, sanitizers);
+#      rowsmem ROW mode's row cache (tests in both forms, A/B KILN_REDUCE_SMEM=0,tile,1, the torch peer, sanitizers);
 #      step gemm-ncu runs Nsight Compute on one call of kiln's kernel and of cuBLASLt's per shape (NCU_SHAPES)
 #   3. the suite under compute-sanitizer (MODES="memcheck racecheck"; $OUT/table-san.txt)
 # Each step gets what is left of VISIT_SECONDS (default 540) and is cut off at the deadline,
@@ -265,16 +265,16 @@ for s in $STEPS; do
             reduction_sanitizers seg seg 120
             unset KILN_DEVICE KILN_CACHE_DIR ;;
         rowsmem) # ROW mode's row cache in shared memory (KILN_REDUCE_SMEM, codegen.c row_cache; NOTES
-            # step 67): test_cuda_backend's sections rowsmem (both forms: unset and the block rule of =1),
-            # keep, rdiv, shift, reductions, batchnorm and split, then --ab KILN_REDUCE_SMEM=0,1 (off, the
-            # rule) on language-model rows, the same cases unset (the default form: the cache on 1024
-            # threads where the row is longer than their tile), the torch peer's softmax on the same rows,
+            # steps 67-68): test_cuda_backend's sections rowsmem (both forms: =tile and the block rule,
+            # unset), keep, rdiv, shift, reductions, batchnorm and split, then --ab KILN_REDUCE_SMEM=0,tile,1
+            # (off, the 1024-thread form, the rule) on language-model rows, the same cases unset (the
+            # rule), the torch peer's softmax on the same rows,
             # then the rowsmem section under memcheck and racecheck
             reduction_build rowsmem
             step rowsmem-tests 300 env KILN_CUDA_TEST=rowsmem,keep,rdiv,shift,reductions,batchnorm,split \
                 "$BUILD_GPU/test_cuda_backend"
             rows=2048x50257,4096x32000,4096x32001,256x50257,4096x24576,4096x16384,1024x128257
-            step rowsmem-ab 200 "$BUILD_GPU/kiln-gpu-bench" --ab KILN_REDUCE_SMEM=0,1 \
+            step rowsmem-ab 200 "$BUILD_GPU/kiln-gpu-bench" --ab KILN_REDUCE_SMEM=0,tile,1 \
                 --only 'softmax(A,1),batchnorm A in place' --sizes "$rows"
             step rowsmem-unset 100 "$BUILD_GPU/kiln-gpu-bench" --only 'softmax(A,1),batchnorm A in place' --sizes "$rows"
             step rowsmem-peer 120 python3 bench/peers/torch_expr.py --no-compile --only 'softmax(A,1)' --sizes "$rows"

@@ -1857,16 +1857,15 @@ int kiln__cuda_row_cache_block(int rule, int64_t need, int64_t cache, int smem_t
  * phases use are stored in shared memory by their first phase and read from there by the later
  * ones (each thread reads back only the vectors it stored: no barrier), in place of walking the
  * row again from L2 or holding it in registers.
- * Unset: rows longer than the 1024-thread block's tile, on that block (the form run on an H100:
- * f16 softmax over 2048 x 50257 0.391 -> 0.362 ms, f32 0.565 -> 0.480; bench/NOTES.md step 67).
- * KILN_REDUCE_SMEM=1, the rule whose blocks call 1 of step 67 measured but whose code has not yet
- * run on a GPU: T threads (1024, 512 or 256), B an SM (__launch_bounds__(T, B)), the T whose B
- * blocks hold the most threads an SM, with B bounded by the shared memory (the cache, the block
- * reductions' bytes and the 1 KB the driver keeps a block), 2048 threads and 40 registers a
- * thread; on a tie the smaller T (more rows at once, their phases overlapping); rows that fit a
- * tile of 1024 threads (their values in registers) take the cache only where it holds more
- * threads an SM than that one block (measured: f16 softmax 2048 x 50257 0.271 ms on 512 x 2,
- * 4096 x 32000 0.391 -> 0.257 on 512 x 3). KILN_REDUCE_SMEM=0 never. Sets the block (*bx,
+ * Unset (or KILN_REDUCE_SMEM=1), the rule: T threads (1024, 512 or 256), B an SM
+ * (__launch_bounds__(T, B)), the T whose B blocks hold the most threads an SM, with B bounded by
+ * the shared memory (the cache, the block reductions' bytes and the 1 KB the driver keeps a block),
+ * 2048 threads and 40 registers a thread; on a tie the smaller T (more rows at once, their phases
+ * overlapping); rows that fit a tile of 1024 threads (their values in registers) take the cache
+ * only where it holds more threads an SM than that one block (H100, against no cache: f16 softmax
+ * 2048 x 50257 0.391 -> 0.271 ms on 512 x 2, 4096 x 32000 0.391 -> 0.257 on 512 x 3; bench/NOTES.md
+ * steps 67-68). KILN_REDUCE_SMEM=tile, the first form: rows longer than the 1024-thread block's
+ * tile, on that block (f16 2048 x 50257 0.362 ms). KILN_REDUCE_SMEM=0 never. Sets the block (*bx,
  * *smem) where taken. */
 static kiln_status row_cache(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp, int64_t L, unsigned *bx,
                              unsigned by, unsigned *smem)
@@ -1876,13 +1875,13 @@ static kiln_status row_cache(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp
     if (kp->elementwise || kp->colmode || kp->seg || kp->split || kp->an.ncached == 0 || by != 1 || *bx != 1024 ||
         !st || st->smem_optin <= 0 || st->smem_sm <= 0 || !st->cu.FuncSetAttribute)
         return KILN_OK;
-    static const char *const ways[] = {"0", "1"};
+    static const char *const ways[] = {"0", "1", "tile"};
     int env;
-    KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_SMEM", ways, 2, &env));
+    KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_SMEM", ways, 3, &env));
     if (env == 0) return KILN_OK;
     const int64_t need = (L + kp->kmax - 1) / kp->kmax, cache = row_cache_bytes(k, kp, row_vectors(kp));
     int best_t, best_b;
-    if (!kiln__cuda_row_cache_block(env == 1, need, cache, kp->smem_thread, st->smem_optin, st->smem_sm, &best_t,
+    if (!kiln__cuda_row_cache_block(env != 2, need, cache, kp->smem_thread, st->smem_optin, st->smem_sm, &best_t,
                                     &best_b))
         return KILN_OK;
     kp->smem_row = 1;
@@ -2033,8 +2032,8 @@ static kiln_status prepare_for_hooks(kiln_ctx *ctx, const kiln_plan_kernel *k, i
     KILN_TRY(prepare(ctx, k, NULL, kp));
     kp->split = split != 0;
     if (kp->split) kp->seg = 0; /* run_kernel never splits a short-row kernel */
-    /* the row cache, for the source's tests, with KILN_REDUCE_SMEM=1 alone and as run_kernel
-     * takes it unset: on rows longer than a 1024-thread tile (no device to size it against) */
+    /* the row cache, for the source's tests, with KILN_REDUCE_SMEM=1 alone: on rows longer
+     * than a 1024-thread tile (no device to size the rule's block against) */
     const char *e = kiln__env_get(ctx, "KILN_REDUCE_SMEM");
     if (!kp->split && !kp->elementwise && !kp->colmode && !kp->seg && kp->an.ncached > 0 && e && strcmp(e, "1") == 0) {
         unsigned gx, bx, by, smem;
