@@ -468,11 +468,18 @@ static const char *fn_name(int f64, const char *base)
     return s;
 }
 
+/* Whether tensor t steps along the row (stride 1 on the last axis) with vectors of vec > 1
+ * elements: read / written vec at a time (is_vec; row_cache_bytes sizes its cache by it). */
+static int steps_along_row(const layout *l, int vec, int t)
+{
+    return vec > 1 && l->nd > 0 && l->st[t][l->nd - 1] == 1;
+}
+
 /* Whether tensor t is read / written VEC elements at a time. */
 static int is_vec(const gen *g, int t)
 {
     if (t == g->k->ninputs && g->colvec && g->k->out.is_row) return 0; /* one value a lane */
-    return g->vec > 1 && g->l->nd > 0 && g->l->st[t][g->l->nd - 1] == 1;
+    return steps_along_row(g->l, g->vec, t);
 }
 
 /* The unsigned type of n bytes (a vector of VEC elements). */
@@ -1822,8 +1829,7 @@ static int64_t row_cache_bytes(const kiln_plan_kernel *k, const kplan *kp, int64
     for (int i = 0; i < k->ninstr; i++)
         if (kp->an.multi[i]) {
             int t = k->instr[i].a;
-            const layout *l = &kp->l; /* a vector where the load steps along the row (is_vec) */
-            int vec = kp->vec > 1 && l->nd > 0 && l->st[t][l->nd - 1] == 1 ? kp->vec : 1;
+            int vec = steps_along_row(&kp->l, kp->vec, t) ? kp->vec : 1; /* as is_vec */
             int64_t vb = (int64_t)kiln_dtype_size(k->inputs[t].dtype) * vec;
             bytes += (Lc * vb + 15) & ~(int64_t)15;
         }
