@@ -1869,9 +1869,10 @@ int kiln__cuda_row_cache_block(int rule, int64_t need, int64_t cache, int smem_t
  * 2048 threads and 40 registers a thread; on a tie the smaller T (more rows at once, their phases
  * overlapping); rows that fit a tile of 1024 threads (their values in registers) take the cache
  * only where it holds more threads an SM than that one block (H100, against no cache: f16 softmax
- * 2048 x 50257 0.393 -> 0.272 ms on 512 x 2, 4096 x 32000 0.390 -> 0.296; bench/NOTES.md step 68). KILN_REDUCE_SMEM=tile, the first form: rows longer than the 1024-thread block's
- * tile, on that block (f16 2048 x 50257 0.362 ms). KILN_REDUCE_SMEM=0 never. Sets the block (*bx,
- * *smem) where taken. */
+ * 2048 x 50257 0.393 -> 0.272 ms on 512 x 2, 4096 x 32000 0.390 -> 0.296; bench/NOTES.md step 68).
+ * KILN_REDUCE_SMEM=tile, the first form: rows longer than the 1024-thread block's tile, on that
+ * block (f16 2048 x 50257 0.364 ms). KILN_REDUCE_SMEM=0 never. Sets the block (*bx, *smem) where
+ * taken. */
 static kiln_status row_cache(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp, int64_t L, unsigned *bx,
                              unsigned by, unsigned *smem)
 {
