@@ -1893,7 +1893,7 @@ static kiln_status row_cache(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp
     kp->smem_row = 1;
     kp->row_tmax = best_t;
     kp->row_minb = best_b;
-    keep_none(k, kp); /* the row is longer than the block's tile */
+    keep_none(k, kp); /* a cached kernel keeps no values in registers (rows that fit a tile too) */
     *bx = (unsigned)best_t;
     *smem = (unsigned)(cache + (int64_t)best_t * kp->smem_thread);
     return KILN_OK;
