@@ -1641,7 +1641,11 @@ static void test_rowcache(void)
         {KILN_DTYPE_F16, {110, 40000}, V_NEG, {1, 1}, {{1, 1, 1}, {1, 1, 1}}},
         {KILN_DTYPE_F64, {100, 20000}, V_PLAIN, {1, 1}, {{1, 1, 1}, {1, 1, 1}}},
         {KILN_DTYPE_F16, {100, 90001}, V_STEP, {1, 1}, {{1, 1, 1}, {1, 1, 1}}},
-        {KILN_DTYPE_F32, {100, 100003}, V_PLAIN, {0, 0}, {{0, 0, 0}, {0, 0, 0}}},
+        /* rows longer than the cache (227 KB a block on an H100): the rule caches their first part */
+        {KILN_DTYPE_F32, {140, 100003}, V_PLAIN, {0, 1}, {{0, 0, 0}, {1, 1, 1}}},
+        {KILN_DTYPE_F16, {140, 150001}, V_OFF, {0, 1}, {{0, 0, 0}, {1, 1, 1}}},
+        {KILN_DTYPE_BF16, {140, 140001}, V_STEP, {0, 1}, {{0, 0, 0}, {1, 1, 1}}},
+        {KILN_DTYPE_F32, {140, 250003}, V_PLAIN, {0, 1}, {{0, 0, 0}, {1, 1, 1}}}, /* under a quarter cached */
         {KILN_DTYPE_F16, {4, 50257}, V_PLAIN, {1, 1}, {{0, 0, 0}, {0, 0, 0}}},
         {KILN_DTYPE_F16, {100, 32000}, V_PLAIN, {0, 1}, {{0, 1, 1}, {1, 1, 1}}},
     };

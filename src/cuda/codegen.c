@@ -432,9 +432,9 @@ typedef struct gen {
     int shift;      /* ROW mode's rows off the vectors' alignment: each row walked from the aligned
                      * vector holding its first point (row_shift; -1 none, else the tensor whose
                      * address gives the row's shift sh) */
-    int smem_row;   /* ROW mode's row cache: the loads several phases use kept in shared memory
-                     * (sc<i>[j], after the block reductions' nt x smem_thread bytes) where the
-                     * row is longer than a tile (row_cache) */
+    int smem_row;   /* ROW mode's row cache (row_cache): the loads several phases use kept in
+                     * shared memory (sc<i>[j], after the block reductions' slot a warp); 1 the
+                     * whole row, 2 its first Lc vectors (the rest from global memory) */
     int smem_thread;
     char *need_all; /* a phase's instructions with nothing kept (the row longer than a tile) */
 } gen;
@@ -705,16 +705,21 @@ static void emit_loads(gen *g, const char *need, int phase, int reduction)
         else
             snprintf(off, sizeof off, "ro%d", t);
         int cache = reduction && an->multi[i] ? (an->first[i] == phase ? 1 : 2) : 0;
-        if (cache == 2 && g->smem_row) { /* the row cache: stored by the load's first phase */
+        if (cache == 2 && g->smem_row == 1) { /* the row cache: stored by the load's first phase */
             kiln__sbuf_printf(b, "      U%d u%d; u%d%s = sc%d[j];\n", t, i, i, is_vec(g, t) ? ".v" : "", i);
             continue;
         }
+        /* a later phase's source other than the row: the register cache's, or the partial row
+         * cache's (its first Lc vectors) */
+        const char *kcond = g->smem_row == 2 ? "j < Lc" : "fits";
+        char ksrc[32];
+        snprintf(ksrc, sizeof ksrc, g->smem_row == 2 ? "sc%d[j]" : "cc%d[kk]", i);
         if (is_vec(g, t) && reduction && g->shift >= 0) {
             /* the row shift: the row's partly filled vectors point by point */
             kiln_dtype dt = k->inputs[t].dtype;
             const char *vt = vec_type(kiln_dtype_size(dt) * (size_t)g->vec);
             kiln__sbuf_printf(b, "      U%d u%d;\n      ", t, i);
-            if (cache == 2) kiln__sbuf_printf(b, "if (fits) u%d.v = cc%d[kk];\n      else ", i, i);
+            if (cache == 2) kiln__sbuf_printf(b, "if (%s) u%d.v = %s;\n      else ", kcond, i, ksrc);
             kiln__sbuf_printf(b,
                               "if (lm == (1u << VEC) - 1u) u%d.v = *(const %s *)(in%d + %s);\n"
                               "      else {\n        u%d.v = {};\n"
@@ -725,17 +730,18 @@ static void emit_loads(gen *g, const char *need, int phase, int reduction)
             kiln_dtype dt = k->inputs[t].dtype;
             const char *vt = vec_type(kiln_dtype_size(dt) * (size_t)g->vec);
             kiln__sbuf_printf(b, "      U%d u%d; u%d.v = ", t, i, i);
-            if (cache == 2) kiln__sbuf_printf(b, "fits ? cc%d[kk] : ", i);
+            if (cache == 2) kiln__sbuf_printf(b, "%s ? %s : ", kcond, ksrc);
             kiln__sbuf_printf(b, "*(const %s *)(in%d + %s);\n", vt, t, off);
         } else {
             char x[96];
             snprintf(x, sizeof x, "in%d[%s]", t, off);
             kiln__sbuf_printf(b, "      U%d u%d; u%d.e[0] = ", t, i, i);
-            if (cache == 2) kiln__sbuf_printf(b, "fits ? cc%d[kk].e[0] : ", i);
+            if (cache == 2) kiln__sbuf_printf(b, "%s ? %s.e[0] : ", kcond, ksrc);
             kiln__sbuf_printf(b, "%s;\n", x);
         }
         if (cache == 1 && g->smem_row)
-            kiln__sbuf_printf(b, "      sc%d[j] = u%d%s;\n", i, i, is_vec(g, t) ? ".v" : "");
+            kiln__sbuf_printf(b, "      %ssc%d[j] = u%d%s;\n", g->smem_row == 2 ? "if (j < Lc) " : "", i, i,
+                              is_vec(g, t) ? ".v" : "");
         else if (cache == 1)
             kiln__sbuf_printf(b, "      if (fits) cc%d[kk] = u%d%s;\n", i, i, is_vec(g, t) ? ".v" : "");
     }
@@ -1229,9 +1235,23 @@ static void gen_reduction(gen *g, int colmode, int kmax)
         kiln__sbuf_printf(b, "  const bool fits = L <= (IDX)nw * %d; (void)fits;\n", kmax);
     }
     if (g->smem_row) { /* the row cache: Lc vectors a load, each region 16-byte aligned */
-        kiln__sbuf_printf(b, "  const IDX Lc = %s;\n"
-                             "  char *rowc = (char *)kiln_sm + (size_t)nw * blockDim.y * %d;\n",
-                          g->shift >= 0 ? "(Lel + 2 * VEC - 2) / VEC" : "L", g->smem_thread);
+        const char *whole = g->shift >= 0 ? "(Lel + 2 * VEC - 2) / VEC" : "L";
+        if (g->smem_row == 2) { /* partial: the first Lc vectors the launch's shared memory holds */
+            int nload = 0, row_bytes = 0; /* the loads cached; the bytes a vector of each */
+            for (int i = 0; i < k->ninstr; i++)
+                if (an->multi[i]) {
+                    int t = k->instr[i].a;
+                    nload++;
+                    row_bytes += (int)kiln_dtype_size(k->inputs[t].dtype) * (is_vec(g, t) ? g->vec : 1);
+                }
+            kiln__sbuf_printf(b, "  unsigned dsm; asm(\"mov.u32 %%0, %%%%dynamic_smem_size;\" : \"=r\"(dsm));\n"
+                                 "  const IDX Lcap = (IDX)((dsm - (unsigned)(nw >> 5) * blockDim.y * %du - %du) / %du);\n"
+                                 "  const IDX Lc = %s < Lcap ? %s : Lcap;\n",
+                              g->smem_thread, 16 * nload, row_bytes, whole, whole);
+        } else {
+            kiln__sbuf_printf(b, "  const IDX Lc = %s;\n", whole);
+        }
+        kiln__sbuf_printf(b, "  char *rowc = (char *)kiln_sm + (size_t)(nw >> 5) * blockDim.y * %d;\n", g->smem_thread);
         for (int i = 0; i < k->ninstr; i++)
             if (an->multi[i]) {
                 int t = k->instr[i].a;
@@ -1413,7 +1433,7 @@ typedef struct kplan {
     analysis an;
     int elementwise, colmode, kmax, vec;
     int split; /* a reduction with its rows split across the grid's y (run_kernel decides) */
-    int smem_thread; /* shared bytes a thread for the block reductions */
+    int smem_thread; /* shared bytes for the block reductions: a thread's (COLUMN mode), a warp's (ROW) */
     int red_lanes;   /* see gen */
     int unsplit;     /* with lanes: unsplit even where the split rule would split (lanes_pay) */
     int lanes_forced; /* KILN_REDUCE_COLVEC=force: lanes wherever the layout allows */
@@ -1427,7 +1447,7 @@ typedef struct kplan {
     int row_tmax, row_minb; /* ROW mode (not segments): a block's most threads, and the blocks an
                              * SM its registers are bounded for: 1024 x 1 (64 registers), else
                              * the row cache's (row_cache) */
-    int smem_row; /* ROW mode's row cache in shared memory (row_cache, at launch) */
+    int smem_row; /* ROW mode's row cache in shared memory (row_cache, at launch): 1 whole, 2 partial */
 } kplan;
 
 static void kplan_free(kplan *kp)
@@ -1836,6 +1856,21 @@ static int64_t row_cache_bytes(const kiln_plan_kernel *k, const kplan *kp, int64
     return bytes;
 }
 
+/* A partial row cache's length: the vectors of each cached load that `room` bytes hold, less
+ * a region's alignment each (the kernel finds the same from its dynamic shared memory). */
+static int64_t row_cache_fits(const kiln_plan_kernel *k, const kplan *kp, int64_t room)
+{
+    int64_t nload = 0, vector_bytes = 0;
+    for (int i = 0; i < k->ninstr; i++)
+        if (kp->an.multi[i]) {
+            int t = k->instr[i].a;
+            nload++;
+            vector_bytes += (int64_t)kiln_dtype_size(k->inputs[t].dtype) * (steps_along_row(&kp->l, kp->vec, t) ? kp->vec : 1);
+        }
+    room -= 16 * nload;
+    return room > 0 && vector_bytes > 0 ? room / vector_bytes : 0;
+}
+
 /* The block rule of row_cache (below); a hook for tests (cuda_hooks.h). */
 int kiln__cuda_row_cache_block(int rule, int64_t need, int64_t cache, int smem_thread, int smem_optin, int smem_sm,
                                int *t_out, int *b_out)
@@ -1845,7 +1880,7 @@ int kiln__cuda_row_cache_block(int rule, int64_t need, int64_t cache, int smem_t
     int64_t best_threads = need > 1024 ? 0 : 1024; /* fits the registers: beat their one block */
     for (int t = 1024; t >= (rule ? 256 : 1024); t /= 2) {
         if (t == 1024 && need <= 1024) continue; /* the register plan's own block */
-        const int64_t bytes = cache + (int64_t)t * smem_thread;
+        const int64_t bytes = cache + (int64_t)(t >> 5) * smem_thread; /* a slot a warp */
         if (bytes > smem_optin) continue;
         int64_t b = smem_sm / (bytes + 1024);
         if (b > 2048 / t) b = 2048 / t;
@@ -1865,14 +1900,18 @@ int kiln__cuda_row_cache_block(int rule, int64_t need, int64_t cache, int smem_t
  * row again from L2 or holding it in registers.
  * Unset (or KILN_REDUCE_SMEM=1), the rule: T threads (1024, 512 or 256), B an SM
  * (__launch_bounds__(T, B)), the T whose B blocks hold the most threads an SM, with B bounded by
- * the shared memory (the cache, the block reductions' bytes and the 1 KB the driver keeps a block),
- * 2048 threads and 40 registers a thread; on a tie the smaller T (more rows at once, their phases
- * overlapping); rows that fit a tile of 1024 threads (their values in registers) take the cache
- * only where it holds more threads an SM than that one block (H100, against no cache: f16 softmax
- * 2048 x 50257 0.393 -> 0.272 ms on 512 x 2, 4096 x 32000 0.390 -> 0.296; bench/NOTES.md step 68).
- * KILN_REDUCE_SMEM=tile, the first form: rows longer than the 1024-thread block's tile, on that
- * block (f16 2048 x 50257 0.364 ms). KILN_REDUCE_SMEM=0 never. Sets the block (*bx, *smem) where
- * taken. */
+ * the shared memory (the cache, the block reductions' slot a warp and the 1 KB the driver keeps a
+ * block), 2048 threads and 40 registers a thread; on a tie the smaller T (more rows at once, their
+ * phases overlapping); rows that fit a tile of 1024 threads (their values in registers) take the
+ * cache only where it holds more threads an SM than that one block (H100, against no cache: f16
+ * softmax 2048 x 50257 0.393 -> 0.272 ms on 512 x 2, 4096 x 32000 0.390 -> 0.296; bench/NOTES.md
+ * step 68). A row the opted-in shared memory cannot hold caches its first part (smem_row 2: the
+ * kernel finds how much from its dynamic shared memory) on 1024 threads, one block an SM, all of
+ * it (H100, against no cache: f16 softmax 1024 x 128257 0.470 -> 0.411 ms, batch norm f16
+ * 512 x 200003 1.27x, 128 x 1000003 with 6 % cached 1.02-1.04x; 512 x 2, 1024 x 2 or 512 x 3 were
+ * never faster; step 69). KILN_REDUCE_SMEM=tile, the first form: rows longer than the 1024-thread
+ * block's tile, on that block, whole (f16 2048 x 50257 0.364 ms). KILN_REDUCE_SMEM=0 never. Sets
+ * the block (*bx, *smem) where taken. */
 static kiln_status row_cache(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp, int64_t L, unsigned *bx,
                              unsigned by, unsigned *smem)
 {
@@ -1887,15 +1926,24 @@ static kiln_status row_cache(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp
     if (env == 0) return KILN_OK;
     const int64_t need = (L + kp->kmax - 1) / kp->kmax, cache = row_cache_bytes(k, kp, row_vectors(kp));
     int best_t, best_b;
-    if (!kiln__cuda_row_cache_block(env != 2, need, cache, kp->smem_thread, st->smem_optin, st->smem_sm, &best_t,
-                                    &best_b))
+    if (!kiln__cuda_row_cache_block(env != 2, need, cache, kp->smem_thread, st->smem_optin, st->smem_sm,
+                                    &best_t, &best_b)) {
+        /* the rule, a row too long for the cache: its first part (above) */
+        if (env == 2 || need <= 1024 || row_cache_fits(k, kp, st->smem_optin - 32 * (int64_t)kp->smem_thread) < 1)
+            return KILN_OK;
+        kp->smem_row = 2;
+        kp->row_tmax = 1024;
+        kp->row_minb = 1;
+        keep_none(k, kp);
+        *smem = (unsigned)st->smem_optin;
         return KILN_OK;
+    }
     kp->smem_row = 1;
     kp->row_tmax = best_t;
     kp->row_minb = best_b;
     keep_none(k, kp); /* a cached kernel keeps no values in registers (rows that fit a tile too) */
     *bx = (unsigned)best_t;
-    *smem = (unsigned)(cache + (int64_t)best_t * kp->smem_thread);
+    *smem = (unsigned)(cache + (int64_t)(best_t >> 5) * kp->smem_thread);
     return KILN_OK;
 }
 
@@ -2046,6 +2094,9 @@ static kiln_status prepare_for_hooks(kiln_ctx *ctx, const kiln_plan_kernel *k, i
         int64_t L = kp->shift >= 0 ? row_vectors(kp) : kp->l.L / kp->vec;
         launch_shape(NULL, kp, kp->l.R, L, 0, &gx, &bx, &by, &smem);
         kp->smem_row = by == 1 && L > (int64_t)bx * kp->kmax;
+        /* partial where the H100's 227 KB a block (its opt-in) hold less than the row */
+        if (kp->smem_row && row_cache_fits(k, kp, 232448 - 32 * (int64_t)kp->smem_thread) < row_vectors(kp))
+            kp->smem_row = 2;
     }
     return KILN_OK;
 }
@@ -2218,7 +2269,7 @@ static void launch_shape(const kiln_cuda_state *st, const kplan *kp, int64_t R, 
         *bx = t;
         *by = rb;
         *gx = (unsigned)((R + rb - 1) / rb);
-        *smem = *bx * *by * (unsigned)kp->smem_thread;
+        *smem = (t >> 5) * rb * (unsigned)kp->smem_thread; /* a warp's slot (kiln_row_red) */
     } else {
         /* a block's row: at least 16 bytes; with lanes (16 bytes a thread) 64. With lanes the
          * blocks narrow to make 16 along x even when split: fewer along x, a split has more

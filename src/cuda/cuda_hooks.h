@@ -60,10 +60,10 @@ kiln_status kiln__cuda_kernel_signature(kiln_ctx *ctx, const struct kiln_plan_ke
 
 /* The row cache's block (codegen.c row_cache) for rows of `need` workers at 1024 threads a
  * block, `cache` bytes of cached loads a row and `smem_thread` bytes of the block reductions a
- * thread, on a device of `smem_optin` bytes of shared memory a block (opted in) and `smem_sm` an
- * SM: 1 with the threads *t and blocks an SM *b where the cache is taken, else 0. rule: 0
- * KILN_REDUCE_SMEM=tile (1024 threads, rows longer than their tile), 1 the rule (unset or =1).
- * Pure: for tests without a GPU. */
+ * warp, on a device of `smem_optin` bytes of shared memory a block (opted in) and `smem_sm` an
+ * SM: 1 with the threads *t and blocks an SM *b where the whole row's cache is taken, else 0.
+ * rule: 0 KILN_REDUCE_SMEM=tile (1024 threads, rows longer than their tile), 1 the rule (unset or
+ * =1). Pure: for tests without a GPU. */
 int kiln__cuda_row_cache_block(int rule, int64_t need, int64_t cache, int smem_thread, int smem_optin, int smem_sm,
                                int *t, int *b);
 

@@ -139,7 +139,8 @@ static const char prelude_src[] =
     "  const T wa = kiln_mul_rn((T)n, r), wb = kiln_mul_rn((T)nb, r), w = kiln_mul_rn(kiln_mul_rn((T)n, (T)nb), r);\n"
     "  mean = kiln_mul_rn(mean, wa) + kiln_mul_rn(mb, wb); m2 = (m2 + m2b) + kiln_mul_rn(d, d) * w; n = nn;\n"
     "}\n"
-    /* ROW mode: workers along x (blockDim.x a power of two >= 32), rows along y. */
+    /* ROW mode: workers along x (blockDim.x a power of two >= 32), rows along y; a slot of shared
+     * memory a warp (codegen.c launch_shape: smem_thread bytes a warp, not a thread). */
     "template <class Op, class T> __device__ __forceinline__ T kiln_row_red(T v, void *smv) {\n"
     "  T *sm = (T *)smv;\n"
     "#pragma unroll\n"
@@ -168,7 +169,7 @@ static const char prelude_src[] =
     "  for (int o = 16; o > 0; o >>= 1) { T v2 = __shfl_xor_sync(0xffffffffu, v, o); long long i2 = __shfl_xor_sync(0xffffffffu, i, o); kiln_arg_comb<MAXI>(v, i, v2, i2); }\n"
     "  const int nwarp = blockDim.x >> 5;\n"
     "  if (nwarp == 1) return;\n"
-    "  T *sv = (T *)smv; long long *si = (long long *)(sv + blockDim.x * blockDim.y);\n"
+    "  T *sv = (T *)smv; long long *si = (long long *)(sv + nwarp * blockDim.y);\n"
     "  if ((threadIdx.x & 31) == 0) { sv[threadIdx.y * nwarp + (threadIdx.x >> 5)] = v; si[threadIdx.y * nwarp + (threadIdx.x >> 5)] = i; }\n"
     "  __syncthreads();\n"
     /* the butterfly of kiln_row_red: kiln_arg_comb picks the same (value, index) either way round */
@@ -182,8 +183,8 @@ static const char prelude_src[] =
     "  for (int o = 16; o > 0; o >>= 1) { T a2 = __shfl_xor_sync(0xffffffffu, m2, o), b2 = __shfl_xor_sync(0xffffffffu, mean, o); long long n2 = __shfl_xor_sync(0xffffffffu, n, o); kiln_var_comb(m2, mean, n, a2, b2, n2); }\n"
     "  const int nwarp = blockDim.x >> 5;\n"
     "  if (nwarp == 1) return;\n"
-    "  const int nt = blockDim.x * blockDim.y, at = threadIdx.y * nwarp;\n"
-    "  T *sa = (T *)smv, *sb = sa + nt; long long *sn = (long long *)(sb + nt);\n"
+    "  const int nws = nwarp * blockDim.y, at = threadIdx.y * nwarp;\n"
+    "  T *sa = (T *)smv, *sb = sa + nws; long long *sn = (long long *)(sb + nws);\n"
     "  if ((threadIdx.x & 31) == 0) { sa[at + (threadIdx.x >> 5)] = m2; sb[at + (threadIdx.x >> 5)] = mean; sn[at + (threadIdx.x >> 5)] = n; }\n"
     "  __syncthreads();\n"
     /* the butterfly of kiln_row_red over the symmetric merge: log2(nwarp) merges a thread, not nwarp - 1 */
