@@ -2097,6 +2097,7 @@ static kiln_status prepare_for_hooks(kiln_ctx *ctx, const kiln_plan_kernel *k, i
         /* partial where the H100's 227 KB a block (its opt-in) hold less than the row */
         if (kp->smem_row && row_cache_fits(k, kp, 232448 - 32 * (int64_t)kp->smem_thread) < row_vectors(kp))
             kp->smem_row = 2;
+        if (kp->smem_row) keep_none(k, kp); /* as row_cache */
     }
     return KILN_OK;
 }
