@@ -407,12 +407,17 @@ int main(int argc, char **argv)
             snprintf(ab_buf, sizeof ab_buf, "%s", argv[++i]);
             char *eq = strchr(ab_buf, '=');
             nab = 0;
+            int extra = 0; /* values past AB_MAX: an error, not dropped */
             if (eq) {
                 *eq = '\0';
                 ab_var = ab_buf;
-                for (char *v = strtok(eq + 1, ","); v && nab < AB_MAX; v = strtok(NULL, ",")) ab_values[nab++] = v;
+                for (char *v = strtok(eq + 1, ","); v; v = strtok(NULL, ","))
+                    if (nab < AB_MAX)
+                        ab_values[nab++] = v;
+                    else
+                        extra++;
             }
-            if (!eq || !ab_buf[0] || nab < 2) {
+            if (!eq || !ab_buf[0] || nab < 2 || extra) {
                 fprintf(stderr, "kiln-gpu-bench: --ab wants VAR=V1,V2[,...] (2 to %d values), got '%s'\n", AB_MAX, argv[i]);
                 return 2;
             }
