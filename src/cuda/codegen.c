@@ -469,7 +469,7 @@ static const char *fn_name(int f64, const char *base)
 }
 
 /* Whether tensor t steps along the row (stride 1 on the last axis) with vectors of vec > 1
- * elements: read / written vec at a time (is_vec; row_cache_bytes sizes its cache by it). */
+ * elements: read / written vec at a time (is_vec; row_cache_load_bytes sizes the row cache by it). */
 static int steps_along_row(const layout *l, int vec, int t)
 {
     return vec > 1 && l->nd > 0 && l->st[t][l->nd - 1] == 1;
@@ -480,6 +480,13 @@ static int is_vec(const gen *g, int t)
 {
     if (t == g->k->ninputs && g->colvec && g->k->out.is_row) return 0; /* one value a lane */
     return steps_along_row(g->l, g->vec, t);
+}
+
+/* The bytes a vector of the row cache's load instr i (an.multi[i]): as is_vec reads it. */
+static int row_cache_load_bytes(const kiln_plan_kernel *k, const layout *l, int vec, int i)
+{
+    int t = k->instr[i].a;
+    return (int)kiln_dtype_size(k->inputs[t].dtype) * (steps_along_row(l, vec, t) ? vec : 1);
 }
 
 /* The unsigned type of n bytes (a vector of VEC elements). */
@@ -1237,12 +1244,11 @@ static void gen_reduction(gen *g, int colmode, int kmax)
     if (g->smem_row) { /* the row cache: Lc vectors a load, each region 16-byte aligned */
         const char *whole = g->shift >= 0 ? "(Lel + 2 * VEC - 2) / VEC" : "L";
         if (g->smem_row == 2) { /* partial: the first Lc vectors the launch's shared memory holds */
-            int nload = 0, row_bytes = 0; /* the loads cached; the bytes a vector of each */
+            int nload = 0, row_bytes = 0; /* the loads cached; their bytes a vector (as row_cache_fits) */
             for (int i = 0; i < k->ninstr; i++)
                 if (an->multi[i]) {
-                    int t = k->instr[i].a;
                     nload++;
-                    row_bytes += (int)kiln_dtype_size(k->inputs[t].dtype) * (is_vec(g, t) ? g->vec : 1);
+                    row_bytes += row_cache_load_bytes(k, g->l, g->vec, i);
                 }
             kiln__sbuf_printf(b, "  unsigned dsm; asm(\"mov.u32 %%0, %%%%dynamic_smem_size;\" : \"=r\"(dsm));\n"
                                  "  const IDX Lcap = (IDX)((dsm - (unsigned)(nw >> 5) * blockDim.y * %du - %du) / %du);\n"
@@ -1847,12 +1853,7 @@ static int64_t row_cache_bytes(const kiln_plan_kernel *k, const kplan *kp, int64
 {
     int64_t bytes = 0;
     for (int i = 0; i < k->ninstr; i++)
-        if (kp->an.multi[i]) {
-            int t = k->instr[i].a;
-            int vec = steps_along_row(&kp->l, kp->vec, t) ? kp->vec : 1; /* as is_vec */
-            int64_t vb = (int64_t)kiln_dtype_size(k->inputs[t].dtype) * vec;
-            bytes += (Lc * vb + 15) & ~(int64_t)15;
-        }
+        if (kp->an.multi[i]) bytes += (Lc * row_cache_load_bytes(k, &kp->l, kp->vec, i) + 15) & ~(int64_t)15;
     return bytes;
 }
 
@@ -1863,9 +1864,8 @@ static int64_t row_cache_fits(const kiln_plan_kernel *k, const kplan *kp, int64_
     int64_t nload = 0, vector_bytes = 0;
     for (int i = 0; i < k->ninstr; i++)
         if (kp->an.multi[i]) {
-            int t = k->instr[i].a;
             nload++;
-            vector_bytes += (int64_t)kiln_dtype_size(k->inputs[t].dtype) * (steps_along_row(&kp->l, kp->vec, t) ? kp->vec : 1);
+            vector_bytes += row_cache_load_bytes(k, &kp->l, kp->vec, i);
         }
     room -= 16 * nload;
     return room > 0 && vector_bytes > 0 ? room / vector_bytes : 0;
