@@ -401,6 +401,13 @@ int main(void)
                     if (cached != want_cache) fprintf(stderr, "  %s split %d: row cache %d\n", cs->what, split, cached);
                     CHECK_INT(cached, want_cache);
                 }
+                /* a cached 16-bit softmax keeps no values, so row_fill's doubling for them is
+                 * undone: 2 vectors a worker (4 spilled at the rule's 40 registers; NOTES step 70) */
+                if (!split && strstr(cs->what, "cache: softmax bf16")) {
+                    int ok = strstr(src, "j0 += (IDX)nw * 2) {") != NULL && strstr(src, "j0 += (IDX)nw * 4) {") == NULL;
+                    if (!ok) fprintf(stderr, "  %s: not 2 vectors a worker\n", cs->what);
+                    CHECK(ok);
+                }
                 const char *vn = strstr(cs->what, "VEC ");
                 if (vn) { /* the row's width takes the widest vector that divides it */
                     char want_vec[32];

@@ -1454,6 +1454,7 @@ typedef struct kplan {
                              * SM its registers are bounded for: 1024 x 1 (64 registers), else
                              * the row cache's (row_cache) */
     int smem_row; /* ROW mode's row cache in shared memory (row_cache, at launch): 1 whole, 2 partial */
+    int kmax_unfilled; /* kmax before row_fill, where it grew it for kept values alone; else 0 */
 } kplan;
 
 static void kplan_free(kplan *kp)
@@ -1693,6 +1694,7 @@ static kiln_status row_fill(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
     size_t widest = widest_input(k);
     if (widest == 0 || widest >= 4) return KILN_OK;
     int km = kp->kmax * (int)(4 / widest);
+    if (env < 0 && !k->out.is_row) kp->kmax_unfilled = kp->kmax; /* for the kept values alone */
     kp->kmax = km > 8 ? 8 : km;
     return KILN_OK;
 }
@@ -1924,13 +1926,19 @@ static kiln_status row_cache(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp
     int env;
     KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_SMEM", ways, 3, &env));
     if (env == 0) return KILN_OK;
+    /* the vectors a worker that row_fill doubled for kept values alone, undone: a cached kernel
+     * keeps none, and the doubled walk spilled at the rule's 40 registers (bench/NOTES.md step 70) */
+    const int kmax_was = kp->kmax;
+    if (kp->kmax_unfilled > 0 && env != 2) kp->kmax = kp->kmax_unfilled;
     const int64_t need = (L + kp->kmax - 1) / kp->kmax, cache = row_cache_bytes(k, kp, row_vectors(kp));
     int best_t, best_b;
     if (!kiln__cuda_row_cache_block(env != 2, need, cache, kp->smem_thread, st->smem_optin, st->smem_sm,
                                     &best_t, &best_b)) {
         /* the rule, a row too long for the cache: its first part (above) */
-        if (env == 2 || need <= 1024 || row_cache_fits(k, kp, st->smem_optin - 32 * (int64_t)kp->smem_thread) < 1)
+        if (env == 2 || need <= 1024 || row_cache_fits(k, kp, st->smem_optin - 32 * (int64_t)kp->smem_thread) < 1) {
+            kp->kmax = kmax_was;
             return KILN_OK;
+        }
         kp->smem_row = 2;
         kp->row_tmax = 1024;
         kp->row_minb = 1;
@@ -2093,7 +2101,10 @@ static kiln_status prepare_for_hooks(kiln_ctx *ctx, const kiln_plan_kernel *k, i
         unsigned gx, bx, by, smem;
         int64_t L = kp->shift >= 0 ? row_vectors(kp) : kp->l.L / kp->vec;
         launch_shape(NULL, kp, kp->l.R, L, 0, &gx, &bx, &by, &smem);
+        const int kmax_was = kp->kmax;
+        if (kp->kmax_unfilled > 0) kp->kmax = kp->kmax_unfilled; /* as row_cache */
         kp->smem_row = by == 1 && L > (int64_t)bx * kp->kmax;
+        if (!kp->smem_row) kp->kmax = kmax_was;
         /* partial where the H100's 227 KB a block (its opt-in) hold less than the row */
         if (kp->smem_row && row_cache_fits(k, kp, 232448 - 32 * (int64_t)kp->smem_thread) < row_vectors(kp))
             kp->smem_row = 2;
