@@ -1096,18 +1096,32 @@ static int out_fast_divs(const gen *g, const char *need, kiln_sbuf *cond)
     return n;
 }
 
-/* The walk's loop over the VEC points of vector j (emit_phase_loop): their loads, the
- * instructions need[] marks, then the reductions' updates or the output's value. guard: each
- * point's update waits on its lane lying in the row (lm, the row shift's partly filled vectors;
- * without it the vector lies wholly in the row). */
-static void emit_lane_loop(gen *g, int ph, const char *need, const char *lin, int guard)
+/* One phase's walk over the row (reduction pass ph, or the output pass ph = npasses): tiles of
+ * nw * kmax points, the loads, the instructions need[] marks (1 computed here, 2 taken from
+ * the values kv<i> an earlier phase kept), then the reductions' updates or the output's
+ * stores. Leaves the phase's own block open. */
+static void emit_phase_loop(gen *g, int ph, const char *need, int kmax)
 {
     kiln_sbuf *b = g->b;
     const kiln_plan_kernel *k = g->k;
     const analysis *an = g->an;
-    const int out_phase = ph == k->npasses;
+    const int ni = k->ninputs, out_phase = ph == k->npasses;
     const char *x = lane(g);
-    const char *in_row = guard ? "if ((lm >> l) & 1u) " : "";
+    char lin[64];
+    snprintf(lin, sizeof lin, "ro%d + io%d + l", ni + 1, ni + 1);
+    if (g->split)
+        kiln__sbuf_puts(b, "  for (IDX j0 = jb; j0 < je; j0 += tile) {\n");
+    else
+        kiln__sbuf_printf(b, "  for (IDX j0 = 0; j0 < L; j0 += (IDX)nw * %d) {\n", kmax);
+    kiln__sbuf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++) {\n", kmax);
+    kiln__sbuf_puts(b, "     const IDX j = j0 + (IDX)kk * nw + wk;\n     if (act && j < L) {\n");
+    /* the row shift: the vector's first point e0 in the row, and whether it lies wholly in it */
+    if (g->shift >= 0)
+        kiln__sbuf_puts(b, "      const IDX e0 = j * VEC - sh; const unsigned lm = kiln_lanes_in(e0, Lel, VEC);\n");
+    /* what a lane's contribution to the reductions waits on: with the row shift, the lane in the row */
+    const char *in_row = g->shift >= 0 ? "if ((lm >> l) & 1u) " : "";
+    emit_offsets(g, "j", 1, "io", "      ");
+    emit_loads(g, need, ph, 1);
     kiln__sbuf_printf(b, "#pragma unroll\n      for (int l = 0; l < %d; l++) {\n", g->vec);
     emit_lane_loads(g, need, 1);
     if (g->colvec) /* the row values this phase's points use, of this lane's row: operands,
@@ -1129,7 +1143,7 @@ static void emit_lane_loop(gen *g, int ph, const char *need, const char *lin, in
         } else if (need[i] && k->instr[i].op != KILN_POP_LOAD) {
             emit_instr(g, i, lin);
             if (an->keep[i] == ph) kiln__sbuf_printf(b, "      if (fits) kv%d[kk][l] = v%d;\n", i, i);
-            if (an->keep[i] == ph && fast_div_operand(g, i, 0) && guard)
+            if (an->keep[i] == ph && fast_div_operand(g, i, 0) && g->shift >= 0)
                 kiln__sbuf_printf(b, "      okn%d = okn%d & (kiln_div_in(v%d) || !((lm >> l) & 1u));\n", i, i, i);
             else if (an->keep[i] == ph && fast_div_operand(g, i, 0))
                 kiln__sbuf_printf(b, "      okn%d = okn%d & kiln_div_in(v%d);\n", i, i, i);
@@ -1157,54 +1171,13 @@ static void emit_lane_loop(gen *g, int ph, const char *need, const char *lin, in
             else
                 kiln__sbuf_printf(b, "      %sa%d%s = %s::f(a%d%s, v%d);\n", in_row, i, x, red_opname(op), i, x, in->a);
         }
+        kiln__sbuf_puts(b, "      }\n     }\n    }\n  }\n");
     } else {
         char v[32];
         snprintf(v, sizeof v, "v%d", k->out_instr);
         kiln__sbuf_puts(b, "      rs[kk].e[l] = ");
         emit_store_value(g, v, lin);
-        kiln__sbuf_puts(b, ";\n");
-    }
-    kiln__sbuf_puts(b, "      }\n");
-}
-
-/* One phase's walk over the row (reduction pass ph, or the output pass ph = npasses): tiles of
- * nw * kmax points, the loads, the instructions need[] marks (1 computed here, 2 taken from
- * the values kv<i> an earlier phase kept), then the reductions' updates or the output's
- * stores. Leaves the phase's own block open. */
-static void emit_phase_loop(gen *g, int ph, const char *need, int kmax)
-{
-    kiln_sbuf *b = g->b;
-    const kiln_plan_kernel *k = g->k;
-    const int ni = k->ninputs, out_phase = ph == k->npasses;
-    char lin[64];
-    snprintf(lin, sizeof lin, "ro%d + io%d + l", ni + 1, ni + 1);
-    if (g->split)
-        kiln__sbuf_puts(b, "  for (IDX j0 = jb; j0 < je; j0 += tile) {\n");
-    else
-        kiln__sbuf_printf(b, "  for (IDX j0 = 0; j0 < L; j0 += (IDX)nw * %d) {\n", kmax);
-    kiln__sbuf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++) {\n", kmax);
-    kiln__sbuf_puts(b, "     const IDX j = j0 + (IDX)kk * nw + wk;\n     if (act && j < L) {\n");
-    /* the row shift: the vector's first point e0 in the row, and whether it lies wholly in it */
-    if (g->shift >= 0)
-        kiln__sbuf_puts(b, "      const IDX e0 = j * VEC - sh; const unsigned lm = kiln_lanes_in(e0, Lel, VEC);\n");
-    emit_offsets(g, "j", 1, "io", "      ");
-    emit_loads(g, need, ph, 1);
-    if (!out_phase) {
-        /* the row shift: a vector wholly in the row (all but a row's first and last) updates
-         * without a test a point (the same updates in the same order) */
-        if (g->shift >= 0) {
-            kiln__sbuf_puts(b, "      if (lm == (1u << VEC) - 1u) {\n");
-            emit_lane_loop(g, ph, need, lin, 0);
-            kiln__sbuf_puts(b, "      } else {\n");
-            emit_lane_loop(g, ph, need, lin, 1);
-            kiln__sbuf_puts(b, "      }\n");
-        } else {
-            emit_lane_loop(g, ph, need, lin, 0);
-        }
-        kiln__sbuf_puts(b, "     }\n    }\n  }\n");
-    } else {
-        emit_lane_loop(g, ph, need, lin, 0);
-        kiln__sbuf_printf(b, "      oo[kk] = ro%d + io%d;\n     }\n    }\n", ni, ni);
+        kiln__sbuf_printf(b, ";\n      }\n      oo[kk] = ro%d + io%d;\n     }\n    }\n", ni, ni);
         kiln__sbuf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++) {\n", kmax);
         kiln__sbuf_puts(b, "     if (act && j0 + (IDX)kk * nw + wk < L) {\n");
         emit_final_store(g, "kk");
