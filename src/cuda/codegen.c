@@ -1907,11 +1907,12 @@ int kiln__cuda_row_cache_block(int rule, int64_t need, int64_t cache, int smem_t
  * phases overlapping); rows that fit a tile of 1024 threads (their values in registers) take the
  * cache only where it holds more threads an SM than that one block (H100, against no cache: f16
  * softmax 2048 x 50257 0.393 -> 0.272 ms on 512 x 2, 4096 x 32000 0.390 -> 0.296; bench/NOTES.md
- * step 68; 0.246 with row_fill's doubled walk undone, step 70). A row the opted-in shared memory cannot hold caches its first part (smem_row 2: the
- * kernel finds how much from its dynamic shared memory) on 1024 threads, one block an SM, all of
- * it (H100, against no cache: f16 softmax 1024 x 128257 0.470 -> 0.411 ms, batch norm f16
- * 512 x 200003 1.27x, 128 x 1000003 with 6 % cached 1.02-1.04x; 512 x 2, 1024 x 2 or 512 x 3 were
- * never faster; step 69). KILN_REDUCE_SMEM=tile, the first form: rows longer than the 1024-thread
+ * step 68; 0.246 with row_fill's doubled walk undone, step 70). A row the opted-in shared memory
+ * cannot hold caches its first part (smem_row 2: the kernel finds how much from its dynamic
+ * shared memory) on 1024 threads, one block an SM, all of it (H100, against no cache: f16
+ * softmax 1024 x 128257 0.470 -> 0.411 ms, batch norm f16 512 x 200003 1.27x, 128 x 1000003
+ * with 6 % cached 1.02-1.04x; 512 x 2, 1024 x 2 or 512 x 3 were never faster; step 69).
+ * KILN_REDUCE_SMEM=tile, the first form: rows longer than the 1024-thread
  * block's tile, on that block, whole (f16 2048 x 50257 0.364 ms). KILN_REDUCE_SMEM=0 never. Sets
  * the block (*bx, *smem) where taken. */
 static kiln_status row_cache(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp, int64_t L, unsigned *bx,
