@@ -1873,6 +1873,14 @@ static int64_t row_cache_fits(const kiln_plan_kernel *k, const kplan *kp, int64_
     return room > 0 && vector_bytes > 0 ? room / vector_bytes : 0;
 }
 
+/* The vectors a worker of a cached kernel walks: row_fill's doubling for kept values undone (a
+ * cached kernel keeps none, and the doubled walk spilled at the rule's 40 registers; bench/NOTES.md
+ * step 70). */
+static int cached_kmax(const kplan *kp)
+{
+    return kp->kmax_unfilled > 0 ? kp->kmax_unfilled : kp->kmax;
+}
+
 /* The block rule of row_cache (below); a hook for tests (cuda_hooks.h). */
 int kiln__cuda_row_cache_block(int rule, int64_t need, int64_t cache, int smem_thread, int smem_optin, int smem_sm,
                                int *t_out, int *b_out)
@@ -1912,9 +1920,9 @@ int kiln__cuda_row_cache_block(int rule, int64_t need, int64_t cache, int smem_t
  * shared memory) on 1024 threads, one block an SM, all of it (H100, against no cache: f16
  * softmax 1024 x 128257 0.470 -> 0.411 ms, batch norm f16 512 x 200003 1.27x, 128 x 1000003
  * with 6 % cached 1.02-1.04x; 512 x 2, 1024 x 2 or 512 x 3 were never faster; step 69).
- * KILN_REDUCE_SMEM=tile, the first form: rows longer than the 1024-thread
- * block's tile, on that block, whole (f16 2048 x 50257 0.364 ms). KILN_REDUCE_SMEM=0 never. Sets
- * the block (*bx, *smem) where taken. */
+ * KILN_REDUCE_SMEM=tile, the first form: rows longer than the 1024-thread block's tile, on that
+ * block, whole (f16 2048 x 50257 0.364 ms). KILN_REDUCE_SMEM=0 never. Sets the block (*bx, *smem)
+ * where taken. */
 static kiln_status row_cache(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp, int64_t L, unsigned *bx,
                              unsigned by, unsigned *smem)
 {
@@ -1927,10 +1935,8 @@ static kiln_status row_cache(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp
     int env;
     KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_SMEM", ways, 3, &env));
     if (env == 0) return KILN_OK;
-    /* the vectors a worker that row_fill doubled for kept values alone, undone: a cached kernel
-     * keeps none, and the doubled walk spilled at the rule's 40 registers (bench/NOTES.md step 70) */
     const int kmax_was = kp->kmax;
-    if (kp->kmax_unfilled > 0 && env != 2) kp->kmax = kp->kmax_unfilled;
+    if (env != 2) kp->kmax = cached_kmax(kp);
     const int64_t need = (L + kp->kmax - 1) / kp->kmax, cache = row_cache_bytes(k, kp, row_vectors(kp));
     int best_t, best_b;
     if (!kiln__cuda_row_cache_block(env != 2, need, cache, kp->smem_thread, st->smem_optin, st->smem_sm,
@@ -2103,7 +2109,7 @@ static kiln_status prepare_for_hooks(kiln_ctx *ctx, const kiln_plan_kernel *k, i
         int64_t L = kp->shift >= 0 ? row_vectors(kp) : kp->l.L / kp->vec;
         launch_shape(NULL, kp, kp->l.R, L, 0, &gx, &bx, &by, &smem);
         const int kmax_was = kp->kmax;
-        if (kp->kmax_unfilled > 0) kp->kmax = kp->kmax_unfilled; /* as row_cache */
+        kp->kmax = cached_kmax(kp); /* as row_cache */
         kp->smem_row = by == 1 && L > (int64_t)bx * kp->kmax;
         if (!kp->smem_row) kp->kmax = kmax_was;
         /* partial where the H100's 227 KB a block (its opt-in) hold less than the row */
