@@ -1388,11 +1388,12 @@ static double *rdiv_data(kiln_dtype dt, int64_t rows, int64_t cols)
     return h;
 }
 
-/* Reduction kernels divide a kept value by a row value through the row's reciprocal and one
- * Markstein correction (codegen.c row_divisions, source.c kiln_div_row): with KILN_REDUCE_DIV=1
- * and with the rule's choice (unset: perhaps compiled again for fewer registers, tighten), the
- * same bits as KILN_REDUCE_DIV=0, which divides at every point, on rows that fit one tile (kept values),
- * short rows on segments, rows longer than a tile, split rows and a transposed view, in f32,
+/* Reduction kernels divide a value an earlier pass computed (kept, or computed again) by a row
+ * value through the row's reciprocal and one Markstein correction (codegen.c row_divisions,
+ * source.c kiln_div_row): with KILN_REDUCE_DIV=1 and with the rule's choice (unset: perhaps
+ * compiled again for fewer registers, tighten), the same bits as KILN_REDUCE_DIV=0, which
+ * divides at every point, on rows that fit one tile (kept values), short rows on segments, rows
+ * longer than a tile, split rows, cached rows (whole and partial) and a transposed view, in f32,
  * f16 and bf16, with divisors and dividends in and out of the fast path's ranges; and against
  * the CPU on plain data. A bad value names the variable. */
 static void test_rdiv(void)
@@ -1403,7 +1404,11 @@ static void test_rdiv(void)
         int transpose;
     } cases[] = {{KILN_DTYPE_F32, {64, 1000}, 0},  {KILN_DTYPE_F32, {2000, 100}, 0}, {KILN_DTYPE_F32, {3, 70000}, 0},
                  {KILN_DTYPE_F32, {300, 257}, 1},  {KILN_DTYPE_F16, {2000, 100}, 0}, {KILN_DTYPE_F16, {33, 8192}, 0},
-                 {KILN_DTYPE_BF16, {4099, 24}, 0}, {KILN_DTYPE_F32, {4099, 1024}, 0}};
+                 {KILN_DTYPE_BF16, {4099, 24}, 0}, {KILN_DTYPE_F32, {4099, 1024}, 0},
+                 /* the row cache, its dividends computed again (row_divisions' chk): whole and
+                  * shifted (f16 50001), partial (bf16 140001), whole unshifted (f16 32000: the
+                  * reciprocal under KILN_REDUCE_DIV=1 only, cached_division) */
+                 {KILN_DTYPE_F16, {40, 50001}, 0},  {KILN_DTYPE_BF16, {20, 140001}, 0}, {KILN_DTYPE_F16, {40, 32000}, 0}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const int64_t *sh = cases[c].shape;
         int64_t bshape[2] = {cases[c].transpose ? sh[1] : sh[0], cases[c].transpose ? sh[0] : sh[1]};

@@ -264,7 +264,12 @@ typedef struct analysis {
      * keep[i] = the phase that computes and keeps instr i, -1 none; nkept of them */
     int *keep;
     int nkept;
+    /* dividends of the output's divisions by a row value that a reduction pass computes
+     * (row_divisions): chk[i] = the first pass that computes instr i, where each point is checked
+     * against kiln_div_row's ranges (flag okn<i>), -1 none */
+    int *chk;
     int level_in[ANALYSIS_N + 1], first_in[ANALYSIS_N + 1], multi_in[ANALYSIS_N + 1], keep_in[ANALYSIS_N + 1];
+    int chk_in[ANALYSIS_N + 1];
     char need_in[ANALYSIS_N + 1];
 } analysis;
 
@@ -274,6 +279,7 @@ static void analysis_free(analysis *a)
     if (a->first != a->first_in) free(a->first);
     if (a->multi != a->multi_in) free(a->multi);
     if (a->keep != a->keep_in) free(a->keep);
+    if (a->chk != a->chk_in) free(a->chk);
     if (a->need != a->need_in) free(a->need);
 }
 
@@ -355,15 +361,17 @@ static kiln_status analyse(kiln_ctx *ctx, const kiln_plan_kernel *k, analysis *a
         an->first = an->first_in;
         an->multi = an->multi_in;
         an->keep = an->keep_in;
+        an->chk = an->chk_in;
         an->need = an->need_in;
     } else {
         an->level = calloc((size_t)n + 1, sizeof(int));
         an->first = calloc((size_t)n + 1, sizeof(int));
         an->multi = calloc((size_t)n + 1, sizeof(int));
         an->keep = calloc((size_t)n + 1, sizeof(int));
+        an->chk = calloc((size_t)n + 1, sizeof(int));
         an->need = calloc((size_t)n + 1, 1);
     }
-    if (!an->level || !an->first || !an->multi || !an->keep || !an->need) {
+    if (!an->level || !an->first || !an->multi || !an->keep || !an->chk || !an->need) {
         analysis_free(an);
         return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'plan': no host memory for kernel analysis");
     }
@@ -379,6 +387,7 @@ static kiln_status analyse(kiln_ctx *ctx, const kiln_plan_kernel *k, analysis *a
         }
         an->first[i] = -1;
         an->keep[i] = -1;
+        an->chk[i] = -1;
         if (in->space == KILN_SPACE_ROW) {
             int lv = 0;
             if (kiln__pop_is_reduction((kiln_pop)in->op)) {
@@ -439,19 +448,19 @@ typedef struct gen {
     char *need_all; /* a phase's instructions with nothing kept (the row longer than a tile) */
 } gen;
 
-/* Whether FULL instruction i divides a value an earlier pass kept (an.keep) by a row value,
- * which the output's walk over a row that fits one tile does through the row value's
+/* Whether FULL instruction i divides a value an earlier pass computed (an.chk: kept, or
+ * computed again here) by a row value, which the output's walk does through the row value's
  * reciprocal (kiln_div_row; row_divisions): f32 arithmetic, row values held as scalars. */
 static int fast_div(const gen *g, int i)
 {
     const kiln_plan_kernel *k = g->k;
     const kiln_plan_instr *in = &k->instr[i];
     return g->rdiv && !g->f64 && !g->colvec && in->op == KILN_POP_DIV && in->space == KILN_SPACE_FULL &&
-           k->instr[in->b].space == KILN_SPACE_ROW && g->an->keep[in->a] >= 0;
+           k->instr[in->b].space == KILN_SPACE_ROW && g->an->chk[in->a] >= 0;
 }
 
-/* Whether instruction x is a fast_div's divisor (operand 1: its reciprocal ry<x>) or kept
- * dividend (operand 0: the flag okn<x> that every kept point is in kiln_div_row's range). */
+/* Whether instruction x is a fast_div's divisor (operand 1: its reciprocal ry<x>) or dividend
+ * (operand 0: the flag okn<x> that every point the thread computed is in kiln_div_row's range). */
 static int fast_div_operand(const gen *g, int x, int operand)
 {
     for (int i = 0; i < g->k->ninstr; i++)
@@ -1143,9 +1152,9 @@ static void emit_phase_loop(gen *g, int ph, const char *need, int kmax)
         } else if (need[i] && k->instr[i].op != KILN_POP_LOAD) {
             emit_instr(g, i, lin);
             if (an->keep[i] == ph) kiln__sbuf_printf(b, "      if (fits) kv%d[kk][l] = v%d;\n", i, i);
-            if (an->keep[i] == ph && fast_div_operand(g, i, 0) && g->shift >= 0)
+            if (an->chk[i] == ph && fast_div_operand(g, i, 0) && g->shift >= 0)
                 kiln__sbuf_printf(b, "      okn%d = okn%d & (kiln_div_in(v%d) || !((lm >> l) & 1u));\n", i, i, i);
-            else if (an->keep[i] == ph && fast_div_operand(g, i, 0))
+            else if (an->chk[i] == ph && fast_div_operand(g, i, 0))
                 kiln__sbuf_printf(b, "      okn%d = okn%d & kiln_div_in(v%d);\n", i, i, i);
         }
     }
@@ -1287,7 +1296,7 @@ static void gen_reduction(gen *g, int colmode, int kmax)
         }
     for (int i = 0; i < k->ninstr; i++) {
         if (an->keep[i] >= 0) kiln__sbuf_printf(b, "  CT kv%d[%d][%d];\n", i, kmax, g->vec);
-        if (an->keep[i] >= 0 && fast_div_operand(g, i, 0)) kiln__sbuf_printf(b, "  bool okn%d = true;\n", i);
+        if (an->chk[i] >= 0 && fast_div_operand(g, i, 0)) kiln__sbuf_printf(b, "  bool okn%d = true;\n", i);
     }
     emit_row_level(g, 0);
     for (int ph = 0; ph <= k->npasses; ph++) {
@@ -1327,10 +1336,10 @@ static void gen_reduction(gen *g, int colmode, int kmax)
         }
         int kept = 0;
         for (int i = 0; i < k->ninstr; i++) kept |= need[i] == 2;
-        /* a row that fits one tile divides its kept values by row values through the reciprocals
-         * (fast_div) where every kept dividend and divisor is in kiln_div_row's ranges */
+        /* the output divides by row values through their reciprocals (fast_div) where every
+         * dividend the thread computed and every divisor is in kiln_div_row's ranges */
         kiln_sbuf cond = {0};
-        int nfast = out_phase && kept ? out_fast_divs(g, need, &cond) : 0;
+        int nfast = out_phase ? out_fast_divs(g, need, &cond) : 0;
         if (kept) { /* a tile that holds the whole row has the kept values; a longer row computes them again */
             kiln__sbuf_puts(b, "  if (fits) {\n");
             if (nfast) {
@@ -1344,6 +1353,14 @@ static void gen_reduction(gen *g, int colmode, int kmax)
             if (nfast) kiln__sbuf_puts(b, "  }\n");
             kiln__sbuf_puts(b, "  } else {\n");
             emit_phase_loop(g, ph, g->need_all, kmax);
+            kiln__sbuf_puts(b, "  }\n");
+        } else if (nfast) { /* the dividends computed again (step 70) */
+            kiln__sbuf_printf(b, "  if (%s) {\n", cond.oom ? "false" : cond.p);
+            g->div_fast = 1;
+            emit_phase_loop(g, ph, need, kmax);
+            g->div_fast = 0;
+            kiln__sbuf_puts(b, "  } else {\n");
+            emit_phase_loop(g, ph, need, kmax);
             kiln__sbuf_puts(b, "  }\n");
         } else {
             emit_phase_loop(g, ph, need, kmax);
@@ -1753,18 +1770,34 @@ static kiln_status row_segments(kiln_ctx *ctx, kplan *kp)
  * KILN_REDUCE_DIV=0 divides at every point, =1 always takes the reciprocal (both for measuring). */
 static kiln_status row_divisions(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
 {
+    analysis *an = &kp->an;
     kp->rdiv = 0;
-    if (kp->elementwise || k->compute_f64 || kp->an.nkept == 0) return KILN_OK;
+    for (int i = 0; i < k->ninstr; i++) an->chk[i] = -1;
+    if (kp->elementwise || kp->colmode || k->compute_f64 || k->npasses < 1 || k->out.is_row) return KILN_OK;
     static const char *const ways[] = {"0", "1"};
     int env;
     KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_DIV", ways, 2, &env));
     if (env == 0) return KILN_OK;
+    /* the first reduction pass that computes each instruction (a kept value: the pass that keeps it) */
+    int ndiv = 0;
+    for (int ph = 0; ph < k->npasses; ph++) {
+        mark_phase(k, an, ph, an->need);
+        for (int i = 0; i < k->ninstr; i++)
+            if (an->need[i] == 1 && an->chk[i] < 0) an->chk[i] = ph;
+    }
+    /* of them, the computed dividends of the output's divisions by a row value */
+    memset(an->need, 0, (size_t)k->ninstr);
     for (int i = 0; i < k->ninstr; i++) {
         const kiln_plan_instr *in = &k->instr[i];
         if (in->op == KILN_POP_DIV && in->space == KILN_SPACE_FULL && k->instr[in->b].space == KILN_SPACE_ROW &&
-            kp->an.keep[in->a] >= 0)
-            kp->rdiv = env == 1 ? 1 : 2;
+            k->instr[in->a].op != KILN_POP_LOAD && an->chk[in->a] >= 0)
+            an->need[in->a] = 1;
     }
+    for (int i = 0; i < k->ninstr; i++) {
+        if (!an->need[i]) an->chk[i] = -1;
+        ndiv += an->chk[i] >= 0;
+    }
+    if (ndiv) kp->rdiv = env == 1 ? 1 : 2;
     return KILN_OK;
 }
 
@@ -1833,12 +1866,12 @@ static kiln_status keep_values(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *
     return KILN_OK;
 }
 
-/* Nothing kept (and so no division through a reciprocal, which divides kept values only). */
+/* Nothing kept (the output computes its values again; its divisions through the reciprocal
+ * stay, their checks made where the dividend is first computed: row_divisions). */
 static void keep_none(const kiln_plan_kernel *k, kplan *kp)
 {
     for (int i = 0; i < k->ninstr; i++) kp->an.keep[i] = -1;
     kp->an.nkept = 0;
-    kp->rdiv = 0;
 }
 
 /* The registers kept values take, kmax x VEC a kept instruction, once kmax is final: at most
@@ -1871,6 +1904,17 @@ static int64_t row_cache_fits(const kiln_plan_kernel *k, const kplan *kp, int64_
         }
     room -= 16 * nload;
     return room > 0 && vector_bytes > 0 ? room / vector_bytes : 0;
+}
+
+/* The rule's division (kp->rdiv 2) on a row cached whole and unshifted: at every point. There
+ * the output's reciprocal costs more than it saves (H100, f16 softmax 4096 x 32000 0.246 ->
+ * 0.262 ms, 4096 x 24576 0.96x; shifted and partly cached rows 1.02-1.14x faster): the dividend's
+ * range check (kiln_div_in, ~5 instructions a point on the ALU pipe) lands in the sum's pass,
+ * which on such a row has no lane code to hide it (its static instructions +33 %, against +1 %
+ * on a shifted row; bench/NOTES.md step 71). */
+static void cached_division(kplan *kp)
+{
+    if (kp->smem_row == 1 && kp->shift < 0 && kp->rdiv == 2) kp->rdiv = 0;
 }
 
 /* The vectors a worker of a cached kernel walks: row_fill's doubling for kept values undone (a
@@ -1957,6 +2001,7 @@ static kiln_status row_cache(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp
     kp->row_tmax = best_t;
     kp->row_minb = best_b;
     keep_none(k, kp); /* a cached kernel keeps no values in registers (rows that fit a tile too) */
+    cached_division(kp);
     *bx = (unsigned)best_t;
     *smem = (unsigned)(cache + (int64_t)(best_t >> 5) * kp->smem_thread);
     return KILN_OK;
@@ -2116,6 +2161,7 @@ static kiln_status prepare_for_hooks(kiln_ctx *ctx, const kiln_plan_kernel *k, i
         if (kp->smem_row && row_cache_fits(k, kp, 232448 - 32 * (int64_t)kp->smem_thread) < row_vectors(kp))
             kp->smem_row = 2;
         if (kp->smem_row) keep_none(k, kp); /* as row_cache */
+        cached_division(kp);
     }
     return KILN_OK;
 }
@@ -2179,8 +2225,10 @@ static kiln_status tighten(kiln_ctx *ctx, const char *src, int blocks, CUfunctio
  * round up to a step of occupancy (softmax over 131072 x 250 f16: 40 -> 48 registers, 6 -> 5
  * blocks an SM, 0.88x; bench/NOTES.md step 64). A 256-thread kernel (ROW segments) is first
  * compiled again asking for one more block an SM (tighten), taken where nothing spills (softmax
- * f16 over 96-1024 wide rows 1.02-1.09x faster); other kernels compare their registers. Where
- * it still runs fewer blocks, or rounds up to more registers, *fn becomes the other. */
+ * f16 over 96-1024 wide rows 1.02-1.09x faster); a row-cache kernel keeps it where it spills
+ * nothing (its launch bounds hold the rule's blocks an SM at any register count); other kernels
+ * compare their registers. Where it still runs fewer blocks, or rounds up to more registers, or
+ * spills, *fn becomes the other. */
 static kiln_status choose_division(kiln_ctx *ctx, const kiln_plan_kernel *k, const kplan *kp, const char *src,
                                    CUfunction *fn)
 {
@@ -2210,6 +2258,12 @@ static kiln_status choose_division(kiln_ctx *ctx, const kiln_plan_kernel *k, con
         }
         if (b1 < b0) *fn = f0;
         return s;
+    }
+    if (kp->smem_row) { /* the launch bounds hold the row cache's blocks an SM: the reciprocal, unless it spills */
+        int local = -1;
+        if (st->cu.FuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, *fn) != CUDA_SUCCESS || local > 0)
+            *fn = f0;
+        return KILN_OK;
     }
     if ((r1 + 7) / 8 > (r0 + 7) / 8) *fn = f0;
     return KILN_OK;
