@@ -1909,9 +1909,10 @@ static int64_t row_cache_fits(const kiln_plan_kernel *k, const kplan *kp, int64_
 /* The rule's division (kp->rdiv 2) on a row cached whole and unshifted: at every point. There
  * the output's reciprocal costs more than it saves (H100, f16 softmax 4096 x 32000 0.246 ->
  * 0.262 ms, 4096 x 24576 0.96x; shifted and partly cached rows 1.02-1.14x faster): the dividend's
- * range check (kiln_div_in, ~5 instructions a point on the ALU pipe) lands in the sum's pass,
- * which on such a row has no lane code to hide it (its static instructions +33 %, against +1 %
- * on a shifted row; bench/NOTES.md step 71). */
+ * range check (kiln_div_in: three FSETP a point and their PLOP3) lands in the sum's pass, which
+ * on such a row has no lane code beside it (its SASS +33 %, against +1 % on a shifted row, whose
+ * lane branches become predicates), and the kernel issues less often (ncu: 0.83 -> 0.75 a cycle,
+ * 7 % fewer instructions; bench/NOTES.md step 71). */
 static void cached_division(kplan *kp)
 {
     if (kp->smem_row == 1 && kp->shift < 0 && kp->rdiv == 2) kp->rdiv = 0;
