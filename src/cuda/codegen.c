@@ -1759,15 +1759,17 @@ static kiln_status row_segments(kiln_ctx *ctx, kplan *kp)
     return KILN_OK;
 }
 
-/* The output's divisions of a kept value by a row value (softmax's exp(x - max) / sum): where
- * the row fits one tile, as a multiply by the row value's correctly rounded reciprocal and one
- * Markstein correction (kiln_div_row in source.c: three instructions a point in place of
- * div.rn's reciprocal, refinement, range check and correction), the same bits as a / b. The pass
- * that keeps the dividend checks each kept point against the correction's ranges (kiln_div_in,
- * flag okn<a>); the output's walk divides through the reciprocal where all were in range and the
- * divisor's reciprocal exists (ry<b> != 0), else at every point as before. Decided after
- * keep_cap, from the kept values; unset, kept where it costs no occupancy (choose_division).
- * KILN_REDUCE_DIV=0 divides at every point, =1 always takes the reciprocal (both for measuring). */
+/* The output's divisions by a row value of a value an earlier pass computed (softmax's
+ * exp(x - max) / sum), kept or computed again: as a multiply by the row value's correctly
+ * rounded reciprocal and one Markstein correction (kiln_div_row in source.c: three instructions
+ * a point in place of div.rn's reciprocal, refinement, range check and correction), the same
+ * bits as a / b. The first pass that computes the dividend (an.chk) checks each point against
+ * the correction's ranges (kiln_div_in, flag okn<a>); the output's walk divides through the
+ * reciprocal where all the thread's points were in range and the divisor's reciprocal exists
+ * (ry<b> != 0), else at every point as before (bench/NOTES.md steps 64, 71). Decided after
+ * keep_cap; unset, kept where it costs no occupancy (choose_division) and not on a row cached
+ * whole and unshifted (cached_division). KILN_REDUCE_DIV=0 divides at every point, =1 always
+ * takes the reciprocal (both for measuring). */
 static kiln_status row_divisions(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
 {
     analysis *an = &kp->an;
