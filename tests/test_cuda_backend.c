@@ -1401,14 +1401,18 @@ static void test_rdiv(void)
     const struct {
         kiln_dtype dt;
         int64_t shape[2];
-        int transpose;
-    } cases[] = {{KILN_DTYPE_F32, {64, 1000}, 0},  {KILN_DTYPE_F32, {2000, 100}, 0}, {KILN_DTYPE_F32, {3, 70000}, 0},
-                 {KILN_DTYPE_F32, {300, 257}, 1},  {KILN_DTYPE_F16, {2000, 100}, 0}, {KILN_DTYPE_F16, {33, 8192}, 0},
-                 {KILN_DTYPE_BF16, {4099, 24}, 0}, {KILN_DTYPE_F32, {4099, 1024}, 0},
-                 /* the row cache, its dividends computed again (row_divisions' chk): whole and
-                  * shifted (f16 50001), partial (bf16 140001), whole unshifted (f16 32000: the
-                  * reciprocal under KILN_REDUCE_DIV=1 only, cached_division) */
-                 {KILN_DTYPE_F16, {40, 50001}, 0},  {KILN_DTYPE_BF16, {20, 140001}, 0}, {KILN_DTYPE_F16, {40, 32000}, 0}};
+        int transpose, cached; /* cached: each softmax (kind 0) caches its rows (counted) */
+    } cases[] = {{KILN_DTYPE_F32, {64, 1000}, 0, 0},  {KILN_DTYPE_F32, {2000, 100}, 0, 0},
+                 {KILN_DTYPE_F32, {3, 70000}, 0, 0},  {KILN_DTYPE_F32, {300, 257}, 1, 0},
+                 {KILN_DTYPE_F16, {2000, 100}, 0, 0}, {KILN_DTYPE_F16, {33, 8192}, 0, 0},
+                 {KILN_DTYPE_BF16, {4099, 24}, 0, 0}, {KILN_DTYPE_F32, {4099, 1024}, 0, 0},
+                 /* the row cache, its dividends computed again (row_divisions' chk), on 100 rows
+                  * (few rows split, 4 of 50257 do, and a split kernel takes no cache:
+                  * test_rowcache; the first form's 20-40 rows likely split): whole and shifted
+                  * (f16 50001), partial (bf16 140001), whole unshifted (f16 32000: the reciprocal
+                  * under KILN_REDUCE_DIV=1 only, cached_division) */
+                 {KILN_DTYPE_F16, {100, 50001}, 0, 1}, {KILN_DTYPE_BF16, {100, 140001}, 0, 1},
+                 {KILN_DTYPE_F16, {100, 32000}, 0, 1}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const int64_t *sh = cases[c].shape;
         int64_t bshape[2] = {cases[c].transpose ? sh[1] : sh[0], cases[c].transpose ? sh[0] : sh[1]};
@@ -1423,6 +1427,7 @@ static void test_rdiv(void)
             /* 0: divided at every point; 1: through the reciprocal; unset: the rule's choice */
             static const char *const ways[3] = {"0", "1", NULL};
             kiln_tensor *o[3] = {NULL, NULL, NULL};
+            const int64_t cached_before = stats_of(gpu).reduce_row_caches;
             for (int w = 0; w < 3; w++) {
                 if (ways[w])
                     setenv("KILN_REDUCE_DIV", ways[w], 1);
@@ -1431,6 +1436,12 @@ static void test_rdiv(void)
                 CHECK_OK(gpu, kiln_eval(gpu, b_rdiv(&tg, &kind), KILN_DTYPE_AUTO, &o[w]));
             }
             unsetenv("KILN_REDUCE_DIV");
+            if (cases[c].cached && kind == 0) {
+                const int64_t n = stats_of(gpu).reduce_row_caches - cached_before;
+                if (n != 3)
+                    fprintf(stderr, "  rdiv case %zu: %lld of 3 softmax launches cached their rows\n", c, (long long)n);
+                CHECK_INT(n, 3);
+            }
             for (int w = 1; w < 3; w++)
                 if (o[0] && o[w]) {
                     int same = same_bits(o[w], o[0], kiln_tensor_dtype(o[0]));

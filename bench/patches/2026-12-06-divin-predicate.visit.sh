@@ -5,6 +5,7 @@
 # so a reused build directory can look up to date; step 71's void calls). Timing: base, new, base, new on
 # softmax rows (KILN_REDUCE_DIV unset); then test_cuda_backend's rdiv section (odd dividends: tiny, huge, inf,
 # NaN, whose quotients must keep KILN_REDUCE_DIV=0's bits) on the new tree, plain and under memcheck.
+# (The rdiv section also counts that its three 100-row cases cache their rows: new in session 57, unrun.)
 # Everything goes into $OUT/all.txt.
 set -u
 cd "$(dirname "$0")/../.."
