@@ -1194,6 +1194,22 @@ static void emit_phase_loop(gen *g, int ph, const char *need, int kmax)
     }
 }
 
+/* The output's walk twice, under `if (cond)` through the row values' reciprocals (fast_div) and
+ * else dividing at every point; once, dividing, where cond is NULL (no fast_div). */
+static void emit_division_choice(gen *g, int ph, const char *need, int kmax, const kiln_sbuf *cond)
+{
+    kiln_sbuf *b = g->b;
+    if (cond) {
+        kiln__sbuf_printf(b, "  if (%s) {\n", cond->oom ? "false" : cond->p);
+        g->div_fast = 1;
+        emit_phase_loop(g, ph, need, kmax);
+        g->div_fast = 0;
+        kiln__sbuf_puts(b, "  } else {\n");
+    }
+    emit_phase_loop(g, ph, need, kmax);
+    if (cond) kiln__sbuf_puts(b, "  }\n");
+}
+
 static void gen_reduction(gen *g, int colmode, int kmax)
 {
     kiln_sbuf *b = g->b;
@@ -1342,28 +1358,12 @@ static void gen_reduction(gen *g, int colmode, int kmax)
         int nfast = out_phase ? out_fast_divs(g, need, &cond) : 0;
         if (kept) { /* a tile that holds the whole row has the kept values; a longer row computes them again */
             kiln__sbuf_puts(b, "  if (fits) {\n");
-            if (nfast) {
-                kiln__sbuf_printf(b, "  if (%s) {\n", cond.oom ? "false" : cond.p);
-                g->div_fast = 1;
-                emit_phase_loop(g, ph, need, kmax);
-                g->div_fast = 0;
-                kiln__sbuf_puts(b, "  } else {\n");
-            }
-            emit_phase_loop(g, ph, need, kmax);
-            if (nfast) kiln__sbuf_puts(b, "  }\n");
+            emit_division_choice(g, ph, need, kmax, nfast ? &cond : NULL);
             kiln__sbuf_puts(b, "  } else {\n");
             emit_phase_loop(g, ph, g->need_all, kmax);
             kiln__sbuf_puts(b, "  }\n");
-        } else if (nfast) { /* the dividends computed again (step 70) */
-            kiln__sbuf_printf(b, "  if (%s) {\n", cond.oom ? "false" : cond.p);
-            g->div_fast = 1;
-            emit_phase_loop(g, ph, need, kmax);
-            g->div_fast = 0;
-            kiln__sbuf_puts(b, "  } else {\n");
-            emit_phase_loop(g, ph, need, kmax);
-            kiln__sbuf_puts(b, "  }\n");
-        } else {
-            emit_phase_loop(g, ph, need, kmax);
+        } else { /* the dividends computed again (step 70), or no division through a reciprocal */
+            emit_division_choice(g, ph, need, kmax, nfast ? &cond : NULL);
         }
         kiln__sbuf_free(&cond);
         if (!out_phase) {
