@@ -371,8 +371,8 @@ int main(void)
                 if (strncmp(cs->what, "softmax", 7) == 0 || strstr(cs->what, ": softmax")) {
                     int rdiv = strstr(src, "= kiln_div_row(") != NULL && (strstr(src, "okn3 = okn3 & kiln_div_in(v3);") != NULL ||
                                                                strstr(src, "okn3 = okn3 & (kiln_div_in(v3) || ") != NULL);
-                    /* kept or computed again (keep 0, the row cache): the dividend's pass checks it */
-                    /* but not on an unsplit row cached whole and unshifted (cached_division) */
+                    /* kept or computed again (keep 0, the row cache), the dividend's pass checking
+                     * it; not on an unsplit row cached whole and unshifted (cached_division) */
                     int want_rdiv = strstr(cs->what, "(div 0)") == NULL &&
                                     !(!split && strstr(cs->what, "(smem)") && !strstr(cs->what, "shift:"));
                     if (rdiv != want_rdiv) fprintf(stderr, "  %s split %d: row division %d\n", cs->what, split, rdiv);
