@@ -5,14 +5,14 @@
  * (first compile, in-memory hit, disk hit from a fresh process).
  *
  *   kiln-gpu-bench [--quick]          the table (exits 77 without a CUDA device)
- *   kiln-gpu-bench [--only NAMES] [--sizes RxC,RxC...] [--dtype f32|f16] [--split-ab | --ab VAR=V1,V2...]
+ *   kiln-gpu-bench [--only NAMES] [--sizes RxC,RxC...] [--dtype f32|f16|bf16] [--split-ab | --ab VAR=V1,V2...]
  *                                     the cases so named (commas outside parentheses
  *                                     separate them: --only 'sum(A,0),sum(A)') on those
  *                                     shapes; no compile latencies; --ab: each timed with
  *                                     the environment variable VAR at each value in turn
  *                                     in one process (--split-ab: KILN_REDUCE_SPLIT=0,1,force);
- *                                     --dtype: that dtype alone (both by default; for a
- *                                     profiler's --launch-skip)
+ *                                     --dtype: that dtype alone (f32 and f16 by default;
+ *                                     bf16 only so asked; for a profiler's --launch-skip)
  *   kiln-gpu-bench --disk-probe       (internal) one batch-norm in a fresh process, prints
  *                                     the kernel lookup time; run by the parent with the
  *                                     parent's KILN_CACHE_DIR
@@ -245,18 +245,19 @@ typedef struct bench_row {
     double bytes, copy_ms;
 } bench_row;
 
-/* Calls fn for each named case on each size (the first two with quick) in f32 and f16, with
+/* Calls fn for each named case on each size (the first two with quick) in f32 and f16 (or the
+ * one dtype --dtype names, bf16 included), with
  * the row's first columns printed (the case, dtype and shape) and its copy timed. */
 static kiln_dtype only_dtype = KILN_DTYPE_AUTO; /* --dtype: AUTO = f32 and f16 */
 
 static void for_each_case(int quick, const char *only, int64_t (*sizes)[2], int nsizes,
                           void (*fn)(const bench_row *, void *), void *arg)
 {
-    kiln_dtype dts[] = {KILN_DTYPE_F32, KILN_DTYPE_F16};
+    kiln_dtype dts[] = {KILN_DTYPE_F32, KILN_DTYPE_F16, KILN_DTYPE_BF16};
     for (int s = 0; s < nsizes; s++) {
         if (quick && s > 1) break;
-        for (int di = 0; di < 2; di++) {
-            if (only_dtype != KILN_DTYPE_AUTO && dts[di] != only_dtype) continue;
+        for (int di = 0; di < 3; di++) {
+            if (only_dtype == KILN_DTYPE_AUTO ? dts[di] == KILN_DTYPE_BF16 : dts[di] != only_dtype) continue;
             bench_row r = {.dt = dts[di], .N = sizes[s][0], .C = sizes[s][1]};
             data d = data_make(r.dt, sizes[s]);
             r.d = &d;
@@ -431,8 +432,10 @@ int main(int argc, char **argv)
                 only_dtype = KILN_DTYPE_F32;
             else if (strcmp(argv[i], "f16") == 0)
                 only_dtype = KILN_DTYPE_F16;
+            else if (strcmp(argv[i], "bf16") == 0)
+                only_dtype = KILN_DTYPE_BF16;
             else {
-                fprintf(stderr, "kiln-gpu-bench: --dtype wants f32 or f16, got '%s'\n", argv[i]);
+                fprintf(stderr, "kiln-gpu-bench: --dtype wants f32, f16 or bf16, got '%s'\n", argv[i]);
                 return 2;
             }
         } else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
@@ -452,7 +455,7 @@ int main(int argc, char **argv)
                 if (*p == ',') p++;
             }
         } else {
-            fprintf(stderr, "kiln-gpu-bench: unknown argument '%s' (--quick, --only NAMES, --sizes RxC,..., --dtype f32|f16, --split-ab, --ab VAR=V1,V2)\n", argv[i]);
+            fprintf(stderr, "kiln-gpu-bench: unknown argument '%s' (--quick, --only NAMES, --sizes RxC,..., --dtype f32|f16|bf16, --split-ab, --ab VAR=V1,V2)\n", argv[i]);
             return 2;
         }
     }
