@@ -8,9 +8,11 @@ torch.compile's compilation), the median of 7 batches divided by the batch size,
 kiln-gpu-bench does. GB/s counts the bytes that must move (inputs read once, output
 written once); copy/x is the fraction of copy bandwidth reached.
 Usage: python3 bench/peers/torch_expr.py [--quick] [--no-compile] [--only NAME,NAME] [--sizes RxC,RxC]
+       [--dtype f32|f16|bf16]
 (--quick: 8192 x 8192 only; --no-compile: eager only; --only: the cases of those names,
 split at the commas outside parentheses, so --only 'sum(A,0),sum(A)' names two; --sizes: those
-shapes, as kiln-gpu-bench's --sizes)
+shapes, as kiln-gpu-bench's --sizes; --dtype: that dtype alone, as kiln-gpu-bench's --dtype: f32 and
+f16 by default, bf16 only so asked)
 """
 import sys
 import torch
@@ -33,6 +35,7 @@ QUICK = "--quick" in sys.argv
 NO_COMPILE = "--no-compile" in sys.argv
 ONLY = split_names(sys.argv[sys.argv.index("--only") + 1]) if "--only" in sys.argv[:-1] else None
 SIZES = sys.argv[sys.argv.index("--sizes") + 1] if "--sizes" in sys.argv[:-1] else None
+DTYPE = sys.argv[sys.argv.index("--dtype") + 1] if "--dtype" in sys.argv[:-1] else None
 dev = "cuda"
 
 
@@ -117,6 +120,9 @@ def timed(fn, reps):
     return ts[3]
 
 
+ALL_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+
+
 def main():
     print("torch", torch.__version__, torch.cuda.get_device_name())
     sizes = [(8192, 8192), (65536, 1024), (1024, 65536), (256, 256)]
@@ -124,10 +130,13 @@ def main():
         sizes = sizes[:1]
     if SIZES:
         sizes = parse_sizes(SIZES)
+    if DTYPE is not None and DTYPE not in ALL_DTYPES:
+        sys.exit(f"torch_expr.py: argument '--dtype': '{DTYPE}' is not f32, f16 or bf16")
+    dtypes = [(ALL_DTYPES[DTYPE], DTYPE)] if DTYPE else [(torch.float32, "f32"), (torch.float16, "f16")]
     print(f"{'case':26s} {'dtype':5s} {'shape':13s} {'eager ms':>9s} {'GB/s':>8s} {'compile ms':>10s} {'GB/s':>8s} "
           f"{'copyGB/s':>9s} {'copy/eag':>8s} {'copy/cmp':>8s}")
     for (N, C) in sizes:
-        for dt, dn in ((torch.float32, "f32"), (torch.float16, "f16")):
+        for dt, dn in dtypes:
             A = torch.rand(N, C, device=dev, dtype=dt) * 5 - 2
             B = torch.rand(N, C, device=dev, dtype=dt) * 2 - 1
             bias = torch.rand(C, device=dev, dtype=dt) * 2 - 1
