@@ -245,9 +245,9 @@ typedef struct bench_row {
     double bytes, copy_ms;
 } bench_row;
 
-/* Calls fn for each named case on each size (the first two with quick) in f32 and f16 (or the
- * one dtype --dtype names, bf16 included), with
- * the row's first columns printed (the case, dtype and shape) and its copy timed. */
+/* Calls fn for each named case on each size (the first two with quick) in f32 and f16, or in
+ * the one dtype --dtype names (bf16 included), with the row's first columns printed (the case,
+ * dtype and shape) and its copy timed. */
 static kiln_dtype only_dtype = KILN_DTYPE_AUTO; /* --dtype: AUTO = f32 and f16 */
 
 static void for_each_case(int quick, const char *only, int64_t (*sizes)[2], int nsizes,
