@@ -256,6 +256,9 @@ int main(void)
          * point (row_shift; kiln_lanes_in marks the partly filled vectors) */
         {"shift: softmax f32 VEC 4", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 30001}, 8, KILN_ROUND_DEFAULT},
         {"shift: softmax f16 VEC 8 (keep 0)", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {3, 30001}, 8, KILN_ROUND_DEFAULT},
+        /* kept 16-bit rows past a warp, shifted: row_fill leaves their walk undoubled */
+        {"shift: softmax f16 VEC 8 (kept)", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {3, 10001}, 8, KILN_ROUND_DEFAULT},
+        {"shift: softmax bf16 VEC 8 (kept)", KILN_DTYPE_BF16, KILN_DTYPE_BF16, 2, {3, 16001}, 8, KILN_ROUND_DEFAULT},
         {"shift: row argmax f16 VEC 8", KILN_DTYPE_F16, KILN_DTYPE_I32, 2, {5, 9001}, 3, KILN_ROUND_DEFAULT},
         {"shift: x - max(x) f16 SR VEC 8", KILN_DTYPE_F16, KILN_DTYPE_F16, 2, {2, 50001}, 5, KILN_ROUND_STOCHASTIC},
         {"short 4: shift: row var f32 VEC 4", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {1000, 33}, 12, KILN_ROUND_DEFAULT},
@@ -410,6 +413,13 @@ int main(void)
                     int ok = strstr(src, "j0 += (IDX)nw * 2) {") != NULL && strstr(src, "j0 += (IDX)nw * 4) {") == NULL;
                     if (!ok) fprintf(stderr, "  %s: not 2 vectors a worker\n", cs->what);
                     CHECK(ok);
+                }
+                /* ... and a shifted one keeps its values over 2 or 3 vectors a worker, not row_fill's 4
+                 * (the doubled walk spilled 88 bytes in f16, 216 in bf16; bench/NOTES.md step 71) */
+                if (strstr(cs->what, "(kept)")) {
+                    int kept = strstr(src, "  CT kv") != NULL, doubled = strstr(src, "nw * 4) {") != NULL;
+                    if (!kept || doubled) fprintf(stderr, "  %s split %d: kept %d, doubled %d\n", cs->what, split, kept, doubled);
+                    CHECK(kept && !doubled);
                 }
                 const char *vn = strstr(cs->what, "VEC ");
                 if (vn) { /* the row's width takes the widest vector that divides it */

@@ -1691,8 +1691,8 @@ static int lanes_pay(kiln_ctx *ctx, const kiln_cuda_state *st, const kiln_plan_k
  * of copy bandwidth where f32 reached 0.87 (NOTES step 57). KILN_REDUCE_ROWFILL=1 gives the
  * narrow worker f32's bytes (kmax times 4 / the widest input's size, at most 8 vectors): half
  * the workers a row, twice the bytes each in flight, half the block-wide folds. Unset: where
- * the output is one value a row, or where values are kept (keep_values) over rows that need
- * more than a warp; 0 never; 1 everywhere. */
+ * the output is one value a row, or where values are kept (keep_values) over unshifted rows
+ * that need more than a warp; 0 never; 1 everywhere. */
 static kiln_status row_fill(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
 {
     if (kp->elementwise || kp->colmode || kp->vec < 2 || k->compute_f64) return KILN_OK;
@@ -1704,9 +1704,12 @@ static kiln_status row_fill(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
      * rows) ran 0.82-0.87x with it (NOTES step 58) */
     /* and where the kernel keeps computed values for a later phase and its row needs more than a
      * warp: softmax along rows then computes exp once a point and walks 1024-wide f16 rows on one
-     * warp (bench/NOTES.md step 63) */
+     * warp (bench/NOTES.md step 63); not on shifted rows, whose lane masks and partial vectors
+     * made the doubled walk spill (f16 softmax 88 bytes, bf16 216, at 64 registers): H100
+     * softmax undoubled 1.04-1.24x faster in f16 and 1.04-1.40x in bf16 on 4096 x 10001, 16001
+     * and 4001 (f16 0.975x there), 8192 x 8193, split rows of 50257 and 128257 (step 73) */
     int64_t need = (row_vectors(kp) + kp->kmax - 1) / kp->kmax;
-    int keeps = kp->an.nkept > 0 && need > 32;
+    int keeps = kp->an.nkept > 0 && need > 32 && kp->shift < 0;
     if (env == 0 || (env < 0 && !k->out.is_row && !keeps)) return KILN_OK;
     size_t widest = widest_input(k);
     if (widest == 0 || widest >= 4) return KILN_OK;
