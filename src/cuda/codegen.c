@@ -1692,7 +1692,7 @@ static int lanes_pay(kiln_ctx *ctx, const kiln_cuda_state *st, const kiln_plan_k
  * narrow worker f32's bytes (kmax times 4 / the widest input's size, at most 8 vectors): half
  * the workers a row, twice the bytes each in flight, half the block-wide folds. Unset: where
  * the output is one value a row, or where values are kept (keep_values) over unshifted rows
- * that need more than a warp; 0 never; 1 everywhere. */
+ * that need more than a warp and, doubled, at most 256 workers; 0 never; 1 everywhere. */
 static kiln_status row_fill(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
 {
     if (kp->elementwise || kp->colmode || kp->vec < 2 || k->compute_f64) return KILN_OK;
@@ -1707,15 +1707,20 @@ static kiln_status row_fill(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
      * warp (bench/NOTES.md step 63); not on shifted rows, whose lane masks and partial vectors
      * made the doubled walk spill (f16 softmax 88 bytes, bf16 216, at 64 registers): H100
      * softmax undoubled 1.04-1.24x faster in f16 and 1.04-1.40x in bf16 on 4096 x 10001, 16001
-     * and 4001 (f16 0.975x there), 8192 x 8193, split rows of 50257 and 128257 (step 73) */
-    int64_t need = (row_vectors(kp) + kp->kmax - 1) / kp->kmax;
-    int keeps = kp->an.nkept > 0 && need > 32 && kp->shift < 0;
-    if (env == 0 || (env < 0 && !k->out.is_row && !keeps)) return KILN_OK;
+     * and 4001 (f16 0.975x there), 8192 x 8193, split rows of 50257 and 128257 (step 73); and
+     * only where the doubled walk needs at most 256 workers (blocks of 256 threads or fewer,
+     * rows up to 8192 16-bit values): H100 unshifted softmax, doubled against undoubled, 1.18-1.34x
+     * at 6000-8192 wide, 0.95x (f16) and 1.03x (bf16) at 4000, 0.81-0.86x at 10000-16384, where
+     * the doubled blocks are 512 threads (step 73) */
     size_t widest = widest_input(k);
     if (widest == 0 || widest >= 4) return KILN_OK;
     int km = kp->kmax * (int)(4 / widest);
+    if (km > 8) km = 8;
+    int64_t Lv = row_vectors(kp), need = (Lv + kp->kmax - 1) / kp->kmax, need_filled = (Lv + km - 1) / km;
+    int keeps = kp->an.nkept > 0 && need > 32 && kp->shift < 0 && need_filled <= 256;
+    if (env == 0 || (env < 0 && !k->out.is_row && !keeps)) return KILN_OK;
     if (env < 0 && !k->out.is_row) kp->kmax_unfilled = kp->kmax; /* for the kept values alone */
-    kp->kmax = km > 8 ? 8 : km;
+    kp->kmax = km;
     return KILN_OK;
 }
 
