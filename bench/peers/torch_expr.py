@@ -31,11 +31,20 @@ def split_names(text):
     return names + [cur]
 
 
+def option_value(name):
+    """The value after option name, None where it is absent; an exit naming it where it ends the line."""
+    if name not in sys.argv:
+        return None
+    if sys.argv.index(name) == len(sys.argv) - 1:
+        sys.exit(f"torch_expr.py: argument '{name}': no value follows it")
+    return sys.argv[sys.argv.index(name) + 1]
+
+
 QUICK = "--quick" in sys.argv
 NO_COMPILE = "--no-compile" in sys.argv
-ONLY = split_names(sys.argv[sys.argv.index("--only") + 1]) if "--only" in sys.argv[:-1] else None
-SIZES = sys.argv[sys.argv.index("--sizes") + 1] if "--sizes" in sys.argv[:-1] else None
-DTYPE = sys.argv[sys.argv.index("--dtype") + 1] if "--dtype" in sys.argv[:-1] else None
+ONLY = split_names(option_value("--only")) if "--only" in sys.argv else None
+SIZES = option_value("--sizes")
+DTYPE = option_value("--dtype")
 dev = "cuda"
 
 
@@ -124,14 +133,14 @@ ALL_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16
 
 
 def main():
+    if DTYPE is not None and DTYPE not in ALL_DTYPES:
+        sys.exit(f"torch_expr.py: argument '--dtype': '{DTYPE}' is not f32, f16 or bf16")
     print("torch", torch.__version__, torch.cuda.get_device_name())
     sizes = [(8192, 8192), (65536, 1024), (1024, 65536), (256, 256)]
     if QUICK:
         sizes = sizes[:1]
     if SIZES:
         sizes = parse_sizes(SIZES)
-    if DTYPE is not None and DTYPE not in ALL_DTYPES:
-        sys.exit(f"torch_expr.py: argument '--dtype': '{DTYPE}' is not f32, f16 or bf16")
     dtypes = [(ALL_DTYPES[DTYPE], DTYPE)] if DTYPE else [(torch.float32, "f32"), (torch.float16, "f16")]
     print(f"{'case':26s} {'dtype':5s} {'shape':13s} {'eager ms':>9s} {'GB/s':>8s} {'compile ms':>10s} {'GB/s':>8s} "
           f"{'copyGB/s':>9s} {'copy/eag':>8s} {'copy/cmp':>8s}")
