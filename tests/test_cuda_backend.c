@@ -788,6 +788,8 @@ static void check_repeatable(const char *what, build_fn build, const void *param
     kiln_tensor_release(o2);
 }
 
+static kiln_expr *b_short(kiln_tensor *const *in, const void *p);
+
 /* Reductions whose rows are far longer than the rows are many: a sum to one value, a few
  * long rows, a few long columns, multi-pass (variance, standard deviation), broadcast back
  * into a full output (x - max(x), x - var(x)), arg reductions with ties and a NaN across
@@ -885,6 +887,39 @@ static void test_split(void)
         unsetenv("KILN_REDUCE_SPLIT");
         kiln_tensor_release(tc);
         kiln_tensor_release(tg);
+    }
+    /* softmax over few unshifted 16-bit rows (a block a row, at most half an SM a row): where
+     * row_fill's doubled walk fits one 1024-thread tile and the undoubled one does not, the rule
+     * doubles it and the row stays on one block; KILN_REDUCE_ROWFILL=0 splits it; rows too long
+     * for one doubled tile split either way */
+    {
+        const struct {
+            kiln_dtype dt;
+            int64_t shape[2];
+            int split_unset;
+        } fc[] = {{KILN_DTYPE_F16, {8, 32000}, 0}, {KILN_DTYPE_BF16, {16, 20000}, 0}, {KILN_DTYPE_F16, {2, 65536}, 1}};
+        for (size_t c = 0; c < sizeof fc / sizeof fc[0]; c++) {
+            kiln_tensor *tc, *tg;
+            make_pair(fc[c].dt, 2, fc[c].shape, V_PLAIN, -2, 3, &tc, &tg);
+            int kind = 0;
+            const double tol = fc[c].dt == KILN_DTYPE_F16 ? 1e-2 : 4e-2;
+            for (int fill = 0; fill < 2; fill++) {
+                char what[96];
+                snprintf(what, sizeof what, "few rows softmax case %zu rowfill %s", c, fill ? "unset" : "0");
+                if (fill)
+                    unsetenv("KILN_REDUCE_ROWFILL");
+                else
+                    setenv("KILN_REDUCE_ROWFILL", "0", 1);
+                int64_t before = split_count();
+                compare(what, b_short, &kind, &tc, &tg, KILN_DTYPE_AUTO, tol);
+                const int want = fill ? fc[c].split_unset : 1;
+                if ((split_count() > before) != want) fprintf(stderr, "  %s: split %d, want %d\n", what, split_count() > before, want);
+                CHECK_INT(split_count() > before, want);
+            }
+            unsetenv("KILN_REDUCE_ROWFILL");
+            kiln_tensor_release(tc);
+            kiln_tensor_release(tg);
+        }
     }
     /* arg reductions across slices: a tie (the first index wins) and a NaN (it wins) */
     for (int nan = 0; nan < 2; nan++) {

@@ -1692,8 +1692,9 @@ static int lanes_pay(kiln_ctx *ctx, const kiln_cuda_state *st, const kiln_plan_k
  * narrow worker f32's bytes (kmax times 4 / the widest input's size, at most 8 vectors): half
  * the workers a row, twice the bytes each in flight, half the block-wide folds. Unset: where
  * the output is one value a row, or where values are kept (keep_values) over unshifted rows
- * that need more than a warp and, doubled, at most 256 workers; 0 never; 1 everywhere. */
-static kiln_status row_fill(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
+ * that need more than a warp and, doubled, at most 256 workers or one tile where undoubled
+ * they would split; 0 never; 1 everywhere. */
+static kiln_status row_fill(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_cuda_state *st, kplan *kp)
 {
     if (kp->elementwise || kp->colmode || kp->vec < 2 || k->compute_f64) return KILN_OK;
     static const char *const ways[] = {"0", "1"};
@@ -1711,13 +1712,19 @@ static kiln_status row_fill(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
      * only where the doubled walk needs at most 256 workers (blocks of 256 threads or fewer,
      * rows up to 8192 16-bit values): H100 unshifted softmax, doubled against undoubled, 1.18-1.34x
      * at 6000-8192 wide, 0.95x (f16) and 1.03x (bf16) at 4000, 0.81-0.86x at 10000-16384, where
-     * the doubled blocks are 512 threads (step 73) */
+     * the doubled blocks are 512 threads (step 73); or where the rows are few enough to split
+     * (a block a row, at most half an SM a row) and the doubled walk fits one 1024-thread tile
+     * where the undoubled one needs two or more: doubled, the row stays on one block and skips
+     * the split's grid barriers (H200 softmax 8 x 32000 and 16 x 20000, f16 and bf16: split
+     * undoubled 14.1-15.3 us, unsplit doubled 9.1-13.1 us; 2 x 65536 splits either way and ran
+     * 1.2-1.3x faster undoubled, in twice the slices; step 74) */
     size_t widest = widest_input(k);
     if (widest == 0 || widest >= 4) return KILN_OK;
     int km = kp->kmax * (int)(4 / widest);
     if (km > 8) km = 8;
     int64_t Lv = row_vectors(kp), need = (Lv + kp->kmax - 1) / kp->kmax, need_filled = (Lv + km - 1) / km;
-    int keeps = kp->an.nkept > 0 && need > 32 && kp->shift < 0 && need_filled <= 256;
+    int unsplits = st && kp->l.R * 2 <= st->sm_count && need > 1024 && need_filled <= 1024;
+    int keeps = kp->an.nkept > 0 && need > 32 && kp->shift < 0 && (need_filled <= 256 || unsplits);
     if (env == 0 || (env < 0 && !k->out.is_row && !keeps)) return KILN_OK;
     if (env < 0 && !k->out.is_row) kp->kmax_unfilled = kp->kmax; /* for the kept values alone */
     kp->kmax = km;
@@ -2048,7 +2055,7 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_
         set_lanes(k, kp, 1);
     }
     s = keep_values(ctx, k, kp);
-    if (s == KILN_OK) s = row_fill(ctx, k, kp);
+    if (s == KILN_OK) s = row_fill(ctx, k, st, kp);
     if (s == KILN_OK) shift_fit(k, kp);
     if (s == KILN_OK) s = row_segments(ctx, kp);
     if (s == KILN_OK) keep_cap(k, kp);
