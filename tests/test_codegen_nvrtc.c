@@ -26,6 +26,7 @@
 
 #pragma weak kiln__cuda_kernel_source
 #pragma weak kiln__cuda_row_cache_block
+#pragma weak kiln__cuda_launch_choice
 
 static uint64_t rng;
 
@@ -173,6 +174,107 @@ static void test_row_cache_block(void)
         }
 }
 
+/* The launch choices of whole kernels (codegen.c run_kernel, kiln__cuda_launch_choice) on an
+ * H100's size (132 SMs, 227 KB of shared memory a block opted in, 228 KB an SM): the counts
+ * test_cuda_backend takes on the GPU (its rowcache, split and few-rows cases), so that a rule
+ * change that moves one of them fails here first (v73a moved f16 100 x 32000 softmax onto the
+ * row cache, and only a GPU visit saw it: bench/NOTES.md step 74). Each case: the expression
+ * (build's kind) over a random rows x cols input, the knobs, and what the first kernel takes. */
+static void test_launch_choices(kiln_ctx *ctx)
+{
+    const int sms = 132, optin = 232448, sm = 233472;
+    const struct {
+        const char *what;
+        kiln_dtype dt;
+        int64_t shape[2];
+        int kind;
+        const char *smem, *rowfill; /* KILN_REDUCE_SMEM, KILN_REDUCE_ROWFILL (NULL: unset) */
+        int split, row_cache, kmax; /* row_cache: taken (1 or 2) or not; kmax -1: not checked */
+    } cases[] = {
+        /* test_cuda_backend rowcache: =tile, then the rule */
+        {"f16 100 x 32000 softmax, tile", KILN_DTYPE_F16, {100, 32000}, 99, "tile", NULL, 0, 1, 2},
+        {"f16 100 x 32000 softmax, rule", KILN_DTYPE_F16, {100, 32000}, 99, NULL, NULL, 0, 1, 2},
+        {"f16 100 x 32000 variance, tile", KILN_DTYPE_F16, {100, 32000}, 12, "tile", NULL, 0, 0, 4},
+        {"f16 100 x 32000 variance, rule", KILN_DTYPE_F16, {100, 32000}, 12, NULL, NULL, 0, 1, -1},
+        {"f16 100 x 32000 x - max(x), tile", KILN_DTYPE_F16, {100, 32000}, 5, "tile", NULL, 0, 1, -1},
+        {"f32 100 x 20000 softmax, tile", KILN_DTYPE_F32, {100, 20000}, 99, "tile", NULL, 0, 1, -1},
+        {"f32 140 x 100003 softmax, tile: too long", KILN_DTYPE_F32, {140, 100003}, 99, "tile", NULL, 0, 0, -1},
+        {"f32 140 x 100003 softmax, rule: its first part", KILN_DTYPE_F32, {140, 100003}, 99, NULL, NULL, 0, 1, -1},
+        {"f16 4 x 50257 softmax: split", KILN_DTYPE_F16, {4, 50257}, 99, NULL, NULL, 1, 0, -1},
+        /* test_cuda_backend split, few rows: the doubled walk in one tile where the undoubled splits
+         * (v74a), then cached, which undoes the doubling (cached_kmax); ROWFILL=1 would keep it */
+        {"f16 8 x 32000 softmax", KILN_DTYPE_F16, {8, 32000}, 99, NULL, NULL, 0, 1, 2},
+        {"f16 8 x 32000 softmax, rowfill 0", KILN_DTYPE_F16, {8, 32000}, 99, NULL, "0", 1, 0, 2},
+        {"bf16 16 x 20000 softmax", KILN_DTYPE_BF16, {16, 20000}, 99, NULL, NULL, 0, 1, 2},
+        {"bf16 16 x 20000 softmax, rowfill 0", KILN_DTYPE_BF16, {16, 20000}, 99, NULL, "0", 1, 0, 2},
+        {"f16 2 x 65536 softmax: split either way", KILN_DTYPE_F16, {2, 65536}, 99, NULL, NULL, 1, 0, 2},
+        {"f16 8 x 32000 softmax, rowfill 1: cached doubled", KILN_DTYPE_F16, {8, 32000}, 99, NULL, "1", 0, 1, 4},
+        /* v73a on many rows: doubled up to 256 workers (8192 values), undoubled past them */
+        {"f16 300 x 8192 softmax", KILN_DTYPE_F16, {300, 8192}, 99, NULL, NULL, 0, 0, 4},
+        {"f16 300 x 10000 softmax", KILN_DTYPE_F16, {300, 10000}, 99, NULL, NULL, 0, -1, 2},
+        {"bf16 300 x 16384 softmax", KILN_DTYPE_BF16, {300, 16384}, 99, NULL, NULL, 0, -1, 2},
+        {"f16 8 x 10000 softmax: one tile either way", KILN_DTYPE_F16, {8, 10000}, 99, NULL, NULL, 0, 1, 2},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        if (cases[c].smem)
+            setenv("KILN_REDUCE_SMEM", cases[c].smem, 1);
+        else
+            unsetenv("KILN_REDUCE_SMEM");
+        if (cases[c].rowfill)
+            setenv("KILN_REDUCE_ROWFILL", cases[c].rowfill, 1);
+        else
+            unsetenv("KILN_REDUCE_ROWFILL");
+        setenv("KILN_VAR_PASSES", "2", 1); /* as test_cuda_backend's rowcache cases */
+        kiln_tensor *x = random_tensor(ctx, cases[c].dt, 2, cases[c].shape);
+        int ond;
+        int64_t oshape[3];
+        kiln_expr *e = build(cases[c].kind, x, 2, cases[c].shape, &ond, oshape);
+        kiln_tensor *dst = NULL;
+        CHECK_OK(ctx, kiln_tensor_empty(ctx, cases[c].kind == 12 ? KILN_DTYPE_F32 : cases[c].dt, ond, oshape, &dst));
+        kiln_plan *p = NULL;
+        CHECK_OK(ctx, kiln__plan_build(dst, e, KILN_ROUND_DEFAULT, &p));
+        kiln_expr_release(e);
+        CHECK(p && p->nkernels > 0);
+        kiln_cuda_launch_choice ch = {-1, -1, -1, -1};
+        if (p && p->nkernels > 0) CHECK_OK(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, &ch));
+        const int cached = ch.row_cache != 0;
+        if (ch.split != cases[c].split || (cases[c].row_cache >= 0 && cached != cases[c].row_cache) ||
+            (cases[c].kmax >= 0 && ch.kmax != cases[c].kmax))
+            fprintf(stderr, "  launch choice, %s: split %d, row cache %d, kmax %d (%d threads); want %d, %d, %d\n",
+                    cases[c].what, ch.split, ch.row_cache, ch.kmax, ch.threads, cases[c].split, cases[c].row_cache,
+                    cases[c].kmax);
+        CHECK_INT(ch.split, cases[c].split);
+        if (cases[c].row_cache >= 0) CHECK_INT(cached, cases[c].row_cache);
+        if (cases[c].kmax >= 0) CHECK_INT(ch.kmax, cases[c].kmax);
+        kiln__plan_free(p);
+        kiln_tensor_release(dst);
+        kiln_tensor_release(x);
+    }
+    unsetenv("KILN_REDUCE_SMEM");
+    unsetenv("KILN_REDUCE_ROWFILL");
+    unsetenv("KILN_VAR_PASSES");
+    /* bad arguments name themselves */
+    {
+        int64_t shape[2] = {4, 1000};
+        kiln_tensor *x = random_tensor(ctx, KILN_DTYPE_F32, 2, shape);
+        int ond;
+        int64_t oshape[3];
+        kiln_expr *e = build(2, x, 2, shape, &ond, oshape);
+        kiln_tensor *dst = NULL;
+        CHECK_OK(ctx, kiln_tensor_empty(ctx, KILN_DTYPE_F32, ond, oshape, &dst));
+        kiln_plan *p = NULL;
+        CHECK_OK(ctx, kiln__plan_build(dst, e, KILN_ROUND_DEFAULT, &p));
+        kiln_expr_release(e);
+        kiln_cuda_launch_choice ch;
+        CHECK_FAILS(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], 0, optin, sm, &ch), KILN_ERR_ARG, "sm_count");
+        CHECK_FAILS(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, sm + 1, sm, &ch), KILN_ERR_ARG, "smem_optin");
+        CHECK_FAILS(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, NULL), KILN_ERR_ARG, "out");
+        kiln__plan_free(p);
+        kiln_tensor_release(dst);
+        kiln_tensor_release(x);
+    }
+}
+
 int main(void)
 {
     if (!kiln__cuda_kernel_source) {
@@ -186,6 +288,7 @@ int main(void)
     kiln_ctx *ctx = NULL;
     kiln_ctx_args a = {.device = KILN_DEVICE_CPU, .seed = 7};
     CHECK_OK(ctx, kiln_ctx_create(&ctx, &a));
+    if (kiln__cuda_launch_choice) test_launch_choices(ctx);
     const codegen_case cases[] = {
         {"element-wise f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 1000}, 0, KILN_ROUND_DEFAULT},
         {"sum to one f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 40000}, 1, KILN_ROUND_DEFAULT},

@@ -1656,8 +1656,8 @@ static void set_lanes(const kiln_plan_kernel *k, kplan *kp, int vec)
 
 static void launch_shape(const kiln_cuda_state *st, const kplan *kp, int64_t R, int64_t L, int narrow,
                          unsigned *gx, unsigned *bx, unsigned *by, unsigned *smem);
-static kiln_status split_slices(kiln_ctx *ctx, const kiln_plan_kernel *k, const kplan *kp, unsigned gx,
-                                int64_t workers, int64_t tiles, int occ, int *G);
+static kiln_status split_slices(kiln_ctx *ctx, const kiln_cuda_state *st, const kiln_plan_kernel *k, const kplan *kp,
+                                unsigned gx, int64_t workers, int64_t tiles, int occ, int *G);
 
 /* Whether COLUMN mode's lanes pay on the device: a thread owning VEC columns leaves VEC times
  * fewer threads, so unsplit they pay only where the narrowest blocks still give one an SM
@@ -1679,7 +1679,7 @@ static int lanes_pay(kiln_ctx *ctx, const kiln_cuda_state *st, const kiln_plan_k
     int64_t tiles = (L + (int64_t)by * kp->kmax - 1) / ((int64_t)by * kp->kmax);
     int64_t tiles_n = (L + (int64_t)byn * kp->kmax - 1) / ((int64_t)byn * kp->kmax);
     int G = 1;
-    if (split_slices(ctx, k, kp, gx, by, tiles, 1, &G) != KILN_OK) G = 1; /* run_kernel reports it */
+    if (split_slices(ctx, st, k, kp, gx, by, tiles, 1, &G) != KILN_OK) G = 1; /* run_kernel reports it */
     kp->unsplit = gxn >= (unsigned)st->sm_count && tiles_n < 4;
     return (G > 1 && !kp->unsplit) || gxn >= (unsigned)st->sm_count;
 }
@@ -1715,9 +1715,11 @@ static kiln_status row_fill(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln
      * the doubled blocks are 512 threads (step 73); or where the rows are few enough to split
      * (a block a row, at most half an SM a row) and the doubled walk fits one 1024-thread tile
      * where the undoubled one needs two or more: doubled, the row stays on one block and skips
-     * the split's grid barriers (H200 softmax 8 x 32000 and 16 x 20000, f16 and bf16: split
-     * undoubled 14.1-15.3 us, unsplit doubled 9.1-13.1 us; 2 x 65536 splits either way and ran
-     * 1.2-1.3x faster undoubled, in twice the slices; step 74) */
+     * the split's grid barriers, and then takes the row cache, which undoes the doubled walk
+     * (cached_kmax). H200 softmax 8 x 32000 and 16 x 20000, f16 and bf16: split undoubled
+     * 14.1-15.3 us, unsplit and cached with the walk doubled (ROWFILL=1) 9.1-13.1 us; the
+     * undone walk's time there is not measured yet. 2 x 65536 splits either way and ran
+     * 1.2-1.3x faster undoubled, in twice the slices (step 74) */
     size_t widest = widest_input(k);
     if (widest == 0 || widest >= 4) return KILN_OK;
     int km = kp->kmax * (int)(4 / widest);
@@ -1985,10 +1987,9 @@ int kiln__cuda_row_cache_block(int rule, int64_t need, int64_t cache, int smem_t
  * KILN_REDUCE_SMEM=tile, the first form: rows longer than the 1024-thread block's tile, on that
  * block, whole (f16 2048 x 50257 0.364 ms). KILN_REDUCE_SMEM=0 never. Sets the block (*bx, *smem)
  * where taken. */
-static kiln_status row_cache(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp, int64_t L, unsigned *bx,
-                             unsigned by, unsigned *smem)
+static kiln_status row_cache(kiln_ctx *ctx, const kiln_cuda_state *st, const kiln_plan_kernel *k, kplan *kp, int64_t L,
+                             unsigned *bx, unsigned by, unsigned *smem)
 {
-    kiln_cuda_state *st = kiln__cuda_state(ctx);
     kp->smem_row = 0;
     if (kp->elementwise || kp->colmode || kp->seg || kp->split || kp->an.ncached == 0 || by != 1 || *bx != 1024 ||
         !st || st->smem_optin <= 0 || st->smem_sm <= 0 || !st->cu.FuncSetAttribute)
@@ -2402,10 +2403,9 @@ static kiln_status grid_sync_words(kiln_ctx *ctx)
  * a split pays from 16 tiles a row (12 lose ~8 %) for one pass to a few values, from 32
  * along columns (16 lose ~5 %; 24 set between), from 8 for two passes (variance; 4 lose),
  * and from 2 where the row is also written back whole (x - max(x): 4 tiles win 1.0-1.45x). */
-static kiln_status split_slices(kiln_ctx *ctx, const kiln_plan_kernel *k, const kplan *kp, unsigned gx,
-                                int64_t workers, int64_t tiles, int occ, int *G)
+static kiln_status split_slices(kiln_ctx *ctx, const kiln_cuda_state *st, const kiln_plan_kernel *k, const kplan *kp,
+                                unsigned gx, int64_t workers, int64_t tiles, int occ, int *G)
 {
-    kiln_cuda_state *st = kiln__cuda_state(ctx);
     static const char *const ways[] = {"0", "1", "force"};
     int env;
     *G = 1;
@@ -2425,6 +2425,53 @@ static kiln_status split_slices(kiln_ctx *ctx, const kiln_plan_kernel *k, const 
     return KILN_OK;
 }
 
+/* The kernel's extent in its own units: R rows of L, L in vectors along the last axis where it
+ * takes vectors (element-wise and COLUMN mode kernels: VEC rows a worker, R in vectors), in
+ * points with the row shift (each row its own vectors). */
+static void kernel_extent(const kplan *kp, int64_t *R, int64_t *L)
+{
+    *R = kp->l.R;
+    *L = kp->l.L;
+    if (kp->shift >= 0)
+        *L = row_vectors(kp);
+    else if (kp->vec > 1 && (kp->elementwise || kp->colmode))
+        *R /= kp->vec;
+    else if (kp->vec > 1)
+        *L /= kp->vec;
+}
+
+/* run_kernel's choices before it compiles anything: the blocks for R x L (COLUMN mode first
+ * tries blocks 32 columns wide: a row of a block reads whole sectors) and the split's slices
+ * at one block an SM (*G, 1 where the rows stay unsplit; the occupancy can raise a G above 1,
+ * never bring it to 1). */
+static kiln_status choose_split(kiln_ctx *ctx, const kiln_cuda_state *st, const kiln_plan_kernel *k, const kplan *kp,
+                                int64_t R, int64_t L, unsigned *gx, unsigned *bx, unsigned *by, unsigned *smem,
+                                int64_t *workers, int64_t *tiles, int *G)
+{
+    launch_shape(st, kp, R, L, 0, gx, bx, by, smem);
+    *workers = kp->colmode ? *by : *bx;
+    *tiles = kp->elementwise ? 1 : (L + *workers * kp->kmax - 1) / (*workers * kp->kmax);
+    *G = 1;
+    KILN_TRY(split_slices(ctx, st, k, kp, *gx, *workers, *tiles, 1, G));
+    if (kp->unsplit || kp->seg) *G = 1;
+    return KILN_OK;
+}
+
+/* run_kernel's choices for a kernel that stays unsplit: COLUMN mode narrows its blocks to make
+ * more of them; unsplit rows longer than a tile never take kept values (their registers would
+ * only crowd the walks that compute them again: f16 rows of 50257 spilled 88 bytes); ROW mode's
+ * row cache. */
+static kiln_status choose_unsplit(kiln_ctx *ctx, const kiln_cuda_state *st, const kiln_plan_kernel *k, kplan *kp,
+                                  int64_t R, int64_t L, unsigned *gx, unsigned *bx, unsigned *by, unsigned *smem)
+{
+    if (kp->colmode)
+        launch_shape(st, kp, R, L, 1, gx, bx, by, smem);
+    else if (!kp->elementwise && kp->an.nkept > 0 && kp->keep != 2 && L > (int64_t)*bx * kp->kmax)
+        keep_none(k, kp);
+    if (kp->elementwise || kp->colmode) return KILN_OK;
+    return row_cache(ctx, st, k, kp, L, bx, *by, smem);
+}
+
 static kiln_status run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
 {
     kiln_cuda_state *st = kiln__cuda_state(ctx);
@@ -2439,30 +2486,20 @@ static kiln_status run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
     }
     layout_fill(ctx, k, l, words);
     int vec = kp.vec;
-    int64_t R = l->R, L = l->L;
-    if (kp.shift >= 0) { /* the row shift: the kernel takes L in points, each row its own vectors */
-        L = row_vectors(&kp);
-    } else if (vec > 1) { /* sizes in vectors along the last axis */
+    int64_t R, L;
+    kernel_extent(&kp, &R, &L);
+    if (kp.shift < 0 && vec > 1) { /* sizes in vectors along the last axis */
         words[l->w_size[l->nd - 1]] = (uint64_t)(l->size[l->nd - 1] / vec);
-        if (kp.elementwise || kp.colmode) /* COLUMN mode: VEC rows a worker */
-            R /= vec;
-        else
-            L /= vec;
         words[1] = (uint64_t)R;
         words[2] = (uint64_t)L;
     }
-    /* COLUMN mode first tries blocks 32 columns wide (a row of a block reads whole sectors)
-     * and keeps them where the rows split; unsplit, it narrows them to make more blocks */
-    unsigned gx, bx, by, smem;
-    launch_shape(st, &kp, R, L, 0, &gx, &bx, &by, &smem);
     /* a split reduction: its function, the slices the device holds, the workspace */
-    int64_t workers = kp.colmode ? by : bx;
-    int64_t tiles = kp.elementwise ? 1 : (L + workers * kp.kmax - 1) / (workers * kp.kmax);
+    unsigned gx, bx, by, smem;
+    int64_t workers, tiles;
     int G = 1;
     kiln_block *ws = NULL;
     CUfunction fn;
-    kiln_status s = split_slices(ctx, k, &kp, gx, workers, tiles, 1, &G);
-    if (kp.unsplit || kp.seg) G = 1;
+    kiln_status s = choose_split(ctx, st, k, &kp, R, L, &gx, &bx, &by, &smem, &workers, &tiles, &G);
     if (s == KILN_OK && G > 1) {
         kp.split = 1;
         s = get_function(ctx, k, &kp, &fn);
@@ -2470,7 +2507,7 @@ static kiln_status run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
         if (s == KILN_OK && st->cu.OccupancyMaxActiveBlocks &&
             st->cu.OccupancyMaxActiveBlocks(&occ, fn, (int)(bx * by), smem) != CUDA_SUCCESS)
             occ = 1;
-        if (s == KILN_OK) s = split_slices(ctx, k, &kp, gx, workers, tiles, occ, &G);
+        if (s == KILN_OK) s = split_slices(ctx, st, k, &kp, gx, workers, tiles, occ, &G);
         if (s == KILN_OK && G > 1 &&
             (grid_sync_words(ctx) != KILN_OK ||
              kiln__mem_try_alloc(ctx, (size_t)kp.nred * (size_t)(R * (kp.colmode ? vec : 1)) * (size_t)G * (has_var(k) ? 24 : 16), __FILE__, __LINE__, &ws) != KILN_OK))
@@ -2481,12 +2518,7 @@ static kiln_status run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
         }
     }
     if (s == KILN_OK && !kp.split) {
-        if (kp.colmode) launch_shape(st, &kp, R, L, 1, &gx, &bx, &by, &smem);
-        /* unsplit rows longer than a tile never take kept values: their registers would only
-         * crowd the walks that compute them again (f16 rows of 50257 spilled 88 bytes) */
-        else if (!kp.elementwise && kp.an.nkept > 0 && kp.keep != 2 && L > (int64_t)bx * kp.kmax)
-            keep_none(k, &kp);
-        if (!kp.elementwise && !kp.colmode) s = row_cache(ctx, k, &kp, L, &bx, by, &smem);
+        s = choose_unsplit(ctx, st, k, &kp, R, L, &gx, &bx, &by, &smem);
         if (s == KILN_OK) s = get_function(ctx, k, &kp, &fn);
         /* the row cache's register bound: where ptxas spilled to meet it, a block an SM fewer */
         int local = 0;
@@ -2533,4 +2565,60 @@ kiln_status kiln__cuda_run_kernel(kiln_ctx *ctx, const kiln_plan_kernel *k)
     for (int a = 0; a < k->ndim; a++) /* nothing to store: an empty outer space */
         if (k->shape[a] == 0 && !((k->reduce_mask >> a) & 1u)) return KILN_OK;
     return run_kernel(ctx, k);
+}
+
+/* The driver entry points whose presence the launch choices ask about (never called). */
+static CUresult no_set_attribute(CUfunction f, CUfunction_attribute a, int v)
+{
+    (void)f;
+    (void)a;
+    (void)v;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+static CUresult no_launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
+{
+    (void)c;
+    (void)f;
+    (void)params;
+    (void)extra;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+kiln_status kiln__cuda_launch_choice(kiln_ctx *ctx, const kiln_plan_kernel *k, int sm_count, int smem_optin,
+                                     int smem_sm, kiln_cuda_launch_choice *out)
+{
+    if (!out) return KILN_ERROR(ctx, KILN_ERR_ARG, "argument 'out': NULL");
+    memset(out, 0, sizeof *out);
+    if (sm_count < 1) return KILN_ERROR(ctx, KILN_ERR_ARG, "argument 'sm_count': %d SMs", sm_count);
+    if (smem_optin < 0 || smem_sm < smem_optin)
+        return KILN_ERROR(ctx, KILN_ERR_ARG, "argument 'smem_optin': %d bytes a block against %d an SM", smem_optin,
+                          smem_sm);
+    KILN_TRY(check_plan_kernel(ctx, k));
+    for (int a = 0; a < k->ndim; a++) /* nothing to store: no launch */
+        if (k->shape[a] == 0 && !((k->reduce_mask >> a) & 1u)) return KILN_OK;
+    kiln_cuda_state *st = calloc(1, sizeof *st);
+    if (!st) return KILN_ERROR(ctx, KILN_ERR_OOM, "argument 'k': no host memory for the device's description");
+    st->sm_count = sm_count;
+    st->smem_optin = smem_optin;
+    st->smem_sm = smem_sm;
+    st->cu.FuncSetAttribute = no_set_attribute;
+    st->cu.LaunchKernelEx = no_launch_ex;
+    kplan kp;
+    kiln_status s = prepare(ctx, k, st, &kp);
+    if (s == KILN_OK) {
+        int64_t R, L, workers, tiles;
+        unsigned gx, bx, by, smem;
+        int G = 1;
+        kernel_extent(&kp, &R, &L);
+        s = choose_split(ctx, st, k, &kp, R, L, &gx, &bx, &by, &smem, &workers, &tiles, &G);
+        if (s == KILN_OK && G == 1) s = choose_unsplit(ctx, st, k, &kp, R, L, &gx, &bx, &by, &smem);
+        out->split = G > 1;
+        out->row_cache = kp.smem_row;
+        out->kmax = kp.kmax;
+        out->threads = (int)(bx * by);
+        kplan_free(&kp);
+    }
+    free(st);
+    return s;
 }
