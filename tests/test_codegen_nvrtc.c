@@ -176,10 +176,11 @@ static void test_row_cache_block(void)
 
 /* The launch choices of whole kernels (codegen.c run_kernel, kiln__cuda_launch_choice) on an
  * H100's size (132 SMs, 227 KB of shared memory a block opted in, 228 KB an SM): the counts
- * test_cuda_backend takes on the GPU (its rowcache, split and few-rows cases), so that a rule
- * change that moves one of them fails here first (v73a moved f16 100 x 32000 softmax onto the
- * row cache, and only a GPU visit saw it: bench/NOTES.md step 74). Each case: the expression
- * (build's kind) over a random rows x cols input, the knobs, and what the first kernel takes. */
+ * test_cuda_backend takes on the GPU (its rowcache, split, few-rows, lanes and seg cases), so that a
+ * rule change that moves one of them fails here first (v73a moved f16 100 x 32000 softmax onto
+ * the row cache, and only a GPU visit saw it: bench/NOTES.md step 74). Each case: the expression
+ * (build's kind) over an uninitialised rows x cols input (a plan needs no values), the knobs,
+ * and what the first kernel takes; -1: not checked. Bad arguments name themselves. */
 static void test_launch_choices(kiln_ctx *ctx)
 {
     const int sms = 132, optin = 232448, sm = 233472;
@@ -189,31 +190,43 @@ static void test_launch_choices(kiln_ctx *ctx)
         int64_t shape[2];
         int kind;
         const char *smem, *rowfill; /* KILN_REDUCE_SMEM, KILN_REDUCE_ROWFILL (NULL: unset) */
-        int split, row_cache, kmax; /* row_cache: taken (1 or 2) or not; kmax -1: not checked */
+        int split, row_cache, kmax, lanes, seg; /* row_cache: taken (1 or 2) or not */
     } cases[] = {
         /* test_cuda_backend rowcache: =tile, then the rule */
-        {"f16 100 x 32000 softmax, tile", KILN_DTYPE_F16, {100, 32000}, 99, "tile", NULL, 0, 1, 2},
-        {"f16 100 x 32000 softmax, rule", KILN_DTYPE_F16, {100, 32000}, 99, NULL, NULL, 0, 1, 2},
-        {"f16 100 x 32000 variance, tile", KILN_DTYPE_F16, {100, 32000}, 12, "tile", NULL, 0, 0, 4},
-        {"f16 100 x 32000 variance, rule", KILN_DTYPE_F16, {100, 32000}, 12, NULL, NULL, 0, 1, -1},
-        {"f16 100 x 32000 x - max(x), tile", KILN_DTYPE_F16, {100, 32000}, 5, "tile", NULL, 0, 1, -1},
-        {"f32 100 x 20000 softmax, tile", KILN_DTYPE_F32, {100, 20000}, 99, "tile", NULL, 0, 1, -1},
-        {"f32 140 x 100003 softmax, tile: too long", KILN_DTYPE_F32, {140, 100003}, 99, "tile", NULL, 0, 0, -1},
-        {"f32 140 x 100003 softmax, rule: its first part", KILN_DTYPE_F32, {140, 100003}, 99, NULL, NULL, 0, 1, -1},
-        {"f16 4 x 50257 softmax: split", KILN_DTYPE_F16, {4, 50257}, 99, NULL, NULL, 1, 0, -1},
+        {"f16 100 x 32000 softmax, tile", KILN_DTYPE_F16, {100, 32000}, 99, "tile", NULL, 0, 1, 2, 0, 0},
+        {"f16 100 x 32000 softmax, rule", KILN_DTYPE_F16, {100, 32000}, 99, NULL, NULL, 0, 1, 2, 0, 0},
+        {"f16 100 x 32000 variance, tile", KILN_DTYPE_F16, {100, 32000}, 12, "tile", NULL, 0, 0, 4, 0, 0},
+        {"f16 100 x 32000 variance, rule", KILN_DTYPE_F16, {100, 32000}, 12, NULL, NULL, 0, 1, -1, 0, 0},
+        {"f16 100 x 32000 x - max(x), tile", KILN_DTYPE_F16, {100, 32000}, 5, "tile", NULL, 0, 1, -1, 0, 0},
+        {"f32 100 x 20000 softmax, tile", KILN_DTYPE_F32, {100, 20000}, 99, "tile", NULL, 0, 1, -1, 0, 0},
+        {"f32 140 x 100003 softmax, tile: too long", KILN_DTYPE_F32, {140, 100003}, 99, "tile", NULL, 0, 0, -1, 0, 0},
+        {"f32 140 x 100003 softmax, rule: its first part", KILN_DTYPE_F32, {140, 100003}, 99, NULL, NULL, 0, 1, -1, 0, 0},
+        {"f16 4 x 50257 softmax: split", KILN_DTYPE_F16, {4, 50257}, 99, NULL, NULL, 1, 0, -1, 0, 0},
         /* test_cuda_backend split, few rows: the doubled walk in one tile where the undoubled splits
          * (v74a), then cached, which undoes the doubling (cached_kmax); ROWFILL=1 would keep it */
-        {"f16 8 x 32000 softmax", KILN_DTYPE_F16, {8, 32000}, 99, NULL, NULL, 0, 1, 2},
-        {"f16 8 x 32000 softmax, rowfill 0", KILN_DTYPE_F16, {8, 32000}, 99, NULL, "0", 1, 0, 2},
-        {"bf16 16 x 20000 softmax", KILN_DTYPE_BF16, {16, 20000}, 99, NULL, NULL, 0, 1, 2},
-        {"bf16 16 x 20000 softmax, rowfill 0", KILN_DTYPE_BF16, {16, 20000}, 99, NULL, "0", 1, 0, 2},
-        {"f16 2 x 65536 softmax: split either way", KILN_DTYPE_F16, {2, 65536}, 99, NULL, NULL, 1, 0, 2},
-        {"f16 8 x 32000 softmax, rowfill 1: cached doubled", KILN_DTYPE_F16, {8, 32000}, 99, NULL, "1", 0, 1, 4},
+        {"f16 8 x 32000 softmax", KILN_DTYPE_F16, {8, 32000}, 99, NULL, NULL, 0, 1, 2, 0, 0},
+        {"f16 8 x 32000 softmax, rowfill 0", KILN_DTYPE_F16, {8, 32000}, 99, NULL, "0", 1, 0, 2, 0, 0},
+        {"f16 8 x 32000 softmax, rowfill 1: cached doubled", KILN_DTYPE_F16, {8, 32000}, 99, NULL, "1", 0, 1, 4, 0, 0},
+        {"bf16 16 x 20000 softmax", KILN_DTYPE_BF16, {16, 20000}, 99, NULL, NULL, 0, 1, 2, 0, 0},
+        {"bf16 16 x 20000 softmax, rowfill 0", KILN_DTYPE_BF16, {16, 20000}, 99, NULL, "0", 1, 0, 2, 0, 0},
+        {"f16 2 x 65536 softmax: split either way", KILN_DTYPE_F16, {2, 65536}, 99, NULL, NULL, 1, 0, 2, 0, 0},
         /* v73a on many rows: doubled up to 256 workers (8192 values), undoubled past them */
-        {"f16 300 x 8192 softmax", KILN_DTYPE_F16, {300, 8192}, 99, NULL, NULL, 0, 0, 4},
-        {"f16 300 x 10000 softmax", KILN_DTYPE_F16, {300, 10000}, 99, NULL, NULL, 0, -1, 2},
-        {"bf16 300 x 16384 softmax", KILN_DTYPE_BF16, {300, 16384}, 99, NULL, NULL, 0, -1, 2},
-        {"f16 8 x 10000 softmax: one tile either way", KILN_DTYPE_F16, {8, 10000}, 99, NULL, NULL, 0, 1, 2},
+        {"f16 300 x 8192 softmax", KILN_DTYPE_F16, {300, 8192}, 99, NULL, NULL, 0, 0, 4, 0, 0},
+        {"f16 300 x 10000 softmax", KILN_DTYPE_F16, {300, 10000}, 99, NULL, NULL, 0, -1, 2, 0, 0},
+        {"bf16 300 x 16384 softmax", KILN_DTYPE_BF16, {300, 16384}, 99, NULL, NULL, 0, -1, 2, 0, 0},
+        {"f16 8 x 10000 softmax: one tile either way", KILN_DTYPE_F16, {8, 10000}, 99, NULL, NULL, 0, 1, 2, 0, 0},
+        /* test_cuda_backend lanes: the device rule (lanes_pay) takes or declines them */
+        {"column sum f16 40000 x 1024: 128 lane columns", KILN_DTYPE_F16, {40000, 1024}, 9, NULL, NULL, -1, 0, -1, 0, 0},
+        {"column sum f32 20000 x 4096: lanes", KILN_DTYPE_F32, {20000, 4096}, 9, NULL, NULL, -1, 0, -1, 1, 0},
+        {"column sum f16 64 x 8192, wide: lanes", KILN_DTYPE_F16, {64, 8192}, 9, NULL, NULL, -1, 0, -1, 1, 0},
+        {"column sum f16 300 x 64: few columns, none", KILN_DTYPE_F16, {300, 64}, 9, NULL, NULL, -1, 0, -1, 0, 0},
+        {"batch norm f16 4096 x 64: 8 lane columns, none", KILN_DTYPE_F16, {4096, 64}, 6, NULL, NULL, -1, 0, -1, 0, 0},
+        {"batch norm f16 60000 x 256: lanes", KILN_DTYPE_F16, {60000, 256}, 6, NULL, NULL, -1, 0, -1, 1, 0},
+        {"batch norm f16 8 x 8192, wide: lanes", KILN_DTYPE_F16, {8, 8192}, 6, NULL, NULL, -1, 0, -1, 1, 0},
+        /* test_cuda_backend seg: rows of 32 workers or fewer on a segment of a warp, never split */
+        {"f16 4096 x 32 softmax: a segment", KILN_DTYPE_F16, {4096, 32}, 99, NULL, NULL, 0, 0, -1, 0, 1},
+        {"f32 3 x 100 x - max(x): a segment", KILN_DTYPE_F32, {3, 100}, 5, NULL, NULL, 0, 0, -1, 0, 1},
+        {"f32 300 x 2000 softmax: a block", KILN_DTYPE_F32, {300, 2000}, 99, NULL, NULL, 0, 0, -1, 0, 0},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         if (cases[c].smem)
@@ -225,27 +238,32 @@ static void test_launch_choices(kiln_ctx *ctx)
         else
             unsetenv("KILN_REDUCE_ROWFILL");
         setenv("KILN_VAR_PASSES", "2", 1); /* as test_cuda_backend's rowcache cases */
-        kiln_tensor *x = random_tensor(ctx, cases[c].dt, 2, cases[c].shape);
+        kiln_tensor *x = NULL;
+        CHECK_OK(ctx, kiln_tensor_empty(ctx, cases[c].dt, 2, cases[c].shape, &x));
         int ond;
         int64_t oshape[3];
         kiln_expr *e = build(cases[c].kind, x, 2, cases[c].shape, &ond, oshape);
+        const kiln_dtype odt = cases[c].kind == 9 || cases[c].kind == 12 ? KILN_DTYPE_F32 : cases[c].dt;
         kiln_tensor *dst = NULL;
-        CHECK_OK(ctx, kiln_tensor_empty(ctx, cases[c].kind == 12 ? KILN_DTYPE_F32 : cases[c].dt, ond, oshape, &dst));
+        CHECK_OK(ctx, kiln_tensor_empty(ctx, odt, ond, oshape, &dst));
         kiln_plan *p = NULL;
         CHECK_OK(ctx, kiln__plan_build(dst, e, KILN_ROUND_DEFAULT, &p));
         kiln_expr_release(e);
         CHECK(p && p->nkernels > 0);
-        kiln_cuda_launch_choice ch = {-1, -1, -1, -1};
+        kiln_cuda_launch_choice ch = {-1, -1, -1, -1, -1, -1, -1};
         if (p && p->nkernels > 0) CHECK_OK(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, &ch));
-        const int cached = ch.row_cache != 0;
-        if (ch.split != cases[c].split || (cases[c].row_cache >= 0 && cached != cases[c].row_cache) ||
-            (cases[c].kmax >= 0 && ch.kmax != cases[c].kmax))
-            fprintf(stderr, "  launch choice, %s: split %d, row cache %d, kmax %d (%d threads); want %d, %d, %d\n",
-                    cases[c].what, ch.split, ch.row_cache, ch.kmax, ch.threads, cases[c].split, cases[c].row_cache,
-                    cases[c].kmax);
-        CHECK_INT(ch.split, cases[c].split);
-        if (cases[c].row_cache >= 0) CHECK_INT(cached, cases[c].row_cache);
-        if (cases[c].kmax >= 0) CHECK_INT(ch.kmax, cases[c].kmax);
+        const int got[5] = {ch.split, ch.row_cache != 0, ch.kmax, ch.lanes, ch.seg};
+        const int want[5] = {cases[c].split, cases[c].row_cache, cases[c].kmax, cases[c].lanes, cases[c].seg};
+        for (int f = 0; f < 5; f++) {
+            if (want[f] < 0) continue;
+            if (got[f] != want[f])
+                fprintf(stderr,
+                        "  launch choice, %s: split %d, row cache %d, kmax %d, lanes %d, seg %d (%d threads);"
+                        " want %d, %d, %d, %d, %d\n",
+                        cases[c].what, ch.split, ch.row_cache, ch.kmax, ch.lanes, ch.seg, ch.threads, want[0],
+                        want[1], want[2], want[3], want[4]);
+            CHECK_INT(got[f], want[f]);
+        }
         kiln__plan_free(p);
         kiln_tensor_release(dst);
         kiln_tensor_release(x);
@@ -256,7 +274,8 @@ static void test_launch_choices(kiln_ctx *ctx)
     /* bad arguments name themselves */
     {
         int64_t shape[2] = {4, 1000};
-        kiln_tensor *x = random_tensor(ctx, KILN_DTYPE_F32, 2, shape);
+        kiln_tensor *x = NULL;
+        CHECK_OK(ctx, kiln_tensor_empty(ctx, KILN_DTYPE_F32, 2, shape, &x));
         int ond;
         int64_t oshape[3];
         kiln_expr *e = build(2, x, 2, shape, &ond, oshape);
@@ -266,9 +285,13 @@ static void test_launch_choices(kiln_ctx *ctx)
         CHECK_OK(ctx, kiln__plan_build(dst, e, KILN_ROUND_DEFAULT, &p));
         kiln_expr_release(e);
         kiln_cuda_launch_choice ch;
-        CHECK_FAILS(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], 0, optin, sm, &ch), KILN_ERR_ARG, "sm_count");
-        CHECK_FAILS(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, sm + 1, sm, &ch), KILN_ERR_ARG, "smem_optin");
-        CHECK_FAILS(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, NULL), KILN_ERR_ARG, "out");
+        if (p && p->nkernels > 0) {
+            CHECK_FAILS(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], 0, optin, sm, &ch), KILN_ERR_ARG,
+                        "sm_count");
+            CHECK_FAILS(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, sm + 1, sm, &ch), KILN_ERR_ARG,
+                        "smem_optin");
+            CHECK_FAILS(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, NULL), KILN_ERR_ARG, "out");
+        }
         kiln__plan_free(p);
         kiln_tensor_release(dst);
         kiln_tensor_release(x);

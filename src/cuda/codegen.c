@@ -2617,6 +2617,9 @@ kiln_status kiln__cuda_launch_choice(kiln_ctx *ctx, const kiln_plan_kernel *k, i
         out->row_cache = kp.smem_row;
         out->kmax = kp.kmax;
         out->threads = (int)(bx * by);
+        out->lanes = kp.colmode && kp.vec > 1;
+        out->seg = kp.seg != 0;
+        out->shift = kp.shift >= 0;
         kplan_free(&kp);
     }
     free(st);
