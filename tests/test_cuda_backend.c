@@ -3288,18 +3288,22 @@ static void test_graph(void)
     test_graph_case(KILN_DTYPE_F32, 128, 256, 4096);
 }
 
+/* Whether the comma-separated list `only` names `name` exactly. */
+static int names_section(const char *only, const char *name)
+{
+    const size_t n = strlen(name);
+    for (const char *p = only; *p;) {
+        const char *comma = strchr(p, ',');
+        const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0) return 1;
+        if (!comma) break;
+        p = comma + 1;
+    }
+    return 0;
+}
+
 int main(void)
 {
-    rng = check_seed();
-    gpu = make_ctx(KILN_DEVICE_CUDA, 42);
-    if (!gpu) {
-        printf("no CUDA device (%s): skipped\n", kiln_last_error(NULL));
-        return CHECK_SKIP;
-    }
-    cpu = make_ctx(KILN_DEVICE_CPU, 42);
-    printf("%s\n", kiln_ctx_device_description(gpu));
-    /* KILN_CUDA_TEST=name,name,... runs only those sections (e.g. under racecheck) */
-    const char *only = getenv("KILN_CUDA_TEST");
     struct {
         const char *name;
         void (*fn)(void);
@@ -3317,8 +3321,40 @@ int main(void)
                     {"cache", test_cache},
                     {"memory", test_memory},       {"wrap", test_wrap},
                     {"graph", test_graph}};
-    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
-        if (only && !strstr(only, sections[i].name)) continue;
+    const size_t nsections = sizeof sections / sizeof sections[0];
+    /* KILN_CUDA_TEST=name,name,... runs only those sections (e.g. under racecheck, or one
+     * process a section under memcheck: tools/test-gpu.sh); =list prints their names, one a
+     * line, without a GPU; a name that is no section is an error naming it */
+    const char *only = getenv("KILN_CUDA_TEST");
+    if (only && !*only) only = NULL; /* set and empty: every section */
+    if (only && strcmp(only, "list") == 0) {
+        for (size_t i = 0; i < nsections; i++) printf("%s\n", sections[i].name);
+        return 0;
+    }
+    for (const char *p = only; p && *p;) {
+        const char *comma = strchr(p, ',');
+        const int len = (int)(comma ? (size_t)(comma - p) : strlen(p));
+        int known = 0;
+        for (size_t i = 0; i < nsections && !known; i++)
+            known = (size_t)len == strlen(sections[i].name) && strncmp(p, sections[i].name, (size_t)len) == 0;
+        if (!known) {
+            fprintf(stderr, "test_cuda_backend: KILN_CUDA_TEST names no section '%.*s' (KILN_CUDA_TEST=list lists them)\n",
+                    len, p);
+            return 2;
+        }
+        if (!comma) break;
+        p = comma + 1;
+    }
+    rng = check_seed();
+    gpu = make_ctx(KILN_DEVICE_CUDA, 42);
+    if (!gpu) {
+        printf("no CUDA device (%s): skipped\n", kiln_last_error(NULL));
+        return CHECK_SKIP;
+    }
+    cpu = make_ctx(KILN_DEVICE_CPU, 42);
+    printf("%s\n", kiln_ctx_device_description(gpu));
+    for (size_t i = 0; i < nsections; i++) {
+        if (only && !names_section(only, sections[i].name)) continue;
         printf("section %s\n", sections[i].name);
         fflush(stdout);
         sections[i].fn();

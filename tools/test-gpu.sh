@@ -12,6 +12,8 @@
 # backend with the machine's python3), RACECHECK_TESTS (default "test_cuda_backend", its
 # RACECHECK_SECTIONS only: reductions,batchnorm,split,lanes,welford),
 # TESTS (which test programs; default all), PAR (runs at once, default the cores, at least 8), JOBS (build parallelism), TEST_TIMEOUT (seconds per run, default 600),
+# CUDA_SECTIONS (test_cuda_backend runs as one process per section, plain and under memcheck,
+# default every section its KILN_CUDA_TEST=list prints),
 # DOT_SECTIONS (test_dot under memcheck runs as one process per section of its suite, the
 # device passes only: whole, it does not finish in a visit; default all nine sections),
 # KILN_TEST_ENGINES (test_dot's GEMM engines, default "vendor own mma reference"; test_dot runs
@@ -120,6 +122,12 @@ for mode in $MODES; do
                         first=0
                         ROWS="$ROWS test_dot:$eng.plain"
                     done
+                elif [ "$t" = test_cuda_backend ] && secs=$(cd "$BUILD" && KILN_CUDA_TEST=list ./test_cuda_backend) &&
+                    [ -n "$secs" ]; then # a process per section (whole, 382 s on an H200: the visit's longest)
+                    for sec in ${CUDA_SECTIONS:-$secs}; do
+                        launch "test_cuda_backend:$sec" cuda plain env KILN_CUDA_TEST="$sec" ./test_cuda_backend
+                        ROWS="$ROWS test_cuda_backend:$sec.plain"
+                    done
                 else
                     launch "$t" cuda plain "./$t"; ROWS="$ROWS $t.plain"
                 fi ;;
@@ -134,6 +142,12 @@ for mode in $MODES; do
                                         KILN_TEST_SECTIONS="$sec" KILN_TEST_ENGINES="$eng" $MEMCHECK ./test_dot
                                     ROWS="$ROWS test_dot:$sec:$eng.memcheck"
                                 done
+                            done
+                        elif [ "$t" = test_cuda_backend ] && secs=$(cd "$BUILD" && KILN_CUDA_TEST=list ./test_cuda_backend) &&
+                            [ -n "$secs" ]; then # a process per section (whole, it ran past 330 s on an H200)
+                            for sec in ${CUDA_SECTIONS:-$secs}; do
+                                launch "test_cuda_backend:$sec" cuda memcheck env KILN_CUDA_TEST="$sec" $MEMCHECK ./test_cuda_backend
+                                ROWS="$ROWS test_cuda_backend:$sec.memcheck"
                             done
                         else
                             launch "$t" cuda memcheck $MEMCHECK "./$t"
