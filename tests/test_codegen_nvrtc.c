@@ -181,6 +181,26 @@ static void test_row_cache_block(void)
  * the row cache, and only a GPU visit saw it: bench/NOTES.md step 74). Each case: the expression
  * (build's kind) over an uninitialised rows x cols input (a plan needs no values), the knobs,
  * and what the first kernel takes; -1: not checked. Bad arguments name themselves. */
+/* The plan of build(kind) over an uninitialised rows x cols tensor of dt (*x) into *dst of odt;
+ * the caller frees the plan and releases both tensors. */
+static kiln_plan *empty_plan(kiln_ctx *ctx, kiln_dtype dt, const int64_t *shape, int kind, kiln_dtype odt,
+                             kiln_tensor **x, kiln_tensor **dst)
+{
+    *x = *dst = NULL;
+    CHECK_OK(ctx, kiln_tensor_empty(ctx, dt, 2, shape, x));
+    int ond;
+    int64_t oshape[3];
+    kiln_expr *e = build(kind, *x, 2, shape, &ond, oshape);
+    CHECK_OK(ctx, kiln_tensor_empty(ctx, odt, ond, oshape, dst));
+    kiln_plan *p = NULL;
+    CHECK_OK(ctx, kiln__plan_build(*dst, e, KILN_ROUND_DEFAULT, &p));
+    kiln_expr_release(e);
+    CHECK(p && p->nkernels > 0);
+    if (p && p->nkernels > 0) return p;
+    kiln__plan_free(p);
+    return NULL;
+}
+
 static void test_launch_choices(kiln_ctx *ctx)
 {
     const int sms = 132, optin = 232448, sm = 233472;
@@ -238,20 +258,11 @@ static void test_launch_choices(kiln_ctx *ctx)
         else
             unsetenv("KILN_REDUCE_ROWFILL");
         setenv("KILN_VAR_PASSES", "2", 1); /* as test_cuda_backend's rowcache cases */
-        kiln_tensor *x = NULL;
-        CHECK_OK(ctx, kiln_tensor_empty(ctx, cases[c].dt, 2, cases[c].shape, &x));
-        int ond;
-        int64_t oshape[3];
-        kiln_expr *e = build(cases[c].kind, x, 2, cases[c].shape, &ond, oshape);
         const kiln_dtype odt = cases[c].kind == 9 || cases[c].kind == 12 ? KILN_DTYPE_F32 : cases[c].dt;
-        kiln_tensor *dst = NULL;
-        CHECK_OK(ctx, kiln_tensor_empty(ctx, odt, ond, oshape, &dst));
-        kiln_plan *p = NULL;
-        CHECK_OK(ctx, kiln__plan_build(dst, e, KILN_ROUND_DEFAULT, &p));
-        kiln_expr_release(e);
-        CHECK(p && p->nkernels > 0);
+        kiln_tensor *x, *dst;
+        kiln_plan *p = empty_plan(ctx, cases[c].dt, cases[c].shape, cases[c].kind, odt, &x, &dst);
         kiln_cuda_launch_choice ch = {-1, -1, -1, -1, -1, -1, -1};
-        if (p && p->nkernels > 0) CHECK_OK(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, &ch));
+        if (p) CHECK_OK(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, &ch));
         const int got[5] = {ch.split, ch.row_cache != 0, ch.kmax, ch.lanes, ch.seg};
         const int want[5] = {cases[c].split, cases[c].row_cache, cases[c].kmax, cases[c].lanes, cases[c].seg};
         for (int f = 0; f < 5; f++) {
@@ -273,19 +284,11 @@ static void test_launch_choices(kiln_ctx *ctx)
     unsetenv("KILN_VAR_PASSES");
     /* bad arguments name themselves */
     {
-        int64_t shape[2] = {4, 1000};
-        kiln_tensor *x = NULL;
-        CHECK_OK(ctx, kiln_tensor_empty(ctx, KILN_DTYPE_F32, 2, shape, &x));
-        int ond;
-        int64_t oshape[3];
-        kiln_expr *e = build(2, x, 2, shape, &ond, oshape);
-        kiln_tensor *dst = NULL;
-        CHECK_OK(ctx, kiln_tensor_empty(ctx, KILN_DTYPE_F32, ond, oshape, &dst));
-        kiln_plan *p = NULL;
-        CHECK_OK(ctx, kiln__plan_build(dst, e, KILN_ROUND_DEFAULT, &p));
-        kiln_expr_release(e);
+        const int64_t shape[2] = {4, 1000};
+        kiln_tensor *x, *dst;
+        kiln_plan *p = empty_plan(ctx, KILN_DTYPE_F32, shape, 2, KILN_DTYPE_F32, &x, &dst);
         kiln_cuda_launch_choice ch;
-        if (p && p->nkernels > 0) {
+        if (p) {
             CHECK_FAILS(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], 0, optin, sm, &ch), KILN_ERR_ARG,
                         "sm_count");
             CHECK_FAILS(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, sm + 1, sm, &ch), KILN_ERR_ARG,

@@ -3288,20 +3288,6 @@ static void test_graph(void)
     test_graph_case(KILN_DTYPE_F32, 128, 256, 4096);
 }
 
-/* Whether the comma-separated list `only` names `name` exactly. */
-static int names_section(const char *only, const char *name)
-{
-    const size_t n = strlen(name);
-    for (const char *p = only; *p;) {
-        const char *comma = strchr(p, ',');
-        const size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (len == n && strncmp(p, name, n) == 0) return 1;
-        if (!comma) break;
-        p = comma + 1;
-    }
-    return 0;
-}
-
 int main(void)
 {
     struct {
@@ -3331,19 +3317,20 @@ int main(void)
         for (size_t i = 0; i < nsections; i++) printf("%s\n", sections[i].name);
         return 0;
     }
-    for (const char *p = only; p && *p;) {
+    char run[sizeof sections / sizeof sections[0]]; /* the sections to run: every one, or those named */
+    memset(run, only == NULL, sizeof run);
+    for (const char *p = only; p;) {
         const char *comma = strchr(p, ',');
-        const int len = (int)(comma ? (size_t)(comma - p) : strlen(p));
-        int known = 0;
-        for (size_t i = 0; i < nsections && !known; i++)
-            known = (size_t)len == strlen(sections[i].name) && strncmp(p, sections[i].name, (size_t)len) == 0;
-        if (!known) {
+        const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        size_t i = 0;
+        while (i < nsections && !(len == strlen(sections[i].name) && strncmp(p, sections[i].name, len) == 0)) i++;
+        if (i == nsections) {
             fprintf(stderr, "test_cuda_backend: KILN_CUDA_TEST names no section '%.*s' (KILN_CUDA_TEST=list lists them)\n",
-                    len, p);
+                    (int)len, p);
             return 2;
         }
-        if (!comma) break;
-        p = comma + 1;
+        run[i] = 1;
+        p = comma ? comma + 1 : NULL;
     }
     rng = check_seed();
     gpu = make_ctx(KILN_DEVICE_CUDA, 42);
@@ -3354,7 +3341,7 @@ int main(void)
     cpu = make_ctx(KILN_DEVICE_CPU, 42);
     printf("%s\n", kiln_ctx_device_description(gpu));
     for (size_t i = 0; i < nsections; i++) {
-        if (only && !names_section(only, sections[i].name)) continue;
+        if (!run[i]) continue;
         printf("section %s\n", sections[i].name);
         fflush(stdout);
         sections[i].fn();
