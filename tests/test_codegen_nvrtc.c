@@ -281,6 +281,32 @@ static void test_launch_choices(kiln_ctx *ctx)
     }
     unsetenv("KILN_REDUCE_SMEM");
     unsetenv("KILN_REDUCE_ROWFILL");
+    /* test_cuda_backend lanes: a one-pass variance down the columns takes lanes from 32 lane
+     * columns (its lanes share one count), where a column sum declines them below 256 */
+    setenv("KILN_VAR_PASSES", "1", 1);
+    const struct {
+        const char *what;
+        kiln_dtype dt;
+        int64_t shape[2];
+        int kind, lanes;
+    } var_cases[] = {
+        {"column var f16 65536 x 1024, one pass: 128 lane columns, lanes", KILN_DTYPE_F16, {65536, 1024}, 4, 1},
+        {"column var bf16 300000 x 256, one pass: 32 lane columns, lanes", KILN_DTYPE_BF16, {300000, 256}, 4, 1},
+        {"column var f16 300000 x 128, one pass: 16 lane columns, none", KILN_DTYPE_F16, {300000, 128}, 4, 0},
+        {"column sum f16 65536 x 1024: 128 lane columns, none", KILN_DTYPE_F16, {65536, 1024}, 9, 0},
+    };
+    for (size_t c = 0; c < sizeof var_cases / sizeof var_cases[0]; c++) {
+        kiln_tensor *x, *dst;
+        kiln_plan *p = empty_plan(ctx, var_cases[c].dt, var_cases[c].shape, var_cases[c].kind, KILN_DTYPE_F32, &x, &dst);
+        kiln_cuda_launch_choice ch = {-1, -1, -1, -1, -1, -1, -1};
+        if (p) CHECK_OK(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, &ch));
+        if (ch.lanes != var_cases[c].lanes)
+            fprintf(stderr, "  launch choice, %s: lanes %d, want %d\n", var_cases[c].what, ch.lanes, var_cases[c].lanes);
+        CHECK_INT(ch.lanes, var_cases[c].lanes);
+        kiln__plan_free(p);
+        kiln_tensor_release(dst);
+        kiln_tensor_release(x);
+    }
     unsetenv("KILN_VAR_PASSES");
     /* bad arguments name themselves */
     {

@@ -890,6 +890,15 @@ static int has_var(const kiln_plan_kernel *k)
     return 0;
 }
 
+/* COLUMN mode with vec lanes: the lanes kiln_col_var_lanes folds a round, 32 bytes of values
+ * (m2 and mean) a thread, so with the count a thread's shared bytes stay 40 and a 1024-thread
+ * block's 40 KB, inside the 48 KB a launch gets without opting in. */
+static int var_fold_lanes(const kiln_plan_kernel *k, int vec)
+{
+    int c = k->compute_f64 ? 2 : 4;
+    return c < vec ? c : vec;
+}
+
 /* COLUMN mode with lanes: a loop over the VEC rows a worker owns (nothing otherwise), and
  * the suffix that picks one row's accumulator or row value. */
 static void lanes_open(gen *g)
@@ -922,13 +931,9 @@ static void emit_block_red(gen *g, int i, const char *mode)
         kiln__sbuf_printf(g->b, "  kiln_col_red_lanes<%s>(a%d, kiln_sm);\n", red_opname(op), i);
         return;
     }
-    if (is_var_red(op) && g->colvec) { /* each lane from the worker's one count; all end equal */
-        kiln__sbuf_printf(g->b, "  { const long long xs = x%d;\n", i);
-        lanes_open(g);
-        kiln__sbuf_printf(g->b, "  long long n_ = xs; kiln_%s_var(a%d[l], m%d[l], n_, kiln_sm); x%d = n_;\n", mode, i, i,
-                          i);
-        lanes_close(g);
-        kiln__sbuf_puts(g->b, "  }\n");
+    if (is_var_red(op) && g->colvec) { /* the lanes share the worker's one count: folded together */
+        kiln__sbuf_printf(g->b, "  kiln_col_var_lanes<VEC, %d>(a%d, m%d, x%d, kiln_sm);\n", var_fold_lanes(g->k, g->vec),
+                          i, i, i);
         return;
     }
     lanes_open(g);
@@ -1650,8 +1655,13 @@ static void set_lanes(const kiln_plan_kernel *k, kplan *kp, int vec)
     int lane_bytes = vec * (k->compute_f64 ? 8 : 4);
     kp->red_lanes = kp->colmode && vec > 1 && lane_bytes <= 32;
     kp->smem_thread = kp->red_lanes && lane_bytes > 16 ? lane_bytes : 16;
-    /* a variance's partial is three values (m2, mean, count): 24 bytes a thread in f64 */
-    if (has_var(k) && kp->smem_thread < 24) kp->smem_thread = 24;
+    /* a variance's partial is three values (m2, mean, count): 24 bytes a thread in f64; with
+     * lanes the count and var_fold_lanes' lanes' two values */
+    if (has_var(k)) {
+        int var_bytes = 24;
+        if (kp->colmode && vec > 1) var_bytes = 8 + 2 * var_fold_lanes(k, vec) * (k->compute_f64 ? 8 : 4);
+        if (kp->smem_thread < var_bytes) kp->smem_thread = var_bytes;
+    }
 }
 
 static void launch_shape(const kiln_cuda_state *st, const kplan *kp, int64_t R, int64_t L, int narrow,
@@ -1671,8 +1681,11 @@ static int lanes_pay(kiln_ctx *ctx, const kiln_cuda_state *st, const kiln_plan_k
      * batch norm over 4096 x 64 (8 lane columns) ran at 0.70x of no lanes. One pass with
      * nothing cached (a column sum) gains only from 256 lane columns up: at 32-128 it ran
      * 0.86-1.04x (100000 x 256 f32 0.86x, f16 0.94x; x 1024 f16 0.97-1.04x; H100, NOTES step 55),
-     * where a cached batch norm over 100000 x 256 f16 (32 lane columns) gained 1.91x. */
-    if (R < 32 || (k->npasses == 1 && kp->an.ncached == 0 && R < 256)) return 0;
+     * where a cached batch norm over 100000 x 256 f16 (32 lane columns) gained 1.91x. A
+     * variance is not such a pass: without lanes its Welford update divides by the count at
+     * every point, with lanes once for all of a worker's lanes (H100 f16 var(A,0) 65536 x 1024,
+     * 128 lane columns: 0.45 of copy bandwidth without, f32's lanes 0.91; NOTES step 76). */
+    if (R < 32 || (k->npasses == 1 && kp->an.ncached == 0 && !has_var(k) && R < 256)) return 0;
     unsigned gx, bx, by, smem, gxn, bxn, byn;
     launch_shape(st, kp, R, L, 0, &gx, &bx, &by, &smem);
     launch_shape(st, kp, R, L, 1, &gxn, &bxn, &byn, &smem);

@@ -132,12 +132,21 @@ static const char prelude_src[] =
      * back into its row needs. */
     "__device__ __forceinline__ float kiln_mul_rn(float a, float b) { return __fmul_rn(a, b); }\n"
     "__device__ __forceinline__ double kiln_mul_rn(double a, double b) { return __dmul_rn(a, b); }\n"
+    /* the merge's weights depend on the two counts alone: with lanes (COLUMN mode, every lane of a
+     * worker saw the same points) one set of weights serves all of a worker's lanes */
+    "template <class T> struct kiln_var_w { T wa, wb, w; };\n"
+    "template <class T> __device__ __forceinline__ kiln_var_w<T> kiln_var_weights(long long n, long long nb) {\n"
+    "  const T r = kiln_var_div((T)1, (T)(n + nb));\n"
+    "  return {kiln_mul_rn((T)n, r), kiln_mul_rn((T)nb, r), kiln_mul_rn(kiln_mul_rn((T)n, (T)nb), r)};\n"
+    "}\n"
+    "template <class T> __device__ __forceinline__ void kiln_var_merge(T &m2, T &mean, T m2b, T mb, const kiln_var_w<T> &q) {\n"
+    "  const T d = mb - mean;\n"
+    "  mean = kiln_mul_rn(mean, q.wa) + kiln_mul_rn(mb, q.wb); m2 = (m2 + m2b) + kiln_mul_rn(d, d) * q.w;\n"
+    "}\n"
     "template <class T> __device__ __forceinline__ void kiln_var_comb(T &m2, T &mean, long long &n, T m2b, T mb, long long nb) {\n"
     "  if (nb == 0) return;\n"
     "  if (n == 0) { m2 = m2b; mean = mb; n = nb; return; }\n"
-    "  const long long nn = n + nb; const T r = kiln_var_div((T)1, (T)nn), d = mb - mean;\n"
-    "  const T wa = kiln_mul_rn((T)n, r), wb = kiln_mul_rn((T)nb, r), w = kiln_mul_rn(kiln_mul_rn((T)n, (T)nb), r);\n"
-    "  mean = kiln_mul_rn(mean, wa) + kiln_mul_rn(mb, wb); m2 = (m2 + m2b) + kiln_mul_rn(d, d) * w; n = nn;\n"
+    "  kiln_var_merge(m2, mean, m2b, mb, kiln_var_weights<T>(n, nb)); n += nb;\n"
     "}\n"
     /* ROW mode: workers along x (blockDim.x a power of two >= 32), rows along y; a slot of shared
      * memory a warp (codegen.c launch_shape: smem_thread bytes a warp, not a thread). */
@@ -304,6 +313,49 @@ static const char prelude_src[] =
     "  }\n"
     "  m2 = sa[threadIdx.x]; mean = sb[threadIdx.x]; n = sn[threadIdx.x];\n"
     "  __syncthreads();\n"
+    "}\n"
+    /* COLUMN mode with lanes: the N lanes of a worker share one count, so the block folds them
+     * together, C lanes a round of kiln_col_var's tree (the count and 2 C values a thread:
+     * codegen.c's smem_thread), one set of weights a merge for all C. The same merges in the
+     * same order as kiln_col_var lane by lane, so the same bits, in N / C rounds of barriers
+     * where lane by lane took N (H100 f16 var(A,0) 8192 x 8192: 8 lanes, 256 workers a column,
+     * 80 barriers a block, bench/NOTES.md step 76). */
+    "template <int N, int C, class T> __device__ __forceinline__ void kiln_col_var_lanes(T (&m2)[N], T (&mean)[N], long long &n, void *smv) {\n"
+    "  if (blockDim.y == 1) return;\n"
+    "  const int nt = blockDim.x * blockDim.y, me = threadIdx.y * blockDim.x + threadIdx.x;\n"
+    "  long long *sn = (long long *)smv; T *sv = (T *)(sn + nt);\n"
+    "  const long long n0 = n;\n"
+    "#pragma unroll\n"
+    "  for (int c0 = 0; c0 < N; c0 += C) {\n"
+    "    sn[me] = n0;\n"
+    "#pragma unroll\n"
+    "    for (int l = 0; l < C && c0 + l < N; l++) { sv[2 * l * nt + me] = m2[c0 + l]; sv[(2 * l + 1) * nt + me] = mean[c0 + l]; }\n"
+    "    __syncthreads();\n"
+    "    for (int s = blockDim.y >> 1; s > 0; s >>= 1) {\n"
+    "      const int o = me + s * blockDim.x;\n"
+    "      if ((int)threadIdx.y < s && sn[o] != 0) {\n"
+    "        const long long na = sn[me], nb = sn[o];\n"
+    "        if (na == 0) {\n"
+    "#pragma unroll\n"
+    "          for (int l = 0; l < C && c0 + l < N; l++) { sv[2 * l * nt + me] = sv[2 * l * nt + o]; sv[(2 * l + 1) * nt + me] = sv[(2 * l + 1) * nt + o]; }\n"
+    "        } else {\n"
+    "          const kiln_var_w<T> q = kiln_var_weights<T>(na, nb);\n"
+    "#pragma unroll\n"
+    "          for (int l = 0; l < C && c0 + l < N; l++) {\n"
+    "            T a = sv[2 * l * nt + me], b = sv[(2 * l + 1) * nt + me];\n"
+    "            kiln_var_merge(a, b, sv[2 * l * nt + o], sv[(2 * l + 1) * nt + o], q);\n"
+    "            sv[2 * l * nt + me] = a; sv[(2 * l + 1) * nt + me] = b;\n"
+    "          }\n"
+    "        }\n"
+    "        sn[me] = na + nb;\n"
+    "      }\n"
+    "      __syncthreads();\n"
+    "    }\n"
+    "    n = sn[threadIdx.x];\n"
+    "#pragma unroll\n"
+    "    for (int l = 0; l < C && c0 + l < N; l++) { m2[c0 + l] = sv[2 * l * nt + threadIdx.x]; mean[c0 + l] = sv[(2 * l + 1) * nt + threadIdx.x]; }\n"
+    "    __syncthreads();\n"
+    "  }\n"
     "}\n";
 
 void kiln__cuda_prelude(kiln_sbuf *b)
