@@ -281,8 +281,9 @@ static void test_launch_choices(kiln_ctx *ctx)
     }
     unsetenv("KILN_REDUCE_SMEM");
     unsetenv("KILN_REDUCE_ROWFILL");
-    /* test_cuda_backend lanes: a one-pass variance down the columns takes lanes from 32 lane
-     * columns (its lanes share one count), where a column sum declines them below 256 */
+    /* test_cuda_backend lanes: a one-pass variance down the columns takes lanes at any count of
+     * lane columns from 16-bit inputs and below 32 from f32 (its lanes share one count), where a
+     * column sum declines them below 256 */
     setenv("KILN_VAR_PASSES", "1", 1);
     const struct {
         const char *what;
@@ -292,7 +293,12 @@ static void test_launch_choices(kiln_ctx *ctx)
     } var_cases[] = {
         {"column var f16 65536 x 1024, one pass: 128 lane columns, lanes", KILN_DTYPE_F16, {65536, 1024}, 4, 1},
         {"column var bf16 300000 x 256, one pass: 32 lane columns, lanes", KILN_DTYPE_BF16, {300000, 256}, 4, 1},
-        {"column var f16 300000 x 128, one pass: 16 lane columns, none", KILN_DTYPE_F16, {300000, 128}, 4, 0},
+        {"column var f16 1600000 x 32, one pass: 4 lane columns, lanes", KILN_DTYPE_F16, {1600000, 32}, 4, 1},
+        {"column var f32 1600000 x 32, one pass: 8 lane columns, lanes", KILN_DTYPE_F32, {1600000, 32}, 4, 1},
+        {"column var f32 300000 x 256, one pass: 64 lane columns, none", KILN_DTYPE_F32, {300000, 256}, 4, 0},
+        {"column var f32 100000 x 1024, one pass: 256 lane columns, lanes", KILN_DTYPE_F32, {100000, 1024}, 4, 1},
+        {"column var f16 4096 x 4096, one pass: 512 lane columns unsplit, lanes", KILN_DTYPE_F16, {4096, 4096}, 4, 1},
+        {"column var f16 4096 x 512, one pass: 64 lane columns unsplit, none", KILN_DTYPE_F16, {4096, 512}, 4, 0},
         {"column sum f16 65536 x 1024: 128 lane columns, none", KILN_DTYPE_F16, {65536, 1024}, 9, 0},
     };
     for (size_t c = 0; c < sizeof var_cases / sizeof var_cases[0]; c++) {

@@ -1021,10 +1021,14 @@ static void test_lanes(void)
         {"argmin f16, split", KILN_DTYPE_F16, KILN_DTYPE_AUTO, 2, {300000, 64}, V_PLAIN, 4, 2, 0},
         {"var f32, split", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {30000, 64}, V_PLAIN, 5, 2, 1e-4},
         {"var f16, split", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {200000, 128}, V_PLAIN, 5, 2, 1e-4},
-        /* one pass by the device's rule (past the L2): a variance takes lanes from 32 lane columns,
-         * where a sum takes them from 256 (its lanes fold together, one count for all) */
+        /* one pass by the device's rule (past the L2): a variance takes lanes at any count of lane
+         * columns from 16-bit inputs and below 32 from f32, where a sum takes them from 256 (its
+         * lanes fold together, one count for all) */
         {"var f16, 128 lane columns, split", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {65536, 1024}, V_PLAIN, 5, 1, 1e-4},
         {"var bf16, 32 lane columns, split", KILN_DTYPE_BF16, KILN_DTYPE_F32, 2, {300000, 256}, V_PLAIN, 5, 1, 1e-4},
+        {"var f16, 4 lane columns, split", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {1600000, 32}, V_PLAIN, 5, 1, 1e-4},
+        {"var f32, 8 lane columns, split", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {1600000, 32}, V_PLAIN, 5, 1, 1e-4},
+        {"var f32, 64 lane columns (no lanes)", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {300000, 256}, V_PLAIN, 5, 0, 1e-4},
         /* two passes asked for: at 100000 x 512 f16 (past the L2) the device's rule takes one
          * pass (RED_VAR), and one pass with nothing cached takes lanes from 256 lane columns */
         {"var f16, 64 lane columns, split (two passes)", KILN_DTYPE_F16, KILN_DTYPE_F32, 2, {100000, 512}, V_PLAIN, 5,

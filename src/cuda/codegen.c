@@ -1681,11 +1681,15 @@ static int lanes_pay(kiln_ctx *ctx, const kiln_cuda_state *st, const kiln_plan_k
      * batch norm over 4096 x 64 (8 lane columns) ran at 0.70x of no lanes. One pass with
      * nothing cached (a column sum) gains only from 256 lane columns up: at 32-128 it ran
      * 0.86-1.04x (100000 x 256 f32 0.86x, f16 0.94x; x 1024 f16 0.97-1.04x; H100, NOTES step 55),
-     * where a cached batch norm over 100000 x 256 f16 (32 lane columns) gained 1.91x. A
-     * variance is not such a pass: without lanes its Welford update divides by the count at
-     * every point, with lanes once for all of a worker's lanes (H100 f16 var(A,0) 65536 x 1024,
-     * 128 lane columns: 0.45 of copy bandwidth without, f32's lanes 0.91; NOTES step 76). */
-    if (R < 32 || (k->npasses == 1 && kp->an.ncached == 0 && !has_var(k) && R < 256)) return 0;
+     * where a cached batch norm over 100000 x 256 f16 (32 lane columns) gained 1.91x.
+     * A one-pass variance to one value a column is not such a pass: without lanes Welford's
+     * update divides by the count at every point, with lanes once for all of a worker's lanes.
+     * H100 var(A,0) (bench/NOTES.md step 76), lanes against none: 16-bit inputs 1.76-1.93x at
+     * 4-128 lane columns (1600000 x 32 to 200000 x 512); f32 1.09-1.21x at 8-16, 1.00x at 32,
+     * 0.97x at 64, 1.03x at 128, so f32 keeps the sums' rule from 32 up. */
+    const int one_pass = k->npasses == 1 && kp->an.ncached == 0;
+    const int var_lanes = one_pass && has_var(k) && (widest_input(k) <= 2 || R < 32);
+    if (!var_lanes && (R < 32 || (one_pass && R < 256))) return 0;
     unsigned gx, bx, by, smem, gxn, bxn, byn;
     launch_shape(st, kp, R, L, 0, &gx, &bx, &by, &smem);
     launch_shape(st, kp, R, L, 1, &gxn, &bxn, &byn, &smem);
@@ -1694,7 +1698,10 @@ static int lanes_pay(kiln_ctx *ctx, const kiln_cuda_state *st, const kiln_plan_k
     int G = 1;
     if (split_slices(ctx, st, k, kp, gx, by, tiles, 1, &G) != KILN_OK) G = 1; /* run_kernel reports it */
     kp->unsplit = gxn >= (unsigned)st->sm_count && tiles_n < 4;
-    return (G > 1 && !kp->unsplit) || gxn >= (unsigned)st->sm_count;
+    /* from 256 lane columns a variance's lanes pay even where its blocks do not fill the device:
+     * one pass over f16 4096 x 4096 (512 lane columns) ran 2.48x faster with them, over 4096 x 512
+     * (64) 0.73x (step 76) */
+    return (var_lanes && R >= 256) || (G > 1 && !kp->unsplit) || gxn >= (unsigned)st->sm_count;
 }
 
 /* ROW mode's worker over inputs narrower than 4 bytes in f32 arithmetic (f16, bf16, i8, u8):
