@@ -477,9 +477,10 @@ static void test_welford_rule(void)
         {KILN_DTYPE_F32, 8192, 8192, 1, 0}, /* along rows */
         {KILN_DTYPE_F16, 4096, 4096, 0, 0}, /* 32 MB: the second walk hits the L2 */
         {KILN_DTYPE_F32, 1024, 65536, 0, 1}, /* 1024 rows of 4 bytes */
-        {KILN_DTYPE_F16, 1024, 65536, 0, 0}, /* 1024 rows of 2 bytes */
+        {KILN_DTYPE_F16, 1024, 65536, 0, 1}, /* 1024 rows of 2 bytes, past the L2 */
         {KILN_DTYPE_F32, 1000, 65536, 0, 0}, /* fewer than 1024 rows */
         {KILN_DTYPE_F16, 256, 8192, 0, 0},
+        {KILN_DTYPE_F32, 4096, 4096, 0, 1}, /* f32 in the L2 too */
     };
     for (size_t r = 0; r < sizeof rule / sizeof rule[0]; r++) {
         /* a plan needs a destination and an expression, not data: a broadcast view of one value */

@@ -1135,8 +1135,8 @@ static void test_random_forms(void)
 }
 
 /* The one-pass variance's rule for a GPU-like memory (kiln__var_one_pass_columns, what the
- * CUDA backend asks with its L2's size): down columns, >= 1024 rows of 4-byte or wider
- * values or >= 2048 of narrower ones, past the cache. */
+ * CUDA backend asks with its L2's size): down columns from 1024 rows, of f32 at any size, of
+ * others past the cache. */
 static void test_var_one_pass_rule(void)
 {
     const double l2 = 50.0 * 1024 * 1024;
@@ -1150,9 +1150,13 @@ static void test_var_one_pass_rule(void)
         {KILN_DTYPE_F32, 2, {8192, 8192}, 1, 1},    {KILN_DTYPE_F16, 2, {65536, 1024}, 1, 1},
         {KILN_DTYPE_F32, 2, {8192, 8192}, 2, 0},    {KILN_DTYPE_F16, 2, {4096, 4096}, 1, 0},
         {KILN_DTYPE_F32, 2, {1024, 65536}, 1, 1},   {KILN_DTYPE_F16, 2, {256, 8192}, 1, 0},
-        {KILN_DTYPE_F32, 2, {1023, 65536}, 1, 0},   {KILN_DTYPE_F16, 2, {1024, 65536}, 1, 0},
-        {KILN_DTYPE_F16, 2, {2047, 65536}, 1, 0},   {KILN_DTYPE_F16, 2, {2048, 65536}, 1, 1},
-        {KILN_DTYPE_F32, 2, {1536, 32768}, 1, 1},   {KILN_DTYPE_F16, 2, {1536, 32768}, 1, 0},
+        {KILN_DTYPE_F32, 2, {1023, 65536}, 1, 0},   {KILN_DTYPE_F16, 2, {1024, 65536}, 1, 1},
+        {KILN_DTYPE_F16, 2, {1023, 65536}, 1, 0},   {KILN_DTYPE_F16, 2, {2048, 65536}, 1, 1},
+        {KILN_DTYPE_F32, 2, {1536, 32768}, 1, 1},   {KILN_DTYPE_F16, 2, {1536, 32768}, 1, 1},
+        {KILN_DTYPE_F32, 2, {4096, 512}, 1, 1},     {KILN_DTYPE_F32, 2, {1024, 16}, 1, 1},
+        {KILN_DTYPE_F32, 2, {1023, 4096}, 1, 0},    {KILN_DTYPE_F16, 2, {16384, 1024}, 1, 0},
+        {KILN_DTYPE_BF16, 2, {100000, 512}, 1, 1},  {KILN_DTYPE_F64, 2, {2048, 1024}, 1, 0},
+        {KILN_DTYPE_I32, 2, {4096, 512}, 1, 0},
         {KILN_DTYPE_F32, 3, {64, 128, 4096}, 3, 1}, {KILN_DTYPE_F32, 3, {8192, 8192, 1}, 1, 1},
         {KILN_DTYPE_F32, 3, {8192, 8192, 1}, 2, 0}, {KILN_DTYPE_F32, 3, {8192, 8, 1024}, 4, 0},
         {KILN_DTYPE_F32, 2, {2047, 65536}, 1, 1},   {KILN_DTYPE_F32, 2, {2048, 65536}, 1, 1},

@@ -602,11 +602,12 @@ int kiln__var_one_pass_columns(kiln_dtype dt, int ndim, const int64_t *shape, ui
         points *= (double)shape[a];
         if ((mask >> a) & 1u) rows *= (double)shape[a];
     }
-    /* 4- and 8-byte inputs from 1024 rows (f32 1536 x 32768: 1.23-1.56x, 1024 x 65536: 1.25x),
-     * narrower ones from 2048 (f16 1536 x 32768: 0.85-0.88x, 1024 x 65536: 0.95x); H100, NOTES
-     * steps 57-58 */
-    double min_rows = kiln_dtype_size(dt) >= 4 ? 1024 : 2048;
-    return rows >= min_rows && points * (double)kiln_dtype_size(dt) > cache_bytes;
+    /* From 1024 rows: f32 at any size, the rest past the cache. H100 since the lanes of step 76
+     * (bench/NOTES.md), one pass against two: f32 var(A,0) 1.23-2.01x and batch norm down the
+     * columns 0.98-1.28x below the L2 too (4096 x 512 to 1024 x 16384); f16 / bf16 1024 x 65536
+     * var 1.35-1.40x, batch norm 1.09-1.13x, but batch norm below the L2 0.83-0.98x; i32 and
+     * 8-byte inputs (f64 arithmetic) past the cache, as measured in steps 57-58. */
+    return rows >= 1024 && (dt == KILN_DTYPE_F32 || points * (double)kiln_dtype_size(dt) > cache_bytes);
 }
 
 kiln_expr *kiln__var_two_pass(kiln_expr *x, uint32_t mask)
