@@ -448,9 +448,9 @@ static kiln_expr *b_welford(kiln_tensor *const *in, const void *p)
  * shapes that run one block a row, split across blocks, and with lanes (the rule's and
  * forced); each split case twice with the same bits (a fixed merge order). A bad
  * KILN_VAR_PASSES names the variable. Then the default (unset): the plans the backend's rule
- * gives (one pass down columns of >= 1024 rows of 4 bytes or more, 2048 of fewer, over more
- * bytes than the L2 holds, two passes
- * elsewhere; cuda_var_one_pass) and a one-pass default against the CPU. */
+ * gives (one pass down columns of >= 1024 rows, of f32 at any size and of other dtypes over
+ * more bytes than the L2 holds, two passes elsewhere; cuda_var_one_pass) and a one-pass
+ * default against the CPU. */
 static int plan_red_vars(kiln_tensor *dst, const kiln_expr *e)
 {
     kiln_plan *p = NULL;

@@ -332,14 +332,11 @@ static kiln_status cuda_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d)
     return kiln__cuda_gemm(ctx, d);
 }
 
-/* One pass for a variance down columns (the last axis kept: COLUMN mode) of at least 2048
- * rows over more bytes than the L2 holds; two passes elsewhere (kiln__var_one_pass_columns).
- * Measured on the H100 (NOTES step 57, one against two): batch norm with features last
- * 1.13-1.30x where x outgrows the L2 (8192 x 8192, 65536 x 1024, 32768 x 4096 in f32 and f16;
- * 4096 x 4096 f32), but 0.42-0.95x where the two passes' second walk hits the L2 (4096 x 4096
- * f16, 256 x 8192) or 1024 rows leave each thread few points (1024 x 65536 f16); along rows
- * (ROW mode) 0.39-0.93x everywhere: a block's row is held on chip for the second pass, and
- * Welford's update a point is a dependent chain with a division in it. */
+/* One pass for a variance down columns (the last axis kept: COLUMN mode) where it pays, with
+ * the L2's size as the cache (kiln__var_one_pass_columns: the rule and its measurements);
+ * along rows (ROW mode) two passes: a block's row is held on chip for the second pass, and
+ * Welford's update a point is a dependent chain with a division in it (0.39-0.93x, NOTES
+ * step 57). */
 static int cuda_var_one_pass(const kiln_ctx *ctx, kiln_dtype dt, int ndim, const int64_t *shape, uint32_t mask)
 {
     return kiln__var_one_pass_columns(dt, ndim, shape, mask, (double)kiln__cuda_state(ctx)->l2_bytes);
