@@ -149,7 +149,7 @@ static void test_row_cache_block(void)
         int smem_thread, t[2], b[2]; /* KILN_REDUCE_SMEM=tile, then the rule (unset); t 0: not taken */
     } cases[] = {
         {"f16 softmax 50257, shifted", 1571, 100528, 16, {1024, 512}, {1, 2}},
-        {"f16 softmax 32000 (fits 1024 threads)", 1000, 64000, 16, {0, 512}, {0, 3}},
+        {"1000 workers (f16 softmax 32000 doubled: fits 1024 threads)", 1000, 64000, 16, {0, 512}, {0, 3}},
         {"f16 variance 32000 (24 bytes a warp)", 1000, 64000, 24, {0, 512}, {0, 3}},
         {"f32 softmax 50257, shifted", 3142, 201040, 16, {1024, 1024}, {1, 1}},
         {"f64 variance 20000", 1250, 160000, 24, {1024, 1024}, {1, 1}},
