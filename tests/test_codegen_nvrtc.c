@@ -211,42 +211,64 @@ static void test_launch_choices(kiln_ctx *ctx)
         int kind;
         const char *smem, *rowfill; /* KILN_REDUCE_SMEM, KILN_REDUCE_ROWFILL (NULL: unset) */
         int split, row_cache, kmax, lanes, seg; /* row_cache: taken (1 or 2) or not */
+        const char *passes; /* KILN_VAR_PASSES (NULL: 2, as test_cuda_backend's rowcache cases) */
     } cases[] = {
         /* test_cuda_backend rowcache: =tile, then the rule */
-        {"f16 100 x 32000 softmax, tile", KILN_DTYPE_F16, {100, 32000}, 99, "tile", NULL, 0, 1, 2, 0, 0},
-        {"f16 100 x 32000 softmax, rule", KILN_DTYPE_F16, {100, 32000}, 99, NULL, NULL, 0, 1, 2, 0, 0},
-        {"f16 100 x 32000 variance, tile", KILN_DTYPE_F16, {100, 32000}, 12, "tile", NULL, 0, 0, 4, 0, 0},
-        {"f16 100 x 32000 variance, rule", KILN_DTYPE_F16, {100, 32000}, 12, NULL, NULL, 0, 1, -1, 0, 0},
-        {"f16 100 x 32000 x - max(x), tile", KILN_DTYPE_F16, {100, 32000}, 5, "tile", NULL, 0, 1, -1, 0, 0},
-        {"f32 100 x 20000 softmax, tile", KILN_DTYPE_F32, {100, 20000}, 99, "tile", NULL, 0, 1, -1, 0, 0},
-        {"f32 140 x 100003 softmax, tile: too long", KILN_DTYPE_F32, {140, 100003}, 99, "tile", NULL, 0, 0, -1, 0, 0},
-        {"f32 140 x 100003 softmax, rule: its first part", KILN_DTYPE_F32, {140, 100003}, 99, NULL, NULL, 0, 1, -1, 0, 0},
-        {"f16 4 x 50257 softmax: split", KILN_DTYPE_F16, {4, 50257}, 99, NULL, NULL, 1, 0, -1, 0, 0},
+        {"f16 100 x 32000 softmax, tile", KILN_DTYPE_F16, {100, 32000}, 99, "tile", NULL, 0, 1, 2, 0, 0, NULL},
+        {"f16 100 x 32000 softmax, rule", KILN_DTYPE_F16, {100, 32000}, 99, NULL, NULL, 0, 1, 2, 0, 0, NULL},
+        {"f16 100 x 32000 variance, tile", KILN_DTYPE_F16, {100, 32000}, 12, "tile", NULL, 0, 0, 4, 0, 0, NULL},
+        {"f16 100 x 32000 variance, rule", KILN_DTYPE_F16, {100, 32000}, 12, NULL, NULL, 0, 1, -1, 0, 0, NULL},
+        {"f16 100 x 32000 x - max(x), tile", KILN_DTYPE_F16, {100, 32000}, 5, "tile", NULL, 0, 1, -1, 0, 0, NULL},
+        {"f32 100 x 20000 softmax, tile", KILN_DTYPE_F32, {100, 20000}, 99, "tile", NULL, 0, 1, -1, 0, 0, NULL},
+        {"f32 140 x 100003 softmax, tile: too long", KILN_DTYPE_F32, {140, 100003}, 99, "tile", NULL, 0, 0, -1, 0, 0, NULL},
+        {"f32 140 x 100003 softmax, rule: its first part", KILN_DTYPE_F32, {140, 100003}, 99, NULL, NULL, 0, 1, -1, 0, 0, NULL},
+        {"f16 4 x 50257 softmax: split", KILN_DTYPE_F16, {4, 50257}, 99, NULL, NULL, 1, 0, -1, 0, 0, NULL},
         /* test_cuda_backend split, few rows: the doubled walk in one tile where the undoubled splits
          * (v74a), then cached, which undoes the doubling (cached_kmax); ROWFILL=1 would keep it */
-        {"f16 8 x 32000 softmax", KILN_DTYPE_F16, {8, 32000}, 99, NULL, NULL, 0, 1, 2, 0, 0},
-        {"f16 8 x 32000 softmax, rowfill 0", KILN_DTYPE_F16, {8, 32000}, 99, NULL, "0", 1, 0, 2, 0, 0},
-        {"f16 8 x 32000 softmax, rowfill 1: cached doubled", KILN_DTYPE_F16, {8, 32000}, 99, NULL, "1", 0, 1, 4, 0, 0},
-        {"bf16 16 x 20000 softmax", KILN_DTYPE_BF16, {16, 20000}, 99, NULL, NULL, 0, 1, 2, 0, 0},
-        {"bf16 16 x 20000 softmax, rowfill 0", KILN_DTYPE_BF16, {16, 20000}, 99, NULL, "0", 1, 0, 2, 0, 0},
-        {"f16 2 x 65536 softmax: split either way", KILN_DTYPE_F16, {2, 65536}, 99, NULL, NULL, 1, 0, 2, 0, 0},
+        {"f16 8 x 32000 softmax", KILN_DTYPE_F16, {8, 32000}, 99, NULL, NULL, 0, 1, 2, 0, 0, NULL},
+        {"f16 8 x 32000 softmax, rowfill 0", KILN_DTYPE_F16, {8, 32000}, 99, NULL, "0", 1, 0, 2, 0, 0, NULL},
+        {"f16 8 x 32000 softmax, rowfill 1: cached doubled", KILN_DTYPE_F16, {8, 32000}, 99, NULL, "1", 0, 1, 4, 0, 0, NULL},
+        {"bf16 16 x 20000 softmax", KILN_DTYPE_BF16, {16, 20000}, 99, NULL, NULL, 0, 1, 2, 0, 0, NULL},
+        {"bf16 16 x 20000 softmax, rowfill 0", KILN_DTYPE_BF16, {16, 20000}, 99, NULL, "0", 1, 0, 2, 0, 0, NULL},
+        {"f16 2 x 65536 softmax: split either way", KILN_DTYPE_F16, {2, 65536}, 99, NULL, NULL, 1, 0, 2, 0, 0, NULL},
         /* v73a on many rows: doubled up to 256 workers (8192 values), undoubled past them */
-        {"f16 300 x 8192 softmax", KILN_DTYPE_F16, {300, 8192}, 99, NULL, NULL, 0, 0, 4, 0, 0},
-        {"f16 300 x 10000 softmax", KILN_DTYPE_F16, {300, 10000}, 99, NULL, NULL, 0, -1, 2, 0, 0},
-        {"bf16 300 x 16384 softmax", KILN_DTYPE_BF16, {300, 16384}, 99, NULL, NULL, 0, -1, 2, 0, 0},
-        {"f16 8 x 10000 softmax: one tile either way", KILN_DTYPE_F16, {8, 10000}, 99, NULL, NULL, 0, 1, 2, 0, 0},
+        {"f16 300 x 8192 softmax", KILN_DTYPE_F16, {300, 8192}, 99, NULL, NULL, 0, 0, 4, 0, 0, NULL},
+        {"f16 300 x 10000 softmax", KILN_DTYPE_F16, {300, 10000}, 99, NULL, NULL, 0, -1, 2, 0, 0, NULL},
+        {"bf16 300 x 16384 softmax", KILN_DTYPE_BF16, {300, 16384}, 99, NULL, NULL, 0, -1, 2, 0, 0, NULL},
+        {"f16 8 x 10000 softmax: one tile either way", KILN_DTYPE_F16, {8, 10000}, 99, NULL, NULL, 0, 1, 2, 0, 0, NULL},
         /* test_cuda_backend lanes: the device rule (lanes_pay) takes or declines them */
-        {"column sum f16 40000 x 1024: 128 lane columns", KILN_DTYPE_F16, {40000, 1024}, 9, NULL, NULL, -1, 0, -1, 0, 0},
-        {"column sum f32 20000 x 4096: lanes", KILN_DTYPE_F32, {20000, 4096}, 9, NULL, NULL, -1, 0, -1, 1, 0},
-        {"column sum f16 64 x 8192, wide: lanes", KILN_DTYPE_F16, {64, 8192}, 9, NULL, NULL, -1, 0, -1, 1, 0},
-        {"column sum f16 300 x 64: few columns, none", KILN_DTYPE_F16, {300, 64}, 9, NULL, NULL, -1, 0, -1, 0, 0},
-        {"batch norm f16 4096 x 64: 8 lane columns, none", KILN_DTYPE_F16, {4096, 64}, 6, NULL, NULL, -1, 0, -1, 0, 0},
-        {"batch norm f16 60000 x 256: lanes", KILN_DTYPE_F16, {60000, 256}, 6, NULL, NULL, -1, 0, -1, 1, 0},
-        {"batch norm f16 8 x 8192, wide: lanes", KILN_DTYPE_F16, {8, 8192}, 6, NULL, NULL, -1, 0, -1, 1, 0},
+        {"column sum f16 40000 x 1024: 128 lane columns", KILN_DTYPE_F16, {40000, 1024}, 9, NULL, NULL, -1, 0, -1, 0, 0, NULL},
+        {"column sum f32 20000 x 4096: lanes", KILN_DTYPE_F32, {20000, 4096}, 9, NULL, NULL, -1, 0, -1, 1, 0, NULL},
+        {"column sum f16 64 x 8192, wide: lanes", KILN_DTYPE_F16, {64, 8192}, 9, NULL, NULL, -1, 0, -1, 1, 0, NULL},
+        {"column sum f16 300 x 64: few columns, none", KILN_DTYPE_F16, {300, 64}, 9, NULL, NULL, -1, 0, -1, 0, 0, NULL},
+        {"batch norm f16 4096 x 64: 8 lane columns, none", KILN_DTYPE_F16, {4096, 64}, 6, NULL, NULL, -1, 0, -1, 0, 0, NULL},
+        {"batch norm f16 60000 x 256: lanes", KILN_DTYPE_F16, {60000, 256}, 6, NULL, NULL, -1, 0, -1, 1, 0, NULL},
+        {"batch norm f16 8 x 8192, wide: lanes", KILN_DTYPE_F16, {8, 8192}, 6, NULL, NULL, -1, 0, -1, 1, 0, NULL},
         /* test_cuda_backend seg: rows of 32 workers or fewer on a segment of a warp, never split */
-        {"f16 4096 x 32 softmax: a segment", KILN_DTYPE_F16, {4096, 32}, 99, NULL, NULL, 0, 0, -1, 0, 1},
-        {"f32 3 x 100 x - max(x): a segment", KILN_DTYPE_F32, {3, 100}, 5, NULL, NULL, 0, 0, -1, 0, 1},
-        {"f32 300 x 2000 softmax: a block", KILN_DTYPE_F32, {300, 2000}, 99, NULL, NULL, 0, 0, -1, 0, 0},
+        {"f16 4096 x 32 softmax: a segment", KILN_DTYPE_F16, {4096, 32}, 99, NULL, NULL, 0, 0, -1, 0, 1, NULL},
+        {"f32 3 x 100 x - max(x): a segment", KILN_DTYPE_F32, {3, 100}, 5, NULL, NULL, 0, 0, -1, 0, 1, NULL},
+        {"f32 300 x 2000 softmax: a block", KILN_DTYPE_F32, {300, 2000}, 99, NULL, NULL, 0, 0, -1, 0, 0, NULL},
+        /* test_cuda_backend lanes: a one-pass variance down the columns takes lanes at any count of
+         * lane columns from 16-bit inputs and below 32 from f32 (its lanes share one count), where a
+         * column sum declines them below 256 */
+        {"column var f16 65536 x 1024: 128 lane columns, lanes", KILN_DTYPE_F16, {65536, 1024}, 4, NULL, NULL,
+         -1, -1, -1, 1, -1, "1"},
+        {"column var bf16 300000 x 256: 32 lane columns, lanes", KILN_DTYPE_BF16, {300000, 256}, 4, NULL, NULL,
+         -1, -1, -1, 1, -1, "1"},
+        {"column var f16 1600000 x 32: 4 lane columns, lanes", KILN_DTYPE_F16, {1600000, 32}, 4, NULL, NULL,
+         -1, -1, -1, 1, -1, "1"},
+        {"column var f32 1600000 x 32: 8 lane columns, lanes", KILN_DTYPE_F32, {1600000, 32}, 4, NULL, NULL,
+         -1, -1, -1, 1, -1, "1"},
+        {"column var f32 300000 x 256: 64 lane columns, none", KILN_DTYPE_F32, {300000, 256}, 4, NULL, NULL,
+         -1, -1, -1, 0, -1, "1"},
+        {"column var f32 100000 x 1024: 256 lane columns, lanes", KILN_DTYPE_F32, {100000, 1024}, 4, NULL, NULL,
+         -1, -1, -1, 1, -1, "1"},
+        {"column var f16 4096 x 4096: 512 lane columns unsplit, lanes", KILN_DTYPE_F16, {4096, 4096}, 4, NULL, NULL,
+         -1, -1, -1, 1, -1, "1"},
+        {"column var f16 4096 x 512: 64 lane columns unsplit, none", KILN_DTYPE_F16, {4096, 512}, 4, NULL, NULL,
+         -1, -1, -1, 0, -1, "1"},
+        {"column sum f16 65536 x 1024: 128 lane columns, none", KILN_DTYPE_F16, {65536, 1024}, 9, NULL, NULL,
+         -1, -1, -1, 0, -1, "1"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         if (cases[c].smem)
@@ -257,8 +279,9 @@ static void test_launch_choices(kiln_ctx *ctx)
             setenv("KILN_REDUCE_ROWFILL", cases[c].rowfill, 1);
         else
             unsetenv("KILN_REDUCE_ROWFILL");
-        setenv("KILN_VAR_PASSES", "2", 1); /* as test_cuda_backend's rowcache cases */
-        const kiln_dtype odt = cases[c].kind == 9 || cases[c].kind == 12 ? KILN_DTYPE_F32 : cases[c].dt;
+        setenv("KILN_VAR_PASSES", cases[c].passes ? cases[c].passes : "2", 1);
+        const kiln_dtype odt =
+            cases[c].kind == 4 || cases[c].kind == 9 || cases[c].kind == 12 ? KILN_DTYPE_F32 : cases[c].dt;
         kiln_tensor *x, *dst;
         kiln_plan *p = empty_plan(ctx, cases[c].dt, cases[c].shape, cases[c].kind, odt, &x, &dst);
         kiln_cuda_launch_choice ch = {-1, -1, -1, -1, -1, -1, -1};
@@ -281,38 +304,6 @@ static void test_launch_choices(kiln_ctx *ctx)
     }
     unsetenv("KILN_REDUCE_SMEM");
     unsetenv("KILN_REDUCE_ROWFILL");
-    /* test_cuda_backend lanes: a one-pass variance down the columns takes lanes at any count of
-     * lane columns from 16-bit inputs and below 32 from f32 (its lanes share one count), where a
-     * column sum declines them below 256 */
-    setenv("KILN_VAR_PASSES", "1", 1);
-    const struct {
-        const char *what;
-        kiln_dtype dt;
-        int64_t shape[2];
-        int kind, lanes;
-    } var_cases[] = {
-        {"column var f16 65536 x 1024, one pass: 128 lane columns, lanes", KILN_DTYPE_F16, {65536, 1024}, 4, 1},
-        {"column var bf16 300000 x 256, one pass: 32 lane columns, lanes", KILN_DTYPE_BF16, {300000, 256}, 4, 1},
-        {"column var f16 1600000 x 32, one pass: 4 lane columns, lanes", KILN_DTYPE_F16, {1600000, 32}, 4, 1},
-        {"column var f32 1600000 x 32, one pass: 8 lane columns, lanes", KILN_DTYPE_F32, {1600000, 32}, 4, 1},
-        {"column var f32 300000 x 256, one pass: 64 lane columns, none", KILN_DTYPE_F32, {300000, 256}, 4, 0},
-        {"column var f32 100000 x 1024, one pass: 256 lane columns, lanes", KILN_DTYPE_F32, {100000, 1024}, 4, 1},
-        {"column var f16 4096 x 4096, one pass: 512 lane columns unsplit, lanes", KILN_DTYPE_F16, {4096, 4096}, 4, 1},
-        {"column var f16 4096 x 512, one pass: 64 lane columns unsplit, none", KILN_DTYPE_F16, {4096, 512}, 4, 0},
-        {"column sum f16 65536 x 1024: 128 lane columns, none", KILN_DTYPE_F16, {65536, 1024}, 9, 0},
-    };
-    for (size_t c = 0; c < sizeof var_cases / sizeof var_cases[0]; c++) {
-        kiln_tensor *x, *dst;
-        kiln_plan *p = empty_plan(ctx, var_cases[c].dt, var_cases[c].shape, var_cases[c].kind, KILN_DTYPE_F32, &x, &dst);
-        kiln_cuda_launch_choice ch = {-1, -1, -1, -1, -1, -1, -1};
-        if (p) CHECK_OK(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, &ch));
-        if (ch.lanes != var_cases[c].lanes)
-            fprintf(stderr, "  launch choice, %s: lanes %d, want %d\n", var_cases[c].what, ch.lanes, var_cases[c].lanes);
-        CHECK_INT(ch.lanes, var_cases[c].lanes);
-        kiln__plan_free(p);
-        kiln_tensor_release(dst);
-        kiln_tensor_release(x);
-    }
     unsetenv("KILN_VAR_PASSES");
     /* bad arguments name themselves */
     {
