@@ -45,9 +45,12 @@ typedef struct kiln_backend {
 
     /* Whether a variance (RED_VAR) of x (dtype dt, shape[ndim]) over the axes in mask runs
      * in one pass (1: Welford's partials, one walk of x) or as mean((x - mean(x))^2), two
-     * dependent reductions (0: the planner lowers it). KILN_VAR_PASSES=1|2 overrides it
-     * (src/expr/plan.c). Optional: NULL = two passes. */
-    int (*var_one_pass)(const kiln_ctx *ctx, kiln_dtype dt, int ndim, const int64_t *shape, uint32_t mask);
+     * dependent reductions (0: the planner lowers it). written: 1 where the assignment's
+     * destination holds no more values than the variance (it is written out, not broadcast
+     * back over x as batch norm does). KILN_VAR_PASSES=1|2 overrides it (src/expr/plan.c).
+     * Optional: NULL = two passes. */
+    int (*var_one_pass)(const kiln_ctx *ctx, kiln_dtype dt, int ndim, const int64_t *shape, uint32_t mask,
+                        int written);
 
     /* The stream work is queued on, as the API's handle (cudaStream_t on CUDA), for interop
      * (kiln_ctx_stream). Optional: NULL = no stream, work runs in the call. */

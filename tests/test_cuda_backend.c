@@ -449,8 +449,8 @@ static kiln_expr *b_welford(kiln_tensor *const *in, const void *p)
  * forced); each split case twice with the same bits (a fixed merge order). A bad
  * KILN_VAR_PASSES names the variable. Then the default (unset): the plans the backend's rule
  * gives (one pass down columns of >= 1024 rows, of f32 at any size and of other dtypes over
- * more bytes than the L2 holds, two passes elsewhere; cuda_var_one_pass) and a one-pass
- * default against the CPU. */
+ * more bytes than the L2 holds, and of f16 / bf16 from 2048 rows where the variance is written
+ * out, two passes elsewhere; cuda_var_one_pass) and a one-pass default against the CPU. */
 static int plan_red_vars(kiln_tensor *dst, const kiln_expr *e)
 {
     kiln_plan *p = NULL;
@@ -470,12 +470,13 @@ static void test_welford_rule(void)
     struct {
         kiln_dtype dt;
         int64_t n, c;
-        int axis, one; /* the rule's answer */
+        int axis, one; /* the rule's answer: written out (the destination a value a column or row) */
     } rule[] = {
         {KILN_DTYPE_F32, 8192, 8192, 0, 1}, /* 256 MB down columns */
         {KILN_DTYPE_F16, 65536, 1024, 0, 1},
         {KILN_DTYPE_F32, 8192, 8192, 1, 0}, /* along rows */
-        {KILN_DTYPE_F16, 4096, 4096, 0, 0}, /* 32 MB: the second walk hits the L2 */
+        {KILN_DTYPE_F16, 4096, 4096, 0, 1}, /* 32 MB, in the L2: written out, from 2048 rows */
+        {KILN_DTYPE_F16, 1024, 16384, 0, 0}, /* in the L2 with 1024 rows */
         {KILN_DTYPE_F32, 1024, 65536, 0, 1}, /* 1024 rows of 4 bytes */
         {KILN_DTYPE_F16, 1024, 65536, 0, 1}, /* 1024 rows of 2 bytes, past the L2 */
         {KILN_DTYPE_F32, 1000, 65536, 0, 0}, /* fewer than 1024 rows */
@@ -496,6 +497,31 @@ static void test_welford_rule(void)
         if (got != rule[r].one)
             fprintf(stderr, "  welford rule case %zu: %d RED_VAR in the plan, want %d\n", r, got, rule[r].one);
         CHECK(got == rule[r].one);
+        kiln_expr_release(e);
+        kiln_tensor_release(dst);
+        kiln_tensor_release(x);
+        kiln_tensor_release(one);
+    }
+    /* broadcast back over x (x - var(x, 0) into x's shape, as batch norm): 16-bit inputs in the
+     * L2 keep two passes, f32 takes one */
+    struct {
+        kiln_dtype dt;
+        int64_t n, c;
+        int one;
+    } back[] = {{KILN_DTYPE_F16, 4096, 4096, 0}, {KILN_DTYPE_BF16, 50000, 64, 0}, {KILN_DTYPE_F32, 4096, 4096, 1},
+                {KILN_DTYPE_F16, 65536, 1024, 1}};
+    for (size_t r = 0; r < sizeof back / sizeof back[0]; r++) {
+        kiln_tensor *one = NULL, *x = NULL, *dst = NULL;
+        int64_t shape[2] = {back[r].n, back[r].c};
+        CHECK_OK(gpu, kiln_tensor_empty(gpu, back[r].dt, 0, NULL, &one));
+        CHECK_OK(gpu, kiln_tensor_broadcast_to(one, 2, shape, &x));
+        CHECK_OK(gpu, kiln_tensor_empty(gpu, KILN_DTYPE_F32, 2, shape, &dst));
+        kiln_expr *e = kiln_sub(kiln_t(x), kiln_var(kiln_t(x), 0));
+        int got = plan_red_vars(dst, e);
+        if (got != back[r].one)
+            fprintf(stderr, "  welford rule, broadcast back, case %zu: %d RED_VAR in the plan, want %d\n", r, got,
+                    back[r].one);
+        CHECK(got == back[r].one);
         kiln_expr_release(e);
         kiln_tensor_release(dst);
         kiln_tensor_release(x);

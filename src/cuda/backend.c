@@ -337,9 +337,10 @@ static kiln_status cuda_gemm(kiln_ctx *ctx, const kiln_gemm_desc *d)
  * along rows (ROW mode) two passes: a block's row is held on chip for the second pass, and
  * Welford's update a point is a dependent chain with a division in it (0.39-0.93x, NOTES
  * step 57). */
-static int cuda_var_one_pass(const kiln_ctx *ctx, kiln_dtype dt, int ndim, const int64_t *shape, uint32_t mask)
+static int cuda_var_one_pass(const kiln_ctx *ctx, kiln_dtype dt, int ndim, const int64_t *shape, uint32_t mask,
+                             int written)
 {
-    return kiln__var_one_pass_columns(dt, ndim, shape, mask, (double)kiln__cuda_state(ctx)->l2_bytes);
+    return kiln__var_one_pass_columns(dt, ndim, shape, mask, (double)kiln__cuda_state(ctx)->l2_bytes, written);
 }
 
 static kiln_status cuda_synchronize(kiln_ctx *ctx)

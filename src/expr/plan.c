@@ -100,6 +100,7 @@ typedef struct pbuild {
     int *eval;
     size_t ecap, ecount;
     int var_env;         /* KILN_VAR_PASSES: -2 not yet read, -1 unset, 0 "1", 1 "2" */
+    int64_t dst_numel;   /* the destination's values (a variance with as many or more is written out) */
     kiln_expr **lowered; /* the two-pass forms made for RED_VAR nodes (their pointers key ekey) */
     int nlowered, clowered;
 } pbuild;
@@ -300,8 +301,12 @@ static int canon(pbuild *b, const kiln_expr *e, kiln_status *st)
         }
         const kiln_backend *be = b->ctx->backend;
         const kiln_expr *x = e->child[0];
+        int64_t var_numel = 1; /* the variance's values: x's extents outside mask */
+        for (int a = 0; a < x->ndim; a++)
+            if (!((e->mask >> a) & 1u)) var_numel *= x->shape[a];
+        const int written = b->dst_numel <= var_numel;
         int one = b->var_env == 0 || (b->var_env < 0 && be && be->var_one_pass &&
-                                      be->var_one_pass(b->ctx, x->dtype, x->ndim, x->shape, e->mask));
+                                      be->var_one_pass(b->ctx, x->dtype, x->ndim, x->shape, e->mask, written));
         if (!one) return canon_var_two_pass(b, e, st);
     }
     pnode p;
@@ -1072,6 +1077,7 @@ kiln_status kiln__plan_build(kiln_tensor *dst, const kiln_expr *e, kiln_round ro
     memset(&b, 0, sizeof b);
     b.ctx = ctx;
     b.var_env = -2;
+    b.dst_numel = kiln_tensor_numel(dst);
     b.plan = calloc(1, sizeof *b.plan);
     if (!b.plan) return oom(&b);
     kiln_status st = KILN_OK;
