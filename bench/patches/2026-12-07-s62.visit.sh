@@ -13,7 +13,7 @@ run() { # name timeout cmd...
   local n=$1 t=$2; shift 2; mkdir -p $B/k_$n
   ( KILN_CACHE_DIR=$B/k_$n timeout $t "$@" > $B/$n.log 2>&1; echo "$n rc $? $(tail -1 $B/$n.log)" >>"$A" ) &
 }
-SAN="compute-sanitizer --tool memcheck --error-exitcode 9"
+SAN="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer) --tool memcheck --error-exitcode 9"
 KILN_CUDA_TEST=welford,batchnorm run wb 200 $B/test_cuda_backend
 KILN_CUDA_TEST=lanes,keep,stats run lks 200 $B/test_cuda_backend
 KILN_CUDA_TEST=reductions,split run rs 220 $B/test_cuda_backend
