@@ -14,17 +14,17 @@ run() { # name timeout cmd...
   ( KILN_CACHE_DIR=$B/k_$n timeout $t "$@" > $B/$n.log 2>&1; echo "$n rc $? $(tail -1 $B/$n.log)" >>"$A" ) &
 }
 SAN="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer) --tool memcheck --error-exitcode 9"
-KILN_CUDA_TEST=welford,batchnorm run wb 170 $B/test_cuda_backend
-KILN_CUDA_TEST=lanes,keep,stats run lks 170 $B/test_cuda_backend
-KILN_CUDA_TEST=reductions,split run rs 170 $B/test_cuda_backend
-KILN_CUDA_TEST=random run rr 170 $B/test_cuda_backend
-run expr 170 $B/test_expr
-run cg 170 $B/test_codegen_nvrtc
-KILN_CUDA_TEST=lanes,welford run mc 170 $SAN $B/test_cuda_backend
+KILN_CUDA_TEST=welford,batchnorm run wb 130 $B/test_cuda_backend
+KILN_CUDA_TEST=lanes,keep,stats run lks 130 $B/test_cuda_backend
+KILN_CUDA_TEST=reductions,split run rs 130 $B/test_cuda_backend
+KILN_CUDA_TEST=random run rr 130 $B/test_cuda_backend
+run expr 130 $B/test_expr
+run cg 130 $B/test_codegen_nvrtc
+KILN_CUDA_TEST=lanes,welford run mc 130 $SAN $B/test_cuda_backend
 wait
 echo "tests done at $(( $(date +%s) - T0 )) s" >>"$A"
 grep -h 'ERROR SUMMARY' $B/mc.log >>"$A"; grep -hE 'want|failed:' $B/*.log | head -12 >>"$A"
-S=1024x16384,768x12288,512x32768,256x65536,2048x8192,1024x4096,4096x4096,512x8192,50000x64
+S=1024x16384,768x12288,512x32768,256x65536,2048x8192,512x8192,4096x4096
 for d in f16 f32; do
   KILN_CACHE_DIR=$B/kb timeout 45 $B/kiln-gpu-bench --only 'var(A,0),sum(A,0),batchnorm(A,0) in place' --dtype $d --sizes $S --ab KILN_REDUCE_COLDEPTH=0,1 2>&1 | grep -E '^(case|var|sum|batch)' >>"$A"
   KILN_CACHE_DIR=$B/kb timeout 30 $B/kiln-gpu-bench --only 'var(A,0)' --dtype $d --sizes $S --ab KILN_VAR_PASSES=2,1 2>&1 | grep -E '^(case|var)' | sed 's/^/passes: /' >>"$A"
