@@ -324,6 +324,68 @@ static void test_launch_choices(kiln_ctx *ctx)
     }
 }
 
+/* COLUMN mode's deeper workers (codegen.c col_depth) on an H100's size: a kernel that reads its
+ * inputs once and runs unsplit takes fewer threads a column, each walking up to 16 rows, while the
+ * grid keeps more than 512 threads an SM; KILN_REDUCE_COLDEPTH=0 keeps the blocks as before.
+ * Kernels that walk the data again (a two-pass variance, batch norm) keep theirs, but with =all
+ * (for measuring). Each case: the block's threads under each setting (bench/NOTES.md step 77). */
+static void test_col_depth(kiln_ctx *ctx)
+{
+    const int sms = 132, optin = 232448, sm = 233472;
+    /* the block's threads unset (the rule), with =0 and with =all (every COLUMN kernel, for measuring) */
+    static const char *const setting[3] = {NULL, "0", "all"};
+    const struct {
+        const char *what;
+        kiln_dtype dt;
+        int64_t shape[2];
+        int kind;
+        const char *passes;
+        int threads[3];
+    } cases[] = {
+        {"column sum f16 1024 x 16384: 4 x 64, 16 rows a worker", KILN_DTYPE_F16, {1024, 16384}, 9, "2", {256, 1024, 256}},
+        {"column sum f16 768 x 12288: 4 x 64, 12 rows", KILN_DTYPE_F16, {768, 12288}, 9, "2", {256, 1024, 256}},
+        {"column sum f32 2048 x 8192: 4 x 128, 16 rows", KILN_DTYPE_F32, {2048, 8192}, 9, "2", {512, 1024, 512}},
+        {"column var f16 256 x 65536, one pass: 16 x 16", KILN_DTYPE_F16, {256, 65536}, 4, "1", {256, 1024, 256}},
+        {"column var f16 1024 x 16384, one pass: 4 x 64", KILN_DTYPE_F16, {1024, 16384}, 4, "1", {256, 1024, 256}},
+        {"column sum f16 512 x 8192: 496 threads an SM would be too few", KILN_DTYPE_F16, {512, 8192}, 9, "2", {512, 512, 512}},
+        {"column sum f16 4096 x 4096: 32 rows a worker already", KILN_DTYPE_F16, {4096, 4096}, 9, "2", {1024, 1024, 1024}},
+        {"column var f16 256 x 65536, two passes: kept but with =all", KILN_DTYPE_F16, {256, 65536}, 4, "2", {1024, 1024, 256}},
+        {"batch norm f32 1024 x 8192, one pass, written over x: kept but with =all", KILN_DTYPE_F32, {1024, 8192}, 6, "1",
+         {1024, 1024, 256}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        setenv("KILN_VAR_PASSES", cases[c].passes, 1);
+        const kiln_dtype odt = cases[c].kind == 4 || cases[c].kind == 9 ? KILN_DTYPE_F32 : cases[c].dt;
+        kiln_tensor *x, *dst;
+        kiln_plan *p = empty_plan(ctx, cases[c].dt, cases[c].shape, cases[c].kind, odt, &x, &dst);
+        for (int m = 0; m < 3 && p; m++) {
+            if (setting[m])
+                setenv("KILN_REDUCE_COLDEPTH", setting[m], 1);
+            else
+                unsetenv("KILN_REDUCE_COLDEPTH");
+            kiln_cuda_launch_choice ch = {-1, -1, -1, -1, -1, -1, -1};
+            CHECK_OK(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, &ch));
+            const int want = cases[c].threads[m];
+            if (ch.threads != want || ch.split != 0)
+                fprintf(stderr, "  column depth, %s, COLDEPTH=%s: %d threads, split %d; want %d unsplit\n",
+                        cases[c].what, setting[m] ? setting[m] : "(unset)", ch.threads, ch.split, want);
+            CHECK_INT(ch.threads, want);
+            CHECK_INT(ch.split, 0);
+        }
+        /* a bad value names the variable */
+        setenv("KILN_REDUCE_COLDEPTH", "16", 1);
+        kiln_cuda_launch_choice ch;
+        if (p && c == 0)
+            CHECK_FAILS(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, &ch), KILN_ERR_ARG,
+                        "KILN_REDUCE_COLDEPTH");
+        kiln__plan_free(p);
+        kiln_tensor_release(dst);
+        kiln_tensor_release(x);
+    }
+    unsetenv("KILN_REDUCE_COLDEPTH");
+    unsetenv("KILN_VAR_PASSES");
+}
+
 int main(void)
 {
     if (!kiln__cuda_kernel_source) {
@@ -337,7 +399,10 @@ int main(void)
     kiln_ctx *ctx = NULL;
     kiln_ctx_args a = {.device = KILN_DEVICE_CPU, .seed = 7};
     CHECK_OK(ctx, kiln_ctx_create(&ctx, &a));
-    if (kiln__cuda_launch_choice) test_launch_choices(ctx);
+    if (kiln__cuda_launch_choice) {
+        test_launch_choices(ctx);
+        test_col_depth(ctx);
+    }
     const codegen_case cases[] = {
         {"element-wise f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 1000}, 0, KILN_ROUND_DEFAULT},
         {"sum to one f32", KILN_DTYPE_F32, KILN_DTYPE_F32, 2, {3, 40000}, 1, KILN_ROUND_DEFAULT},

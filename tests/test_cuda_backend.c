@@ -449,8 +449,8 @@ static kiln_expr *b_welford(kiln_tensor *const *in, const void *p)
  * forced); each split case twice with the same bits (a fixed merge order). A bad
  * KILN_VAR_PASSES names the variable. Then the default (unset): the plans the backend's rule
  * gives (one pass down columns of >= 1024 rows, of f32 at any size and of other dtypes over
- * more bytes than the L2 holds, and of f16 / bf16 from 2048 rows where the variance is written
- * out, two passes elsewhere; cuda_var_one_pass) and a one-pass default against the CPU. */
+ * more bytes than the L2 holds, and of f16 / bf16 / f32 from 256 rows where the variance is
+ * written out, two passes elsewhere; cuda_var_one_pass) and a one-pass default against the CPU. */
 static int plan_red_vars(kiln_tensor *dst, const kiln_expr *e)
 {
     kiln_plan *p = NULL;
@@ -475,12 +475,14 @@ static void test_welford_rule(void)
         {KILN_DTYPE_F32, 8192, 8192, 0, 1}, /* 256 MB down columns */
         {KILN_DTYPE_F16, 65536, 1024, 0, 1},
         {KILN_DTYPE_F32, 8192, 8192, 1, 0}, /* along rows */
-        {KILN_DTYPE_F16, 4096, 4096, 0, 1}, /* 32 MB, in the L2: written out, from 2048 rows */
-        {KILN_DTYPE_F16, 1024, 16384, 0, 0}, /* in the L2 with 1024 rows */
+        {KILN_DTYPE_F16, 4096, 4096, 0, 1}, /* 32 MB, in the L2: written out, from 256 rows */
+        {KILN_DTYPE_F16, 1024, 16384, 0, 1},
         {KILN_DTYPE_F32, 1024, 65536, 0, 1}, /* 1024 rows of 4 bytes */
         {KILN_DTYPE_F16, 1024, 65536, 0, 1}, /* 1024 rows of 2 bytes, past the L2 */
-        {KILN_DTYPE_F32, 1000, 65536, 0, 0}, /* fewer than 1024 rows */
-        {KILN_DTYPE_F16, 256, 8192, 0, 0},
+        {KILN_DTYPE_F32, 1000, 65536, 0, 1}, /* fewer than 1024 rows, written out */
+        {KILN_DTYPE_F16, 256, 8192, 0, 1},
+        {KILN_DTYPE_BF16, 255, 8192, 0, 0}, /* fewer than 256 rows */
+        {KILN_DTYPE_F32, 200, 65536, 0, 0},
         {KILN_DTYPE_F32, 4096, 4096, 0, 1}, /* f32 in the L2 too */
     };
     for (size_t r = 0; r < sizeof rule / sizeof rule[0]; r++) {

@@ -1136,7 +1136,7 @@ static void test_random_forms(void)
 
 /* The one-pass variance's rule for a GPU-like memory (kiln__var_one_pass_columns, what the
  * CUDA backend asks with its L2's size): down columns from 1024 rows, of f32 at any size, of
- * others past the cache; and written out (not broadcast back), f16 / bf16 from 2048 rows. */
+ * others past the cache; and written out (not broadcast back), f16 / bf16 / f32 from 256 rows. */
 static void test_var_one_pass_rule(void)
 {
     const double l2 = 50.0 * 1024 * 1024;
@@ -1168,17 +1168,20 @@ static void test_var_one_pass_rule(void)
         if (got != c[i].want) fprintf(stderr, "  var one-pass rule case %zu: %d, want %d\n", i, got, c[i].want);
         CHECK(got == c[i].want);
     }
-    /* written out: f16 / bf16 below the cache from 2048 rows too; the rest as broadcast back */
+    /* written out: f16 / bf16 / f32 from 256 rows at any size; the rest as broadcast back */
     struct {
         kiln_dtype dt;
         int64_t shape[2];
         uint32_t mask;
         int want;
     } w[] = {
-        {KILN_DTYPE_F16, {4096, 4096}, 1, 1}, {KILN_DTYPE_BF16, {2048, 8192}, 1, 1}, {KILN_DTYPE_F16, {2047, 8192}, 1, 0},
-        {KILN_DTYPE_F16, {1024, 16384}, 1, 0}, {KILN_DTYPE_F16, {50000, 64}, 1, 1},  {KILN_DTYPE_F16, {4096, 4096}, 2, 0},
+        {KILN_DTYPE_F16, {4096, 4096}, 1, 1}, {KILN_DTYPE_BF16, {2048, 8192}, 1, 1}, {KILN_DTYPE_F16, {2047, 8192}, 1, 1},
+        {KILN_DTYPE_F16, {1024, 16384}, 1, 1}, {KILN_DTYPE_F16, {50000, 64}, 1, 1},  {KILN_DTYPE_F16, {4096, 4096}, 2, 0},
         {KILN_DTYPE_F64, {4096, 512}, 1, 0},   {KILN_DTYPE_I8, {4096, 512}, 1, 0},   {KILN_DTYPE_I32, {4096, 512}, 1, 0},
-        {KILN_DTYPE_F32, {4096, 512}, 1, 1},   {KILN_DTYPE_F16, {1024, 65536}, 1, 1}, {KILN_DTYPE_F16, {256, 8192}, 1, 0},
+        {KILN_DTYPE_F32, {4096, 512}, 1, 1},   {KILN_DTYPE_F16, {1024, 65536}, 1, 1}, {KILN_DTYPE_F16, {256, 8192}, 1, 1},
+        {KILN_DTYPE_F16, {255, 8192}, 1, 0},   {KILN_DTYPE_F32, {256, 65536}, 1, 1}, {KILN_DTYPE_F32, {255, 65536}, 1, 0},
+        {KILN_DTYPE_BF16, {512, 8192}, 1, 1},  {KILN_DTYPE_F64, {512, 8192}, 1, 0},  {KILN_DTYPE_I32, {512, 8192}, 1, 0},
+        {KILN_DTYPE_F32, {8192, 512}, 2, 0},
     };
     for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
         int got = kiln__var_one_pass_columns(w[i].dt, 2, w[i].shape, w[i].mask, l2, 1);

@@ -1477,6 +1477,7 @@ typedef struct kplan {
                              * the row cache's (row_cache) */
     int smem_row; /* ROW mode's row cache in shared memory (row_cache, at launch): 1 whole, 2 partial */
     int kmax_unfilled; /* kmax before row_fill, where it grew it for kept values alone; else 0 */
+    int col_deep; /* COLUMN mode, one walk: narrowed blocks of deeper workers (col_depth) */
 } kplan;
 
 static void kplan_free(kplan *kp)
@@ -1796,6 +1797,28 @@ static kiln_status row_segments(kiln_ctx *ctx, kplan *kp)
     return KILN_OK;
 }
 
+/* COLUMN mode's kernels that read their inputs once (one pass, the reductions written out: column
+ * sums, the one-pass variance): narrowed unsplit blocks take fewer workers a column, so that each
+ * walks up to COL_DEPTH rows before the block's fold, while the grid keeps more than
+ * COL_DEPTH_THREADS threads an SM (launch_shape). Short wide columns had one to four rows a worker,
+ * a fold of up to 8 levels and two waves of 1024-thread blocks: on the H100 f16 1024 x 16384 column
+ * sums ran 1.6x and its one-pass variance 2.6x faster with deeper workers; kernels that walk the
+ * data again (two-pass variances, batch norm) were mixed, 0.6-1.5x, and keep their blocks
+ * (bench/NOTES.md step 77). KILN_REDUCE_COLDEPTH=0 never, =all every COLUMN kernel, the two-walk
+ * ones too, with the lanes and split choices as without (both for measuring); 1 and unset: the rule. */
+enum { COL_DEPTH = 16, COL_DEPTH_THREADS = 512 };
+
+static kiln_status col_depth(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
+{
+    kp->col_deep = 0;
+    if (!kp->colmode) return KILN_OK;
+    static const char *const ways[] = {"0", "1", "all"};
+    int env;
+    KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_COLDEPTH", ways, 3, &env));
+    kp->col_deep = env == 2 || (env != 0 && k->npasses == 1 && k->out.is_row);
+    return KILN_OK;
+}
+
 /* The output's divisions by a row value of a value an earlier pass computed (softmax's
  * exp(x - max) / sum), kept or computed again: as a multiply by the row value's correctly
  * rounded reciprocal and one Markstein correction (kiln_div_row in source.c: three instructions
@@ -2079,6 +2102,7 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_
     if (s == KILN_OK) s = row_fill(ctx, k, st, kp);
     if (s == KILN_OK) shift_fit(k, kp);
     if (s == KILN_OK) s = row_segments(ctx, kp);
+    if (s == KILN_OK) s = col_depth(ctx, k, kp);
     if (s == KILN_OK) keep_cap(k, kp);
     if (s == KILN_OK) s = row_divisions(ctx, k, kp);
     if (s != KILN_OK) kplan_free(kp);
@@ -2397,6 +2421,12 @@ static void launch_shape(const kiln_cuda_state *st, const kplan *kp, int64_t R, 
         unsigned tymax = 1024 / tx;
         if (ty > tymax) ty = tymax;
         if (ty < 1) ty = 1;
+        /* deeper workers (col_depth): halve the workers a column while each would walk at most
+         * COL_DEPTH rows and the grid keep more than COL_DEPTH_THREADS threads an SM, a warp a block */
+        const int64_t blocks = (R + tx - 1) / tx;
+        while (narrow && kp->col_deep && ty > 1 && tx * (ty / 2) >= 32 && (L + ty / 2 - 1) / (ty / 2) <= COL_DEPTH &&
+               blocks * tx * (ty / 2) > (int64_t)COL_DEPTH_THREADS * st->sm_count)
+            ty /= 2;
         *bx = tx;
         *by = ty;
         *gx = (unsigned)((R + tx - 1) / tx);

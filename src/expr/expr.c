@@ -603,16 +603,17 @@ int kiln__var_one_pass_columns(kiln_dtype dt, int ndim, const int64_t *shape, ui
         points *= (double)shape[a];
         if ((mask >> a) & 1u) rows *= (double)shape[a];
     }
-    /* From 1024 rows: f32 at any size, the rest past the cache, and 16-bit variances written out
-     * from 2048 rows. H100 since the lanes of step 76 (bench/NOTES.md), one pass against two:
-     * f32 var(A,0) 1.23-2.01x and batch norm down the columns 0.98-1.28x below the L2 too (4096
-     * x 512 to 1024 x 16384); f16 / bf16 1024 x 65536 var 1.35-1.40x, batch norm 1.09-1.13x;
-     * below the L2 f16 / bf16 var(A,0) 1.09-1.66x from 2048 rows (4096 x 4096 1.84x) but 1024 x
-     * 16384 0.69-0.71x, batch norm 0.83-0.98x; i32 and 8-byte inputs (f64 arithmetic) past the
-     * cache, as measured in steps 57-58. */
+    /* Broadcast back (batch norm) from 1024 rows: f32 at any size, the rest past the cache. H100
+     * since the lanes of step 76 (bench/NOTES.md), one pass against two: f32 batch norm down the
+     * columns 0.98-1.28x below the L2 too (4096 x 512 to 1024 x 16384); f16 / bf16 1024 x 65536
+     * 1.09-1.13x, below the L2 0.83-0.98x; i32 and 8-byte inputs (f64 arithmetic) past the
+     * cache, as measured in steps 57-58. Written out, f16 / bf16 / f32 from 256 rows at any
+     * size: with step 77's deeper workers one pass ran 1.15-2.0x faster than two (f16 1024 x
+     * 16384 1.86x, 512 x 8192 1.15x, 256 x 65536 1.63x; f32 512 x 8192 1.83x, 256 x 65536
+     * 1.41x); below 256 rows unmeasured. */
+    if (written && rows >= 256 && (dt == KILN_DTYPE_F16 || dt == KILN_DTYPE_BF16 || dt == KILN_DTYPE_F32)) return 1;
     if (rows < 1024) return 0;
-    if (dt == KILN_DTYPE_F32 || points * (double)kiln_dtype_size(dt) > cache_bytes) return 1;
-    return written && rows >= 2048 && (dt == KILN_DTYPE_F16 || dt == KILN_DTYPE_BF16);
+    return dt == KILN_DTYPE_F32 || points * (double)kiln_dtype_size(dt) > cache_bytes;
 }
 
 kiln_expr *kiln__var_two_pass(kiln_expr *x, uint32_t mask)

@@ -52,11 +52,11 @@ struct kiln_expr {
 kiln_expr *kiln__var_two_pass(kiln_expr *x, uint32_t mask);
 
 /* The one-pass rule of a GPU-like memory (kiln_backend.var_one_pass): 1 for a variance of x
- * (dtype dt, shape[ndim]) over mask down columns (the last axis of extent > 1 kept) of at
- * least 1024 rows, of f32 at any size, of other dtypes whose elements take more than
- * cache_bytes, and of f16 / bf16 from 2048 rows where the variance is written out (written,
- * not broadcast back over x); 0 otherwise (along rows, few rows, or x small enough that a
- * second walk hits the cache). Measured on the H100: NOTES steps 57-58 and 76. */
+ * (dtype dt, shape[ndim]) over mask down columns (the last axis of extent > 1 kept) written
+ * out (written, not broadcast back over x) of f16, bf16 or f32 from 256 rows; broadcast back
+ * (or of other dtypes) from 1024 rows, of f32 at any size and of other dtypes whose elements
+ * take more than cache_bytes; 0 otherwise (along rows, few rows, or x small enough that a
+ * second walk hits the cache). Measured on the H100: NOTES steps 57-58, 76 and 77. */
 int kiln__var_one_pass_columns(kiln_dtype dt, int ndim, const int64_t *shape, uint32_t mask, double cache_bytes,
                                int written);
 
