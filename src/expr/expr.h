@@ -56,7 +56,8 @@ kiln_expr *kiln__var_two_pass(kiln_expr *x, uint32_t mask);
  * out (written, not broadcast back over x) of f16, bf16 or f32 from 256 rows; broadcast back
  * (or of other dtypes) from 1024 rows, of f32 at any size and of other dtypes whose elements
  * take more than cache_bytes; 0 otherwise (along rows, few rows, or x small enough that a
- * second walk hits the cache). Measured on the H100: NOTES steps 57-58, 76 and 77. */
+ * second walk hits the cache). Measured on the H100 (NOTES steps 57-58, 76, 77), the 256-row
+ * rule also on the H200 (step 78). */
 int kiln__var_one_pass_columns(kiln_dtype dt, int ndim, const int64_t *shape, uint32_t mask, double cache_bytes,
                                int written);
 
