@@ -349,7 +349,9 @@ static void test_col_depth(kiln_ctx *ctx)
         {"column var f16 1024 x 16384, one pass: 4 x 64", KILN_DTYPE_F16, {1024, 16384}, 4, "1", {256, 1024, 256}},
         {"column sum f16 512 x 8192: 496 threads an SM would be too few", KILN_DTYPE_F16, {512, 8192}, 9, "2", {512, 512, 512}},
         {"column sum f16 4096 x 4096: 32 rows a worker already", KILN_DTYPE_F16, {4096, 4096}, 9, "2", {1024, 1024, 1024}},
-        {"column var f16 256 x 65536, two passes: kept but with =all", KILN_DTYPE_F16, {256, 65536}, 4, "2", {1024, 1024, 256}},
+        {"column var f16 256 x 65536, two passes: 16-bit, deepened too", KILN_DTYPE_F16, {256, 65536}, 4, "2", {256, 1024, 256}},
+        {"column var f32 512 x 32768, two passes: kept but with =all", KILN_DTYPE_F32, {512, 32768}, 4, "2", {1024, 1024, 512}},
+        {"batch norm bf16 512 x 32768, two passes: 16-bit, deepened", KILN_DTYPE_BF16, {512, 32768}, 6, "2", {256, 1024, 256}},
         {"batch norm f32 1024 x 8192, one pass, written over x: kept but with =all", KILN_DTYPE_F32, {1024, 8192}, 6, "1",
          {1024, 1024, 256}},
     };

@@ -1802,10 +1802,12 @@ static kiln_status row_segments(kiln_ctx *ctx, kplan *kp)
  * walks up to COL_DEPTH rows before the block's fold, while the grid keeps more than
  * COL_DEPTH_THREADS threads an SM (launch_shape). Short wide columns had one to four rows a worker,
  * a fold of up to 8 levels and two waves of 1024-thread blocks: on the H100 f16 1024 x 16384 column
- * sums ran 1.6x and its one-pass variance 2.6x faster with deeper workers; kernels that walk the
- * data again (two-pass variances, batch norm) were mixed, 0.6-1.5x, and keep their blocks
- * (bench/NOTES.md step 77). KILN_REDUCE_COLDEPTH=0 never, =all every COLUMN kernel, the two-walk
- * ones too, with the lanes and split choices as without (both for measuring); 1 and unset: the rule. */
+ * sums ran 1.6x and its one-pass variance 2.6x faster with deeper workers (bench/NOTES.md step 77).
+ * Kernels that walk the data again (two-pass variances, batch norm) take them over 16-bit inputs
+ * only: there they gained 1.40-1.56x on the H100 and 0.99-1.64x on the H200, where f32 ones lost
+ * up to 13 % at 16-32 lane columns a block (step 78). KILN_REDUCE_COLDEPTH=0 never, =all every
+ * COLUMN kernel, with the lanes and split choices as without (both for measuring); 1 and unset:
+ * the rule. */
 enum { COL_DEPTH = 16, COL_DEPTH_THREADS = 512 };
 
 static kiln_status col_depth(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
@@ -1815,7 +1817,8 @@ static kiln_status col_depth(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp
     static const char *const ways[] = {"0", "1", "all"};
     int env;
     KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_COLDEPTH", ways, 3, &env));
-    kp->col_deep = env == 2 || (env != 0 && k->npasses == 1 && k->out.is_row);
+    const int one_walk = k->npasses == 1 && k->out.is_row;
+    kp->col_deep = env == 2 || (env != 0 && (one_walk || widest_input(k) == 2));
     return KILN_OK;
 }
 
