@@ -203,7 +203,7 @@ static kiln_plan *empty_plan(kiln_ctx *ctx, kiln_dtype dt, const int64_t *shape,
 
 static void test_launch_choices(kiln_ctx *ctx)
 {
-    const int sms = 132, optin = 232448, sm = 233472;
+    const int sms = 132, optin = 232448, sm = 233472, l2 = 50 << 20;
     const struct {
         const char *what;
         kiln_dtype dt;
@@ -285,7 +285,7 @@ static void test_launch_choices(kiln_ctx *ctx)
         kiln_tensor *x, *dst;
         kiln_plan *p = empty_plan(ctx, cases[c].dt, cases[c].shape, cases[c].kind, odt, &x, &dst);
         kiln_cuda_launch_choice ch = {-1, -1, -1, -1, -1, -1, -1};
-        if (p) CHECK_OK(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, &ch));
+        if (p) CHECK_OK(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, l2, &ch));
         const int got[5] = {ch.split, ch.row_cache != 0, ch.kmax, ch.lanes, ch.seg};
         const int want[5] = {cases[c].split, cases[c].row_cache, cases[c].kmax, cases[c].lanes, cases[c].seg};
         for (int f = 0; f < 5; f++) {
@@ -312,11 +312,13 @@ static void test_launch_choices(kiln_ctx *ctx)
         kiln_plan *p = empty_plan(ctx, KILN_DTYPE_F32, shape, 2, KILN_DTYPE_F32, &x, &dst);
         kiln_cuda_launch_choice ch;
         if (p) {
-            CHECK_FAILS(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], 0, optin, sm, &ch), KILN_ERR_ARG,
+            CHECK_FAILS(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], 0, optin, sm, l2, &ch), KILN_ERR_ARG,
                         "sm_count");
-            CHECK_FAILS(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, sm + 1, sm, &ch), KILN_ERR_ARG,
+            CHECK_FAILS(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, sm + 1, sm, l2, &ch), KILN_ERR_ARG,
                         "smem_optin");
-            CHECK_FAILS(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, NULL), KILN_ERR_ARG, "out");
+            CHECK_FAILS(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, 0, &ch), KILN_ERR_ARG,
+                        "l2_bytes");
+            CHECK_FAILS(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, l2, NULL), KILN_ERR_ARG, "out");
         }
         kiln__plan_free(p);
         kiln_tensor_release(dst);
@@ -324,11 +326,13 @@ static void test_launch_choices(kiln_ctx *ctx)
     }
 }
 
-/* COLUMN mode's deeper workers (codegen.c col_depth) on an H100's size: a kernel that reads its
- * inputs once and runs unsplit takes fewer threads a column, each walking up to 16 rows, while the
- * grid keeps more than 512 threads an SM; KILN_REDUCE_COLDEPTH=0 keeps the blocks as before.
- * Kernels that walk the data again (a two-pass variance, batch norm) keep theirs, but with =all
- * (for measuring). Each case: the block's threads under each setting (bench/NOTES.md step 77). */
+/* COLUMN mode's deeper workers (codegen.c col_depth) on an H100's size (its L2 50 MiB unless the
+ * case says): a kernel that reads its inputs once and runs unsplit takes fewer threads a column,
+ * each walking up to 16 rows, while the grid keeps more than 512 threads an SM;
+ * KILN_REDUCE_COLDEPTH=0 keeps the blocks as before. Kernels that walk the data again (a two-pass
+ * variance, batch norm) take them only where the data fits in 7/8 of the L2 (45.9 MB of 50 MiB),
+ * at any size with =all (for measuring). Each case: the block's threads under each setting
+ * (bench/NOTES.md steps 77 and 79). */
 static void test_col_depth(kiln_ctx *ctx)
 {
     const int sms = 132, optin = 232448, sm = 233472;
@@ -340,20 +344,27 @@ static void test_col_depth(kiln_ctx *ctx)
         int64_t shape[2];
         int kind;
         const char *passes;
+        int l2_mib; /* 0: 50 */
         int threads[3];
     } cases[] = {
-        {"column sum f16 1024 x 16384: 4 x 64, 16 rows a worker", KILN_DTYPE_F16, {1024, 16384}, 9, "2", {256, 1024, 256}},
-        {"column sum f16 768 x 12288: 4 x 64, 12 rows", KILN_DTYPE_F16, {768, 12288}, 9, "2", {256, 1024, 256}},
-        {"column sum f32 2048 x 8192: 4 x 128, 16 rows", KILN_DTYPE_F32, {2048, 8192}, 9, "2", {512, 1024, 512}},
-        {"column var f16 256 x 65536, one pass: 16 x 16", KILN_DTYPE_F16, {256, 65536}, 4, "1", {256, 1024, 256}},
-        {"column var f16 1024 x 16384, one pass: 4 x 64", KILN_DTYPE_F16, {1024, 16384}, 4, "1", {256, 1024, 256}},
-        {"column sum f16 512 x 8192: 496 threads an SM would be too few", KILN_DTYPE_F16, {512, 8192}, 9, "2", {512, 512, 512}},
-        {"column sum f16 4096 x 4096: 32 rows a worker already", KILN_DTYPE_F16, {4096, 4096}, 9, "2", {1024, 1024, 1024}},
-        {"column var f16 256 x 65536, two passes: 16-bit, deepened too", KILN_DTYPE_F16, {256, 65536}, 4, "2", {256, 1024, 256}},
-        {"column var f32 512 x 32768, two passes: kept but with =all", KILN_DTYPE_F32, {512, 32768}, 4, "2", {1024, 1024, 512}},
-        {"batch norm bf16 512 x 32768, two passes: 16-bit, deepened", KILN_DTYPE_BF16, {512, 32768}, 6, "2", {256, 1024, 256}},
-        {"batch norm f32 1024 x 8192, one pass, written over x: kept but with =all", KILN_DTYPE_F32, {1024, 8192}, 6, "1",
+        {"column sum f16 1024 x 16384: 4 x 64, 16 rows a worker", KILN_DTYPE_F16, {1024, 16384}, 9, "2", 0, {256, 1024, 256}},
+        {"column sum f16 768 x 12288: 4 x 64, 12 rows", KILN_DTYPE_F16, {768, 12288}, 9, "2", 0, {256, 1024, 256}},
+        {"column sum f32 2048 x 8192: 4 x 128, 16 rows", KILN_DTYPE_F32, {2048, 8192}, 9, "2", 0, {512, 1024, 512}},
+        {"column sum f32 1024 x 16384, 64 MiB: one walk, no bound", KILN_DTYPE_F32, {1024, 16384}, 9, "2", 0, {512, 1024, 512}},
+        {"column var f16 256 x 65536, one pass: 16 x 16", KILN_DTYPE_F16, {256, 65536}, 4, "1", 0, {256, 1024, 256}},
+        {"column var f16 1024 x 16384, one pass: 4 x 64", KILN_DTYPE_F16, {1024, 16384}, 4, "1", 0, {256, 1024, 256}},
+        {"column sum f16 512 x 8192: 496 threads an SM would be too few", KILN_DTYPE_F16, {512, 8192}, 9, "2", 0, {512, 512, 512}},
+        {"column sum f16 4096 x 4096: 32 rows a worker already", KILN_DTYPE_F16, {4096, 4096}, 9, "2", 0, {1024, 1024, 1024}},
+        {"column var f16 256 x 65536, two passes, 32 MiB of 50: fits", KILN_DTYPE_F16, {256, 65536}, 4, "2", 0, {256, 1024, 256}},
+        {"column var f16 256 x 65536, two passes, 32 MiB of a 32 MiB L2", KILN_DTYPE_F16, {256, 65536}, 4, "2", 32,
          {1024, 1024, 256}},
+        {"column var f32 512 x 32768, two passes, 64 MiB: kept but with =all", KILN_DTYPE_F32, {512, 32768}, 4, "2", 0,
+         {1024, 1024, 512}},
+        {"column var f32 1024 x 10240, two passes, 40 MiB: fits", KILN_DTYPE_F32, {1024, 10240}, 4, "2", 0, {512, 1024, 512}},
+        {"batch norm f32 768 x 16384, 48 MiB: kept but with =all", KILN_DTYPE_F32, {768, 16384}, 6, "2", 0, {1024, 1024, 512}},
+        {"batch norm bf16 512 x 32768, two passes, 32 MiB: fits", KILN_DTYPE_BF16, {512, 32768}, 6, "2", 0, {256, 1024, 256}},
+        {"batch norm f32 1024 x 8192, one pass written over x, 32 MiB: fits", KILN_DTYPE_F32, {1024, 8192}, 6, "1", 0,
+         {256, 1024, 256}},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         setenv("KILN_VAR_PASSES", cases[c].passes, 1);
@@ -366,7 +377,8 @@ static void test_col_depth(kiln_ctx *ctx)
             else
                 unsetenv("KILN_REDUCE_COLDEPTH");
             kiln_cuda_launch_choice ch = {-1, -1, -1, -1, -1, -1, -1};
-            CHECK_OK(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, &ch));
+            const int l2 = (cases[c].l2_mib ? cases[c].l2_mib : 50) << 20;
+            CHECK_OK(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, l2, &ch));
             const int want = cases[c].threads[m];
             if (ch.threads != want || ch.split != 0)
                 fprintf(stderr, "  column depth, %s, COLDEPTH=%s: %d threads, split %d; want %d unsplit\n",
@@ -378,7 +390,7 @@ static void test_col_depth(kiln_ctx *ctx)
         setenv("KILN_REDUCE_COLDEPTH", "16", 1);
         kiln_cuda_launch_choice ch;
         if (p && c == 0)
-            CHECK_FAILS(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, &ch), KILN_ERR_ARG,
+            CHECK_FAILS(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, 50 << 20, &ch), KILN_ERR_ARG,
                         "KILN_REDUCE_COLDEPTH");
         kiln__plan_free(p);
         kiln_tensor_release(dst);

@@ -1477,7 +1477,9 @@ typedef struct kplan {
                              * the row cache's (row_cache) */
     int smem_row; /* ROW mode's row cache in shared memory (row_cache, at launch): 1 whole, 2 partial */
     int kmax_unfilled; /* kmax before row_fill, where it grew it for kept values alone; else 0 */
-    int col_deep; /* COLUMN mode, one walk: narrowed blocks of deeper workers (col_depth) */
+    int col_deep; /* COLUMN mode: narrowed blocks of deeper workers (col_depth) */
+    size_t col_rewalk; /* with col_deep, a kernel that walks its data again: the bytes an element it
+                        * walks (its widest input), for launch_shape's bound by the L2; else 0 */
 } kplan;
 
 static void kplan_free(kplan *kp)
@@ -1797,28 +1799,33 @@ static kiln_status row_segments(kiln_ctx *ctx, kplan *kp)
     return KILN_OK;
 }
 
-/* COLUMN mode's kernels that read their inputs once (one pass, the reductions written out: column
- * sums, the one-pass variance): narrowed unsplit blocks take fewer workers a column, so that each
- * walks up to COL_DEPTH rows before the block's fold, while the grid keeps more than
- * COL_DEPTH_THREADS threads an SM (launch_shape). Short wide columns had one to four rows a worker,
- * a fold of up to 8 levels and two waves of 1024-thread blocks: on the H100 f16 1024 x 16384 column
- * sums ran 1.6x and its one-pass variance 2.6x faster with deeper workers (bench/NOTES.md step 77).
- * Kernels that walk the data again (two-pass variances, batch norm) take them over 16-bit inputs
- * only: there they gained 1.40-1.56x on the H100 and 0.99-1.64x on the H200, where f32 ones lost
- * up to 13 % at 16-32 lane columns a block (step 78). KILN_REDUCE_COLDEPTH=0 never, =all every
- * COLUMN kernel, with the lanes and split choices as without (both for measuring); 1 and unset:
- * the rule. */
+/* COLUMN mode's narrowed unsplit blocks take fewer workers a column, so that each walks up to
+ * COL_DEPTH rows before the block's fold, while the grid keeps more than COL_DEPTH_THREADS threads
+ * an SM (launch_shape). Short wide columns had one to four rows a worker, a fold of up to 8 levels
+ * and two waves of 1024-thread blocks: on the H100 f16 1024 x 16384 column sums ran 1.6x and its
+ * one-pass variance 2.6x faster with deeper workers (bench/NOTES.md step 77). Kernels that read
+ * their inputs once (one pass, the reductions written out) always take them. Kernels that walk the
+ * data again (two-pass variances, batch norm) take them only where the data they walk fits in
+ * COL_REWALK_L2 of the L2: a deeper worker walks more rows than it keeps in registers, so its
+ * second walk reads them again, from the L2 where they fit. On the H100 (50 MiB) f32 batch norm
+ * and two-pass variances gained 1.07-1.89x in 27 of 28 cases over 14 shapes of 8-44 MB (0.98x the
+ * other) and lost up to 22 % over 8 shapes of 50-67 MB; 16-bit ones gained 1.17-1.63x at the four
+ * shapes of 8-34 MB where they move (bench/NOTES.md step 79).
+ * KILN_REDUCE_COLDEPTH=0 never, =all every COLUMN kernel at any size, with the lanes and split
+ * choices as without (both for measuring); 1 and unset: the rule. */
 enum { COL_DEPTH = 16, COL_DEPTH_THREADS = 512 };
+#define COL_REWALK_L2 0.875
 
 static kiln_status col_depth(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
 {
     kp->col_deep = 0;
+    kp->col_rewalk = 0;
     if (!kp->colmode) return KILN_OK;
     static const char *const ways[] = {"0", "1", "all"};
     int env;
     KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_COLDEPTH", ways, 3, &env));
-    const int one_walk = k->npasses == 1 && k->out.is_row;
-    kp->col_deep = env == 2 || (env != 0 && (one_walk || widest_input(k) == 2));
+    kp->col_deep = env != 0;
+    if (env != 2 && !(k->npasses == 1 && k->out.is_row)) kp->col_rewalk = widest_input(k); /* the rule */
     return KILN_OK;
 }
 
@@ -2425,9 +2432,12 @@ static void launch_shape(const kiln_cuda_state *st, const kplan *kp, int64_t R, 
         if (ty > tymax) ty = tymax;
         if (ty < 1) ty = 1;
         /* deeper workers (col_depth): halve the workers a column while each would walk at most
-         * COL_DEPTH rows and the grid keep more than COL_DEPTH_THREADS threads an SM, a warp a block */
+         * COL_DEPTH rows and the grid keep more than COL_DEPTH_THREADS threads an SM, a warp a block;
+         * a kernel that walks its data again only where that data fits in COL_REWALK_L2 of the L2 */
         const int64_t blocks = (R + tx - 1) / tx;
-        while (narrow && kp->col_deep && ty > 1 && tx * (ty / 2) >= 32 && (L + ty / 2 - 1) / (ty / 2) <= COL_DEPTH &&
+        const double walked = (double)kp->l.R * (double)kp->l.L * (double)kp->col_rewalk;
+        const int deep = narrow && kp->col_deep && (kp->col_rewalk == 0 || walked <= COL_REWALK_L2 * st->l2_bytes);
+        while (deep && ty > 1 && tx * (ty / 2) >= 32 && (L + ty / 2 - 1) / (ty / 2) <= COL_DEPTH &&
                blocks * tx * (ty / 2) > (int64_t)COL_DEPTH_THREADS * st->sm_count)
             ty /= 2;
         *bx = tx;
@@ -2639,7 +2649,7 @@ static CUresult no_launch_ex(const CUlaunchConfig *c, CUfunction f, void **param
 }
 
 kiln_status kiln__cuda_launch_choice(kiln_ctx *ctx, const kiln_plan_kernel *k, int sm_count, int smem_optin,
-                                     int smem_sm, kiln_cuda_launch_choice *out)
+                                     int smem_sm, int l2_bytes, kiln_cuda_launch_choice *out)
 {
     if (!out) return KILN_ERROR(ctx, KILN_ERR_ARG, "argument 'out': NULL");
     memset(out, 0, sizeof *out);
@@ -2647,6 +2657,7 @@ kiln_status kiln__cuda_launch_choice(kiln_ctx *ctx, const kiln_plan_kernel *k, i
     if (smem_optin < 0 || smem_sm < smem_optin)
         return KILN_ERROR(ctx, KILN_ERR_ARG, "argument 'smem_optin': %d bytes a block against %d an SM", smem_optin,
                           smem_sm);
+    if (l2_bytes < 1) return KILN_ERROR(ctx, KILN_ERR_ARG, "argument 'l2_bytes': %d bytes of L2", l2_bytes);
     KILN_TRY(check_plan_kernel(ctx, k));
     for (int a = 0; a < k->ndim; a++) /* nothing to store: no launch */
         if (k->shape[a] == 0 && !((k->reduce_mask >> a) & 1u)) return KILN_OK;
@@ -2655,6 +2666,7 @@ kiln_status kiln__cuda_launch_choice(kiln_ctx *ctx, const kiln_plan_kernel *k, i
     st->sm_count = sm_count;
     st->smem_optin = smem_optin;
     st->smem_sm = smem_sm;
+    st->l2_bytes = l2_bytes;
     st->cu.FuncSetAttribute = no_set_attribute;
     st->cu.LaunchKernelEx = no_launch_ex;
     kplan kp;

@@ -69,7 +69,7 @@ int kiln__cuda_row_cache_block(int rule, int64_t need, int64_t cache, int smem_t
 
 /* The launch choices the CUDA backend makes for plan kernel k (codegen.c run_kernel), made
  * without a GPU for a device of sm_count SMs with smem_optin bytes of shared memory a block
- * (opted in) and smem_sm an SM: whether its rows split across blocks, whether unsplit rows take
+ * (opted in), smem_sm an SM and an L2 of l2_bytes: whether its rows split across blocks, whether unsplit rows take
  * the row cache (0 no, 1 the whole row, 2 its first part), the vectors a worker walks, the
  * threads of a block, and the forms the backend's counters count (COLUMN mode's lanes, short
  * rows on a segment of a warp, the row shift). As run_kernel makes them before it compiles: the
@@ -80,7 +80,7 @@ typedef struct kiln_cuda_launch_choice {
     int split, row_cache, kmax, threads, lanes, seg, shift;
 } kiln_cuda_launch_choice;
 kiln_status kiln__cuda_launch_choice(kiln_ctx *ctx, const struct kiln_plan_kernel *k, int sm_count, int smem_optin,
-                                     int smem_sm, kiln_cuda_launch_choice *out);
+                                     int smem_sm, int l2_bytes, kiln_cuda_launch_choice *out);
 
 /* Benchmark helpers. kiln__cuda_timer_start/_stop record CUDA events on ctx's stream and
  * give the device time between them in ms. kiln__cuda_time_copy times a device-to-device
