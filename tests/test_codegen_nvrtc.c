@@ -103,6 +103,18 @@ static kiln_expr *build(int kind, kiln_tensor *x, int nd, const int64_t *shape, 
         *ond = 1;
         oshape[0] = shape[1];
         return kiln_reduce(KILN_REDUCE_PROD, kiln_t(x), 1, axis0, 0);
+    case 16: { /* batch norm over columns of the sum of x's two halves (rows): two full-size inputs */
+        kiln_slice top[1] = {KILN_SLICE(0, shape[0] / 2)}, bottom[1] = {KILN_SLICE(shape[0] / 2, shape[0])};
+        kiln_tensor *a = NULL, *b = NULL;
+        CHECK_INT(kiln_tensor_slice(x, 1, top, &a), KILN_OK);
+        CHECK_INT(kiln_tensor_slice(x, 1, bottom, &b), KILN_OK);
+        oshape[0] = shape[0] / 2;
+        kiln_expr *e = kiln_mul(kiln_rsqrt(kiln_add(kiln_var(kiln_add(kiln_t(a), kiln_t(b)), 0), kiln_scalar(1e-5))),
+                                kiln_sub(kiln_add(kiln_t(a), kiln_t(b)), kiln_mean(kiln_add(kiln_t(a), kiln_t(b)), 0)));
+        kiln_tensor_release(a);
+        kiln_tensor_release(b);
+        return e;
+    }
     case 9: /* columns, sum */
         *ond = 1;
         oshape[0] = shape[1];
@@ -330,8 +342,9 @@ static void test_launch_choices(kiln_ctx *ctx)
  * case says): a kernel that reads its inputs once and runs unsplit takes fewer threads a column,
  * each walking up to 16 rows, while the grid keeps more than 512 threads an SM;
  * KILN_REDUCE_COLDEPTH=0 keeps the blocks as before. Kernels that walk the data again (a two-pass
- * variance, batch norm) take them only where the data fits in 7/8 of the L2 (45.9 MB of 50 MiB),
- * at any size with =all (for measuring). Each case: the block's threads under each setting
+ * variance, batch norm) take them only where the bytes of their inputs fit in 7/8 of the L2
+ * (45.9 MB of 50 MiB; two full-size inputs count twice, a broadcast row hardly), at any size with
+ * =all (for measuring). Each case: the block's threads under each setting
  * (bench/NOTES.md steps 77 and 79). */
 static void test_col_depth(kiln_ctx *ctx)
 {
@@ -365,6 +378,10 @@ static void test_col_depth(kiln_ctx *ctx)
         {"batch norm bf16 512 x 32768, two passes, 32 MiB: fits", KILN_DTYPE_BF16, {512, 32768}, 6, "2", 0, {256, 1024, 256}},
         {"batch norm f32 1024 x 8192, one pass written over x, 32 MiB: fits", KILN_DTYPE_F32, {1024, 8192}, 6, "1", 0,
          {256, 1024, 256}},
+        {"batch norm f32 of a + b, 512 x 8192 each, 32 MiB: fits", KILN_DTYPE_F32, {1024, 8192}, 16, "2", 0,
+         {256, 1024, 256}},
+        {"batch norm f32 of a + b, 1024 x 8192 each, 64 MiB: kept but with =all", KILN_DTYPE_F32, {2048, 8192}, 16, "2",
+         0, {1024, 1024, 256}},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         setenv("KILN_VAR_PASSES", cases[c].passes, 1);

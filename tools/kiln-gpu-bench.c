@@ -69,6 +69,24 @@ static kiln_status bn_columns(data *d)
     return kiln_assign(A, kiln_mul(kiln_rsqrt(kiln_add(kiln_var(kiln_t(A), 0), kiln_scalar(1e-5))),
                                    kiln_sub(kiln_t(A), kiln_mean(kiln_t(A), 0))));
 }
+/* the same into another tensor (the output competes with the second walk for the L2), and of the sum
+ * of two tensors (two full-size inputs walked twice): codegen.c col_depth's bound, bench/NOTES.md step 79 */
+static kiln_status bn_columns_out(data *d)
+{
+    kiln_expr *x = kiln_t(d->A);
+    kiln_expr *norm = kiln_mul(kiln_rsqrt(kiln_add(kiln_var(kiln_expr_retain(x), 0), kiln_scalar(1e-5))),
+                               kiln_sub(kiln_expr_retain(x), kiln_mean(kiln_expr_retain(x), 0)));
+    kiln_expr_release(x);
+    return kiln_assign(d->out, norm);
+}
+static kiln_status bn_columns_sum(data *d)
+{
+    kiln_expr *x = kiln_add(kiln_t(d->A), kiln_t(d->B));
+    kiln_expr *norm = kiln_mul(kiln_rsqrt(kiln_add(kiln_var(kiln_expr_retain(x), 0), kiln_scalar(1e-5))),
+                               kiln_sub(kiln_expr_retain(x), kiln_mean(kiln_expr_retain(x), 0)));
+    kiln_expr_release(x);
+    return kiln_assign(d->out, norm);
+}
 static kiln_status relu_ab(data *d)
 {
     return kiln_assign(d->out, kiln_relu(kiln_add(kiln_mul(kiln_t(d->A), kiln_t(d->B)), kiln_t(d->bias))));
@@ -136,6 +154,8 @@ static const bcase cases[] = {
     {"sigmoid(A)*B+sqr(A-B)/2", chain, 2, 1},
     {"batchnorm A in place", bn, 1, 1},
     {"batchnorm(A,0) in place", bn_columns, 1, 1},
+    {"batchnorm(A,0) to out", bn_columns_out, 1, 1},
+    {"batchnorm(A+B,0) to out", bn_columns_sum, 2, 1},
     {"var(A,1)", variance, 1, 0},
     {"var(A,0)", colvar, 1, 2},
     {"sum(A,0)", colsum, 1, 2},

@@ -1478,8 +1478,9 @@ typedef struct kplan {
     int smem_row; /* ROW mode's row cache in shared memory (row_cache, at launch): 1 whole, 2 partial */
     int kmax_unfilled; /* kmax before row_fill, where it grew it for kept values alone; else 0 */
     int col_deep; /* COLUMN mode: narrowed blocks of deeper workers (col_depth) */
-    size_t col_rewalk; /* with col_deep, a kernel that walks its data again: the bytes an element it
-                        * walks (its widest input), for launch_shape's bound by the L2; else 0 */
+    double col_rewalk; /* with col_deep, a kernel that walks its data again: the bytes its inputs
+                        * hold over the domain (walked_bytes), for launch_shape's bound by the L2;
+                        * else 0 (also where it reads no input) */
 } kplan;
 
 static void kplan_free(kplan *kp)
@@ -1805,9 +1806,9 @@ static kiln_status row_segments(kiln_ctx *ctx, kplan *kp)
  * and two waves of 1024-thread blocks: on the H100 f16 1024 x 16384 column sums ran 1.6x and its
  * one-pass variance 2.6x faster with deeper workers (bench/NOTES.md step 77). Kernels that read
  * their inputs once (one pass, the reductions written out) always take them. Kernels that walk the
- * data again (two-pass variances, batch norm) take them only where the data they walk fits in
- * COL_REWALK_L2 of the L2: a deeper worker walks more rows than it keeps in registers, so its
- * second walk reads them again, from the L2 where they fit. On the H100 (50 MiB) f32 batch norm
+ * data again (two-pass variances, batch norm) take them only where the bytes their inputs hold
+ * (walked_bytes) fit in COL_REWALK_L2 of the L2: a deeper worker walks more rows than it keeps in
+ * registers, so its second walk reads them again, from the L2 where they fit. On the H100 (50 MiB) f32 batch norm
  * and two-pass variances gained 1.07-1.89x in 27 of 28 cases over 14 shapes of 8-44 MB (0.98x the
  * other) and lost up to 22 % over 8 shapes of 50-67 MB; 16-bit ones gained 1.17-1.63x at the four
  * shapes of 8-34 MB where they move (bench/NOTES.md step 79).
@@ -1815,6 +1816,20 @@ static kiln_status row_segments(kiln_ctx *ctx, kplan *kp)
  * choices as without (both for measuring); 1 and unset: the rule. */
 enum { COL_DEPTH = 16, COL_DEPTH_THREADS = 512 };
 #define COL_REWALK_L2 0.875
+
+/* The bytes k's inputs hold over its domain: each input's dtype size times the extents of the axes
+ * it moves along (a broadcast axis, stride 0, adds nothing: batch norm's scale and shift are a row). */
+static double walked_bytes(const kiln_plan_kernel *k)
+{
+    double total = 0;
+    for (int t = 0; t < k->ninputs; t++) {
+        double bytes = (double)kiln_dtype_size(k->inputs[t].dtype);
+        for (int a = 0; a < k->ndim; a++)
+            if (k->inputs[t].strides[a] != 0) bytes *= (double)k->shape[a];
+        total += bytes;
+    }
+    return total;
+}
 
 static kiln_status col_depth(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
 {
@@ -1825,7 +1840,7 @@ static kiln_status col_depth(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp
     int env;
     KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_COLDEPTH", ways, 3, &env));
     kp->col_deep = env != 0;
-    if (env != 2 && !(k->npasses == 1 && k->out.is_row)) kp->col_rewalk = widest_input(k); /* the rule */
+    if (env != 2 && !(k->npasses == 1 && k->out.is_row)) kp->col_rewalk = walked_bytes(k); /* the rule */
     return KILN_OK;
 }
 
@@ -2435,8 +2450,8 @@ static void launch_shape(const kiln_cuda_state *st, const kplan *kp, int64_t R, 
          * COL_DEPTH rows and the grid keep more than COL_DEPTH_THREADS threads an SM, a warp a block;
          * a kernel that walks its data again only where that data fits in COL_REWALK_L2 of the L2 */
         const int64_t blocks = (R + tx - 1) / tx;
-        const double walked = (double)kp->l.R * (double)kp->l.L * (double)kp->col_rewalk;
-        const int deep = narrow && kp->col_deep && (kp->col_rewalk == 0 || walked <= COL_REWALK_L2 * st->l2_bytes);
+        const int deep =
+            narrow && kp->col_deep && (kp->col_rewalk == 0 || kp->col_rewalk <= COL_REWALK_L2 * st->l2_bytes);
         while (deep && ty > 1 && tx * (ty / 2) >= 32 && (L + ty / 2 - 1) / (ty / 2) <= COL_DEPTH &&
                blocks * tx * (ty / 2) > (int64_t)COL_DEPTH_THREADS * st->sm_count)
             ty /= 2;

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# bench/NOTES.md step 79 Left (2), a visit on main as landed: OUT=$OUT bash bench/patches/2026-12-08-coldepth-bound.visit.sh
+# (~60-90 s cold build plus the timings). Times COLUMN batch norm in place, into another tensor and of A + B
+# (two full-size inputs) with KILN_REDUCE_COLDEPTH=1 (the rule: two-walk kernels deepen where the bytes of
+# their inputs fit in 7/8 of the L2) against =all (every kernel deepened) and =0, f32 and f16, at shapes of
+# 8-67 MB a tensor. Reads: 1/all near 1.00 where the rule deepens; where it keeps the blocks (A + B past
+# 22.9 MB a tensor, anything past 45.9 MB) all/1 below 1.00 says the bound holds. Into $OUT/all.txt.
+set -u
+cd "$(git -C "$(dirname "$0")" rev-parse --show-toplevel)"
+A=$OUT/all.txt; export KILN_DEVICE=cuda; T0=$(date +%s); B=/tmp/c79
+nvidia-smi --query-gpu=name --format=csv,noheader >>"$A"; git log --oneline -1 >>"$A"
+rm -rf $B; cmake -S . -B $B -DKILN_CUDA=ON -DKILN_CUDA_ARCH=90a -DKILN_WERROR=ON >/dev/null 2>&1 &&
+  cmake --build $B -j16 --target kiln-gpu-bench >$B.build.log 2>&1
+echo "build rc $? at $(( $(date +%s) - T0 )) s" >>"$A"
+S=256x8192,512x8192,768x8192,1024x8192,384x24576,320x32768,768x16384,512x32768
+for d in f32 f16; do
+  KILN_CACHE_DIR=$B/kb timeout 200 $B/kiln-gpu-bench --only 'batchnorm(A,0) in place,batchnorm(A,0) to out,batchnorm(A+B,0) to out' \
+    --dtype $d --sizes $S --ab KILN_REDUCE_COLDEPTH=1,all,0 2>&1 | grep -E '^(case|batch)' >>"$A"
+done
+echo "### end $(( $(date +%s) - T0 )) s" >>"$A"
