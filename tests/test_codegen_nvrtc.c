@@ -345,21 +345,60 @@ static void test_launch_choices(kiln_ctx *ctx)
  * variance, batch norm) take them only where the bytes of their inputs fit in 7/8 of the L2
  * (45.9 MB of 50 MiB; two full-size inputs count twice, a broadcast row hardly), at any size with
  * =all (for measuring). Each case: the block's threads under each setting
- * (bench/NOTES.md steps 77 and 79). */
-static void test_col_depth(kiln_ctx *ctx)
+ * (bench/NOTES.md steps 77 and 79); KILN_REDUCE_COLROWS=32 or 64 lets a worker walk more rows. */
+typedef struct col_case {
+    const char *what;
+    kiln_dtype dt;
+    int64_t shape[2];
+    int kind;
+    const char *passes;
+    int l2_mib;     /* 0: 50 */
+    int threads[3]; /* the block's threads at each of the three settings */
+} col_case;
+
+/* Each case's block threads (unsplit) with the environment variable var at each of settings (NULL:
+ * unset), on an H100's size; the value `bad` makes the first case fail naming var. */
+static void check_col_threads(kiln_ctx *ctx, const char *var, const char *const *settings, const char *bad,
+                              const col_case *cases, size_t ncases)
 {
     const int sms = 132, optin = 232448, sm = 233472;
+    for (size_t c = 0; c < ncases; c++) {
+        setenv("KILN_VAR_PASSES", cases[c].passes, 1);
+        const kiln_dtype odt = cases[c].kind == 4 || cases[c].kind == 9 ? KILN_DTYPE_F32 : cases[c].dt;
+        kiln_tensor *x, *dst;
+        kiln_plan *p = empty_plan(ctx, cases[c].dt, cases[c].shape, cases[c].kind, odt, &x, &dst);
+        const int l2 = (cases[c].l2_mib ? cases[c].l2_mib : 50) << 20;
+        for (int m = 0; m < 3 && p; m++) {
+            if (settings[m])
+                setenv(var, settings[m], 1);
+            else
+                unsetenv(var);
+            kiln_cuda_launch_choice ch = {-1, -1, -1, -1, -1, -1, -1};
+            CHECK_OK(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, l2, &ch));
+            const int want = cases[c].threads[m];
+            if (ch.threads != want || ch.split != 0)
+                fprintf(stderr, "  %s, %s=%s: %d threads, split %d; want %d unsplit\n", cases[c].what, var,
+                        settings[m] ? settings[m] : "(unset)", ch.threads, ch.split, want);
+            CHECK_INT(ch.threads, want);
+            CHECK_INT(ch.split, 0);
+        }
+        setenv(var, bad, 1);
+        kiln_cuda_launch_choice ch;
+        if (p && c == 0)
+            CHECK_FAILS(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, l2, &ch), KILN_ERR_ARG, var);
+        unsetenv(var);
+        kiln__plan_free(p);
+        kiln_tensor_release(dst);
+        kiln_tensor_release(x);
+    }
+    unsetenv("KILN_VAR_PASSES");
+}
+
+static void test_col_depth(kiln_ctx *ctx)
+{
     /* the block's threads unset (the rule), with =0 and with =all (every COLUMN kernel, for measuring) */
-    static const char *const setting[3] = {NULL, "0", "all"};
-    const struct {
-        const char *what;
-        kiln_dtype dt;
-        int64_t shape[2];
-        int kind;
-        const char *passes;
-        int l2_mib; /* 0: 50 */
-        int threads[3];
-    } cases[] = {
+    static const char *const depth[3] = {NULL, "0", "all"};
+    static const col_case depth_cases[] = {
         {"column sum f16 1024 x 16384: 4 x 64, 16 rows a worker", KILN_DTYPE_F16, {1024, 16384}, 9, "2", 0, {256, 1024, 256}},
         {"column sum f16 768 x 12288: 4 x 64, 12 rows", KILN_DTYPE_F16, {768, 12288}, 9, "2", 0, {256, 1024, 256}},
         {"column sum f32 2048 x 8192: 4 x 128, 16 rows", KILN_DTYPE_F32, {2048, 8192}, 9, "2", 0, {512, 1024, 512}},
@@ -383,38 +422,17 @@ static void test_col_depth(kiln_ctx *ctx)
         {"batch norm f32 of a + b, 1024 x 8192 each, 64 MiB: kept but with =all", KILN_DTYPE_F32, {2048, 8192}, 16, "2",
          0, {1024, 1024, 256}},
     };
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        setenv("KILN_VAR_PASSES", cases[c].passes, 1);
-        const kiln_dtype odt = cases[c].kind == 4 || cases[c].kind == 9 ? KILN_DTYPE_F32 : cases[c].dt;
-        kiln_tensor *x, *dst;
-        kiln_plan *p = empty_plan(ctx, cases[c].dt, cases[c].shape, cases[c].kind, odt, &x, &dst);
-        for (int m = 0; m < 3 && p; m++) {
-            if (setting[m])
-                setenv("KILN_REDUCE_COLDEPTH", setting[m], 1);
-            else
-                unsetenv("KILN_REDUCE_COLDEPTH");
-            kiln_cuda_launch_choice ch = {-1, -1, -1, -1, -1, -1, -1};
-            const int l2 = (cases[c].l2_mib ? cases[c].l2_mib : 50) << 20;
-            CHECK_OK(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, l2, &ch));
-            const int want = cases[c].threads[m];
-            if (ch.threads != want || ch.split != 0)
-                fprintf(stderr, "  column depth, %s, COLDEPTH=%s: %d threads, split %d; want %d unsplit\n",
-                        cases[c].what, setting[m] ? setting[m] : "(unset)", ch.threads, ch.split, want);
-            CHECK_INT(ch.threads, want);
-            CHECK_INT(ch.split, 0);
-        }
-        /* a bad value names the variable */
-        setenv("KILN_REDUCE_COLDEPTH", "16", 1);
-        kiln_cuda_launch_choice ch;
-        if (p && c == 0)
-            CHECK_FAILS(ctx, kiln__cuda_launch_choice(ctx, &p->kernels[0], sms, optin, sm, 50 << 20, &ch), KILN_ERR_ARG,
-                        "KILN_REDUCE_COLDEPTH");
-        kiln__plan_free(p);
-        kiln_tensor_release(dst);
-        kiln_tensor_release(x);
-    }
-    unsetenv("KILN_REDUCE_COLDEPTH");
-    unsetenv("KILN_VAR_PASSES");
+    check_col_threads(ctx, "KILN_REDUCE_COLDEPTH", depth, "16", depth_cases, sizeof depth_cases / sizeof depth_cases[0]);
+    /* KILN_REDUCE_COLROWS (for measuring): the rows a deeper worker may walk, unset 16, then 32 and 64
+     * (the block halves again while each worker's rows stay within) */
+    static const char *const rows[3] = {NULL, "32", "64"};
+    static const col_case rows_cases[] = {
+        {"column var f16 2048 x 16384, one pass", KILN_DTYPE_F16, {2048, 16384}, 4, "1", 0, {512, 256, 256}},
+        {"column sum f16 2048 x 4096", KILN_DTYPE_F16, {2048, 4096}, 9, "2", 0, {1024, 512, 256}},
+        {"column var f32 512 x 32768, two passes, 64 MiB: kept at any depth", KILN_DTYPE_F32, {512, 32768}, 4, "2",
+         0, {1024, 1024, 1024}},
+    };
+    check_col_threads(ctx, "KILN_REDUCE_COLROWS", rows, "8", rows_cases, sizeof rows_cases / sizeof rows_cases[0]);
 }
 
 int main(void)

@@ -4,7 +4,8 @@
 # (two full-size inputs) with KILN_REDUCE_COLDEPTH=1 (the rule: two-walk kernels deepen where the bytes of
 # their inputs fit in 7/8 of the L2) against =all (every kernel deepened) and =0, f32 and f16, at shapes of
 # 8-67 MB a tensor. Reads: 1/all near 1.00 where the rule deepens; where it keeps the blocks (A + B past
-# 22.9 MB a tensor, anything past 45.9 MB) all/1 below 1.00 says the bound holds. Into $OUT/all.txt.
+# 22.9 MB a tensor, anything past 45.9 MB) all/1 below 1.00 says the bound holds. Then one-walk column sums
+# and one-pass variances with KILN_REDUCE_COLROWS=16,32,64 (workers deeper than 16 rows). Into $OUT/all.txt.
 set -u
 cd "$(git -C "$(dirname "$0")" rev-parse --show-toplevel)"
 A=$OUT/all.txt; export KILN_DEVICE=cuda; T0=$(date +%s); B=/tmp/c79
@@ -16,5 +17,11 @@ S=256x8192,512x8192,768x8192,1024x8192,384x24576,320x32768,768x16384,512x32768
 for d in f32 f16; do
   KILN_CACHE_DIR=$B/kb timeout 200 $B/kiln-gpu-bench --only 'batchnorm(A,0) in place,batchnorm(A,0) to out,batchnorm(A+B,0) to out' \
     --dtype $d --sizes $S --ab KILN_REDUCE_COLDEPTH=1,all,0 2>&1 | grep -E '^(case|batch)' >>"$A"
+done
+# step 77's (2)-(3): workers deeper than 16 rows (KILN_REDUCE_COLROWS) for one-walk column sums and variances
+S=2048x16384,1024x65536,1024x16384,2048x4096,4096x4096,2048x8192,512x32768
+for d in f16 f32; do
+  KILN_VAR_PASSES=1 KILN_CACHE_DIR=$B/kb timeout 200 $B/kiln-gpu-bench --only 'sum(A,0),var(A,0)' --dtype $d --sizes $S \
+    --ab KILN_REDUCE_COLROWS=16,32,64 2>&1 | grep -E '^(case|sum|var)' >>"$A"
 done
 echo "### end $(( $(date +%s) - T0 )) s" >>"$A"

@@ -1481,6 +1481,7 @@ typedef struct kplan {
     double col_rewalk; /* with col_deep, a kernel that walks its data again: the bytes its inputs
                         * hold over the domain (walked_bytes), for launch_shape's bound by the L2;
                         * else 0 (also where it reads no input) */
+    int col_rows;      /* with col_deep, the most rows a worker walks (COL_DEPTH, KILN_REDUCE_COLROWS) */
 } kplan;
 
 static void kplan_free(kplan *kp)
@@ -1801,19 +1802,21 @@ static kiln_status row_segments(kiln_ctx *ctx, kplan *kp)
 }
 
 /* COLUMN mode's narrowed unsplit blocks take fewer workers a column, so that each walks up to
- * COL_DEPTH rows before the block's fold, while the grid keeps more than COL_DEPTH_THREADS threads
- * an SM (launch_shape). Short wide columns had one to four rows a worker, a fold of up to 8 levels
- * and two waves of 1024-thread blocks: on the H100 f16 1024 x 16384 column sums ran 1.6x and its
- * one-pass variance 2.6x faster with deeper workers (bench/NOTES.md step 77). Kernels that read
- * their inputs once (one pass, the reductions written out) always take them. Kernels that walk the
- * data again (two-pass variances, batch norm) take them only where the bytes their inputs hold
- * (walked_bytes) fit in COL_REWALK_L2 of the L2: a deeper worker walks more rows than it keeps in
- * registers, so its second walk reads them again, from the L2 where they fit. On the H100 (50 MiB) f32 batch norm
- * and two-pass variances gained 1.07-1.89x in 27 of 28 cases over 14 shapes of 8-44 MB (0.98x the
- * other) and lost up to 22 % over 8 shapes of 50-67 MB; 16-bit ones gained 1.17-1.63x at the four
- * shapes of 8-34 MB where they move (bench/NOTES.md step 79).
- * KILN_REDUCE_COLDEPTH=0 never, =all every COLUMN kernel at any size, with the lanes and split
- * choices as without (both for measuring); 1 and unset: the rule. */
+ * col_rows rows (COL_DEPTH unless KILN_REDUCE_COLROWS says) before the block's fold, while the grid
+ * keeps more than COL_DEPTH_THREADS threads an SM (launch_shape). Short wide columns had one to
+ * four rows a worker, a fold of up to 8 levels and two waves of 1024-thread blocks: on the H100 f16
+ * 1024 x 16384 column sums ran 1.6x and its one-pass variance 2.6x faster with deeper workers
+ * (bench/NOTES.md step 77). Kernels that read their inputs once (one pass, the reductions written
+ * out) always take them. Kernels that walk the data again (two-pass variances, batch norm) take
+ * them only where the bytes their inputs hold (walked_bytes) fit in COL_REWALK_L2 of the L2: a
+ * deeper worker walks more rows than it keeps in registers, so its second walk reads them again,
+ * from the L2 where they fit. On the H100 (50 MiB) f32 batch norm and two-pass variances gained
+ * 1.07-1.89x in 27 of 28 cases over 14 shapes of 8-44 MB (0.98x the other) and lost up to 22 % over
+ * 8 shapes of 50-67 MB; 16-bit ones gained 1.17-1.63x at the four shapes of 8-34 MB where they move
+ * (step 79). KILN_REDUCE_COLDEPTH=0 never, =all every COLUMN kernel at any size, with the lanes and
+ * split choices as without (both for measuring); 1 and unset: the rule. KILN_REDUCE_COLROWS=16, 32
+ * or 64 sets the rows a worker may walk (for measuring: step 77 saw f16 2048 x 16384 one-pass
+ * variances 1.60x at 32 against 1.36x at 16, and vec-1 f16 column sums gain at 32-64). */
 enum { COL_DEPTH = 16, COL_DEPTH_THREADS = 512 };
 #define COL_REWALK_L2 0.875
 
@@ -1835,12 +1838,16 @@ static kiln_status col_depth(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp
 {
     kp->col_deep = 0;
     kp->col_rewalk = 0;
+    kp->col_rows = COL_DEPTH;
     if (!kp->colmode) return KILN_OK;
     static const char *const ways[] = {"0", "1", "all"};
     int env;
     KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_COLDEPTH", ways, 3, &env));
     kp->col_deep = env != 0;
     if (env != 2 && !(k->npasses == 1 && k->out.is_row)) kp->col_rewalk = walked_bytes(k); /* the rule */
+    static const char *const rows[] = {"16", "32", "64"};
+    KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_COLROWS", rows, 3, &env));
+    kp->col_rows = env < 0 ? COL_DEPTH : 16 << env;
     return KILN_OK;
 }
 
@@ -2447,12 +2454,12 @@ static void launch_shape(const kiln_cuda_state *st, const kplan *kp, int64_t R, 
         if (ty > tymax) ty = tymax;
         if (ty < 1) ty = 1;
         /* deeper workers (col_depth): halve the workers a column while each would walk at most
-         * COL_DEPTH rows and the grid keep more than COL_DEPTH_THREADS threads an SM, a warp a block;
+         * col_rows rows and the grid keep more than COL_DEPTH_THREADS threads an SM, a warp a block;
          * a kernel that walks its data again only where that data fits in COL_REWALK_L2 of the L2 */
         const int64_t blocks = (R + tx - 1) / tx;
         const int deep =
             narrow && kp->col_deep && (kp->col_rewalk == 0 || kp->col_rewalk <= COL_REWALK_L2 * st->l2_bytes);
-        while (deep && ty > 1 && tx * (ty / 2) >= 32 && (L + ty / 2 - 1) / (ty / 2) <= COL_DEPTH &&
+        while (deep && ty > 1 && tx * (ty / 2) >= 32 && (L + ty / 2 - 1) / (ty / 2) <= kp->col_rows &&
                blocks * tx * (ty / 2) > (int64_t)COL_DEPTH_THREADS * st->sm_count)
             ty /= 2;
         *bx = tx;
