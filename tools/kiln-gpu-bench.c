@@ -56,36 +56,23 @@ typedef struct data {
     kiln_tensor *A, *B, *bias, *out, *rowout, *one;
 } data;
 
-static kiln_status bn(data *d)
+/* batch norm of x along axis: rsqrt(var(x) + 1e-5) * (x - mean(x)); consumes x */
+static kiln_expr *normalized(kiln_expr *x, int axis)
 {
-    kiln_tensor *A = d->A;
-    return kiln_assign(A, kiln_mul(kiln_rsqrt(kiln_add(kiln_var(kiln_t(A), 1), kiln_scalar(1e-5))),
-                                   kiln_sub(kiln_t(A), kiln_mean(kiln_t(A), 1))));
+    kiln_expr *norm = kiln_mul(kiln_rsqrt(kiln_add(kiln_var(kiln_expr_retain(x), axis), kiln_scalar(1e-5))),
+                               kiln_sub(kiln_expr_retain(x), kiln_mean(kiln_expr_retain(x), axis)));
+    kiln_expr_release(x);
+    return norm;
 }
+static kiln_status bn(data *d) { return kiln_assign(d->A, normalized(kiln_t(d->A), 1)); }
 /* batch norm of each column (features last, as NHWC): COLUMN mode, two passes and a write */
-static kiln_status bn_columns(data *d)
-{
-    kiln_tensor *A = d->A;
-    return kiln_assign(A, kiln_mul(kiln_rsqrt(kiln_add(kiln_var(kiln_t(A), 0), kiln_scalar(1e-5))),
-                                   kiln_sub(kiln_t(A), kiln_mean(kiln_t(A), 0))));
-}
+static kiln_status bn_columns(data *d) { return kiln_assign(d->A, normalized(kiln_t(d->A), 0)); }
 /* the same into another tensor (the output competes with the second walk for the L2), and of the sum
  * of two tensors (two full-size inputs walked twice): codegen.c col_depth's bound, bench/NOTES.md step 79 */
-static kiln_status bn_columns_out(data *d)
-{
-    kiln_expr *x = kiln_t(d->A);
-    kiln_expr *norm = kiln_mul(kiln_rsqrt(kiln_add(kiln_var(kiln_expr_retain(x), 0), kiln_scalar(1e-5))),
-                               kiln_sub(kiln_expr_retain(x), kiln_mean(kiln_expr_retain(x), 0)));
-    kiln_expr_release(x);
-    return kiln_assign(d->out, norm);
-}
+static kiln_status bn_columns_out(data *d) { return kiln_assign(d->out, normalized(kiln_t(d->A), 0)); }
 static kiln_status bn_columns_sum(data *d)
 {
-    kiln_expr *x = kiln_add(kiln_t(d->A), kiln_t(d->B));
-    kiln_expr *norm = kiln_mul(kiln_rsqrt(kiln_add(kiln_var(kiln_expr_retain(x), 0), kiln_scalar(1e-5))),
-                               kiln_sub(kiln_expr_retain(x), kiln_mean(kiln_expr_retain(x), 0)));
-    kiln_expr_release(x);
-    return kiln_assign(d->out, norm);
+    return kiln_assign(d->out, normalized(kiln_add(kiln_t(d->A), kiln_t(d->B)), 0));
 }
 static kiln_status relu_ab(data *d)
 {

@@ -1478,10 +1478,7 @@ typedef struct kplan {
     int smem_row; /* ROW mode's row cache in shared memory (row_cache, at launch): 1 whole, 2 partial */
     int kmax_unfilled; /* kmax before row_fill, where it grew it for kept values alone; else 0 */
     int col_deep; /* COLUMN mode: narrowed blocks of deeper workers (col_depth) */
-    double col_rewalk; /* with col_deep, a kernel that walks its data again: the bytes its inputs
-                        * hold over the domain (walked_bytes), for launch_shape's bound by the L2;
-                        * else 0 (also where it reads no input) */
-    int col_rows;      /* with col_deep, the most rows a worker walks (COL_DEPTH, KILN_REDUCE_COLROWS) */
+    int col_rows; /* with col_deep, the most rows a worker walks (COL_DEPTH, KILN_REDUCE_COLROWS) */
 } kplan;
 
 static void kplan_free(kplan *kp)
@@ -1834,17 +1831,17 @@ static double walked_bytes(const kiln_plan_kernel *k)
     return total;
 }
 
-static kiln_status col_depth(kiln_ctx *ctx, const kiln_plan_kernel *k, kplan *kp)
+/* st: the device (NULL for the hooks' source, which no launch shape reads: no deeper workers) */
+static kiln_status col_depth(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_cuda_state *st, kplan *kp)
 {
     kp->col_deep = 0;
-    kp->col_rewalk = 0;
     kp->col_rows = COL_DEPTH;
-    if (!kp->colmode) return KILN_OK;
+    if (!kp->colmode || !st) return KILN_OK;
     static const char *const ways[] = {"0", "1", "all"};
     int env;
     KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_COLDEPTH", ways, 3, &env));
-    kp->col_deep = env != 0;
-    if (env != 2 && !(k->npasses == 1 && k->out.is_row)) kp->col_rewalk = walked_bytes(k); /* the rule */
+    const int one_walk = k->npasses == 1 && k->out.is_row;
+    kp->col_deep = env == 2 || (env != 0 && (one_walk || walked_bytes(k) <= COL_REWALK_L2 * st->l2_bytes));
     static const char *const rows[] = {"16", "32", "64"};
     KILN_TRY(kiln__env_choice(ctx, "kiln_eval", "KILN_REDUCE_COLROWS", rows, 3, &env));
     kp->col_rows = env < 0 ? COL_DEPTH : 16 << env;
@@ -2134,7 +2131,7 @@ static kiln_status prepare(kiln_ctx *ctx, const kiln_plan_kernel *k, const kiln_
     if (s == KILN_OK) s = row_fill(ctx, k, st, kp);
     if (s == KILN_OK) shift_fit(k, kp);
     if (s == KILN_OK) s = row_segments(ctx, kp);
-    if (s == KILN_OK) s = col_depth(ctx, k, kp);
+    if (s == KILN_OK) s = col_depth(ctx, k, st, kp);
     if (s == KILN_OK) keep_cap(k, kp);
     if (s == KILN_OK) s = row_divisions(ctx, k, kp);
     if (s != KILN_OK) kplan_free(kp);
@@ -2454,12 +2451,9 @@ static void launch_shape(const kiln_cuda_state *st, const kplan *kp, int64_t R, 
         if (ty > tymax) ty = tymax;
         if (ty < 1) ty = 1;
         /* deeper workers (col_depth): halve the workers a column while each would walk at most
-         * col_rows rows and the grid keep more than COL_DEPTH_THREADS threads an SM, a warp a block;
-         * a kernel that walks its data again only where that data fits in COL_REWALK_L2 of the L2 */
+         * col_rows rows and the grid keep more than COL_DEPTH_THREADS threads an SM, a warp a block */
         const int64_t blocks = (R + tx - 1) / tx;
-        const int deep =
-            narrow && kp->col_deep && (kp->col_rewalk == 0 || kp->col_rewalk <= COL_REWALK_L2 * st->l2_bytes);
-        while (deep && ty > 1 && tx * (ty / 2) >= 32 && (L + ty / 2 - 1) / (ty / 2) <= kp->col_rows &&
+        while (narrow && kp->col_deep && ty > 1 && tx * (ty / 2) >= 32 && (L + ty / 2 - 1) / (ty / 2) <= kp->col_rows &&
                blocks * tx * (ty / 2) > (int64_t)COL_DEPTH_THREADS * st->sm_count)
             ty /= 2;
         *bx = tx;

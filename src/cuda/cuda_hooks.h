@@ -69,11 +69,11 @@ int kiln__cuda_row_cache_block(int rule, int64_t need, int64_t cache, int smem_t
 
 /* The launch choices the CUDA backend makes for plan kernel k (codegen.c run_kernel), made
  * without a GPU for a device of sm_count SMs with smem_optin bytes of shared memory a block
- * (opted in), smem_sm an SM and an L2 of l2_bytes: whether its rows split across blocks, whether unsplit rows take
- * the row cache (0 no, 1 the whole row, 2 its first part), the vectors a worker walks, the
- * threads of a block, and the forms the backend's counters count (COLUMN mode's lanes, short
- * rows on a segment of a warp, the row shift). As run_kernel makes them before it compiles: the
- * split at one block an SM (the occupancy only adds slices) and its workspace assumed. For
+ * (opted in), smem_sm an SM and an L2 of l2_bytes: whether its rows split across blocks, whether
+ * unsplit rows take the row cache (0 no, 1 the whole row, 2 its first part), the vectors a worker
+ * walks, the threads of a block, and the forms the backend's counters count (COLUMN mode's lanes,
+ * short rows on a segment of a warp, the row shift). As run_kernel makes them before it compiles:
+ * the split at one block an SM (the occupancy only adds slices) and its workspace assumed. For
  * tests: a rule change that moves a shape to another kernel shows here, where the GPU suite
  * would count it. */
 typedef struct kiln_cuda_launch_choice {
