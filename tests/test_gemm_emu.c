@@ -14,7 +14,8 @@
  * plan choice the tile rule's on the H100's rule and the H200's (fast_dram), in the regions
  * of shapes where the rule has choices. The FFMA kernel (src/cuda/gemm_ffma.c) and the
  * mma.sync kernel (src/cuda/gemm_mma.c, its ldmatrix / mma.sync / cp.async emulated in
- * tests/mma_emu_ptx.h) run on the same emulator and cases of their own.
+ * tests/mma_emu_ptx.h) run on the same emulator and cases of their own. KILN_EMU_PART=i/n runs
+ * a part of the cases (see part_count), for visits that run the parts at once.
  * The generators and launch descriptions are built into every libkiln (CUDA or not), so this
  * runs on machines without the toolkit too (CI). Skipped (exit 77) where no C++ compiler
  * answers and under the sanitizers (the coroutines switch stacks).
@@ -217,6 +218,20 @@ static kiln_gemm_wgmma_launch last_wgmma;
 static uint64_t prev_rng;
 static void *prev_c;
 static size_t prev_c_bytes;
+
+/* A at a 128-byte line or 64 bytes into one, case by case in turn (a same_bits case as the
+ * case before): the rule reads A's base (kp128_rule's rows that straddle lines), so a heap
+ * address that happened to fall either way made a case's plan, and the run's check count,
+ * vary from run to run. Turned for every listed case, run here or in another part. */
+static int a_off_line;
+
+/* KILN_EMU_PART=i/n: this process runs part i (0 <= i < n) of the cases, so that a visit
+ * runs the test as n processes at once (tools/test-gpu.sh; whole, it is the visit's longest
+ * row, most of it compiling ~200 emulated kernels one after another). The listed cases go
+ * by group (a case and the same_bits cases after it), group g to part g % n; the random
+ * cases by their index (fuzz_cases); the rule and word checks (no kernel, a second) run in every part. */
+static int part_index, part_count = 1;
+static int in_part(int64_t group) { return group % part_count == part_index; }
 
 /* element i of a buffer of dtype dt: write v rounded to the dtype, read as f64 */
 static void put(int dt, void *buf, int64_t i, double v)
@@ -619,12 +634,7 @@ static void run(const ecase *e)
     const int64_t na = e->a_bcast ? 1 : nb, nbb = e->b_bcast ? 1 : nb;
     const int64_t asz = na * ar * as, bsz = nbb * br * bs, csz = nb * M * cs;
     const size_t es = e->dt == 2 ? 4 : 2;
-    /* A at a 128-byte line or 64 bytes into one, case by case in turn (a same_bits case as the
-     * case before): the rule reads A's base (kp128_rule's rows that straddle lines), so a heap
-     * address that happened to fall either way made a case's plan, and the run's check count,
-     * vary from run to run */
-    static int a_off_line;
-    if (!e->same_bits) a_off_line ^= 1;
+    if (!e->same_bits) a_off_line ^= 1; /* see a_off_line */
 #define LINES(n) (((size_t)(n) * es + 255) / 128 * 128) /* the bytes, a line over, in whole lines */
     void *A_mem = aligned_alloc(128, LINES(asz)), *B = aligned_alloc(128, LINES(bsz));
     void *A = (char *)A_mem + (a_off_line ? 64 : 0);
@@ -1088,17 +1098,20 @@ static ecase fuzz_case(uint64_t *s)
 }
 
 /* count random cases from seed: each on the emulator against the f64 reference (run), the
- * case printed where it failed */
+ * case printed where it failed. Under KILN_EMU_PART case i runs in part i % n; a replay
+ * (verbose: the seed given) runs them all, whatever the part. */
 static void fuzz_cases(uint64_t seed, int count, int verbose)
 {
     uint64_t s = seed ? seed : 1;
-    printf("random cases: %d from KILN_EMU_FUZZ_SEED=%llu\n", count, (unsigned long long)seed);
+    printf("random cases: %d from KILN_EMU_FUZZ_SEED=%llu%s\n", count, (unsigned long long)seed,
+           part_count > 1 && !verbose ? ", this part's every i % n" : "");
     /* what the rule picked: tile widths 64-256, splits through the workspace, a cluster or
      * slices, ping-pong, multicast, 64-row tiles, stochastic rounding's words early */
     int width[4] = {0, 0, 0, 0}, ws = 0, cluster = 0, slices = 0, pp = 0, mcast = 0, rows64 = 0, early = 0;
     int others[3] = {0, 0, 0};
     for (int i = 0; i < count; i++) {
         const ecase e = fuzz_case(&s);
+        if (!verbose && !in_part(i)) continue;
         const int failed = check_failed_;
         memset(&last_wgmma, 0, sizeof last_wgmma);
         run(&e);
@@ -1148,6 +1161,17 @@ int main(void)
     if (system(probe) != 0) {
         printf("no C++ compiler ('%s'): skipped\n", cxx);
         return CHECK_SKIP;
+    }
+    const char *part = getenv("KILN_EMU_PART");
+    if (part && part[0]) {
+        char *end = NULL;
+        part_index = (int)strtol(part, &end, 10);
+        part_count = end && *end == '/' ? (int)strtol(end + 1, &end, 10) : 0;
+        if (!end || *end || part_count < 1 || part_count > 64 || part_index < 0 || part_index >= part_count) {
+            fprintf(stderr, "KILN_EMU_PART='%s': expected i/n with 0 <= i < n <= 64\n", part);
+            return 1;
+        }
+        printf("KILN_EMU_PART=%d/%d\n", part_index, part_count);
     }
     snprintf(tmpdir, sizeof tmpdir, "/tmp/kiln-emu-XXXXXX");
     if (!mkdtemp(tmpdir)) {
@@ -2266,8 +2290,20 @@ int main(void)
     const long fuzz_count = fz_count && fz_count[0] ? strtol(fz_count, &fz_end, 10) : 40;
     CHECK(!fz_end || (*fz_end == 0 && fuzz_count >= 0)); /* a bad KILN_EMU_FUZZ fails the test */
     const uint64_t fuzz_seed = fz_seed && fz_seed[0] ? strtoull(fz_seed, NULL, 0) : check_rand_u64(&rng);
-    if (!(fz_seed && fz_seed[0]))
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(&cases[i]);
+    int64_t group = -1;
+    int listed = 0;
+    if (!(fz_seed && fz_seed[0])) {
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            if (!cases[i].same_bits) group++;
+            if (in_part(group)) {
+                run(&cases[i]);
+                listed++;
+            } else if (!cases[i].same_bits)
+                a_off_line ^= 1; /* as run would have: each case's A where the whole run puts it */
+        }
+        printf("listed cases: %d of %d (part %d of %d)\n", listed, (int)(sizeof cases / sizeof cases[0]), part_index,
+               part_count);
+    }
     fuzz_cases(fuzz_seed, fuzz_count > 0 ? (int)fuzz_count : 0, fz_seed && fz_seed[0]);
     free(prev_c);
     for (int i = 0; i < nbuilt; i++) dlclose(built[i].so);

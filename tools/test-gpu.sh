@@ -18,7 +18,9 @@
 # device passes only: whole, it does not finish in a visit; default all nine sections),
 # KILN_TEST_ENGINES (test_dot's GEMM engines, default "vendor own mma reference"; test_dot runs
 # as one process per engine, and under memcheck one per engine and section, so that their
-# NVRTC compiles spread over the cores: in one process the four did not finish in a visit).
+# NVRTC compiles spread over the cores: in one process the four did not finish in a visit),
+# EMU_PARTS (test_gemm_emu runs as that many processes, KILN_EMU_PART=i/n, default 4: whole it
+# took 269-470 s by host, most of it compiling its emulated kernels one after another).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD_GPU:-$ROOT/build-gpu}
@@ -30,6 +32,7 @@ RACECHECK_SECTIONS=${RACECHECK_SECTIONS:-"reductions,batchnorm,split,lanes,welfo
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
 DOT_SECTIONS=${DOT_SECTIONS:-"sizes tiles layouts epilogue batches empty broadcast stats sr"}
+EMU_PARTS=${EMU_PARTS:-4}
 DOT_ENGINES=$(echo "${KILN_TEST_ENGINES:-vendor own mma reference}" | tr ',' ' ')
 mkdir -p "$LOG"
 
@@ -122,6 +125,13 @@ for mode in $MODES; do
                         first=0
                         ROWS="$ROWS test_dot:$eng.plain"
                     done
+                elif [ "$t" = test_gemm_emu ] && [ "$EMU_PARTS" -gt 1 ]; then # host only: its cases in parts
+                    seed=${KILN_TEST_SEED:-$(date +%s)} # one seed: the parts divide one set of random cases
+                    for ((p = 0; p < EMU_PARTS; p++)); do
+                        launch "test_gemm_emu:part$p" cuda plain env KILN_TEST_SEED="$seed" KILN_EMU_PART="$p/$EMU_PARTS" \
+                            ./test_gemm_emu
+                        ROWS="$ROWS test_gemm_emu:part$p.plain"
+                    done
                 elif [ "$t" = test_cuda_backend ] && secs=$(cd "$BUILD" && KILN_CUDA_TEST=list ./test_cuda_backend) &&
                     [ -n "$secs" ]; then # a process per section (whole, 382 s on an H200: the visit's longest)
                     for sec in ${CUDA_SECTIONS:-$secs}; do
@@ -143,7 +153,14 @@ for mode in $MODES; do
                                     ROWS="$ROWS test_dot:$sec:$eng.memcheck"
                                 done
                             done
-                        elif [ "$t" = test_cuda_backend ] && secs=$(cd "$BUILD" && KILN_CUDA_TEST=list ./test_cuda_backend) &&
+                        elif [ "$t" = test_gemm_emu ] && [ "$EMU_PARTS" -gt 1 ]; then # host only: its cases in parts
+                    seed=${KILN_TEST_SEED:-$(date +%s)} # one seed: the parts divide one set of random cases
+                    for ((p = 0; p < EMU_PARTS; p++)); do
+                        launch "test_gemm_emu:part$p" cuda plain env KILN_TEST_SEED="$seed" KILN_EMU_PART="$p/$EMU_PARTS" \
+                            ./test_gemm_emu
+                        ROWS="$ROWS test_gemm_emu:part$p.plain"
+                    done
+                elif [ "$t" = test_cuda_backend ] && secs=$(cd "$BUILD" && KILN_CUDA_TEST=list ./test_cuda_backend) &&
                             [ -n "$secs" ]; then # a process per section (whole, it ran past 330 s on an H200)
                             for sec in ${CUDA_SECTIONS:-$secs}; do
                                 launch "test_cuda_backend:$sec" cuda memcheck env KILN_CUDA_TEST="$sec" $MEMCHECK ./test_cuda_backend
