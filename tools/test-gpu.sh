@@ -153,14 +153,7 @@ for mode in $MODES; do
                                     ROWS="$ROWS test_dot:$sec:$eng.memcheck"
                                 done
                             done
-                        elif [ "$t" = test_gemm_emu ] && [ "$EMU_PARTS" -gt 1 ]; then # host only: its cases in parts
-                    seed=${KILN_TEST_SEED:-$(date +%s)} # one seed: the parts divide one set of random cases
-                    for ((p = 0; p < EMU_PARTS; p++)); do
-                        launch "test_gemm_emu:part$p" cuda plain env KILN_TEST_SEED="$seed" KILN_EMU_PART="$p/$EMU_PARTS" \
-                            ./test_gemm_emu
-                        ROWS="$ROWS test_gemm_emu:part$p.plain"
-                    done
-                elif [ "$t" = test_cuda_backend ] && secs=$(cd "$BUILD" && KILN_CUDA_TEST=list ./test_cuda_backend) &&
+                        elif [ "$t" = test_cuda_backend ] && secs=$(cd "$BUILD" && KILN_CUDA_TEST=list ./test_cuda_backend) &&
                             [ -n "$secs" ]; then # a process per section (whole, it ran past 330 s on an H200)
                             for sec in ${CUDA_SECTIONS:-$secs}; do
                                 launch "test_cuda_backend:$sec" cuda memcheck env KILN_CUDA_TEST="$sec" $MEMCHECK ./test_cuda_backend
