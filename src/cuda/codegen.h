@@ -98,13 +98,16 @@ void kiln__cg_analysis_free(analysis *a);
 /* an instruction's j-th argument, and how many it has (LOAD, CONST and the generators: 0) */
 int kiln__cg_arg_of(const kiln_plan_instr *in, int j);
 int kiln__cg_instr_nargs(const kiln_plan_instr *in);
-/* an op's cost, as keep_values weighs the values it keeps */
+/* what recomputing an instruction costs, roughly: library functions, divisions and the
+ * generators 8, the rest 1 (keep_values weighs the values it keeps by it) */
 int kiln__cg_op_cost(kiln_pop op);
-/* marks in need[] the FULL instructions phase ph computes */
+/* need[] (cleared first) for phase ph: what pass ph's reductions reduce, or (ph = npasses)
+ * the output where it is not a row value */
 void kiln__cg_mark_phase(const kiln_plan_kernel *k, const analysis *an, int ph, char *need);
-/* the bytes a worker loads for input instruction i, as the row cache keeps it */
+/* the bytes of one vector of the row cache's load instruction i */
 int kiln__cg_row_cache_load_bytes(const kiln_plan_kernel *k, const layout *l, int vec, int i);
-/* the most points a worker walks a tile; the variance reductions' facts */
+/* the points a worker keeps in registers a tile (KMAX), by the loads several phases share; whether
+ * k has a variance (its split partials take 24 bytes); the lanes a COLUMN variance folds a round */
 int kiln__cg_kmax_for(const analysis *an, int vec);
 int kiln__cg_has_var(const kiln_plan_kernel *k);
 int kiln__cg_var_fold_lanes(const kiln_plan_kernel *k, int vec);
